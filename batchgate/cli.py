@@ -1,0 +1,63 @@
+"""`batchgate <command>`: one entry point for every process and tool.
+
+The command line is the composition root, so it is the one place in `batchgate/` that names the
+I/O packages. It names them as strings and imports only the command that runs: `batchgate review`
+never pays for aiohttp, and `batchgate/` itself stays importable without flask or kubernetes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# command -> (module:function taking argv and returning an exit code, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("webhook.demo:main", "run the main job on the embedded local cluster"),
+    "cluster": ("localcluster.cli:main", "run only the local cluster and write a kubeconfig"),
+    "webhook": ("webhook.cli:main", "serve the admission gateway under gunicorn over TLS"),
+    "controller": ("controller.cli:main", "run the reconcile controller"),
+    "review": ("webhook.review_cli:main", "show offline what the gateway would do to a manifest"),
+    "simulate": ("controller.simulate_cli:main", "run quota admission over a trace"),
+    "certs": ("certs.cli:main", "make or rotate CA and serving certificates"),
+    "check": ("controller.check_cli:main", "check capacity against quotas and explain pending work"),
+}
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: batchgate <command> [options]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {help_text}" for name, (_, help_text) in COMMANDS.items()]
+    lines += ["", "Run `batchgate <command> --help` for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0 if args else 2
+    if args[0] == "--version":
+        from batchgate import __version__
+
+        print(f"batchgate {__version__}")
+        return 0
+    command = COMMANDS.get(args[0])
+    if command is None:
+        print(f"batchgate: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module_name, _, function = command[0].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            print(f"batchgate: command {args[0]!r} is not available in this build", file=sys.stderr)
+            return 2
+        raise
+    try:
+        return int(getattr(module, function)(args[1:]) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Go `time.ParseDuration` syntax, the form every Kubernetes and AppWrapper duration uses.
+
+`90s`, `1m30s`, `1.5h`, `300ms`, `-2s`, `0`. Kept exact with Decimal so `0.1s` is 100 ms.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from decimal import Decimal, InvalidOperation
+
+_UNITS = {
+    "ns": Decimal("1e-9"),
+    "us": Decimal("1e-6"),
+    "µs": Decimal("1e-6"),
+    "μs": Decimal("1e-6"),
+    "ms": Decimal("1e-3"),
+    "s": Decimal(1),
+    "m": Decimal(60),
+    "h": Decimal(3600),
+}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+class DurationError(ValueError):
+    """A string that is not a Go duration."""
+
+
+def parse_duration(text: str) -> _dt.timedelta:
+    """Parse a Go duration string; raise DurationError with the offending text otherwise."""
+    if not isinstance(text, str):
+        raise DurationError(f"duration must be a string like '90s', got {type(text).__name__}")
+    raw = text.strip()
+    sign = Decimal(1)
+    body = raw
+    if body[:1] and body[0] in "+-":
+        sign = Decimal(-1) if body[0] == "-" else Decimal(1)
+        body = body[1:]
+    if body == "0":
+        return _dt.timedelta(0)
+    if not body:
+        raise DurationError(f"invalid duration {text!r}")
+    pos = 0
+    total = Decimal(0)
+    while pos < len(body):
+        match = _PART.match(body, pos)
+        if not match:
+            raise DurationError(f"invalid duration {text!r}: expected forms like 90s, 1m30s, 1.5h")
+        try:
+            total += Decimal(match.group(1)) * _UNITS[match.group(2)]
+        except InvalidOperation as exc:  # pragma: no cover - regex admits only numbers
+            raise DurationError(f"invalid duration {text!r}") from exc
+        pos = match.end()
+    return _dt.timedelta(seconds=float(sign * total))
+
+
+def format_duration(delta: _dt.timedelta) -> str:
+    """Format like Go's Duration.String for whole seconds and above (`1h30m0s`, `90ms`)."""
+    micros = round(delta.total_seconds() * 1_000_000)
+    if micros == 0:
+        return "0s"
+    sign = "-" if micros < 0 else ""
+    micros = abs(micros)
+    if micros < 1_000_000:
+        if micros % 1000 == 0:
+            return f"{sign}{micros // 1000}ms"
+        return f"{sign}{micros}µs"
+    seconds, frac = divmod(micros, 1_000_000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    sec_text = f"{secs}" if not frac else f"{secs}.{frac:06d}".rstrip("0")
+    out = ""
+    if hours:
+        out += f"{hours}h"
+    if hours or minutes:
+        out += f"{minutes}m"
+    return f"{sign}{out}{sec_text}s"

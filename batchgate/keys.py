@@ -1,0 +1,132 @@
+"""Every label, annotation, finalizer, condition type and reason string users can see.
+
+One place, so a grep answers "who sets this key" and names never drift between the gateway,
+the controller and the manifests.
+"""
+
+from typing import Final
+
+# --- API groups and versions -------------------------------------------------------------
+APPWRAPPER_GROUP: Final = "workload.codeflare.dev"
+APPWRAPPER_VERSION: Final = "v1beta2"
+APPWRAPPER_API_VERSION: Final = f"{APPWRAPPER_GROUP}/{APPWRAPPER_VERSION}"
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+KUEUE_VERSION: Final = "v1beta1"
+KUEUE_API_VERSION: Final = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
+PODGROUP_GROUP: Final = "scheduling.x-k8s.io"
+PODGROUP_API_VERSION: Final = f"{PODGROUP_GROUP}/v1alpha1"
+KUBEFLOW_API_VERSION: Final = "kubeflow.org/v1"
+RAY_API_VERSION: Final = "ray.io/v1"
+
+# --- Kueue ---------------------------------------------------------------------------------
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
+PREBUILT_WORKLOAD_LABEL: Final = "kueue.x-k8s.io/prebuilt-workload-name"
+JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
+POD_SET_LABEL: Final = "kueue.x-k8s.io/podset"
+KUEUE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
+
+# Workload condition types.
+COND_QUOTA_RESERVED: Final = "QuotaReserved"
+COND_ADMITTED: Final = "Admitted"
+COND_EVICTED: Final = "Evicted"
+COND_PREEMPTED: Final = "Preempted"
+COND_REQUEUED: Final = "Requeued"
+COND_FINISHED: Final = "Finished"
+COND_PODS_READY: Final = "PodsReady"
+COND_ACTIVE: Final = "Active"
+
+# Eviction and preemption reasons (Kueue's Evicted / Preempted condition reasons).
+EVICTED_BY_PREEMPTION: Final = "Preempted"
+EVICTED_BY_CLUSTER_QUEUE_STOPPED: Final = "ClusterQueueStopped"
+EVICTED_BY_LOCAL_QUEUE_STOPPED: Final = "LocalQueueStopped"
+EVICTED_BY_DEACTIVATION: Final = "InactiveWorkload"
+PREEMPTED_IN_CLUSTER_QUEUE: Final = "InClusterQueue"
+PREEMPTED_IN_COHORT_RECLAMATION: Final = "InCohortReclamation"
+PREEMPTED_IN_COHORT_FAIR_SHARING: Final = "InCohortFairSharing"
+PREEMPTED_IN_COHORT_RECLAIM_WHILE_BORROWING: Final = "InCohortReclaimWhileBorrowing"
+
+# --- AppWrapper ----------------------------------------------------------------------------
+USER_LABEL: Final = "workload.codeflare.dev/user"
+USERID_LABEL: Final = "workload.codeflare.dev/userid"
+APPWRAPPER_LABEL: Final = "workload.codeflare.dev/appwrapper"
+APPWRAPPER_FINALIZER: Final = "workload.codeflare.dev/finalizer"
+APPWRAPPER_CONTROLLER_NAME: Final = "workload.codeflare.dev/appwrapper-controller"
+
+_AW_ANNOTATION_PREFIX: Final = "workload.codeflare.dev.appwrapper/"
+ADMISSION_GRACE_PERIOD_ANNOTATION: Final = _AW_ANNOTATION_PREFIX + "admissionGracePeriodDuration"
+WARMUP_GRACE_PERIOD_ANNOTATION: Final = _AW_ANNOTATION_PREFIX + "warmupGracePeriodDuration"
+FAILURE_GRACE_PERIOD_ANNOTATION: Final = _AW_ANNOTATION_PREFIX + "failureGracePeriodDuration"
+RETRY_PAUSE_PERIOD_ANNOTATION: Final = _AW_ANNOTATION_PREFIX + "retryPausePeriodDuration"
+RETRY_LIMIT_ANNOTATION: Final = _AW_ANNOTATION_PREFIX + "retryLimit"
+FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION: Final = (
+    _AW_ANNOTATION_PREFIX + "forcefulDeletionGracePeriodDuration"
+)
+DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION: Final = (
+    _AW_ANNOTATION_PREFIX + "deletionOnFailureGracePeriodDuration"
+)
+SUCCESS_TTL_ANNOTATION: Final = _AW_ANNOTATION_PREFIX + "successTTLDuration"
+TERMINAL_EXIT_CODES_ANNOTATION: Final = _AW_ANNOTATION_PREFIX + "terminalExitCodes"
+RETRYABLE_EXIT_CODES_ANNOTATION: Final = _AW_ANNOTATION_PREFIX + "retryableExitCodes"
+
+DURATION_ANNOTATIONS: Final = (
+    ADMISSION_GRACE_PERIOD_ANNOTATION,
+    WARMUP_GRACE_PERIOD_ANNOTATION,
+    FAILURE_GRACE_PERIOD_ANNOTATION,
+    RETRY_PAUSE_PERIOD_ANNOTATION,
+    FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION,
+    DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION,
+    SUCCESS_TTL_ANNOTATION,
+)
+EXIT_CODE_LIST_ANNOTATIONS: Final = (TERMINAL_EXIT_CODES_ANNOTATION, RETRYABLE_EXIT_CODES_ANNOTATION)
+
+# AppWrapper condition types.
+COND_RESOURCES_DEPLOYED: Final = "ResourcesDeployed"
+COND_UNHEALTHY: Final = "Unhealthy"
+COND_DELETING_RESOURCES: Final = "DeletingResources"
+
+# Unhealthy reasons (also the failure-policy `onReasons` vocabulary).
+REASON_FAILED_COMPONENT: Final = "FailedComponent"
+REASON_FOUND_FAILED_PODS: Final = "FoundFailedPods"
+REASON_INSUFFICIENT_PODS_READY: Final = "InsufficientPodsReady"
+REASON_AUTOPILOT_NO_EXECUTE: Final = "AutopilotNoExecute"
+REASON_CREATE_FAILED: Final = "CreateFailed"
+UNHEALTHY_REASONS: Final = (
+    REASON_FAILED_COMPONENT,
+    REASON_FOUND_FAILED_PODS,
+    REASON_INSUFFICIENT_PODS_READY,
+    REASON_AUTOPILOT_NO_EXECUTE,
+    REASON_CREATE_FAILED,
+)
+# Wrapped Job failure reasons (batch/v1 Job condition Failed).
+JOB_FAILURE_REASONS: Final = (
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+    "PodFailurePolicy",
+    "MaxFailedIndexesExceeded",
+)
+
+# --- Gang scheduling -----------------------------------------------------------------------
+POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
+
+# --- batchgate's own keys ------------------------------------------------------------------
+PREFIX: Final = "batchgate.dev/"
+FRAMEWORK_LABEL: Final = PREFIX + "framework"
+FRAMEWORK_ARGS_ANNOTATION: Final = PREFIX + "framework-args"
+ROLE_LABEL: Final = PREFIX + "role"
+FAILURE_POLICY_ANNOTATION: Final = PREFIX + "failure-policy"
+RANK_ANNOTATION: Final = PREFIX + "rank"
+FRAMEWORKS: Final = ("pytorch", "tensorflow", "mpi", "mxnet")
+
+# --- Kubernetes keys we read ---------------------------------------------------------------
+JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"
+JOB_COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+KUBEFLOW_REPLICA_TYPE_LABEL: Final = "training.kubeflow.org/replica-type"
+KUBEFLOW_REPLICA_INDEX_LABEL: Final = "training.kubeflow.org/replica-index"
+KUBEFLOW_JOB_NAME_LABEL: Final = "training.kubeflow.org/job-name"
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+AUTOPILOT_GPU_HEALTH_LABEL: Final = "autopilot.ibm.com/gpuhealth"
+TAINT_UNREACHABLE: Final = "node.kubernetes.io/unreachable"
+TAINT_NOT_READY: Final = "node.kubernetes.io/not-ready"
+DEFAULT_SCHEDULER: Final = "default-scheduler"

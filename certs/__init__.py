@@ -1,0 +1,1 @@
+"""CA and serving certificates for the gateway and the local cluster."""

@@ -1,0 +1,166 @@
+"""Make a CA and serving certificates whose SANs match how Kubernetes dials a webhook.
+
+The API server verifies the webhook's certificate against `<service>.<namespace>.svc`, so the
+serving certificate names every form of that DNS name plus loopback for local use. Keys are
+ECDSA P-256: fast TLS handshakes, small certificates.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+CA_CERT = "ca.crt"
+CA_KEY = "ca.key"
+TLS_CERT = "tls.crt"
+TLS_KEY = "tls.key"
+CA_BUNDLE = "caBundle"
+
+
+@dataclass(frozen=True)
+class ServingFiles:
+    """Where a cert directory keeps its PEMs, and the base64 caBundle for webhook configs."""
+
+    directory: Path
+    ca_cert: Path
+    cert: Path
+    key: Path
+    ca_bundle: str
+
+
+def service_names(service: str, namespace: str) -> list[str]:
+    """Every DNS name a client may use to reach a Service, plus loopback."""
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+        "localhost",
+        "127.0.0.1",
+    ]
+
+
+def _new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _san(names: list[str]) -> x509.SubjectAlternativeName:
+    entries: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            entries.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            entries.append(x509.DNSName(name))
+    return x509.SubjectAlternativeName(entries)
+
+
+def make_ca(common_name: str, now: _dt.datetime, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_key()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _dt.timedelta(minutes=5))
+        .not_valid_after(now + _dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                crl_sign=True, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def make_serving_cert(
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    names: list[str],
+    now: _dt.datetime,
+    days: int,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_key()
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _dt.timedelta(minutes=5))
+        .not_valid_after(now + _dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_san(names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def write_serving_files(
+    directory: str | Path,
+    names: list[str],
+    now: _dt.datetime,
+    *,
+    ca_days: int = 3650,
+    cert_days: int = 365,
+    reuse_ca: bool = True,
+) -> ServingFiles:
+    """Write ca.crt/ca.key/tls.crt/tls.key/caBundle into `directory`.
+
+    An existing CA there is kept (rotation renews only the serving pair, so webhook
+    configurations holding the caBundle stay valid); otherwise a new CA is made.
+    """
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    ca_path, ca_key_path = root / CA_CERT, root / CA_KEY
+    if reuse_ca and ca_path.exists() and ca_key_path.exists():
+        ca_cert = x509.load_pem_x509_certificate(ca_path.read_bytes())
+        ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), password=None)
+        if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{ca_key_path}: expected an EC private key")
+    else:
+        ca_cert, ca_key = make_ca("batchgate-ca", now, ca_days)
+        _write(ca_key_path, _pem_key(ca_key), private=True)
+        _write(ca_path, ca_cert.public_bytes(serialization.Encoding.PEM))
+    cert, key = make_serving_cert(ca_cert, ca_key, names, now, cert_days)
+    _write(root / TLS_KEY, _pem_key(key), private=True)
+    _write(root / TLS_CERT, cert.public_bytes(serialization.Encoding.PEM))
+    bundle = base64.b64encode(ca_cert.public_bytes(serialization.Encoding.PEM)).decode()
+    _write(root / CA_BUNDLE, bundle.encode())
+    return ServingFiles(root, ca_path, root / TLS_CERT, root / TLS_KEY, bundle)
+
+
+def _write(path: Path, data: bytes, private: bool = False) -> None:
+    """Write atomically (tmp + rename) so a server reloading certs never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    if private:
+        tmp.chmod(0o600)
+    tmp.replace(path)

@@ -1,0 +1,74 @@
+"""DESIGN.md section 2: the pure layers import no I/O, and the local cluster nothing of ours."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+IO_LIBRARIES = {"flask", "gunicorn", "kubernetes", "requests", "threading", "time", "socket", "aiohttp"}
+PRODUCT = {"batchgate", "webhook", "controller"}  # certs/ is shared tooling
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def python_files(*packages: str) -> list[Path]:
+    return [p for pkg in packages for p in sorted((ROOT / pkg).rglob("*.py"))]
+
+
+def top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def offending(path: Path, forbidden: set[str], allowed_prefixes: tuple[str, ...] = ()) -> list[str]:
+    return sorted(
+        name
+        for name in imported_modules(path)
+        if top(name) in forbidden and not name.startswith(allowed_prefixes)
+    )
+
+
+@pytest.mark.parametrize("path", python_files("batchgate"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_vocabulary_imports_no_io_framework_nor_product_layers(path: Path) -> None:
+    forbidden = {"flask", "gunicorn", "kubernetes", "webhook", "controller", "localcluster", "aiohttp"}
+    assert offending(path, forbidden, allowed_prefixes=("kubernetes.utils",)) == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    python_files("webhook/rules", "controller/state", "controller/decisions"),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_pure_layers_import_no_io_and_no_adapter(path: Path) -> None:
+    bad = offending(path, IO_LIBRARIES)
+    bad += sorted(n for n in imported_modules(path) if n.startswith("controller.adapters"))
+    assert bad == []
+
+
+@pytest.mark.parametrize("path", python_files("webhook", "controller"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_adapters_and_policy_reloader_use_the_kubernetes_client(path: Path) -> None:
+    rel = path.relative_to(ROOT).as_posix()
+    if rel.startswith("controller/adapters/") or rel == "webhook/policy_reloader.py":
+        pytest.skip("allowed to use the kubernetes client")
+    assert offending(path, {"kubernetes"}, allowed_prefixes=("kubernetes.utils",)) == []
+
+
+@pytest.mark.parametrize("path", python_files("localcluster"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_local_cluster_imports_nothing_from_the_product(path: Path) -> None:
+    assert offending(path, PRODUCT) == []
+
+
+def test_the_rules_are_checking_real_files() -> None:
+    assert len(python_files("batchgate")) >= 5
+    assert python_files("webhook/rules")

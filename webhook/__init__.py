@@ -1,0 +1,1 @@
+"""The admission gateway: a mutating + validating webhook served by gunicorn over TLS."""
