@@ -101,3 +101,59 @@ def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, st
     if value:
         out["value"] = value
     return out
+
+
+def a_job(name: str = "job", *, namespace: str = "default", uid: str = "job-uid", status: dict | None = None, **spec: Any) -> dict[str, Any]:
+    template = spec.pop("template", None) or {
+        "metadata": {"labels": {"app": name}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid, "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"template": template, **spec},
+        "status": dict(status or {}),
+    }
+
+
+def job_pod(
+    job: dict[str, Any],
+    name: str,
+    phase: str = "Running",
+    *,
+    index: int | None = None,
+    ready: bool = True,
+    exit_code: int | None = None,
+    finished: float = 0,
+    tracked: bool = True,
+    deleting: bool = False,
+    failures: int | None = None,
+    conditions: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A pod as the Job controller would see it, in the given phase."""
+    from localcluster.sim.job_pods import COMPLETION_INDEX, INDEX_FAILURE_COUNT, TRACKING_FINALIZER, new_pod
+
+    pod = new_pod(job, index, failures or 0)
+    meta = pod["metadata"]
+    meta["name"] = name
+    meta["uid"] = f"uid-{name}"
+    meta["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    if not tracked:
+        meta["finalizers"] = []
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:30Z"
+    if failures is not None:
+        meta["annotations"][INDEX_FAILURE_COUNT] = str(failures)
+    if index is not None:
+        assert meta["annotations"][COMPLETION_INDEX] == str(index)
+    state: dict[str, Any] = {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
+    if phase in ("Succeeded", "Failed"):
+        code = exit_code if exit_code is not None else (0 if phase == "Succeeded" else 1)
+        state = {"terminated": {"exitCode": code, "finishedAt": (T0 + dt.timedelta(seconds=finished)).strftime("%Y-%m-%dT%H:%M:%SZ")}}
+    pod["status"] = {
+        "phase": phase,
+        "conditions": (conditions or []) + [{"type": "Ready", "status": "True" if ready and phase == "Running" else "False"}],
+        "containerStatuses": [{"name": "main", "state": state}],
+    }
+    return pod
