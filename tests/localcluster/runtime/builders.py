@@ -157,3 +157,21 @@ def job_pod(
         "containerStatuses": [{"name": "main", "state": state}],
     }
     return pod
+
+
+REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
+
+
+def corpus_dir():
+    """`shared/corpus` beside the clone (CI) or beside the worktrees folder; missing is an error."""
+    for base in (REPO_ROOT, *REPO_ROOT.parents):
+        if (base / "shared" / "corpus").is_dir():
+            return base / "shared" / "corpus"
+    raise FileNotFoundError(f"shared/corpus not found beside {REPO_ROOT}: the tests need the upstream manifests")
+
+
+def corpus_object(relative: str, kind: str) -> dict[str, Any]:
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all((corpus_dir() / relative).read_text()) if d]
+    return next(d for d in docs if d.get("kind") == kind)
