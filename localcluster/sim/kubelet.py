@@ -105,7 +105,6 @@ def _condition(kind: str, ok: bool, since: dt.datetime, reason: str = "", messag
     out: dict[str, Any] = {
         "type": kind,
         "status": "True" if ok else "False",
-        "lastProbeTime": None,
         "lastTransitionTime": format_time(since),
     }
     if not ok and reason:
