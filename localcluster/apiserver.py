@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 
 from localcluster import discovery, openapi, reads, watching, writes
+from localcluster.admission import WebhookDispatcher
 from localcluster.clock import TimeSource
 from localcluster.codec import acceptable
 from localcluster.errors import ApiError, internal, method_not_allowed, not_acceptable
@@ -28,8 +27,6 @@ log = logging.getLogger("localcluster.apiserver")
 
 PUBLIC_PATHS = {"/version", "/healthz", "/livez", "/readyz"}
 
-# Admission: (attributes, object, old object) -> the object as admitted, or ApiError raised.
-AdmitFn = Callable[[dict[str, Any], "dict[str, Any] | None", "dict[str, Any] | None"], Awaitable["dict[str, Any] | None"]]
 
 
 class ApiServer:
@@ -40,7 +37,7 @@ class ApiServer:
         self.clock = clock
         self.auth = auth
         self.address = address
-        self.admit: AdmitFn | None = None
+        self.webhooks: WebhookDispatcher | None = None
         self.bookmark_interval = 60.0
         self.watch_timeout_range = (1800.0, 3600.0)
 

@@ -74,6 +74,12 @@ class ApiError(Exception):
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
 
+    @classmethod
+    def from_status(cls, status: dict[str, Any]) -> ApiError:
+        """An error carrying a Status built elsewhere (admission denials)."""
+        return cls(int(status.get("code") or 500), str(status.get("reason") or ""), str(status.get("message") or ""),
+                   dict(status.get("details") or {}))
+
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "kind": "Status",

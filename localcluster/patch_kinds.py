@@ -12,7 +12,7 @@ from aiohttp import web
 
 from localcluster import codec, lifecycle, views
 from localcluster.clock import rfc3339
-from localcluster.errors import ApiError, conflict, unsupported_media_type
+from localcluster.errors import ApiError, already_exists, conflict, unsupported_media_type
 from localcluster.patches import json_patch, merge_patch
 from localcluster.reads import view_bytes
 from localcluster.responses import Context, raw_response
@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 
 def _kind_key(ctx: Context) -> str:
+    """`apps/v1/Deployment`, `v1/Pod`: how the patching modules name a kind."""
     rt = ctx.target.rt
-    return f"{rt.kind}.{rt.group}" if rt.group else rt.kind
+    return f"{rt.api_version}/{rt.kind}"
 
 
 def _field_manager(ctx: Context, required: bool) -> str:
@@ -94,12 +95,16 @@ async def apply_create(server: ApiServer, ctx: Context, body: Any) -> web.Respon
     meta["name"] = t.name
     lifecycle.place_in_namespace(t.rt, obj, t.namespace)
     writes.check_namespace(server, t.rt, meta.get("namespace", ""), t.name)
-    admitted = await writes.admit(server, ctx, "CREATE", obj, None, t.name, "CreateOptions")
+    warnings: list[str] = []
+    admitted = await writes.mutate(server, ctx, "CREATE", obj, None, t.name, "CreateOptions", warnings)
     obj = lifecycle.prepare_create(t.rt, lifecycle.check_type(t.rt, admitted), server.clock.now())
+    await writes.validate(server, ctx, "CREATE", obj, None, t.name, "CreateOptions", warnings)
     if writes.dry_run(ctx):
-        return raw_response(view_bytes(t.rt, _fake_entry(obj)), status=201)
+        return raw_response(view_bytes(t.rt, _fake_entry(obj)), status=201, warnings=warnings)
+    if server.store.get(views.storage_key(t.rt), meta.get("namespace", ""), t.name) is not None:
+        raise already_exists(t.rt.group, t.rt.plural, t.name)
     entry = server.store.put(views.storage_key(t.rt), views.to_storage(t.rt, obj))
-    return raw_response(view_bytes(t.rt, entry), status=201)
+    return raw_response(view_bytes(t.rt, entry), status=201, warnings=warnings)
 
 
 def _fake_entry(obj: dict[str, Any]) -> Entry:

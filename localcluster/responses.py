@@ -47,8 +47,9 @@ async def read_body(request: web.Request) -> bytes:
     return b"".join(chunks)
 
 
-def json_response(value: Any, content_type: str = "application/json", status: int = 200) -> web.Response:
-    return raw_response(dumps(value), content_type, status)
+def json_response(value: Any, content_type: str = "application/json", status: int = 200,
+                  warnings: list[str] | None = None) -> web.Response:
+    return raw_response(dumps(value), content_type, status, warnings)
 
 
 def raw_response(body: bytes, content_type: str = "application/json", status: int = 200,

@@ -29,6 +29,7 @@ from localcluster.crd_registration import CrdRegistrar
 from localcluster.garbage import Collector
 from localcluster.resources import Registry
 from localcluster.store import Store
+from localcluster.webhook_sources import dispatcher
 from localcluster.users import AUTHENTICATED, Authenticator, User, kubeconfig, load_users
 
 log = logging.getLogger("localcluster")
@@ -71,6 +72,7 @@ class LocalCluster:
         self.store = Store()
         self.registry = Registry()
         self.server = ApiServer(self.store, self.registry, self.clock, self.auth)
+        self.server.webhooks = dispatcher(self.store, self.webhook_addresses)
         self.url = ""
         self.kubeconfig = self.workdir / "kubeconfig"
         self.ca_file = self.workdir / "pki" / "ca.crt"

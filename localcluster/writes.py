@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from localcluster import codec, crd_schema, lifecycle, special, views
+from localcluster.admission import AdmissionAttributes, AdmissionDenied
 from localcluster.errors import ApiError, already_exists, bad_request, forbidden, not_found
 from localcluster.reads import matching_entries, view_bytes
 from localcluster.responses import Context, json_response, raw_response, status_success
@@ -60,24 +61,43 @@ def _prune_custom(ctx: Context, rt: ResourceType, obj: dict[str, Any]) -> list[s
     return [f'unknown field "{p}"' for p in pruned] if mode == "Warn" else []
 
 
-async def admit(server: ApiServer, ctx: Context, operation: str, obj: dict[str, Any] | None,
-                old: dict[str, Any] | None, name: str, options_kind: str) -> dict[str, Any] | None:
-    """Run the webhooks (if any are wired) and return the object they admitted."""
+def _attributes(ctx: Context, operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+                name: str, options_kind: str) -> AdmissionAttributes:
     rt = ctx.target.rt
-    if server.admit is None or rt.group_resource in NO_ADMISSION:
+    namespace = ctx.target.namespace or (obj or old or {}).get("metadata", {}).get("namespace", "")
+    if rt.group_resource == ("", "namespaces"):
+        namespace = name
+    return AdmissionAttributes(
+        operation=operation, group=rt.group, version=rt.version, kind=rt.kind, resource=rt.plural,
+        subresource=ctx.target.subresource, namespace=namespace, name=name, user_info=ctx.user.info(),
+        dry_run=bool(ctx.query.getall("dryRun", [])),
+        options={"apiVersion": "meta.k8s.io/v1", "kind": options_kind})
+
+
+def _skips_admission(server: ApiServer, ctx: Context) -> bool:
+    return server.webhooks is None or ctx.target.rt.group_resource in NO_ADMISSION
+
+
+async def mutate(server: ApiServer, ctx: Context, operation: str, obj: dict[str, Any] | None,
+                 old: dict[str, Any] | None, name: str, options_kind: str, warnings: list[str]) -> dict[str, Any] | None:
+    """Mutating webhooks (if any match): the object as they patched it."""
+    if _skips_admission(server, ctx):
         return obj
-    attributes = {
-        "operation": operation,
-        "kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
-        "resource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
-        "subResource": ctx.target.subresource,
-        "namespace": ctx.target.namespace or (obj or old or {}).get("metadata", {}).get("namespace", ""),
-        "name": name,
-        "userInfo": ctx.user.info(),
-        "dryRun": bool(ctx.query.getall("dryRun", [])),
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind},
-    }
-    return await server.admit(attributes, obj, old)
+    try:
+        return await server.webhooks.mutate(_attributes(ctx, operation, obj, old, name, options_kind), obj, old, warnings)
+    except AdmissionDenied as exc:
+        raise ApiError.from_status(exc.status) from None
+
+
+async def validate(server: ApiServer, ctx: Context, operation: str, obj: dict[str, Any] | None,
+                   old: dict[str, Any] | None, name: str, options_kind: str, warnings: list[str]) -> None:
+    """Validating webhooks (if any match), after the server's own validation."""
+    if _skips_admission(server, ctx):
+        return
+    try:
+        await server.webhooks.validate(_attributes(ctx, operation, obj, old, name, options_kind), obj, old, warnings)
+    except AdmissionDenied as exc:
+        raise ApiError.from_status(exc.status) from None
 
 
 async def create(server: ApiServer, ctx: Context) -> web.Response:
@@ -90,7 +110,8 @@ async def create(server: ApiServer, ctx: Context) -> web.Response:
     check_namespace(server, t.rt, namespace, str(obj["metadata"].get("name") or ""))
     warnings = _prune_custom(ctx, t.rt, obj)
     is_dry = dry_run(ctx)
-    admitted = await admit(server, ctx, "CREATE", obj, None, str(obj["metadata"].get("name") or ""), "CreateOptions")
+    name = str(obj["metadata"].get("name") or "")
+    admitted = await mutate(server, ctx, "CREATE", obj, None, name, "CreateOptions", warnings)
     obj = lifecycle.check_type(t.rt, admitted)
     lifecycle.place_in_namespace(t.rt, obj, t.namespace)
     if obj["metadata"].get("name"):
@@ -105,8 +126,12 @@ async def create(server: ApiServer, ctx: Context) -> web.Response:
             raise already_exists(t.rt.group, t.rt.plural, name, bool(existing.obj["metadata"].get("deletionTimestamp")))
     else:
         raise already_exists(t.rt.group, t.rt.plural, name)
+    await validate(server, ctx, "CREATE", candidate, None, name, "CreateOptions", warnings)
+    if server.store.get(views.storage_key(t.rt), namespace, name) is not None:
+        raise already_exists(t.rt.group, t.rt.plural, name)
+    check_namespace(server, t.rt, namespace, name)
     if is_dry:
-        return json_response(candidate, status=201)
+        return json_response(candidate, status=201, warnings=warnings)
     entry = server.store.put(views.storage_key(t.rt), views.to_storage(t.rt, candidate))
     return raw_response(view_bytes(t.rt, entry), status=201, warnings=warnings)
 
@@ -130,25 +155,27 @@ async def store_update(server: ApiServer, ctx: Context, old_entry: Entry, new: d
                        warnings: list[str] | None = None) -> web.Response:
     """Admit and store an updated object (PUT and PATCH end here)."""
     t = ctx.target
+    warnings = [] if warnings is None else warnings
     old_view = views.from_storage(t.rt, old_entry.copy())
     new = lifecycle.prepare_update(t.rt, old_view, new, t.subresource)
-    admitted = await admit(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions")
+    admitted = await mutate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
     if admitted is not new:
         new = lifecycle.prepare_update(t.rt, old_view, lifecycle.check_type(t.rt, admitted), t.subresource)
+    await validate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
     latest = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
     if latest is None:
         raise not_found(t.rt.group, t.rt.plural, t.name)
     if latest.rv != old_entry.rv:
         lifecycle.check_resource_version(t.rt, views.from_storage(t.rt, latest.copy()), new)
     if dry_run(ctx):
-        return json_response(new)
+        return json_response(new, warnings=warnings)
     if _unchanged(new, old_view):
         return raw_response(view_bytes(t.rt, latest), warnings=warnings)
     key = views.storage_key(t.rt)
     if lifecycle.finished_deleting(new) and not _namespace_held(t.rt, new):
         server.store.put(key, views.to_storage(t.rt, new))
         entry = server.store.remove(key, t.namespace or "", t.name)
-        return raw_response(view_bytes(t.rt, entry), warnings=warnings) if entry else json_response(new)
+        return raw_response(view_bytes(t.rt, entry), warnings=warnings) if entry else json_response(new, warnings=warnings)
     entry = server.store.put(key, views.to_storage(t.rt, new))
     return raw_response(view_bytes(t.rt, entry), warnings=warnings)
 
@@ -209,23 +236,26 @@ async def delete_entry(server: ApiServer, ctx: Context, current: Entry, options:
     t = ctx.target
     view = views.from_storage(t.rt, current.copy())
     plan = lifecycle.plan_delete(t.rt, view, options, server.clock.now())
-    await admit(server, ctx, "DELETE", None, view, view["metadata"]["name"], "DeleteOptions")
+    warnings: list[str] = []
+    name = view["metadata"]["name"]
+    await mutate(server, ctx, "DELETE", None, view, name, "DeleteOptions", warnings)
+    await validate(server, ctx, "DELETE", None, view, name, "DeleteOptions", warnings)
     if dry_run(ctx):
-        return json_response(view)
+        return json_response(view, warnings=warnings)
     key = views.storage_key(t.rt)
     meta = view["metadata"]
     if plan.remove:
         gone = server.store.remove(key, meta.get("namespace", ""), meta["name"])
         if t.rt.group_resource in (("", "pods"), ("", "services"), ("", "namespaces")) and gone is not None:
-            return raw_response(view_bytes(t.rt, gone))
+            return raw_response(view_bytes(t.rt, gone), warnings=warnings)
         details = {"name": meta["name"], "kind": t.rt.plural, "uid": meta.get("uid")}
         if t.rt.group:
             details["group"] = t.rt.group
-        return json_response(status_success(details))
+        return json_response(status_success(details), warnings=warnings)
     if plan.obj is view:
-        return raw_response(view_bytes(t.rt, current))
+        return raw_response(view_bytes(t.rt, current), warnings=warnings)
     entry = server.store.put(key, views.to_storage(t.rt, plan.obj))
-    return raw_response(view_bytes(t.rt, entry))
+    return raw_response(view_bytes(t.rt, entry), warnings=warnings)
 
 
 async def delete_collection(server: ApiServer, ctx: Context) -> web.Response:
