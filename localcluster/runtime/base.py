@@ -9,7 +9,7 @@ import logging
 from typing import Any, Mapping
 
 from localcluster.runtime.client import Api, ApiError
-from localcluster.runtime.context import ControllerContext
+from localcluster.runner import ControllerContext
 from localcluster.runtime.informers import Informer
 from localcluster.runtime.workqueue import WorkQueue
 
@@ -32,12 +32,16 @@ class Controller:
 
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
-        self.api = Api(ctx.api_url, token=ctx.token, ca_file=ctx.ca_file)
+        self.api = Api(ctx.url, token=ctx.token, ca_file=str(ctx.ca_file))
         self.queue = WorkQueue()
         self.informers: list[Informer] = []
 
     def now(self) -> dt.datetime:
         return self.ctx.clock.now()
+
+    def wall_seconds(self, simulated: dt.timedelta) -> float:
+        """Real seconds to wait for `simulated` time to pass on the cluster's sped-up clock."""
+        return max(simulated.total_seconds(), 0.0) / self.ctx.speed
 
     def informer(self, *args: Any, **kwargs: Any) -> Informer:
         made = Informer(self.api, *args, **kwargs)
@@ -78,6 +82,6 @@ class Controller:
                 self.queue.add_after(key, RETRY_WALL_SECONDS * 4)
             else:
                 if again is not None:
-                    self.queue.add_after(key, self.ctx.wall_seconds(again))
+                    self.queue.add_after(key, self.wall_seconds(again))
             finally:
                 self.queue.done(key)

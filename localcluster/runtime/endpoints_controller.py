@@ -8,7 +8,7 @@ from typing import Any
 
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import ENDPOINTS, ENDPOINTSLICES, PODS, SERVICES, ApiError, ignore_gone
-from localcluster.runtime.context import ControllerContext
+from localcluster.runner import ControllerContext
 from localcluster.sim.endpoints import allocate_cluster_ip, endpoint_slice_for, endpoints_for
 
 

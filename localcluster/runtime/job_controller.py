@@ -9,7 +9,7 @@ from typing import Any
 
 from localcluster.runtime.base import Controller, merge_patch
 from localcluster.runtime.client import JOBS, PODS, ignore_gone
-from localcluster.runtime.context import ControllerContext
+from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer
 from localcluster.sim.conditions import controlled_by

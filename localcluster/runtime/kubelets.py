@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from typing import Any, Sequence
+from typing import Any
 
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import LEASES, NODES, PODS, ApiError, ignore_gone
-from localcluster.runtime.context import ControllerContext
+from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.sim import kubelet as timeline
 from localcluster.sim.nodes import HEARTBEAT, LEASE_NAMESPACE, NodeSpec, kubelet_conditions, kubelet_health, lease, new_node
@@ -25,9 +25,9 @@ class Kubelets(Controller):
     component = "kubelet"
     workers = 8
 
-    def __init__(self, ctx: ControllerContext, nodes: Sequence[NodeSpec] = ()) -> None:
+    def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx)
-        self.specs = list(nodes)
+        self.specs: list[NodeSpec] = list(ctx.nodes)
         self.pods = self.informer(PODS, self._on_pod)
         self.nodes = self.informer(NODES, self._on_node)
         self.ips: dict[str, dict[str, str]] = {}  # node -> pod uid -> ip
@@ -56,16 +56,18 @@ class Kubelets(Controller):
     async def register(self) -> None:
         now = self.now()
         for index, spec in enumerate(self.specs):
+            node = new_node(spec, index, now)
             try:
-                await self.api.create(NODES.path(), new_node(spec, index, now))
+                await self.api.create(NODES.path(), node)
             except ApiError as err:
                 if err.reason != "AlreadyExists":
                     raise
+            await self.api.patch(NODES.path(None, spec.name, "status"), {"status": node["status"]})
             await self._renew(spec.name, now)
 
     async def heartbeat_forever(self) -> None:
         while True:
-            await asyncio.sleep(self.ctx.wall_seconds(HEARTBEAT))
+            await asyncio.sleep(self.wall_seconds(HEARTBEAT))
             await self.heartbeat(self.now())
 
     async def heartbeat(self, now: dt.datetime) -> None:
@@ -168,8 +170,3 @@ def _host_ip(node: dict[str, Any]) -> str:
 
 def _key(pod: dict[str, Any]) -> str:
     return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
-
-
-def kubelets(nodes: Sequence[NodeSpec]) -> Any:
-    """A controller factory for the runner: the kubelets of these nodes."""
-    return lambda ctx: Kubelets(ctx, nodes)

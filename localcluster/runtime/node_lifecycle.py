@@ -9,7 +9,7 @@ from typing import Any
 
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import LEASES, NODES, PODS, ignore_gone
-from localcluster.runtime.context import ControllerContext
+from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.sim.nodes import LEASE_NAMESPACE, evictions, kubelet_health, node_health
 from localcluster.sim.units import format_time, parse_time

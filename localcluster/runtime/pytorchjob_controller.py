@@ -8,7 +8,7 @@ from typing import Any
 
 from localcluster.runtime.base import Controller, merge_patch
 from localcluster.runtime.client import PODS, PYTORCHJOBS, SERVICES, ApiError, ignore_gone
-from localcluster.runtime.context import ControllerContext
+from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.runtime.job_controller import owner_key
 from localcluster.runtime.workload_writes import create_pods, delete_pods

@@ -10,7 +10,7 @@ from typing import Any
 
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import NODES, PODS, ApiError, ignore_gone
-from localcluster.runtime.context import ControllerContext
+from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.sim.scheduling import (
     DEFAULT_SCHEDULER,
