@@ -180,7 +180,7 @@ class LocalCluster:
         collector = Collector(self.store, self.registry, self.clock.now)
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self.server.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True, shutdown_timeout=2.0)
         await runner.setup()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(str(cert), str(key))
