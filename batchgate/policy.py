@@ -448,7 +448,8 @@ def _compose(text: str, source: str, line_offset: int) -> tuple[yaml.Node | None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 + line_offset if mark else None
-        raise PolicyError(source, line, "", f"invalid YAML: {exc.problem or exc.context}") from None
+        detail = ", ".join(part for part in (exc.context, exc.problem) if part)
+        raise PolicyError(source, line, "", f"invalid YAML: {detail}") from None
     except yaml.YAMLError as exc:
         raise PolicyError(source, None, "", f"invalid YAML: {exc}") from None
     finally:

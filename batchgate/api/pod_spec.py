@@ -18,6 +18,12 @@ ROOT_TYPE = "V1PodSpec"
 MAX_DEPTH = 64
 
 
+_DESCRIPTION = {
+    "string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+    "int-or-string": "an integer or a string", "quantity": "a quantity like '500m' or '4Gi'",
+}
+
+
 @lru_cache(maxsize=1)
 def _schema() -> dict[str, dict[str, list[str]]]:
     return json.loads(SCHEMA_FILE.read_text())
@@ -60,7 +66,7 @@ def _check_scalar_or_object(value: Any, type_id: str, path: str, depth: int) -> 
     }.get(type_id)
     if ok is not None:
         if not ok(value):
-            raise FieldError(path, f"must be a {type_id}, got {type_name(value)}")
+            raise FieldError(path, f"must be {_DESCRIPTION[type_id]}, got {type_name(value)}")
         return
     fields = _schema().get(type_id)
     if fields is None:  # a type the table does not describe: accept any mapping
