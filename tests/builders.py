@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from batchgate.api.paths import get_at
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -196,6 +198,14 @@ def a_request(
         user=UserInfo(user, uid, groups), namespace=namespace, name=name if isinstance(name, str) else "",
         object=obj, old_object=old,
     )
+
+
+def value_at(obj: Any, path: str) -> Any:
+    """Read a field path as rules print them: `metadata.labels[kueue.x-k8s.io/queue-name]`, `a[0].b`."""
+    steps: list[Any] = []
+    for name, index, key in re.findall(r"\.?([^.\[\]]+)|\[(\d+)\]|\[([^\]]+)\]", path):
+        steps.append(name or (int(index) if index else key))
+    return get_at(obj, tuple(steps))
 
 
 def corpus_documents() -> list[tuple[str, dict[str, Any]]]:
