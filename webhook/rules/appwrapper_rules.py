@@ -61,7 +61,7 @@ def _check_component(
     other_ns = meta.get("namespace") if isinstance(meta, dict) else None
     if other_ns and other_ns != (aw.namespace or namespace):  # 2.
         errors.append(
-            FieldError(child(template_at, "metadata.namespace"), "AppWrappers cannot create objects in other namespaces")
+            FieldError(f"{template_at}.metadata.namespace", "AppWrappers cannot create objects in other namespaces")
         )
     kind = qualified_kind(*gvk)
     if kind not in policy.allowed_kinds.wrapped:
