@@ -41,8 +41,8 @@ class FrameworkOutcome:
 
 
 def _has_controller(obj: dict[str, Any]) -> bool:
-    owners = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return any(isinstance(o, dict) and o.get("controller") is True for o in owners)
+    owners = obj["metadata"].get("ownerReferences")
+    return isinstance(owners, list) and any(isinstance(o, dict) and o.get("controller") is True for o in owners)
 
 
 def apply_frameworks(

@@ -10,3 +10,4 @@ class FrameworkError(ValueError):
         super().__init__(f"{path}: {message}")
         self.path = path
         self.message = message
+

@@ -15,6 +15,7 @@ from batchgate import keys
 
 from .env import EnvList, framework_env
 from .errors import FrameworkError
+from .fields import check_metadata, edit_list, edit_map, mapping_at, objects_at, string_at
 from .layout import LAYOUT_PATH, Layout, Place, parse_layout
 from .objects import hostfile_mount, hostfile_volume, wait_for_workers
 
@@ -34,13 +35,12 @@ class PodPlan:
 
 def pod_index(pod: dict[str, Any]) -> int:
     """The pod's index from its controller's labels or annotations; missing or malformed: denied."""
-    meta = pod["metadata"]
+    meta = check_metadata(pod, "")
     for where, key in _INDEX_SOURCES:
-        found = meta.get(where)
-        value = found.get(key) if isinstance(found, dict) else None
+        value = mapping_at(meta, where, f"metadata.{where}").get(key)
         if value is None:
             continue
-        if not isinstance(value, str) or not value.isdigit():
+        if not value.isdigit():
             raise FrameworkError(f"metadata.{where}[{key}]", f"must be a non-negative integer, not {value!r}")
         return int(value)
     raise FrameworkError(
@@ -51,12 +51,25 @@ def pod_index(pod: dict[str, Any]) -> int:
     )
 
 
+def check_pod_shape(pod: dict[str, Any]) -> None:
+    """The parts of the pod spec the phase edits must have their API shape (or be absent)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        raise FrameworkError("spec", "must be an object")
+    objects_at(spec, "volumes", "spec.volumes")
+    objects_at(spec, "initContainers", "spec.initContainers")
+    string_at(spec, "hostname", "spec.hostname")
+    string_at(spec, "subdomain", "spec.subdomain")
+    for i, container in enumerate(objects_at(spec, "containers", "spec.containers")):
+        for j, var in enumerate(objects_at(container, "env", f"spec.containers[{i}].env")):
+            string_at(var, "name", f"spec.containers[{i}].env[{j}].name")
+        objects_at(container, "volumeMounts", f"spec.containers[{i}].volumeMounts")
+
+
 def plan_pod(pod: dict[str, Any]) -> PodPlan:
-    annotations = pod["metadata"].get("annotations")
-    if not isinstance(annotations, dict):
-        annotations = {}
+    annotations = mapping_at(check_metadata(pod, ""), "annotations", "metadata.annotations")
     raw = annotations.get(keys.FRAMEWORK_LAYOUT_ANNOTATION)
-    if not isinstance(raw, str):
+    if raw is None:
         raise FrameworkError(
             LAYOUT_PATH,
             f"missing: label {keys.FRAMEWORK_LABEL} on a pod is only for pods of an AppWrapper or "
@@ -64,9 +77,10 @@ def plan_pod(pod: dict[str, Any]) -> PodPlan:
         )
     layout = parse_layout(raw)
     prefix = annotations.get(keys.HOST_PREFIX_ANNOTATION)
-    if not isinstance(prefix, str):
+    if prefix is None:
         raise FrameworkError(f"metadata.annotations[{keys.HOST_PREFIX_ANNOTATION}]", "missing")
     index = pod_index(pod)
+    check_pod_shape(pod)
     place = layout.locate(prefix, index)
     if place is None:
         raise FrameworkError(
@@ -78,8 +92,8 @@ def plan_pod(pod: dict[str, Any]) -> PodPlan:
 
 def _add_env(container: dict[str, Any], env: EnvList) -> list[str]:
     """Append the env the container lacks; return the names it already had (the user wins)."""
-    current = container.setdefault("env", [])
-    present = {e.get("name") for e in current if isinstance(e, dict)}
+    current = edit_list(container, "env")
+    present = {e.get("name") for e in current}
     kept = [name for name, _ in env if name in present]
     current += [{"name": name, "value": value} for name, value in env if name not in present]
     return kept
@@ -88,20 +102,19 @@ def _add_env(container: dict[str, Any], env: EnvList) -> list[str]:
 def apply_pod_plan(pod: dict[str, Any], plan: PodPlan) -> tuple[list[str], list[str]]:
     """Write the plan into the working copy; returns (changes, warnings)."""
     layout, place = plan.layout, plan.place
-    spec = pod.setdefault("spec", {})
-    if not isinstance(spec, dict):
-        raise FrameworkError("spec", "must be an object")
+    spec = pod["spec"]
     warnings: list[str] = []
     hostname = place.slot.hostname(place.offset)
     if not spec.get("hostname"):
         spec["hostname"] = hostname
     elif spec["hostname"] != hostname:
         warnings.append(f"spec.hostname {spec['hostname']!r} is kept, but peers will look for {hostname!r}")
-    spec.setdefault("subdomain", place.slot.subdomain)
+    if not spec.get("subdomain"):
+        spec["subdomain"] = place.slot.subdomain
     changes = [f"{layout.framework} {place.role} {place.role_index} (rank {place.rank}) as {place.host}"]
     if layout.framework == "pytorch":
-        pod["metadata"].setdefault("annotations", {})[keys.RANK_ANNOTATION] = str(place.rank)
-    containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+        edit_map(pod["metadata"], "annotations")[keys.RANK_ANNOTATION] = str(place.rank)
+    containers = spec.get("containers") or []
     for container in containers:
         kept = _add_env(container, plan.env)
         if kept:
@@ -119,19 +132,19 @@ def apply_pod_plan(pod: dict[str, Any], plan: PodPlan) -> tuple[list[str], list[
 def _add_mpi_parts(spec: dict[str, Any], containers: list[dict[str, Any]], plan: PodPlan) -> list[str]:
     layout, place = plan.layout, plan.place
     volume = hostfile_volume(layout.service)
-    volumes = spec.setdefault("volumes", [])
-    if not any(isinstance(v, dict) and v.get("name") == volume["name"] for v in volumes):
+    volumes = edit_list(spec, "volumes")
+    if not any(v.get("name") == volume["name"] for v in volumes):
         volumes.append(volume)
     mount = hostfile_mount(layout)
     for container in containers:
-        mounts = container.setdefault("volumeMounts", [])
-        if not any(isinstance(m, dict) and m.get("mountPath") == mount["mountPath"] for m in mounts):
+        mounts = edit_list(container, "volumeMounts")
+        if not any(m.get("mountPath") == mount["mountPath"] for m in mounts):
             mounts.append(dict(mount))
     changes = [f"hostfile mounted at {layout.hostfile_path}"]
     if place.role == "master":
         init = wait_for_workers(layout)
-        existing = spec.setdefault("initContainers", [])
-        if not any(isinstance(c, dict) and c.get("name") == init["name"] for c in existing):
+        existing = edit_list(spec, "initContainers")
+        if not any(c.get("name") == init["name"] for c in existing):
             existing.insert(0, init)
             changes.append(f"init container {init['name']} (timeout {layout.wait_timeout_seconds}s)")
     return changes

@@ -15,6 +15,7 @@ from typing import Any
 from batchgate import keys
 
 from .errors import FrameworkError
+from .fields import check_metadata, mapping_at, string_at
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -59,25 +60,28 @@ class Topology:
     fills: tuple[JobFill, ...]
 
 
-def _labels(obj: Any) -> dict[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    labels = meta.get("labels") if isinstance(meta, dict) else None
-    return labels if isinstance(labels, dict) else {}
-
-
 def _map(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise FrameworkError(path, "must be an object")
     return value
 
 
+def _labels(obj: dict[str, Any], base: str) -> dict[str, str]:
+    return mapping_at(check_metadata(obj, base), "labels", f"{base}metadata.labels")
+
+
 def _role_of(template: dict[str, Any], owner: dict[str, Any], path: str, owner_path: str) -> tuple[str | None, str]:
-    role = _labels(template).get(keys.ROLE_LABEL)
+    role = _labels(template, f"{path}.").get(keys.ROLE_LABEL)
     if role is not None:
-        return str(role), f"{path}.metadata.labels[{keys.ROLE_LABEL}]"
-    role = _labels(owner).get(keys.ROLE_LABEL)
-    where = f"{owner_path}metadata.labels[{keys.ROLE_LABEL}]"
-    return (None if role is None else str(role)), where
+        return role, f"{path}.metadata.labels[{keys.ROLE_LABEL}]"
+    return _labels(owner, owner_path).get(keys.ROLE_LABEL), f"{owner_path}metadata.labels[{keys.ROLE_LABEL}]"
+
+
+def _name(obj: dict[str, Any], base: str, what: str) -> str:
+    name = string_at(check_metadata(obj, base), "name", f"{base}metadata.name")
+    if not name:
+        raise FrameworkError(f"{base}metadata.name", f"a framework {what} needs a name (its pods' hostnames derive from it)")
+    return name
 
 
 def _int(value: Any, path: str, *, default: int | None = None) -> int | None:
@@ -106,7 +110,8 @@ def check_subdomain(name: str, path: str) -> None:
 
 def _pod_spec(template: dict[str, Any], path: str) -> dict[str, Any]:
     spec = _map(template.get("spec"), f"{path}.spec")
-    if spec.get("hostname"):
+    string_at(spec, "subdomain", f"{path}.spec.subdomain")
+    if string_at(spec, "hostname", f"{path}.spec.hostname"):
         raise FrameworkError(
             f"{path}.spec.hostname", "must be empty: batchgate names each pod of a framework job itself"
         )
@@ -115,9 +120,7 @@ def _pod_spec(template: dict[str, Any], path: str) -> dict[str, Any]:
 
 def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, list[JobFill]]:
     """The one template of a Job, with the fills that make it an all-at-once Indexed Job."""
-    name = (job.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not name:
-        raise FrameworkError(f"{base}metadata.name", "a framework Job needs a name (its pods' hostnames derive from it)")
+    name = _name(job, base, "Job")
     spec = _map(job.get("spec"), f"{base}spec")
     fills: list[JobFill] = []
     mode = spec.get("completionMode")
@@ -145,12 +148,10 @@ def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, li
 
 
 def pytorchjob_groups(job: dict[str, Any], base: str) -> list[TemplateGroup]:
-    name = (job.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not name:
-        raise FrameworkError(f"{base}metadata.name", "a framework PyTorchJob needs a name")
+    name = _name(job, base, "PyTorchJob")
     specs = _map(_map(job.get("spec"), f"{base}spec").get("pytorchReplicaSpecs"), f"{base}spec.pytorchReplicaSpecs")
     groups = []
-    for rtype in sorted(specs, key=lambda t: (t != "Master", t)):
+    for rtype in sorted(specs, key=lambda t: (t != "Master", str(t))):
         rpath = f"{base}spec.pytorchReplicaSpecs.{rtype}"
         replica = _map(specs[rtype], rpath)
         count = _int(replica.get("replicas"), f"{rpath}.replicas", default=1)
@@ -178,8 +179,10 @@ def appwrapper_topology(aw: dict[str, Any]) -> Topology:
     fills: list[JobFill] = []
     for i, component in enumerate(components):
         base = f"spec.components[{i}].template."
-        template = _map(_map(component, f"spec.components[{i}]").get("template"), base[:-1])
-        kind, api_version = template.get("kind"), template.get("apiVersion")
+        component = _map(component, f"spec.components[{i}]")
+        template = _map(component.get("template"), base[:-1])
+        kind = string_at(template, "kind", f"{base}kind")
+        api_version = string_at(template, "apiVersion", f"{base}apiVersion")
         if kind == "Job" and api_version == "batch/v1":
             group, job_fills = indexed_job_group(template, base)
             groups.append(group)
@@ -192,7 +195,7 @@ def appwrapper_topology(aw: dict[str, Any]) -> Topology:
                 f"{kind} gives its pods no stable index; a framework AppWrapper may wrap "
                 "Indexed Jobs and PyTorchJobs (plus objects without pods)",
             )
-        elif keys.ROLE_LABEL in _labels(template):
+        elif keys.ROLE_LABEL in _labels(template, base):
             raise FrameworkError(
                 f"{base}metadata.labels[{keys.ROLE_LABEL}]", f"a {kind} has no pods to play a role"
             )

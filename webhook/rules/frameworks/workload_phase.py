@@ -12,6 +12,7 @@ from typing import Any
 from batchgate import keys
 
 from .errors import FrameworkError
+from .fields import check_metadata, edit_map, mapping_at, string_at
 from .layout import Layout, Slot
 from .objects import headless_service, hostfile_configmap, hostfile_configmap_name
 from .roles import LEADER, ROLES, WORKER, check_counts
@@ -33,10 +34,6 @@ class WorkloadPlan:
     subdomain: str
     groups: tuple[TemplateGroup, ...]
     fills: tuple[JobFill, ...]
-
-
-def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
 def _role_of_group(group: TemplateGroup, args: FrameworkArgs, single: bool) -> list[tuple[str, int, int]]:
@@ -83,15 +80,17 @@ def _check_named_roles_exist(args: FrameworkArgs, topology: Topology) -> None:
 
 def plan_workload(obj: dict[str, Any], kind: str, settings: FrameworkSettings) -> WorkloadPlan:
     """Read a top-level AppWrapper or Job labelled with a framework into a plan (or deny it)."""
-    framework = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.FRAMEWORK_LABEL)
-    if framework not in ROLES:
+    meta = check_metadata(obj, "")
+    framework = mapping_at(meta, "labels", "metadata.labels").get(keys.FRAMEWORK_LABEL)
+    if not isinstance(framework, str) or framework not in ROLES:
         raise FrameworkError(
             f"metadata.labels[{keys.FRAMEWORK_LABEL}]",
             f"must be one of {', '.join(ROLES)}, not {framework!r}",
         )
-    args = parse_args(framework, _annotations(obj).get(keys.FRAMEWORK_ARGS_ANNOTATION), settings)
-    name = (obj.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not name:
+    annotations = mapping_at(meta, "annotations", "metadata.annotations")
+    args = parse_args(framework, annotations.get(keys.FRAMEWORK_ARGS_ANNOTATION), settings)
+    name = string_at(meta, "name", "metadata.name")
+    if not name:
         raise FrameworkError("metadata.name", "a framework workload needs a name (its pods' DNS names derive from it)")
     check_subdomain(name, "metadata.name")
     topology = appwrapper_topology(obj) if kind == "AppWrapper" else job_topology(obj)
@@ -118,7 +117,8 @@ def _component_named(components: list[Any], kind: str, name: str) -> bool:
         isinstance(c, dict)
         and isinstance(c.get("template"), dict)
         and c["template"].get("kind") == kind
-        and (c["template"].get("metadata") or {}).get("name") == name
+        and isinstance(c["template"].get("metadata"), dict)
+        and c["template"]["metadata"].get("name") == name
         for c in components
     )
 
@@ -130,14 +130,15 @@ def apply_plan(obj: dict[str, Any], kind: str, plan: WorkloadPlan) -> list[str]:
         fill.spec[fill.field] = fill.value
     layout_json = plan.layout.to_json()
     for group in plan.groups:
-        meta = group.template.setdefault("metadata", {})
-        labels = meta.setdefault("labels", {})
+        meta = edit_map(group.template, "metadata")
+        labels = edit_map(meta, "labels")
         labels[keys.FRAMEWORK_LABEL] = plan.layout.framework
         labels[keys.SUBDOMAIN_LABEL] = plan.subdomain
-        annotations = meta.setdefault("annotations", {})
+        annotations = edit_map(meta, "annotations")
         annotations[keys.FRAMEWORK_LAYOUT_ANNOTATION] = layout_json
         annotations[keys.HOST_PREFIX_ANNOTATION] = group.prefix
-        group.template["spec"].setdefault("subdomain", plan.subdomain)
+        if not group.template["spec"].get("subdomain"):
+            group.template["spec"]["subdomain"] = plan.subdomain
         changes.append(f"{group.path}: {plan.layout.framework} layout, hosts {group.prefix}<index>.{plan.subdomain}")
     if kind == "AppWrapper":
         components = obj["spec"]["components"]
