@@ -86,6 +86,20 @@ def _duration(value: Any, path: str) -> _dt.timedelta:
     return delta
 
 
+def _positive_duration(value: Any, path: str) -> _dt.timedelta:
+    delta = _duration(value, path)
+    if delta < _dt.timedelta(seconds=1):
+        raise FieldError(path, f"must be at least 1s, got {value!r}")
+    return delta
+
+
+def _image(value: Any, path: str) -> str:
+    text = _str(value, path)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*", text):
+        raise FieldError(path, f"{text!r} is not a container image reference")
+    return text
+
+
 def _strings(value: Any, path: str) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise FieldError(path, f"must be a list of strings, got {type_name(value)}")
@@ -222,6 +236,12 @@ class MpiFramework:
     """Where the launcher finds the hostfile."""
     slots_per_host: int = field(default=1, metadata=_wire("slotsPerHost", _positive_int))
     """MPI slots written per host line."""
+    wait_image: str = field(default="busybox:1.36.1", metadata=_wire("waitImage", _image))
+    """Image of the init container that holds the launcher until its workers resolve."""
+    wait_timeout: _dt.timedelta = field(
+        default=_dt.timedelta(seconds=300), metadata=_wire("waitTimeout", _positive_duration, format_duration)
+    )
+    """How long that init container waits before it fails the launcher pod."""
 
 
 @dataclass(frozen=True)

@@ -38,10 +38,13 @@ def mutate(request: AdmissionRequest, policy: Policy, namespace_labels: Namespac
         return Mutation(reason="Exempt")
     if scope == "unmanaged":
         return Mutation(reason="NamespaceNotManaged")
-    obj, changes = run_steps(request, policy, scope)
-    if not changes:
-        return Mutation(reason="Unchanged")
-    return Mutation(object=obj, changes=tuple(changes), reason="Mutated")
+    outcome = run_steps(request, policy, scope)
+    if outcome.problem:
+        denial = deny("InvalidFramework", [outcome.problem])
+        return Mutation(warnings=outcome.warnings, denial=denial, reason=denial.reason)
+    if not outcome.changes:
+        return Mutation(warnings=outcome.warnings, reason="Unchanged")
+    return Mutation(object=outcome.object, changes=outcome.changes, warnings=outcome.warnings, reason="Mutated")
 
 
 def validate(

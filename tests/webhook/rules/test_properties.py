@@ -35,6 +35,9 @@ def workloads() -> st.SearchStrategy[dict[str, Any]]:
                                             "spec": {"pods": [pod_template()]}},
                                            pod_sets=[{"path": "template.spec.pods[0]", "replicas": 2}]).build(),
         a_job("j").with_queue().build(),
+        an_appwrapper("fw").labelled("batchgate.dev/framework", "pytorch").with_pytorchjob(workers=2).build(),
+        a_job("mpi", parallelism=3, completions=3).with_queue().labelled("batchgate.dev/framework", "mpi")
+        .with_spec(completionMode="Indexed").build(),
         a_pytorchjob("p").with_queue().build(),
         a_rayjob("r").with_queue().build(),
     ])
@@ -100,7 +103,7 @@ def _check_rules_answer(obj: Any, kind: GroupVersionKind, operation: str, old: A
     mutation = mutate(request, DEFAULT_POLICY)
     assert isinstance(mutation, Mutation)
     if mutation.denial is not None:
-        assert mutation.denial.code == 400 and mutation.denial.message
+        assert mutation.denial.code in (400, 403) and mutation.denial.reason and mutation.denial.message
     verdict = validate(request, DEFAULT_POLICY)
     assert isinstance(verdict, Verdict)
     assert verdict.allowed or (verdict.code in (400, 403) and verdict.reason and verdict.message)
