@@ -22,10 +22,6 @@ def annotations(obj: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def name(obj: Any) -> str:
-    value = metadata(obj).get("name") or metadata(obj).get("generateName") or ""
-    return value if isinstance(value, str) else ""
-
 
 def api_version_kind(obj: Any) -> tuple[str, str]:
     if not isinstance(obj, dict):

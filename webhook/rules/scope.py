@@ -53,7 +53,3 @@ def classify(
     if objects.owned_by_appwrapper(obj):
         return "wrapped"
     return "other"
-
-
-def is_workload(request: AdmissionRequest) -> bool:
-    return request.kind.qualified in WORKLOAD_KINDS
