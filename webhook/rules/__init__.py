@@ -8,20 +8,18 @@ requests get a `MalformedRequest` denial (400).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Mapping
 
 from batchgate.api import objects
 from batchgate.api.errors import type_name
+from batchgate.api.wire import nesting_depth
 from batchgate.policy import DEFAULT_POLICY_CONFIGMAP, Policy
-from webhook.rules.mutation import run_steps
+from webhook.rules.mutation import MAX_NESTING, run_steps
 from webhook.rules.review import AdmissionRequest, Mutation, Verdict
 from webhook.rules.scope import classify
 from webhook.rules.validation import allow, check_policed, check_policy_edit, deny
 
 __all__ = ["mutate", "validate", "malformed"]
-
-MAX_NESTING = 200
-"""Deeper objects are junk: real manifests nest a few dozen levels at most."""
 
 NamespaceLabels = Mapping[str, Mapping[str, str]]
 
@@ -80,7 +78,7 @@ def malformed(request: AdmissionRequest) -> Verdict | None:
         if request.operation == "UPDATE" and not isinstance(request.old_object, dict):
             return _malformed("oldObject", f"must be a mapping on UPDATE, got {type_name(request.old_object)}")
         for field, value in (("object", request.object), ("oldObject", request.old_object)):
-            if value is not None and nesting_depth(value) > MAX_NESTING:
+            if nesting_depth(value, MAX_NESTING) > MAX_NESTING:
                 return _malformed(field, f"is nested more than {MAX_NESTING} levels deep")
         api_version, kind = objects.api_version_kind(request.object)
         if (api_version, kind) != (request.kind.api_version, request.kind.kind):
@@ -94,22 +92,3 @@ def malformed(request: AdmissionRequest) -> Verdict | None:
 
 def _malformed(field: str, detail: str) -> Verdict:
     return replace(deny("MalformedRequest", f"{field}: {detail}"), code=400)
-
-
-def nesting_depth(value: Any) -> int:
-    """How deep lists and mappings nest, computed without recursion."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > MAX_NESTING:
-            return deepest
-        stack.extend((child, depth + 1) for child in children)
-    return deepest

@@ -12,13 +12,13 @@ other controllers (a Job's pods); both end with the distributed-framework plugin
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
 from batchgate.api import objects
 from batchgate.api.errors import FieldError
+from batchgate.api.wire import copy_json
 from batchgate.api.paths import format_steps, get_at
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.policy import Policy
@@ -195,9 +195,16 @@ class Outcome:
     problem: FieldError | None
 
 
+MAX_NESTING = 200
+"""Deeper objects are junk: real manifests nest a few dozen levels at most."""
+
+
 def run_steps(request: AdmissionRequest, policy: Policy, scope: Scope) -> Outcome:
-    """Apply the steps for `scope` to a deep copy of the request's object; stop at a problem."""
-    obj = copy.deepcopy(request.object)
+    """Apply the steps for `scope` to a deep copy of the request's object; stop at a problem.
+
+    The request must have passed the MalformedRequest checks (a mapping within MAX_NESTING).
+    """
+    obj = copy_json(request.object)
     ctx = MutationContext(request, policy, scope)
     changes: list[str] = []
     warnings: list[str] = []
