@@ -31,6 +31,8 @@ def mutate(request: AdmissionRequest, policy: Policy, namespace_labels: Namespac
         return Mutation(denial=problem, reason=problem.reason)
     if request.operation != "CREATE":
         return Mutation(reason="OperationNotMutated")
+    if request.sub_resource:
+        return Mutation(reason="SubresourceNotPoliced")
     scope = classify(request, policy, namespace_labels, request.object)
     if scope == "exempt":
         return Mutation(reason="Exempt")
@@ -57,6 +59,8 @@ def validate(
         return problem
     if request.operation not in ("CREATE", "UPDATE"):
         return allow("OperationNotPoliced")
+    if request.sub_resource:
+        return allow("SubresourceNotPoliced")  # status, scale, binding: the object itself was policed
     verdict = check_policy_edit(request, policy_configmap)
     if verdict:
         return verdict

@@ -120,7 +120,10 @@ def gang_label(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
         return StepResult()
     name = objects.metadata(obj).get("name")
     if not isinstance(name, str) or not name:
-        return StepResult()  # generateName: the name is not known yet; the controller groups by owner
+        return StepResult(warnings=(
+            f"no {keys.POD_GROUP_LABEL} label: the workload has no name yet (generateName); "
+            "its pods are grouped by their owner instead",
+        ))
     changes = []
     for at in pod_template_locations(obj):
         if objects.labels(at.template).get(keys.POD_GROUP_LABEL):

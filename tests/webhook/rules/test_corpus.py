@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import jsonpatch
 import pytest
 
 from batchgate.api.pod_templates import pod_template_locations
@@ -64,6 +65,9 @@ def test_corpus_manifest(name: str, document: dict[str, Any], user: tuple[str, s
         assert at.template["spec"]["schedulerName"], at.path
     suspended = mutated["spec"]["runPolicy"]["suspend"] if document["kind"] == "PyTorchJob" else mutated["spec"]["suspend"]
     assert suspended is True
+    patch = jsonpatch.make_patch(document, mutated)
+    assert patch.apply(document) == mutated, "the diffed JSON Patch reproduces the mutation"
+    assert all(op["op"] == "add" or op["op"] == "replace" for op in patch.patch)
     again = mutate(dataclasses.replace(request, object=mutated), DEFAULT_POLICY)
     assert again.changes == (), "mutation is idempotent"
 

@@ -246,3 +246,12 @@ def test_deeply_nested_junk_is_malformed_not_a_crash() -> None:
     for verdict in (mutate(a_request(obj), DEFAULT_POLICY).denial, validate(a_request(obj), DEFAULT_POLICY)):
         assert verdict is not None and (verdict.code, verdict.reason) == (400, "MalformedRequest")
         assert "nested more than" in verdict.message
+
+
+def test_subresource_requests_are_not_policed() -> None:
+    stored = created_by_alice(an_appwrapper().with_job().build())
+    status_update = copy.deepcopy(stored)
+    status_update["metadata"]["labels"][USER] = "mallory"  # the status endpoint ignores label changes
+    request = dataclasses.replace(a_request(status_update, operation="UPDATE", old=stored), sub_resource="status")
+    assert validate(request, DEFAULT_POLICY).reason == "SubresourceNotPoliced"
+    assert mutate(dataclasses.replace(request, operation="CREATE"), DEFAULT_POLICY).changes == ()
