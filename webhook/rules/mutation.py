@@ -25,14 +25,14 @@ from batchgate.policy import Policy
 from webhook.rules.frameworks import FrameworkSettings, apply_frameworks
 from webhook.rules.identity import identity_labels
 from webhook.rules.review import AdmissionRequest
-from webhook.rules.scope import Scope, WORKLOAD_KINDS
+from webhook.rules.scope import APPWRAPPER, JOB, PYTORCHJOB, RAYCLUSTER, RAYJOB, WORKLOAD_KINDS, Scope
 
 _SUSPEND_AT: Mapping[str, tuple[str, ...]] = {
-    "AppWrapper.workload.codeflare.dev": ("spec", "suspend"),
-    "Job.batch": ("spec", "suspend"),
-    "PyTorchJob.kubeflow.org": ("spec", "runPolicy", "suspend"),
-    "RayJob.ray.io": ("spec", "suspend"),
-    "RayCluster.ray.io": ("spec", "suspend"),
+    APPWRAPPER: ("spec", "suspend"),
+    JOB: ("spec", "suspend"),
+    PYTORCHJOB: ("spec", "runPolicy", "suspend"),
+    RAYJOB: ("spec", "suspend"),
+    RAYCLUSTER: ("spec", "suspend"),
 }
 """Where each queued kind is told not to run yet."""
 
@@ -77,7 +77,7 @@ def _set_label(obj: dict[str, Any], key: str, value: str) -> str:
 def queue_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """1. An AppWrapper without a queue label gets the default queue."""
     default = ctx.policy.queues.default_queue_name
-    if ctx.kind != "AppWrapper.workload.codeflare.dev" or ctx.scope != "top-level" or not default:
+    if ctx.kind != APPWRAPPER or ctx.scope != "top-level" or not default:
         return StepResult()
     if objects.labels(obj).get(keys.QUEUE_NAME_LABEL):
         return StepResult()

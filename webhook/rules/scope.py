@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping
 
+from batchgate import keys
 from batchgate.api import objects
 from batchgate.policy import Policy
 from webhook.rules.review import AdmissionRequest
 
 Scope = Literal["exempt", "unmanaged", "top-level", "wrapped", "other"]
 
-WORKLOAD_KINDS = frozenset({
-    "AppWrapper.workload.codeflare.dev",
-    "Job.batch",
-    "PyTorchJob.kubeflow.org",
-    "RayJob.ray.io",
-    "RayCluster.ray.io",
-})
+APPWRAPPER = f"AppWrapper.{keys.APPWRAPPER_GROUP}"
+JOB = "Job.batch"
+PYTORCHJOB = "PyTorchJob.kubeflow.org"
+RAYJOB = "RayJob.ray.io"
+RAYCLUSTER = "RayCluster.ray.io"
+
+WORKLOAD_KINDS = frozenset({APPWRAPPER, JOB, PYTORCHJOB, RAYJOB, RAYCLUSTER})
 """Top-level kinds that are queued workloads: they get identity, priority, gang and suspend."""
 
 

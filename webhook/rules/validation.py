@@ -16,9 +16,8 @@ from webhook.rules import annotation_rules, appwrapper_rules
 from webhook.rules.identity import identity_changes, identity_labels
 from webhook.rules.policy_configmap import check_policy_configmap, is_policy_configmap
 from webhook.rules.review import AdmissionRequest, Verdict
-from webhook.rules.scope import Scope, WORKLOAD_KINDS
+from webhook.rules.scope import APPWRAPPER, Scope, WORKLOAD_KINDS
 
-APPWRAPPER_KIND = "AppWrapper.workload.codeflare.dev"
 
 
 def allow(reason: str = "Allowed") -> Verdict:
@@ -54,7 +53,7 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
         verdict = _check_identity(request, policy) or _check_queue(request, policy)
         if verdict:
             return verdict
-    if kind == APPWRAPPER_KIND:
+    if kind == APPWRAPPER:
         return _check_appwrapper(request, policy)
     return allow()
 
