@@ -33,7 +33,10 @@ def is_exempt(request: AdmissionRequest, policy: Policy) -> bool:
 def namespace_is_managed(
     namespace: str, policy: Policy, namespace_labels: Mapping[str, Mapping[str, str]] | None
 ) -> bool:
-    """Unknown namespace labels (None, or a namespace not in the map) count as matching."""
+    """Cluster-scoped objects (no namespace) are never managed; unknown namespace labels (None,
+    or a namespace not in the map) count as matching."""
+    if not namespace:
+        return False
     if namespace_labels is None or namespace not in namespace_labels:
         return True
     return policy.managed_namespaces.selector.matches(namespace_labels[namespace])

@@ -255,3 +255,8 @@ def test_subresource_requests_are_not_policed() -> None:
     request = dataclasses.replace(a_request(status_update, operation="UPDATE", old=stored), sub_resource="status")
     assert validate(request, DEFAULT_POLICY).reason == "SubresourceNotPoliced"
     assert mutate(dataclasses.replace(request, operation="CREATE"), DEFAULT_POLICY).changes == ()
+
+
+def test_cluster_scoped_objects_are_not_managed() -> None:
+    queue = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {}}
+    assert admit(a_request(queue, namespace="")).reason == "NamespaceNotManaged"
