@@ -84,6 +84,10 @@ def malformed(request: AdmissionRequest) -> Verdict | None:
         for field, value in (("object", request.object), ("oldObject", request.old_object)):
             if nesting_depth(value, MAX_NESTING) > MAX_NESTING:
                 return _malformed(field, f"is nested more than {MAX_NESTING} levels deep")
+        for field, value in (("object", request.object), ("oldObject", request.old_object)):
+            problem = _metadata_problem(value)
+            if problem:
+                return _malformed(f"{field}.{problem[0]}", problem[1])
         api_version, kind = objects.api_version_kind(request.object)
         if (api_version, kind) != (request.kind.api_version, request.kind.kind):
             shown = f"{api_version} {kind}".strip() or "nothing"
@@ -96,3 +100,19 @@ def malformed(request: AdmissionRequest) -> Verdict | None:
 
 def _malformed(field: str, detail: str) -> Verdict:
     return replace(deny("MalformedRequest", f"{field}: {detail}"), code=400)
+
+
+def _metadata_problem(obj: object) -> tuple[str, str] | None:
+    """What the API server's ObjectMeta decoding would refuse: (field, problem) or None."""
+    if not isinstance(obj, dict) or obj.get("metadata") is None:
+        return None
+    meta = obj["metadata"]
+    if not isinstance(meta, dict):
+        return "metadata", f"must be a mapping, got {type_name(meta)}"
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            return f"metadata.{key}", "must be a mapping of strings"
+    return None

@@ -69,9 +69,12 @@ def changed(lines: list[str]) -> StepResult:
 Step = Callable[[dict[str, Any], MutationContext], StepResult]
 
 
-def _set_label(obj: dict[str, Any], key: str, value: str) -> str:
-    objects.ensure_map(objects.ensure_map(obj, "metadata"), "labels")[key] = value
-    return f"set label {key}={value}"
+def _set_label(obj: dict[str, Any], key: str, value: str) -> list[str]:
+    found = objects.labels_for_writing(obj)
+    if found is None:
+        return []  # metadata or labels are not a mapping: MalformedRequest catches it first
+    found[key] = value
+    return [f"set label {key}={value}"]
 
 
 def queue_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
@@ -81,7 +84,7 @@ def queue_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
         return StepResult()
     if objects.labels(obj).get(keys.QUEUE_NAME_LABEL):
         return StepResult()
-    return changed([_set_label(obj, keys.QUEUE_NAME_LABEL, default)])
+    return changed(_set_label(obj, keys.QUEUE_NAME_LABEL, default))
 
 
 def identity(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
@@ -90,9 +93,10 @@ def identity(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
         return StepResult()
     current = objects.labels(obj)
     return changed([
-        _set_label(obj, key, value)
+        line
         for key, value in identity_labels(ctx.request.user).items()
         if current.get(key) != value
+        for line in _set_label(obj, key, value)
     ])
 
 
@@ -128,7 +132,10 @@ def gang_label(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     for at in pod_template_locations(obj):
         if objects.labels(at.template).get(keys.POD_GROUP_LABEL):
             continue
-        objects.ensure_map(objects.ensure_map(at.template, "metadata"), "labels")[keys.POD_GROUP_LABEL] = name
+        found = objects.labels_for_writing(at.template)
+        if found is None:
+            continue  # junk metadata in a template: left for the API server to reject
+        found[keys.POD_GROUP_LABEL] = name
         where = format_steps(at.location + ("metadata", "labels"))
         changes.append(f"set label {keys.POD_GROUP_LABEL}={name} on {where or 'the pod'}")
     return changed(changes)
@@ -139,7 +146,7 @@ def priority_class(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     default = ctx.policy.priority.default_workload_priority_class
     if not (ctx.is_workload and default) or objects.labels(obj).get(keys.PRIORITY_CLASS_LABEL):
         return StepResult()
-    return changed([_set_label(obj, keys.PRIORITY_CLASS_LABEL, default)])
+    return changed(_set_label(obj, keys.PRIORITY_CLASS_LABEL, default))
 
 
 def suspend(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
@@ -153,9 +160,11 @@ def suspend(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
         return StepResult()
     parent: Any = obj
     for step in steps[:-1]:
-        if parent.get(step) is not None and not isinstance(parent.get(step), dict):
-            return StepResult()  # a malformed spec: validation denies it with its path
-        parent = objects.ensure_map(parent, step)
+        if parent.get(step) is None:
+            parent[step] = {}
+        elif not isinstance(parent[step], dict):
+            return StepResult()  # a malformed spec: validation or the API server rejects it
+        parent = parent[step]
     parent[steps[-1]] = True
     return changed([f"set {format_steps(steps)}=true"])
 
