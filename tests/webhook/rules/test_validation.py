@@ -146,6 +146,8 @@ def test_identity_is_not_enforced_when_disabled() -> None:
                      id="adding a podSet is denied"),
         pytest.param(lambda o: o["spec"].update(managedBy="someone-else"), "ImmutableField",
                      "spec.managedBy: attempt to change immutable field", id="changing managedBy is denied"),
+        pytest.param(lambda o: o["spec"].update(components="gone"), "InvalidAppWrapper",
+                     "spec.components: is required and must be a list", id="an update that breaks the shape is invalid"),
         pytest.param(lambda o: o["metadata"]["annotations"].update({FT + "retryLimit": "-1"}), "InvalidAnnotation",
                      "retryLimit]: must be a non-negative integer", id="a malformed annotation on update is denied"),
     ],
