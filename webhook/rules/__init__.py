@@ -42,7 +42,7 @@ def mutate(request: AdmissionRequest, policy: Policy, namespace_labels: Namespac
     if outcome.problem:
         denial = deny("InvalidFramework", [outcome.problem])
         return Mutation(warnings=outcome.warnings, denial=denial, reason=denial.reason)
-    if not outcome.changes:
+    if not outcome.changes or outcome.object == request.object:  # a step may re-report a no-op write
         return Mutation(warnings=outcome.warnings, reason="Unchanged")
     return Mutation(object=outcome.object, changes=outcome.changes, warnings=outcome.warnings, reason="Mutated")
 

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 from typing import Any
 
+import jsonpatch
 from hypothesis import given, settings, strategies as st
 
 from batchgate.policy import DEFAULT_POLICY
@@ -70,6 +71,19 @@ def test_an_update_can_never_change_identity(workload: dict[str, Any], forged_us
         assert verdict.reason != "IdentityForged"
     else:
         assert (verdict.allowed, verdict.reason) == (False, "IdentityForged")
+
+
+@settings(max_examples=150, deadline=None)
+@given(workload=workloads(), username=names)
+def test_mutation_is_idempotent_and_only_adds(workload: dict[str, Any], username: str) -> None:
+    """The API server may call /mutate again (reinvocation): the second call changes nothing."""
+    request = a_request(workload, user=username)
+    first = mutate(request, DEFAULT_POLICY)
+    assert first.object is not None
+    ops = jsonpatch.make_patch(workload, first.object).patch
+    assert {op["op"] for op in ops} <= {"add", "replace"}
+    again = mutate(dataclasses.replace(request, object=first.object), DEFAULT_POLICY)
+    assert again.changes == () and again.object is None
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
