@@ -47,6 +47,7 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
     root = root_type(kind_key)
     config = {k: v for k, v in copy.deepcopy(applied).items()}
     config.get("metadata", {}).pop("managedFields", None)
+    config.pop("status", None)  # the main resource's apply never sets status (the strategy resets it)
     wanted = field_set(config, kind_key, maps_are_members=False)
     entries = _entries(live)
     mine = _identity(manager, "Apply")
@@ -66,6 +67,10 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         for path in sorted(previous - wanted - others, key=len, reverse=True):
             if not any(other[:len(path)] == path for other in others):
                 remove(result, path)
+    previous_entry = next((entry for entry, owned in entries if _identity_of(entry) == mine and owned == wanted), None)
+    if previous_entry is not None and live is not None and _without_fields(result) == _without_fields(live):
+        _store(result, entries)  # nothing changed: a no-op apply keeps its time, so nothing is written
+        return result
     entry = {"manager": manager, "operation": "Apply", "apiVersion": applied.get("apiVersion", ""),
              "time": now_iso, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(wanted)}
     _store(result, _replace(entries, mine, entry, wanted))

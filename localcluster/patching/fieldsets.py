@@ -25,7 +25,7 @@ KEY_DEFAULTS = {"protocol": "TCP"}
 MAP_FIELDS = {"labels", "annotations", "data", "binaryData", "stringData", "nodeSelector", "matchLabels",
               "selector", "limits", "requests", "hard", "rollingUpdate", "resources"}
 # System fields no manager owns.
-IGNORED: set[Path] = {("f:apiVersion",), ("f:kind",), ("f:status",)} | {
+IGNORED: set[Path] = {("f:apiVersion",), ("f:kind",)} | {
     ("f:metadata", f"f:{name}") for name in ("name", "namespace", "uid", "resourceVersion", "generation",
                                              "creationTimestamp", "deletionTimestamp",
                                              "deletionGracePeriodSeconds", "managedFields", "selfLink")}

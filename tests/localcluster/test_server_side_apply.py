@@ -124,6 +124,12 @@ def test_containers_added_by_others_survive_an_apply_that_does_not_mention_them(
     assert [c["image"] for c in again["spec"]["template"]["spec"]["containers"]] == ["app:2", "proxy:1"]
 
 
+def test_applying_the_same_configuration_again_changes_nothing() -> None:
+    first = apply(None, configmap(a="1"), "kubectl", False, T0, "v1/ConfigMap")
+    again = apply(first, configmap(a="1"), "kubectl", False, T1, "v1/ConfigMap")
+    assert again == first
+
+
 def test_an_update_records_new_maps_as_members() -> None:
     created = record_update(None, configmap(a="1"), "kubectl-create", T0, "v1/ConfigMap")
     assert managed(created) == {("kubectl-create", "Update"): {"f:data": {".": {}, "f:a": {}}}}
