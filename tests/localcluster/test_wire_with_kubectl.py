@@ -207,3 +207,28 @@ def test_a_server_dry_run_reaches_a_webhook_as_dry_and_stores_nothing(kubectl: K
     kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1", "--dry-run=server")
     assert stub.received[-1].review["request"]["dryRun"] is True
     assert kubectl("-n", namespace, "get", "configmap", "cm", check=False).returncode != 0
+
+
+def test_a_job_created_from_a_cron_job_keeps_its_owner_and_template(kubectl: Kubectl, namespace: str) -> None:
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly"}, "spec": {
+        "schedule": "0 3 * * *", "jobTemplate": {"spec": {"backoffLimit": 2, "template": {"spec": {
+            "restartPolicy": "Never",
+            "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
+                        {"name": "share", "nfs": {"server": "nfs.local", "path": "/export"}}],
+            "securityContext": {"runAsUser": 1000, "runAsNonRoot": True},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "train", "image": "trainer:1", "args": ["--epochs", "3"],
+                            "env": [{"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                            "resources": {"limits": {"nvidia.com/gpu": "2", "memory": "8Gi"}},
+                            "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}]}}}}}}
+    kubectl("-n", namespace, "create", "-f", "-", input=json.dumps(cron))
+    kubectl("-n", namespace, "create", "job", "manual", "--from=cronjob/nightly")
+    job = get(kubectl, namespace, "job", "manual")
+    cron_uid = get(kubectl, namespace, "cronjob", "nightly")["metadata"]["uid"]
+    assert [(o["kind"], o["name"], o["uid"], o["controller"]) for o in job["metadata"]["ownerReferences"]] == [
+        ("CronJob", "nightly", cron_uid, True)]
+    pod = job["spec"]["template"]["spec"]
+    assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2", "memory": "8Gi"}
+    assert pod["volumes"][1] == {"name": "share", "nfs": {"server": "nfs.local", "path": "/export"}}
+    assert pod["securityContext"] == {"runAsUser": 1000, "runAsNonRoot": True}
+    assert pod["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
