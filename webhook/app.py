@@ -24,6 +24,8 @@ from webhook.policy_store import LoadedPolicy, PolicyStore
 from webhook.rules.review import AdmissionRequest
 
 JSON = "application/json"
+DRAIN_BYTES = 32 * 1024 * 1024
+"""How much of an oversized body is read (and dropped) so the client still gets a clear 400."""
 
 
 @dataclass
@@ -54,10 +56,16 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 
 def _read_body() -> bytes:
-    """At most one byte over the limit: enough to know a body is too big without reading it all."""
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise MalformedReview(f"request body is {request.content_length} bytes, over the limit of {MAX_BODY_BYTES}")
-    return request.stream.read(MAX_BODY_BYTES + 1)
+    """The body, or MalformedReview when it is over the limit (read and dropped, so the client
+    gets our 400 instead of a reset; past DRAIN_BYTES the connection is simply closed)."""
+    body = request.stream.read(MAX_BODY_BYTES + 1)
+    if len(body) <= MAX_BODY_BYTES:
+        return body
+    total = len(body)
+    while total <= DRAIN_BYTES and (chunk := request.stream.read(1 << 16)):
+        total += len(chunk)
+    size = f"{request.content_length} bytes" if request.content_length else f"over {total} bytes"
+    raise MalformedReview(f"request body is {size}, over the limit of {MAX_BODY_BYTES}")
 
 
 def _answer(endpoint: str, decide: Callable[[AdmissionRequest, LoadedPolicy, GatewayContext], Decision]) -> Response:

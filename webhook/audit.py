@@ -41,7 +41,11 @@ def audit_record(
     policy_version: str = "",
     duration_ms: float = 0.0,
 ) -> dict[str, Any]:
-    """One audit line. For a malformed review, `partial` holds whatever could be read of it."""
+    """One audit line. For a malformed review, `partial` holds whatever could be read of it.
+
+    Beyond DESIGN 6.3's fields: `endpoint` (mutate or validate), `warnings`, and `pid` (which
+    gunicorn worker decided, for reading a line next to that worker's log).
+    """
     seen: Mapping[str, Any] = partial or {}
     kind = request.kind if request else seen.get("kind")
     user = request.user if request else seen.get("user")
@@ -64,6 +68,7 @@ def audit_record(
         "policyVersion": policy_version,
         "dryRun": request.dry_run if request else False,
         "durationMs": round(duration_ms, 3),
+        "pid": os.getpid(),
     }
 
 
