@@ -63,7 +63,8 @@ def load_documents(text: str, source: str) -> list[dict[str, Any]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
-        raise BadInput(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
+        context = f" ({exc.context} at line {exc.context_mark.line + 1})" if exc.context and exc.context_mark else ""
+        raise BadInput(f"{where}: invalid YAML: {exc.problem or exc.context}{context}") from None
     except yaml.YAMLError as exc:
         raise BadInput(f"{source}: invalid YAML: {exc}") from None
     objects = []
