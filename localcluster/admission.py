@@ -150,6 +150,9 @@ class WebhookDispatcher:
                        old: dict[str, Any] | None, mutating: bool) -> Answer | None:
         """Call one webhook; None when a call failure is ignored by failurePolicy Ignore."""
         name = hook.get("name", "")
+        if hook.get("matchConditions"):
+            return self._failed(hook, CallError("failed to evaluate match conditions: the local cluster does not "
+                                                "evaluate CEL expressions"))
         if attrs.dry_run and hook.get("sideEffects") not in SAFE_ON_DRY_RUN:
             raise AdmissionDenied(dry_run_unsupported(name))
         try:
@@ -161,9 +164,14 @@ class WebhookDispatcher:
         except BadPatch as err:
             raise AdmissionDenied(internal_error(f'webhook "{name}": {err}')) from None
         except CallError as err:
-            if hook.get("failurePolicy") == "Ignore":
-                return None
-            raise AdmissionDenied(internal_error(f'failed calling webhook "{name}": {err}')) from None
+            return self._failed(hook, err)
+
+    @staticmethod
+    def _failed(hook: dict[str, Any], err: CallError) -> None:
+        """A call failure: skipped with failurePolicy Ignore, else the request fails (500)."""
+        if hook.get("failurePolicy") == "Ignore":
+            return None
+        raise AdmissionDenied(internal_error(f'failed calling webhook "{hook.get("name", "")}": {err}')) from None
 
     async def _post(self, client_config: dict[str, Any], body: bytes, timeout: int) -> bytes:
         target = self._target(client_config)

@@ -338,3 +338,15 @@ def test_a_ca_bundle_that_is_not_base64_pem_is_a_call_failure(cluster: Cluster) 
     hook["clientConfig"]["caBundle"] = base64.b64encode(b"not a certificate").decode()
     cluster.validating("v", hook)
     assert "invalid caBundle" in denial(cluster)["message"]
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+def test_match_conditions_cannot_be_evaluated_and_follow_the_failure_policy(cluster: Cluster, stub: WebhookStub,
+                                                                         policy: str) -> None:
+    cluster.validating("v", cluster.hook("cel.batchgate.dev", "/deny", failurePolicy=policy, matchConditions=[
+        {"name": "not-system", "expression": "!request.userInfo.username.startsWith('system:')"}]))
+    if policy == "Ignore":
+        assert cluster.admit() is not None
+    else:
+        assert "does not evaluate CEL" in denial(cluster)["message"]
+    assert stub.received == []
