@@ -232,3 +232,40 @@ def test_a_job_created_from_a_cron_job_keeps_its_owner_and_template(kubectl: Kub
     assert pod["volumes"][1] == {"name": "share", "nfs": {"server": "nfs.local", "path": "/export"}}
     assert pod["securityContext"] == {"runAsUser": 1000, "runAsNonRoot": True}
     assert pod["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+
+
+def test_server_side_apply_over_a_generated_deployment_conflicts_on_the_image(kubectl: Kubectl,
+                                                                             namespace: str) -> None:
+    kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx")
+    clash = kubectl("-n", namespace, "apply", "--server-side", "-f", "-", check=False,
+                    input=deployment_yaml("app:2", {"A": "1"}).replace("name: app", "name: nginx"))
+    assert clash.returncode != 0
+    assert 'conflict with "kubectl-create" using apps/v1' in clash.stderr
+    assert '.spec.template.spec.containers[name="nginx"].image' in clash.stderr
+    assert ".spec.replicas" not in clash.stderr  # same value (1): shared, not a conflict
+
+
+def test_server_side_apply_of_a_custom_resource_replaces_its_lists_whole(kubectl: Kubectl, namespace: str) -> None:
+    group = f"g{uuid.uuid4().hex[:8]}.example.com"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"widgets.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                            "sizes": {"type": "array", "items": {"type": "integer"}},
+                            "color": {"type": "string"}}}}}}}]}}
+    kubectl("apply", "-f", "-", input=json.dumps(crd))
+    kubectl("wait", "--for=condition=Established", f"crd/widgets.{group}", "--timeout=20s")
+
+    def widget(**spec: Any) -> str:
+        return json.dumps({"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec})
+
+    kubectl("-n", namespace, "apply", "--server-side", "-f", "-", input=widget(sizes=[1, 2, 3], color="red"))
+    kubectl("-n", namespace, "apply", "--server-side", "-f", "-", input=widget(sizes=[4]))
+    obj = json.loads(kubectl("-n", namespace, "get", f"widgets.{group}", "w", "-o", "json").stdout)
+    assert obj["spec"] == {"sizes": [4]}
+    clash = kubectl("-n", namespace, "apply", "--server-side", "--field-manager=other", "-f", "-",
+                    input=widget(sizes=[5]), check=False)
+    assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.sizes' in clash.stderr
+    kubectl("delete", "crd", f"widgets.{group}", "--wait=false")
