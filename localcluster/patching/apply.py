@@ -79,9 +79,18 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
 
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str, now_iso: str,
                   kind_key: str, subresource: str = "") -> dict[str, Any]:
-    """`new` with managedFields updated for an ordinary write (create, update, patch) by `manager`."""
-    before = field_set(_without_fields(old), kind_key, maps_are_members=True) if old else set()
-    after = field_set(_without_fields(new), kind_key, maps_are_members=True)
+    """`new` with managedFields updated for an ordinary write (create, update, patch) by `manager`.
+
+    Like the apiserver's UpdateNoErrors, it never fails the write: an object whose lists cannot be
+    keyed keeps the managedFields it had.
+    """
+    try:
+        before = field_set(_without_fields(old), kind_key, maps_are_members=True) if old else set()
+        after = field_set(_without_fields(new), kind_key, maps_are_members=True)
+    except ApplyError:
+        result = copy.deepcopy(new)
+        _store(result, _entries(old))
+        return result
     changed = {path for path in after if path not in before or _differs(old, new, path)}
     gone = before - after
     entries = _entries(old if old is not None else new)

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localcluster.patching.apply import ApplyConflict, ApplyError, apply, record_update
@@ -157,6 +157,14 @@ def test_custom_resources_keep_lists_atomic_and_objects_as_members() -> None:
         "f:spec": {".": {}, "f:owner": {".": {}, "f:team": {}}, "f:sizes": {}}}
 
 
+def test_an_update_whose_lists_cannot_be_keyed_keeps_the_old_managed_fields() -> None:
+    created = record_update(None, deployment({"name": "app", "image": "app:1"}), "kubectl-create", T0,
+                            "apps/v1/Deployment")
+    broken = record_update(created, deployment({"image": "nameless"}), "editor", T1, "apps/v1/Deployment")
+    assert broken["metadata"]["managedFields"] == created["metadata"]["managedFields"]
+    assert broken["spec"]["template"]["spec"]["containers"] == [{"image": "nameless"}]
+
+
 @pytest.mark.parametrize(
     ("config", "message"),
     [
@@ -183,3 +191,23 @@ TOKENS = st.sampled_from(["f:a", "f:b", "f:c", 'k:{"name":"x"}', 'v:"y"'])
 @given(st.sets(st.lists(TOKENS, min_size=1, max_size=4).map(tuple), max_size=8))
 def test_fields_v1_round_trips_any_set_of_paths(paths: set[tuple[str, ...]]) -> None:
     assert from_fields_v1(to_fields_v1(paths)) == paths
+
+
+KEYS = st.sampled_from(["containers", "name", "image", "env", "ports", "containerPort", "finalizers", "value"])
+VALUES = st.recursive(st.none() | st.integers(0, 3) | st.sampled_from(["a", "b"]),
+                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
+                      max_leaves=15)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(KEYS, VALUES, max_size=3), st.dictionaries(KEYS, VALUES, max_size=3))
+def test_any_pod_spec_applies_or_is_refused_with_apply_error(first: dict, second: dict) -> None:
+    def pod(spec: dict) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+
+    updated = record_update(None, pod(second), "b", T0, "v1/Pod")  # never raises
+    try:
+        live = apply(updated, pod(first), "a", True, T1, "v1/Pod")
+    except ApplyError:
+        return
+    assert record_update(live, pod(second), "b", T2, "v1/Pod")["spec"] == pod(second)["spec"]
