@@ -199,6 +199,8 @@ class LocalCluster:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await runner.shutdown()
         await runner.cleanup()
+        if self.server.webhooks is not None:
+            await self.server.webhooks.close()
 
 
 async def _call(fn: Callable[[], Any]) -> Any:
