@@ -101,21 +101,36 @@ class Follower(threading.Thread):
     def run(self) -> None:
         path = f"{self.cluster.url}/api/v1/namespaces/{self.namespace}/pods"
         with self.cluster.session() as session:
-            rv = session.get(path).json()["metadata"]["resourceVersion"]
+            rv = self.relist(session, path)
             while not self.finished.is_set():
                 params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "600"}
-                with session.get(path, params=params, stream=True, timeout=700) as response:
-                    self.ready.set()
-                    for line in response.iter_lines():
-                        if not line:
-                            continue
-                        event = json.loads(line)
-                        pod = event["object"]
-                        rv = pod["metadata"].get("resourceVersion", rv)
-                        self.note(pod, time.perf_counter())
-                        if len(self.done) >= self.expected:
-                            self.finished.set()
-                            return
+                try:
+                    with session.get(path, params=params, stream=True, timeout=700) as response:
+                        self.ready.set()
+                        for line in response.iter_lines():
+                            if not line:
+                                continue
+                            event = json.loads(line)
+                            if event["type"] == "ERROR":  # too far behind: catch up from a list
+                                rv = self.relist(session, path)
+                                break
+                            pod = event["object"]
+                            rv = pod["metadata"].get("resourceVersion", rv)
+                            self.note(pod, time.perf_counter())
+                            if len(self.done) >= self.expected:
+                                self.finished.set()
+                                return
+                except requests.RequestException:
+                    rv = self.relist(session, path)
+
+    def relist(self, session: requests.Session, path: str) -> str:
+        body = session.get(path).json()
+        now = time.perf_counter()
+        for pod in body["items"]:
+            self.note(pod, now)
+        if len(self.done) >= self.expected:
+            self.finished.set()
+        return body["metadata"]["resourceVersion"]
 
     def note(self, pod: dict, now: float) -> None:
         name = pod["metadata"]["name"]
@@ -152,7 +167,7 @@ def run(count: int, nodes: int) -> dict[str, float]:
             with ThreadPoolExecutor(threads) as pool:
                 list(pool.map(create, range(threads)))
             created = time.perf_counter()
-            follower.finished.wait(60 + count * 0.2)
+            follower.finished.wait(120 + count * 0.1)
             latencies = sorted(follower.bound[n] - follower.added[n] for n in follower.bound if n in follower.added)
             last_bound = max(follower.bound.values(), default=float("nan"))
             last_done = max(follower.done.values(), default=float("nan"))
