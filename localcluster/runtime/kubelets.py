@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from typing import Any
+
+import aiohttp
 
 from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
@@ -27,6 +30,7 @@ from localcluster.sim.nodes import (
 )
 from localcluster.sim.units import format_micro_time, parse_time
 
+log = logging.getLogger(__name__)
 STATUS_REPORT = dt.timedelta(minutes=1)  # Ready is re-posted at least this often even when unchanged
 
 
@@ -67,17 +71,23 @@ class Kubelets(Controller):
         for index, spec in enumerate(self.specs):
             node = new_node(spec, index, now)
             try:
-                await self.api.create(NODES.path(), node)
-            except ApiError as err:
-                if err.reason != "AlreadyExists":
-                    raise
-            await self.api.patch(NODES.path(None, spec.name, "status"), {"status": node["status"]})
-            await self._renew(spec.name, now)
+                try:
+                    await self.api.create(NODES.path(), node)
+                except ApiError as err:
+                    if err.reason != "AlreadyExists":
+                        raise
+                await self.api.patch(NODES.path(None, spec.name, "status"), {"status": node["status"]})
+                await self._renew(spec.name, now)
+            except ApiError as err:  # this node stays away; the others register
+                log.error("kubelet on %s could not register: %s", spec.name, err)
 
     async def heartbeat_forever(self) -> None:
         while True:
             await asyncio.sleep(self.wall_seconds(HEARTBEAT))
-            await self.heartbeat(self.now())
+            try:
+                await self.heartbeat(self.now())
+            except (ApiError, aiohttp.ClientError, asyncio.TimeoutError) as err:  # try again next beat
+                log.warning("kubelet heartbeat failed: %s", err)
 
     async def heartbeat(self, now: dt.datetime) -> None:
         for node in self.nodes.values():
