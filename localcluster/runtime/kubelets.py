@@ -47,9 +47,10 @@ class Kubelets(Controller):
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName"):
-            if kind == "DELETED":
+            finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if kind == "DELETED" or finished:  # its sandbox is gone: the address is free again
                 self.ips.get(pod["spec"]["nodeName"], {}).pop(pod["metadata"].get("uid", ""), None)
-            else:
+            if kind != "DELETED":
                 self.queue.add(_key(pod))
 
     def _on_node(self, kind: str, node: dict[str, Any]) -> None:
@@ -122,7 +123,7 @@ class Kubelets(Controller):
         cidr = ((node.get("spec") or {}).get("podCIDR") or "10.244.0.0/24").split("/")[0].rsplit(".", 1)[0]
         taken = self.ips.setdefault(node["metadata"]["name"], {})
         used = set(taken.values())
-        address = next(f"{cidr}.{i}" for i in range(2, 255) if f"{cidr}.{i}" not in used)
+        address = next((f"{cidr}.{i}" for i in range(2, 255) if f"{cidr}.{i}" not in used), f"{cidr}.254")
         taken[pod["metadata"].get("uid", "")] = address
         return address
 
