@@ -116,12 +116,13 @@ class Kubelets(Controller):
 
     def _pod_ip(self, node: dict[str, Any], pod: dict[str, Any]) -> str:
         current = (pod.get("status") or {}).get("podIP")
+        taken = self.ips.setdefault(node["metadata"]["name"], {})
         if current:
+            taken.setdefault(pod["metadata"].get("uid", ""), current)
             return current
         if (pod.get("spec") or {}).get("hostNetwork"):
             return _host_ip(node)
         cidr = ((node.get("spec") or {}).get("podCIDR") or "10.244.0.0/24").split("/")[0].rsplit(".", 1)[0]
-        taken = self.ips.setdefault(node["metadata"]["name"], {})
         used = set(taken.values())
         address = next((f"{cidr}.{i}" for i in range(2, 255) if f"{cidr}.{i}" not in used), f"{cidr}.254")
         taken[pod["metadata"].get("uid", "")] = address
