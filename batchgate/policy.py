@@ -222,6 +222,12 @@ class MpiFramework:
     """Where the launcher finds the hostfile."""
     slots_per_host: int = field(default=1, metadata=_wire("slotsPerHost", _positive_int))
     """MPI slots written per host line."""
+    wait_image: str = field(default="busybox:1.36.1", metadata=_wire("waitImage", _str))
+    """Image of the init container that holds the launcher until every worker's name resolves."""
+    wait_timeout: _dt.timedelta = field(
+        default=_dt.timedelta(seconds=300), metadata=_wire("waitTimeout", _duration, format_duration)
+    )
+    """How long the launcher waits for its workers' names before its pod fails."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from batchgate.api import objects
 from batchgate.api.errors import type_name
 from batchgate.policy import DEFAULT_POLICY_CONFIGMAP, Policy
+from webhook.rules.frameworks.admission import framework_verdict
 from webhook.rules.mutation import run_steps
 from webhook.rules.review import AdmissionRequest, Mutation, Verdict
 from webhook.rules.scope import classify
@@ -65,7 +66,7 @@ def validate(
     if scope == "unmanaged":
         return allow("NamespaceNotManaged")
     if scope == "other":
-        return allow()
+        return framework_verdict(request, policy) or allow()
     return check_policed(request, policy, scope)
 
 

@@ -21,6 +21,7 @@ from batchgate.api import objects
 from batchgate.api.paths import format_steps, get_at
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.policy import Policy
+from webhook.rules.frameworks.admission import framework_step
 from webhook.rules.identity import identity_labels
 from webhook.rules.review import AdmissionRequest
 from webhook.rules.scope import Scope, WORKLOAD_KINDS
@@ -143,11 +144,13 @@ def suspend(obj: dict[str, Any], ctx: MutationContext) -> list[str]:
     return [f"set {format_steps(steps)}=true"]
 
 
-WORKLOAD_STEPS: list[Step] = [queue_name, identity, scheduler_name, gang_label, priority_class, suspend]
-"""Run in order on top-level and wrapped objects; the framework plugins append theirs."""
+WORKLOAD_STEPS: list[Step] = [
+    queue_name, identity, scheduler_name, gang_label, priority_class, suspend, framework_step
+]
+"""Run in order on top-level and wrapped objects; the last is the frameworks' workload phase."""
 
-POD_PHASE_STEPS: list[Step] = []
-"""Run on pods created by other controllers ("other" scope); the framework plugins append theirs."""
+POD_PHASE_STEPS: list[Step] = [framework_step]
+"""Run on pods created by other controllers ("other" scope): the frameworks' pod phase."""
 
 
 def run_steps(request: AdmissionRequest, policy: Policy, scope: Scope) -> tuple[dict[str, Any], list[str]]:

@@ -13,6 +13,7 @@ from batchgate.api import objects
 from batchgate.api.errors import FieldError
 from batchgate.policy import Policy
 from webhook.rules import annotation_rules, appwrapper_rules
+from webhook.rules.frameworks.admission import framework_verdict
 from webhook.rules.identity import identity_changes, identity_labels
 from webhook.rules.policy_configmap import check_policy_configmap, is_policy_configmap
 from webhook.rules.review import AdmissionRequest, Verdict
@@ -55,8 +56,10 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
         if verdict:
             return verdict
     if kind == APPWRAPPER_KIND:
-        return _check_appwrapper(request, policy)
-    return allow()
+        verdict = _check_appwrapper(request, policy)
+        if not verdict.allowed:
+            return verdict
+    return framework_verdict(request, policy) or allow()
 
 
 def _check_identity(request: AdmissionRequest, policy: Policy) -> Verdict | None:

@@ -193,9 +193,15 @@ def test_a_user_env_var_wins_and_is_named_in_a_warning() -> None:
     outcome = admit(pod, POD)
     env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
     assert (env["RANK"], env["MASTER_PORT"], env["WORLD_SIZE"]) == ("7", "1", "3")
-    assert outcome.warnings == (
-        "container main keeps its own MASTER_PORT, RANK; batchgate did not set them",
-    )
+    assert outcome.warnings == ("container main keeps its own MASTER_PORT (batchgate: 23456), RANK (batchgate: 1)",)
+
+
+def test_the_pod_phase_run_again_on_its_own_output_changes_and_warns_nothing() -> None:
+    pod = laid_out_pod()
+    admit(pod, POD)
+    again = copy.deepcopy(pod)
+    outcome = admit(again, POD)
+    assert (again, outcome.warnings, outcome.error) == (pod, (), None)
 
 
 @pytest.mark.parametrize(
