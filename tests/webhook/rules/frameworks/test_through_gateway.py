@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -170,3 +171,23 @@ def test_user_env_wins_with_a_warning_from_validate(user_env: dict[str, str], wa
     verdict = validate(request_for(stored), DEFAULT_POLICY)
     assert verdict.allowed
     assert verdict.warnings == ((warning,) if warning else ())
+
+
+def test_the_example_in_docs_frameworks_md_does_what_the_page_says() -> None:
+    page = (Path(__file__).resolve().parents[4] / "docs" / "frameworks.md").read_text()
+    example = yaml.safe_load(page.split("```yaml\n", 1)[1].split("```", 1)[0])
+    pods = run_everything(example)
+    assert {k: v for k, v in env_of(pods["train-worker-1"]).items() if not k.startswith("PET_")} == {
+        "MASTER_ADDR": "train-master-0.train", "MASTER_PORT": "23456", "WORLD_SIZE": "4", "RANK": "2",
+    }
+    assert env_of(pods["train-worker-1"])["PET_NPROC_PER_NODE"] == "8"
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mpi", "mxnet"])
+def test_the_workload_phase_run_again_on_its_own_output_changes_nothing(framework: str) -> None:
+    roles = {"pytorch": ("master", "worker"), "tensorflow": ("chief", "worker"), "mpi": ("master", "worker"),
+             "mxnet": ("scheduler", "worker")}[framework]
+    aw = appwrapper("aw", *(indexed_job(f"aw-{r}", 1, role=r) for r in roles), framework=framework)
+    first = admitted(queued(aw))
+    second = mutate(a_request(copy.deepcopy(first), namespace="team1"), DEFAULT_POLICY)
+    assert second.object in (None, first)
