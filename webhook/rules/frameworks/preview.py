@@ -13,7 +13,10 @@ from batchgate import keys
 from batchgate.api.pod_templates import pod_template_locations
 
 from .env import EnvList, framework_env
+from .errors import FrameworkError
 from .layout import Layout, Place, parse_layout
+
+_WORKLOADS = {(keys.APPWRAPPER_API_VERSION, "AppWrapper"), ("batch/v1", "Job")}
 
 
 @dataclass(frozen=True)
@@ -47,3 +50,22 @@ def preview_pods(layout: Layout) -> list[PodPreview]:
             previews.append(PodPreview(slot.hostname(offset), place.host, place.role, place.rank, env))
         role_index[slot.role] = role_index.get(slot.role, 0) + slot.count
     return previews
+
+
+def workload_pod_previews(obj: Any) -> list[dict[str, Any]]:
+    """For `batchgate review`: the pods of a laid-out AppWrapper or Job as JSON-ready rows.
+
+    Anything else, or a layout that does not parse (validation denies it), previews no pods.
+    """
+    if not isinstance(obj, dict) or (obj.get("apiVersion"), obj.get("kind")) not in _WORKLOADS:
+        return []
+    try:
+        layout = workload_layout(obj)
+    except FrameworkError:
+        return []
+    if layout is None:
+        return []
+    return [
+        {"hostname": p.hostname, "host": p.host, "role": p.role, "rank": p.rank, "env": dict(p.env)}
+        for p in preview_pods(layout)
+    ]
