@@ -1,11 +1,13 @@
 """Load on the gateway alone: AdmissionReviews over keep-alive TLS at 1 and 16 connections.
 
-Starts `batchgate webhook` (real gunicorn, TLS, fresh certs) and POSTs the corpus
-PyTorchJob-in-AppWrapper to /mutate from a separate load process: each connection is one thread
+Starts `batchgate webhook` (real gunicorn, TLS, fresh certs) and POSTs to /mutate from a
+separate load process the corpus PyTorchJob-in-AppWrapper (an ordinary mutation) and, for the
+frameworks' Pod phase, the pod creations of a 256-pod pytorch Indexed Job (cycling over its pods): each connection is one thread
 with its own http.client keep-alive connection verifying the CA. Prints requests/s and
 p50/p99/p999 latency per concurrency, with the worker count and the machine. Never asserts.
 
     .venv/bin/python bench/webhook_load.py [--seconds 8] [--workers 2] [--threads 4] [--conns 1,16]
+        [--reviews appwrapper,pod-phase]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate.clock import SystemClock  # noqa: E402
+from bench.framework_pod_phase import CORPUS, framework_pods  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from webhook.admission_review import review_document  # noqa: E402
 from webhook.client import GatewayClient  # noqa: E402
@@ -35,24 +38,37 @@ from webhook.demo import request_for  # noqa: E402
 from webhook.launch import start_gateway  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 
-MANIFEST = REPO.parent / "shared" / "corpus" / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
+MANIFEST = CORPUS / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
+
+
+USER = UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a"))
+POD_PHASE_PODS = 256
 
 
 def review_body() -> bytes:
     obj = yaml.safe_load(MANIFEST.read_text())
     obj.setdefault("metadata", {})["namespace"] = "team-a"
-    user = UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a"))
-    return json.dumps(review_document(request_for(obj, user, resource="appwrappers"))).encode()
+    return json.dumps(review_document(request_for(obj, USER, resource="appwrappers"))).encode()
 
 
-def _connection_loop(host: str, port: int, ca: str, body: bytes, warmup_until: float, stop_at: float,
+def pod_phase_bodies() -> list[bytes]:
+    """One review per pod the Job controller creates for a laid-out 256-pod pytorch Indexed Job."""
+    user = UserInfo("system:serviceaccount:kube-system:job-controller", "uid-job-controller",
+                    ("system:serviceaccounts",))
+    return [json.dumps(review_document(request_for(pod, user, resource="pods"))).encode()
+            for pod in framework_pods("pytorch", POD_PHASE_PODS)]
+
+
+def _connection_loop(host: str, port: int, ca: str, bodies: list[bytes], warmup_until: float, stop_at: float,
                      latencies: list[float], errors: list[str]) -> None:
     client = GatewayClient(host, port, ca)
+    sent = 0
     while True:
         started = time.perf_counter()
         if started >= stop_at:
             break
-        status, data, _ = client.request("POST", "/mutate", body)
+        status, data, _ = client.request("POST", "/mutate", bodies[sent % len(bodies)])
+        sent += 1
         elapsed = time.perf_counter() - started
         if status != 200 or b'"allowed":true' not in data:
             errors.append(f"{status} {data[:120]!r}")
@@ -61,14 +77,14 @@ def _connection_loop(host: str, port: int, ca: str, body: bytes, warmup_until: f
     client.close()
 
 
-def load_process(host: str, port: int, ca: str, body: bytes, conns: int, warmup: float, seconds: float,
+def load_process(host: str, port: int, ca: str, bodies: list[bytes], conns: int, warmup: float, seconds: float,
                  out: "multiprocessing.Queue[tuple[list[float], list[str]]]") -> None:
     """Runs in its own process so the generator does not share the server's GIL."""
     now = time.perf_counter()
     warmup_until, stop_at = now + warmup, now + warmup + seconds
     latencies: list[float] = []
     errors: list[str] = []
-    threads = [threading.Thread(target=_connection_loop, args=(host, port, ca, body, warmup_until, stop_at,
+    threads = [threading.Thread(target=_connection_loop, args=(host, port, ca, bodies, warmup_until, stop_at,
                                                                latencies, errors)) for _ in range(conns)]
     for t in threads:
         t.start()
@@ -84,9 +100,10 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[index]
 
 
-def measure(host: str, port: int, ca: str, body: bytes, conns: int, seconds: float, warmup: float) -> dict[str, float]:
+def measure(host: str, port: int, ca: str, bodies: list[bytes], conns: int, seconds: float,
+            warmup: float) -> dict[str, float]:
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    proc = multiprocessing.Process(target=load_process, args=(host, port, ca, body, conns, warmup, seconds, queue))
+    proc = multiprocessing.Process(target=load_process, args=(host, port, ca, bodies, conns, warmup, seconds, queue))
     proc.start()
     latencies, errors = queue.get(timeout=warmup + seconds + 60)
     proc.join(timeout=30)
@@ -114,11 +131,17 @@ def main() -> int:
     p.add_argument("--workers", default="2")
     p.add_argument("--threads", default="4")
     p.add_argument("--conns", default="1,16")
+    p.add_argument("--reviews", default="appwrapper,pod-phase",
+                   help="appwrapper (the corpus AppWrapper) and/or pod-phase (pods of a 256-pod pytorch job)")
     args = p.parse_args()
     if not MANIFEST.is_file():
         print(f"missing corpus manifest {MANIFEST}", file=sys.stderr)
         return 2
-    body = review_body()
+    reviews = {"appwrapper": lambda: [review_body()], "pod-phase": pod_phase_bodies}
+    wanted = [r for r in args.reviews.split(",") if r]
+    if not wanted or any(r not in reviews for r in wanted):
+        print(f"--reviews takes a comma-separated subset of {', '.join(reviews)}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="batchgate-bench-") as tmp:
         cert_dir = Path(tmp)
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
@@ -127,15 +150,22 @@ def main() -> int:
         try:
             print(f"machine: {machine()}")
             print(f"gateway: gunicorn gthread, {args.workers} workers x {args.threads} threads, TLS (ECDSA P-256), "
-                  f"audit log to a file, multiprocess metrics on; review: {MANIFEST.name} "
-                  f"({len(body)} bytes) to /mutate")
-            print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6}")
-            for conns in (int(c) for c in args.conns.split(",")):
-                r = measure(gateway.host, gateway.port, str(cert_dir / "ca.crt"), body, conns, args.seconds, args.warmup)
-                print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-                      f"{r['p999']:>8.2f} {r['errors']:>6}")
-                for sample in r["error_sample"]:
-                    print(f"      error: {sample}")
+                  "audit log to a file, multiprocess metrics on; reviews to /mutate")
+            for review in wanted:
+                bodies = reviews[review]()
+                described = (f"{MANIFEST.name} ({len(bodies[0])} bytes)" if review == "appwrapper" else
+                             f"the {len(bodies)} pods of a {POD_PHASE_PODS}-pod pytorch Indexed Job "
+                             f"(~{sum(map(len, bodies)) // len(bodies)} bytes each), cycled")
+                print(f"review {review}: {described}")
+                print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} "
+                      f"{'errors':>6}")
+                for conns in (int(c) for c in args.conns.split(",")):
+                    r = measure(gateway.host, gateway.port, str(cert_dir / "ca.crt"), bodies, conns, args.seconds,
+                                args.warmup)
+                    print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
+                          f"{r['p999']:>8.2f} {r['errors']:>6}")
+                    for sample in r["error_sample"]:
+                        print(f"      error: {sample}")
         finally:
             gateway.stop()
     print("peer (cited, research/perf-reliability.md 5): kopf 1.45.2 mutating webhook, same machine kind: "
