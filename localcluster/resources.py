@@ -72,7 +72,7 @@ ALL = ("all",)
 BUILTINS: tuple[ResourceType, ...] = (
     _r("", "v1", "namespaces", "Namespace", False, short=("ns",), sub=("status", "finalize"),
        verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    _r("", "v1", "pods", "Pod", True, short=("po",), cats=ALL, sub=("status", "binding")),
+    _r("", "v1", "pods", "Pod", True, short=("po",), cats=ALL, sub=("status", "binding", "log")),
     _r("", "v1", "bindings", "Binding", True, verbs=CREATE_ONLY),
     _r("", "v1", "configmaps", "ConfigMap", True, short=("cm",)),
     _r("", "v1", "secrets", "Secret", True),
