@@ -122,23 +122,18 @@ def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, li
     """The one template of a Job, with the fills that make it an all-at-once Indexed Job."""
     name = _name(job, base, "Job")
     spec = _map(job.get("spec"), f"{base}spec")
-    fills: list[JobFill] = []
-    mode = spec.get("completionMode")
-    if mode is None:
-        fills.append(JobFill(spec, "completionMode", "Indexed", f"{base}spec.completionMode"))
-    elif mode != "Indexed":
-        raise FrameworkError(f"{base}spec.completionMode", f"must be Indexed for a framework job, not {mode!r}")
     completions = _int(spec.get("completions"), f"{base}spec.completions")
     if not completions:
         raise FrameworkError(f"{base}spec.completions", "an Indexed framework Job needs completions >= 1 (its pod count)")
-    parallelism = _int(spec.get("parallelism"), f"{base}spec.parallelism")
-    if parallelism is None:
-        fills.append(JobFill(spec, "parallelism", completions, f"{base}spec.parallelism"))
-    elif parallelism != completions:
-        raise FrameworkError(
-            f"{base}spec.parallelism",
-            f"must equal completions ({completions}) so that every rank runs at once, not {parallelism}",
-        )
+    _int(spec.get("parallelism"), f"{base}spec.parallelism")
+    # The API server defaults completionMode to NonIndexed and parallelism to 1 before any webhook
+    # sees the Job, so a value here may not be the user's: every framework Job is made Indexed,
+    # with all its ranks running at once (a rank left waiting would hang the others).
+    fills = [
+        JobFill(spec, field, value, f"{base}spec.{field}")
+        for field, value in (("completionMode", "Indexed"), ("parallelism", completions))
+        if spec.get(field) != value
+    ]
     path = f"{base}spec.template"
     template = _map(spec.get("template"), path)
     _pod_spec(template, path)

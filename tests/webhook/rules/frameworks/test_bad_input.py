@@ -50,10 +50,8 @@ def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
                      "must be one of pytorch, tensorflow, mpi, mxnet", id="an unknown framework is denied"),
         pytest.param(indexed_job("j", None, framework="pytorch"), JOB, "spec.completions",
                      "needs completions", id="an Indexed Job without completions is denied"),
-        pytest.param(indexed_job("j", 4, framework="pytorch", completionMode="NonIndexed"), JOB,
-                     "spec.completionMode", "must be Indexed", id="a NonIndexed Job is denied"),
-        pytest.param(indexed_job("j", 4, framework="pytorch", parallelism=2), JOB, "spec.parallelism",
-                     "must equal completions (4)", id="a Job that would not run every rank at once is denied"),
+        pytest.param(indexed_job("j", 4, framework="pytorch", parallelism="2"), JOB, "spec.parallelism",
+                     "must be a non-negative integer, not '2'", id="a parallelism that is not a number is denied"),
         pytest.param(indexed_job("j", 1, framework="pytorch"), JOB, "spec",
                      "needs at least one 'worker' pod", id="a one-pod PyTorch job has zero workers and is denied"),
         pytest.param(indexed_job("Train_1", 2, framework="pytorch"), JOB, "metadata.name",
@@ -137,6 +135,27 @@ def test_bad_workloads_are_denied_with_the_field_path(obj: dict[str, Any], kind:
     assert outcome.error.path == path
     assert message in outcome.error.message
     assert obj == before, "a denied object is left untouched"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param({}, id="a Job without completionMode and parallelism"),
+        pytest.param({"completionMode": "NonIndexed", "parallelism": 1},
+                     id="a Job the API server defaulted to NonIndexed with parallelism 1"),
+        pytest.param({"completionMode": "Indexed", "parallelism": 2}, id="a Job that would run half its ranks"),
+    ],
+)
+def test_every_framework_job_becomes_indexed_with_all_its_ranks_at_once(spec: dict[str, Any]) -> None:
+    job = indexed_job("j", 4, framework="pytorch", **spec)
+    outcome = admit(job, JOB)
+    assert outcome.error is None
+    assert (job["spec"]["completionMode"], job["spec"]["parallelism"]) == ("Indexed", 4)
+    assert [c for c in outcome.changes if "completionMode" in c or "parallelism" in c] == [
+        f"spec.{field}: set to {value} for a framework job"
+        for field, value in (("completionMode", "Indexed"), ("parallelism", 4))
+        if spec.get(field) != value
+    ]
 
 
 def laid_out_pod(framework: str = "pytorch") -> dict[str, Any]:
