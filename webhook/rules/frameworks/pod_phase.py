@@ -40,7 +40,7 @@ def pod_index(pod: dict[str, Any]) -> int:
         value = mapping_at(meta, where, f"metadata.{where}").get(key)
         if value is None:
             continue
-        if not value.isdigit():
+        if not (value.isascii() and value.isdigit()):
             raise FrameworkError(f"metadata.{where}[{key}]", f"must be a non-negative integer, not {value!r}")
         return int(value)
     raise FrameworkError(

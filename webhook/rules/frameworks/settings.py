@@ -146,7 +146,7 @@ def _positive(value: Any, path: str) -> int:
 def _nproc(value: Any, path: str) -> str:
     if _is_int(value) and value >= 1:
         return str(value)
-    if isinstance(value, str) and (value in _NPROC_WORDS or (value.isdigit() and int(value) >= 1)):
+    if isinstance(value, str) and (value in _NPROC_WORDS or (value.isascii() and value.isdigit() and int(value) >= 1)):
         return value
     raise FrameworkError(
         path, f"must be a positive integer or one of {', '.join(_NPROC_WORDS)}, not {json.dumps(value)}"

@@ -108,14 +108,13 @@ def check_subdomain(name: str, path: str) -> None:
         )
 
 
-def _pod_spec(template: dict[str, Any], path: str) -> dict[str, Any]:
+def _check_pod_spec(template: dict[str, Any], path: str) -> None:
     spec = _map(template.get("spec"), f"{path}.spec")
     string_at(spec, "subdomain", f"{path}.spec.subdomain")
     if string_at(spec, "hostname", f"{path}.spec.hostname"):
         raise FrameworkError(
             f"{path}.spec.hostname", "must be empty: batchgate names each pod of a framework job itself"
         )
-    return spec
 
 
 def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, list[JobFill]]:
@@ -136,7 +135,7 @@ def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, li
     ]
     path = f"{base}spec.template"
     template = _map(spec.get("template"), path)
-    _pod_spec(template, path)
+    _check_pod_spec(template, path)
     role, role_path = _role_of(template, job, path, base)
     group = TemplateGroup(template, path, f"{name}-", completions, role, role_path, None, True)
     return group, fills
@@ -146,13 +145,13 @@ def pytorchjob_groups(job: dict[str, Any], base: str) -> list[TemplateGroup]:
     name = _name(job, base, "PyTorchJob")
     specs = _map(_map(job.get("spec"), f"{base}spec").get("pytorchReplicaSpecs"), f"{base}spec.pytorchReplicaSpecs")
     groups = []
-    for rtype in sorted(specs, key=lambda t: (t != "Master", str(t))):
+    for rtype in sorted(specs, key=lambda t: (t != "Master", t)):
         rpath = f"{base}spec.pytorchReplicaSpecs.{rtype}"
         replica = _map(specs[rtype], rpath)
         count = _int(replica.get("replicas"), f"{rpath}.replicas", default=1)
         path = f"{rpath}.template"
         template = _map(replica.get("template"), path)
-        _pod_spec(template, path)
+        _check_pod_spec(template, path)
         role, role_path = _role_of(template, job, path, base)
         if count:
             prefix = f"{name}-{rtype.lower()}-"
