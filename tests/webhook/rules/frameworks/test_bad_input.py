@@ -71,6 +71,8 @@ def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
         pytest.param(appwrapper("aw", indexed_job("a", 1), indexed_job("b", 1), framework="mxnet"),
                      APPWRAPPER, "spec", "needs one 'scheduler' pod, found none",
                      id="MXNet without a scheduler is denied"),
+        pytest.param(indexed_job("mx", 4, framework="mxnet"), JOB, "spec", "needs at least one 'server' pod, found none",
+                     id="MXNet without a parameter server is denied"),
         pytest.param(appwrapper("aw", indexed_job("a", 1, role="chief"), indexed_job("b", 1, role="chief"),
                                 indexed_job("c", 1), framework="tensorflow"),
                      APPWRAPPER, "spec", "at most one 'chief' pod, found 2", id="two TensorFlow chiefs are denied"),

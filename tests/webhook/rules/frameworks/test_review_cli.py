@@ -18,15 +18,16 @@ def manifest(tmp_path, obj) -> str:
 
 
 def test_review_json_lists_every_pod_with_role_rank_and_env(tmp_path) -> None:
-    aw = appwrapper("mx", indexed_job("mx-scheduler", 1, role="scheduler"), indexed_job("mx-worker", 2),
-                    framework="mxnet")
+    aw = appwrapper("mx", indexed_job("mx-scheduler", 1, role="scheduler"), indexed_job("mx-server", 1, role="server"),
+                    indexed_job("mx-worker", 2), framework="mxnet")
     done = run_cli("review", "-f", manifest(tmp_path, aw), "--user", "alice", "-o", "json")
     assert done.returncode == 0, done.stderr
     (outcome,) = json.loads(done.stdout)
     assert [(p["host"], p["role"], p["rank"], p["env"]["DMLC_ROLE"]) for p in outcome["pods"]] == [
         ("mx-scheduler-0.mx", "scheduler", 0, "scheduler"),
-        ("mx-worker-0.mx", "worker", 1, "worker"),
-        ("mx-worker-1.mx", "worker", 2, "worker"),
+        ("mx-server-0.mx", "server", 1, "server"),
+        ("mx-worker-0.mx", "worker", 2, "worker"),
+        ("mx-worker-1.mx", "worker", 3, "worker"),
     ]
 
 

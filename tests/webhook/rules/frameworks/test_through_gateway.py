@@ -186,7 +186,7 @@ def test_the_example_in_docs_frameworks_md_does_what_the_page_says() -> None:
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mpi", "mxnet"])
 def test_the_workload_phase_run_again_on_its_own_output_changes_nothing(framework: str) -> None:
     roles = {"pytorch": ("master", "worker"), "tensorflow": ("chief", "worker"), "mpi": ("master", "worker"),
-             "mxnet": ("scheduler", "worker")}[framework]
+             "mxnet": ("scheduler", "server", "worker")}[framework]
     aw = appwrapper("aw", *(indexed_job(f"aw-{r}", 1, role=r) for r in roles), framework=framework)
     first = admitted(queued(aw))
     second = mutate(a_request(copy.deepcopy(first), namespace="team1"), DEFAULT_POLICY)
