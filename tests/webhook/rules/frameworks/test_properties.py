@@ -243,3 +243,19 @@ def test_every_field_of_a_valid_workload_or_pod_replaced_by_junk_is_denied_or_ac
                     raise AssertionError(f"{name}: {path} = {junk!r} raised {err!r}") from err
                 tried += 1
     assert tried > 500
+
+
+@settings(max_examples=40, deadline=None)
+@given(workers=st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=4),
+       slots=st.integers(min_value=1, max_value=8))
+def test_the_mpi_hostfile_lists_every_worker_once_and_never_the_launcher(workers: list[int], slots: int) -> None:
+    jobs = [indexed_job(f"w{i}", n, role="worker") for i, n in enumerate(workers)]
+    aw = appwrapper("hf", indexed_job("launch", 1, role="master"), *jobs, framework="mpi", args={"slotsPerHost": slots})
+    pods = admitted_pods(aw, APPWRAPPER)
+    (configmap,) = [c["template"] for c in aw["spec"]["components"] if c["template"]["kind"] == "ConfigMap"]
+    lines = configmap["data"]["hostfile"].splitlines()
+    workers_hosts = sorted(f"{h}.hf" for h in pods if h != "launch-0")
+    assert sorted(line.split(" ")[0] for line in lines) == workers_hosts
+    assert {line.split(" ")[1] for line in lines} == {f"slots={slots}"}
+    waited = pods["launch-0"]["spec"]["initContainers"][0]["command"][2]
+    assert all(host in waited for host in workers_hosts) and "launch-0.hf" not in waited
