@@ -16,6 +16,7 @@ from batchgate import keys
 
 from .errors import FrameworkError
 from .fields import check_metadata, mapping_at, string_at
+from .settings import check_nproc
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -52,6 +53,8 @@ class TemplateGroup:
     """The role its controller implies (a PyTorchJob's replica type), if any."""
     splittable: bool
     """An Indexed Job template: without a role label, index 0 may lead and the rest work."""
+    nproc_per_node: tuple[str, str] | None = None
+    """A PyTorchJob's own `spec.nprocPerNode` and where it is written."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,12 @@ def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, li
 
 def pytorchjob_groups(job: dict[str, Any], base: str) -> list[TemplateGroup]:
     name = _name(job, base, "PyTorchJob")
-    specs = _map(_map(job.get("spec"), f"{base}spec").get("pytorchReplicaSpecs"), f"{base}spec.pytorchReplicaSpecs")
+    spec = _map(job.get("spec"), f"{base}spec")
+    specs = _map(spec.get("pytorchReplicaSpecs"), f"{base}spec.pytorchReplicaSpecs")
+    nproc = None
+    if spec.get("nprocPerNode") is not None:
+        nproc_path = f"{base}spec.nprocPerNode"
+        nproc = (check_nproc(spec["nprocPerNode"], nproc_path), nproc_path)
     groups = []
     for rtype in sorted(specs, key=lambda t: (t != "Master", t)):
         rpath = f"{base}spec.pytorchReplicaSpecs.{rtype}"
@@ -155,7 +163,9 @@ def pytorchjob_groups(job: dict[str, Any], base: str) -> list[TemplateGroup]:
         role, role_path = _role_of(template, job, path, base)
         if count:
             prefix = f"{name}-{rtype.lower()}-"
-            groups.append(TemplateGroup(template, path, prefix, count, role, role_path, rtype.lower(), False))
+            groups.append(
+                TemplateGroup(template, path, prefix, count, role, role_path, rtype.lower(), False, nproc)
+            )
     return groups
 
 

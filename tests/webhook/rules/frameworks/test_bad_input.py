@@ -32,6 +32,11 @@ def with_label(obj: dict[str, Any], framework: str = "pytorch") -> dict[str, Any
     return obj
 
 
+def with_nproc(job: dict[str, Any], nproc: str) -> dict[str, Any]:
+    job["spec"]["nprocPerNode"] = nproc
+    return job
+
+
 def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
     job["spec"]["template"]["spec"]["hostname"] = "fixed"
     return job
@@ -103,6 +108,20 @@ def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
         pytest.param(indexed_job("j", 2, framework="pytorch", args={"nprocPerNode": "\u00b2"}), JOB,
                      f"{ARGS}.nprocPerNode", "must be a positive integer",
                      id="a superscript digit is not a process count"),
+        pytest.param(appwrapper("aw", with_nproc(pytorchjob("p", workers=1), "2"), framework="pytorch",
+                                args={"nprocPerNode": "4"}),
+                     APPWRAPPER, f"{ARGS}.nprocPerNode",
+                     "'4' contradicts spec.components[0].template.spec.nprocPerNode: '2'",
+                     id="args that contradict the wrapped PyTorchJob's nprocPerNode are denied"),
+        pytest.param(appwrapper("aw", with_nproc(pytorchjob("p", workers=1), "2"),
+                                with_nproc(pytorchjob("q", masters=None, workers=1), "8"), framework="pytorch"),
+                     APPWRAPPER, "spec.components[1].template.spec.nprocPerNode",
+                     "'8' disagrees with spec.components[0].template.spec.nprocPerNode: '2'",
+                     id="two PyTorchJobs that disagree on nprocPerNode are denied"),
+        pytest.param(appwrapper("aw", with_nproc(pytorchjob("p", workers=1), "many"), framework="pytorch"),
+                     APPWRAPPER, "spec.components[0].template.spec.nprocPerNode",
+                     "must be a positive integer or one of auto, cpu, gpu",
+                     id="a PyTorchJob's malformed nprocPerNode is denied at its field"),
         pytest.param(indexed_job("j", 2, framework="mpi", args={"hostfilePath": "etc/hosts"}), JOB,
                      f"{ARGS}.hostfilePath", "absolute file path", id="a relative hostfile path is denied"),
         pytest.param(indexed_job("j", 2, framework="mpi", args={"port": 22}), JOB, f"{ARGS}.port",

@@ -191,3 +191,14 @@ def test_the_workload_phase_run_again_on_its_own_output_changes_nothing(framewor
     first = admitted(queued(aw))
     second = mutate(a_request(copy.deepcopy(first), namespace="team1"), DEFAULT_POLICY)
     assert second.object in (None, first)
+
+
+def test_the_corpus_fsdp_pytorchjob_keeps_its_own_nproc_per_node_in_every_pods_env() -> None:
+    aw = yaml.safe_load((CORPUS / "mlbatch" / "pytorch-training.yaml").read_text())
+    aw["metadata"]["labels"][keys.FRAMEWORK_LABEL] = "pytorch"
+    aw["metadata"]["namespace"] = "team1"
+    pods = run_everything(aw)
+    assert {host: (env_of(p)["PET_NPROC_PER_NODE"], env_of(p)["WORLD_SIZE"]) for host, p in pods.items()} == {
+        "mnist-training-master-0": ("2", "2"),
+        "mnist-training-worker-0": ("2", "2"),
+    }
