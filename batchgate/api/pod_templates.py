@@ -129,9 +129,6 @@ _INFERENCE: dict[tuple[str, str], Callable[[Any, str], Iterator[PodSet]]] = {
 }
 
 
-def is_inferable(api_version: str, kind: str) -> bool:
-    return (api_version, kind) in _INFERENCE
-
 
 def infer_pod_sets(obj: Any, where: str = "") -> tuple[PodSet, ...] | None:
     """Upstream's podSet inference; None for kinds it does not know. Raises FieldError on bad shapes."""

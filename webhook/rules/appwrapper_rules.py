@@ -36,9 +36,9 @@ def validate_create(obj: Any, namespace: str, policy: Policy) -> list[FieldError
         count, component_errors = _check_component(component, aw, namespace, policy)
         total += count
         errors.extend(component_errors)
-    if not errors and total == 0:
+    if not errors and total == 0:  # 5.
         errors.append(FieldError("spec.components", "components contains no podspecs"))
-    elif total > MAX_POD_SETS:
+    elif total > MAX_POD_SETS:  # 5.
         errors.append(
             FieldError("spec.components", f"components contains {total} podspecs; at most {MAX_POD_SETS} are allowed")
         )

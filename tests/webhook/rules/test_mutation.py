@@ -158,6 +158,7 @@ def test_a_generated_name_gets_no_gang_label() -> None:
     job["metadata"] = {"generateName": "train-", "labels": job["metadata"]["labels"]}
     result = mutate(a_request(job), DEFAULT_POLICY)
     assert not any(GROUP in change for change in result.changes)
+    assert result.warnings and "generateName" in result.warnings[0]
 
 
 @pytest.mark.parametrize(

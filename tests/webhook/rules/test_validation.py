@@ -146,6 +146,8 @@ def test_identity_is_not_enforced_when_disabled() -> None:
                      id="adding a podSet is denied"),
         pytest.param(lambda o: o["spec"].update(managedBy="someone-else"), "ImmutableField",
                      "spec.managedBy: attempt to change immutable field", id="changing managedBy is denied"),
+        pytest.param(lambda o: o["spec"].update(components="gone"), "InvalidAppWrapper",
+                     "spec.components: is required and must be a list", id="an update that breaks the shape is invalid"),
         pytest.param(lambda o: o["metadata"]["annotations"].update({FT + "retryLimit": "-1"}), "InvalidAnnotation",
                      "retryLimit]: must be a non-negative integer", id="a malformed annotation on update is denied"),
     ],
@@ -246,3 +248,33 @@ def test_deeply_nested_junk_is_malformed_not_a_crash() -> None:
     for verdict in (mutate(a_request(obj), DEFAULT_POLICY).denial, validate(a_request(obj), DEFAULT_POLICY)):
         assert verdict is not None and (verdict.code, verdict.reason) == (400, "MalformedRequest")
         assert "nested more than" in verdict.message
+
+
+def test_subresource_requests_are_not_policed() -> None:
+    stored = created_by_alice(an_appwrapper().with_job().build())
+    status_update = copy.deepcopy(stored)
+    status_update["metadata"]["labels"][USER] = "mallory"  # the status endpoint ignores label changes
+    request = dataclasses.replace(a_request(status_update, operation="UPDATE", old=stored), sub_resource="status")
+    assert validate(request, DEFAULT_POLICY).reason == "SubresourceNotPoliced"
+    assert mutate(dataclasses.replace(request, operation="CREATE"), DEFAULT_POLICY).changes == ()
+
+
+def test_cluster_scoped_objects_are_not_managed() -> None:
+    queue = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {}}
+    assert admit(a_request(queue, namespace="")).reason == "NamespaceNotManaged"
+
+
+@pytest.mark.parametrize(
+    "metadata, field",
+    [
+        pytest.param("aw", "object.metadata", id="metadata that is a string"),
+        pytest.param({"name": "aw", "labels": ["a", "b"]}, "object.metadata.labels", id="labels that are a list"),
+        pytest.param({"name": "aw", "annotations": {"retries": 3}}, "object.metadata.annotations",
+                     id="an annotation value that is a number"),
+    ],
+)
+def test_junk_metadata_is_malformed_and_never_overwritten(metadata: Any, field: str) -> None:
+    obj = {**an_appwrapper().with_job().build(), "metadata": metadata}
+    for verdict in (mutate(a_request(obj), DEFAULT_POLICY).denial, validate(a_request(obj), DEFAULT_POLICY)):
+        assert verdict is not None and (verdict.code, verdict.reason) == (400, "MalformedRequest")
+        assert f"{field}: must be a mapping" in verdict.message

@@ -81,10 +81,11 @@ def test_over_tls_a_pod_without_its_index_is_denied_and_a_users_rank_is_kept_wit
     lost, mine = pods_of(job)
     del lost["metadata"]["annotations"][keys.JOB_COMPLETION_INDEX_ANNOTATION]
     del lost["metadata"]["labels"][keys.JOB_COMPLETION_INDEX_LABEL]
-    _, verdict = admitted(gateway, lost)
-    assert (verdict["allowed"], verdict["status"]["code"], verdict["status"]["reason"]) == (False, 403, "InvalidFramework")
-    assert "a framework pod needs its index" in verdict["status"]["message"]
+    denied = review(gateway, "/mutate", lost)
+    assert (denied["allowed"], denied["status"]["code"], denied["status"]["reason"]) == (False, 403, "InvalidFramework")
+    assert "a framework pod needs its index" in denied["status"]["message"]
     mine["spec"]["containers"][0]["env"] = [{"name": "RANK", "value": "9"}]
+    mutated = review(gateway, "/mutate", mine)
+    assert mutated["allowed"] and mutated["warnings"] == ["container main keeps its own RANK (batchgate: 1)"]
     pod, verdict = admitted(gateway, mine)
-    assert env_of(pod)["RANK"] == "9"
-    assert verdict["allowed"] and verdict["warnings"] == ["container main keeps its own RANK (batchgate: 1)"]
+    assert env_of(pod)["RANK"] == "9" and verdict["allowed"]

@@ -3,7 +3,7 @@
 Each case walks the chain a cluster runs: the user's workload is admitted; the AppWrapper
 controller creates its wrapped Jobs (admitted again, not laid out again); the Job controller or
 the training operator creates each pod with generateName (admitted: the pod phase); `validate`
-then sees every object as mutated.
+then sees every object as mutated. Bad framework input is denied by `mutate` itself.
 """
 
 from __future__ import annotations
@@ -131,46 +131,40 @@ def request_for(obj: dict[str, Any]) -> AdmissionRequest:
     return a_request(obj, namespace="team1")
 
 
-def test_a_bad_framework_workload_is_left_alone_by_mutate_and_denied_by_validate() -> None:
+def test_a_bad_framework_workload_is_denied_by_mutate_with_the_field() -> None:
     aw = appwrapper("aw", indexed_job("a", 1, role="master"), indexed_job("b", 1, role="master"),
                     indexed_job("c", 1), framework="pytorch")
     mutation = mutate(request_for(aw), DEFAULT_POLICY)
-    assert mutation.denial is None
-    assert not any("layout" in change for change in mutation.changes)
-    verdict = validate(request_for(mutation.object), DEFAULT_POLICY)
-    assert (verdict.allowed, verdict.code, verdict.reason) == (False, 403, "InvalidFramework")
-    assert verdict.message == "InvalidFramework: spec: pytorch needs exactly one 'master' pod, found 2"
+    assert (mutation.object, mutation.denial.allowed, mutation.denial.code) == (None, False, 403)
+    assert mutation.denial.message == "InvalidFramework: spec: pytorch needs exactly one 'master' pod, found 2"
 
 
-def test_a_controller_made_pod_without_an_index_is_denied_by_validate() -> None:
+def test_a_controller_made_pod_without_an_index_is_denied() -> None:
     job = admitted(queued(indexed_job("j", 2, framework="pytorch")))
     pod = pods_of(job)[0]
     del pod["metadata"]["annotations"][keys.JOB_COMPLETION_INDEX_ANNOTATION]
     del pod["metadata"]["labels"][keys.JOB_COMPLETION_INDEX_LABEL]
     mutation = mutate(request_for(pod), DEFAULT_POLICY)
-    assert mutation.object is None
-    verdict = validate(request_for(pod), DEFAULT_POLICY)
-    assert (verdict.allowed, verdict.reason) == (False, "InvalidFramework")
-    assert "a framework pod needs its index" in verdict.message
+    assert (mutation.object, mutation.denial.reason) == (None, "InvalidFramework")
+    assert "a framework pod needs its index" in mutation.denial.message
 
 
 @pytest.mark.parametrize(
     "user_env, warning",
     [
         pytest.param({"RANK": "5"}, "container main keeps its own RANK (batchgate: 1)",
-                     id="a pod whose own RANK differs keeps it and validate warns"),
+                     id="a pod whose own RANK differs keeps it with a warning"),
         pytest.param({"RANK": "1"}, None, id="a pod whose own RANK agrees needs no warning"),
     ],
 )
-def test_user_env_wins_with_a_warning_from_validate(user_env: dict[str, str], warning: str | None) -> None:
+def test_user_env_wins_with_a_warning(user_env: dict[str, str], warning: str | None) -> None:
     job = admitted(queued(indexed_job("j", 2, framework="pytorch")))
     pod = pods_of(job)[1]
     pod["spec"]["containers"][0]["env"] = [{"name": k, "value": v} for k, v in user_env.items()]
-    stored = mutate(request_for(pod), DEFAULT_POLICY).object
-    assert env_of(stored)["RANK"] == user_env["RANK"]
-    verdict = validate(request_for(stored), DEFAULT_POLICY)
-    assert verdict.allowed
-    assert verdict.warnings == ((warning,) if warning else ())
+    mutation = mutate(request_for(pod), DEFAULT_POLICY)
+    assert env_of(mutation.object)["RANK"] == user_env["RANK"]
+    assert mutation.warnings == ((warning,) if warning else ())
+    assert validate(request_for(mutation.object), DEFAULT_POLICY).allowed
 
 
 def test_the_example_in_docs_frameworks_md_does_what_the_page_says() -> None:
