@@ -97,13 +97,13 @@ def _answer(endpoint: str, decide: Callable[[AdmissionRequest, LoadedPolicy, Gat
 
 @bp.post("/mutate")
 def mutate() -> Response:
-    return _answer("mutate", lambda req, loaded, ctx: mutate_reply(req, loaded.policy, ctx.store.labels_of(req.namespace)))
+    return _answer("mutate", lambda req, loaded, ctx: mutate_reply(req, loaded.policy, ctx.store.namespace_labels))
 
 
 @bp.post("/validate")
 def validate() -> Response:
     return _answer("validate", lambda req, loaded, ctx: validate_reply(
-        req, loaded.policy, ctx.store.labels_of(req.namespace), ctx.policy_configmap))
+        req, loaded.policy, ctx.store.namespace_labels, ctx.policy_configmap))
 
 
 @bp.get("/healthz")

@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
+import functools
+import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import yaml
 
 from batchgate.clock import UTC
 from webhook.admission_review import review_document
+from webhook.launch import RunningGateway
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 NOW = _dt.datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 ALICE = UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a"))
+RELOAD_TIMEOUT_SECONDS = 20.0
 BOB = UserInfo("bob", "uid-bob-1002", ("system:authenticated", "team-b"))
 
 
@@ -30,15 +37,20 @@ def corpus_dir() -> Path:
     raise FileNotFoundError(f"shared/corpus not found beside {REPO_ROOT} or any parent")
 
 
-def corpus_objects() -> list[tuple[str, dict[str, Any]]]:
-    """(file, object) for every object in the corpus manifests."""
+@functools.lru_cache(maxsize=None)
+def _parsed_corpus() -> tuple[tuple[str, str], ...]:
     found = []
     for path in sorted(corpus_dir().rglob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if isinstance(doc, dict) and "kind" in doc:
-                found.append((str(path.relative_to(corpus_dir())), doc))
+                found.append((str(path.relative_to(corpus_dir())), json.dumps(doc)))
     assert len(found) >= 15, "the corpus should hold the AppWrapper and MLBatch samples"
-    return found
+    return tuple(found)
+
+
+def corpus_objects() -> list[tuple[str, dict[str, Any]]]:
+    """(file, object) for every object in the corpus manifests; fresh copies, safe to change."""
+    return [(source, json.loads(text)) for source, text in _parsed_corpus()]
 
 
 def corpus(name: str) -> dict[str, Any]:
@@ -65,3 +77,34 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 60) -> subpro
                           text=True, env=env, timeout=timeout, cwd=REPO_ROOT)
 
 
+def policy_text(queue: str) -> str:
+    return f"queues:\n  defaultQueueName: {queue}\n"
+
+
+NOT_READY = "(worker has no policy yet)"
+
+
+def injected_queue(gateway: RunningGateway, namespace: str = "team-a") -> str | None:
+    """The queue label /mutate gives mlbatch/job.yaml; None when it patches nothing."""
+    client = gateway.client()
+    job = corpus("mlbatch/job.yaml")
+    status, reply = client.review("/mutate", review_for(job, namespace=namespace))
+    client.close()
+    if status == 503:
+        return NOT_READY
+    assert status == 200, reply
+    if "patch" not in reply["response"]:
+        return None
+    ops = json.loads(base64.b64decode(reply["response"]["patch"]))
+    return jsonpatch.apply_patch(job, ops)["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+
+
+def wait_until_every_worker_injects(gateway: RunningGateway, queue: str | None, namespace: str = "team-a") -> None:
+    """Fresh connections reach either worker; 20 in a row with the new queue means both reloaded."""
+    deadline = time.monotonic() + RELOAD_TIMEOUT_SECONDS
+    streak = 0
+    while streak < 20:
+        assert time.monotonic() < deadline, f"workers still inject an old queue, not {queue!r}"
+        streak = streak + 1 if injected_queue(gateway, namespace) == queue else 0
+        if streak == 0:
+            time.sleep(0.1)

@@ -262,7 +262,7 @@ def hostile_reviews(draw: st.DrawFn) -> Any:
     return base
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(review=hostile_reviews(), path=st.sampled_from(["/mutate", "/validate"]))
 def test_hostile_reviews_never_get_a_500_nor_an_internal_error(client: FlaskClient, review: Any, path: str) -> None:
