@@ -31,11 +31,11 @@ from batchgate.clock import SystemClock  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from webhook.admission_review import review_document  # noqa: E402
 from webhook.client import GatewayClient  # noqa: E402
-from webhook.demo import request_for  # noqa: E402
+from webhook.demo import default_corpus, request_for  # noqa: E402
 from webhook.launch import start_gateway  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 
-MANIFEST = REPO.parent / "shared" / "corpus" / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
+MANIFEST = default_corpus() / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
 
 
 def review_body() -> bytes:
@@ -103,8 +103,9 @@ def machine() -> str:
                      if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return (f"{os.cpu_count()} CPUs ({model or platform.processor()}), {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}; load generator on the same host")
+            f"Python {platform.python_version()}; load generator on the same host; load average before: {load}")
 
 
 def main() -> int:
@@ -138,6 +139,7 @@ def main() -> int:
                     print(f"      error: {sample}")
         finally:
             gateway.stop()
+    print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine skews figures)")
     print("peer (cited, research/perf-reliability.md 5): kopf 1.45.2 mutating webhook, same machine kind: "
           "c=1 ~1,190 req/s p99 1.2 ms; c=16 ~1,550 req/s p99 ~25 ms")
     return 0
