@@ -102,6 +102,9 @@ class GatewayServer(BaseApplication):
             "proc_name": "batchgate-webhook",
             "graceful_timeout": 5,
             "limit_request_line": 8190,
+            # One fixed path per user ($HOME/.gunicorn/gunicorn.ctl) would be shared by every
+            # gateway on the machine (tests run several); nothing here uses gunicornc.
+            "control_socket_disable": True,
         }
         for key, value in settings.items():
             self.cfg.set(key, value)
