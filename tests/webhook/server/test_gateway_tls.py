@@ -102,7 +102,7 @@ def test_a_client_that_does_not_trust_our_ca_cannot_talk_to_the_gateway(served: 
     ("body", "message"),
     [
         pytest.param(b"x" * (10 * 1024 * 1024), "over the limit", id="a 10 MB body"),
-        pytest.param(b"[" * 100_000 + b"]" * 100_000, "deeper than", id="JSON nested 100k deep"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, "nests too deeply", id="JSON nested 100k deep"),
         pytest.param(b"\x00\x01 not json", "not JSON", id="binary junk"),
         pytest.param(json.dumps({"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview",
                                  "request": {"uid": "x"}}).encode(), "expected apiVersion", id="a wrong apiVersion"),
