@@ -87,8 +87,9 @@ def _answer(endpoint: str, decide: Callable[[AdmissionRequest, LoadedPolicy, Gat
     operation = review_request.operation if review_request else partial.get("operation", "")
     ctx.metrics.reviews.labels(endpoint, kind, operation, str(reply.allowed).lower(), str(reply.code)).inc()
     ctx.metrics.latency.labels(endpoint).observe(elapsed)
-    ctx.audit.write(audit_record(now=ctx.clock.now(), endpoint=endpoint, reply=reply, request=review_request,
-                                 partial=partial, policy_version=loaded.version, duration_ms=elapsed * 1000))
+    if not ctx.audit.write(audit_record(now=ctx.clock.now(), endpoint=endpoint, reply=reply, request=review_request,
+                                        partial=partial, policy_version=loaded.version, duration_ms=elapsed * 1000)):
+        ctx.metrics.audit_errors.inc()
     if reply.uid:
         return _json(reply.to_review())
     # Nothing to echo: a plain 400, and the connection closes so an unread body is not drained.

@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonpatch
 import yaml
+from hypothesis import strategies as st
 
 from batchgate.clock import UTC
 from webhook.admission_review import review_document
@@ -108,3 +109,34 @@ def wait_until_every_worker_injects(gateway: RunningGateway, queue: str | None, 
         streak = streak + 1 if injected_queue(gateway, namespace) == queue else 0
         if streak == 0:
             time.sleep(0.1)
+
+
+# --- hostile reviews (Hypothesis) ---------------------------------------------------------
+json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+json_junk = st.recursive(json_leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c,
+                                                                                         max_size=3), max_leaves=25)
+template_junk = st.sampled_from(["a string", ["a", "list"], 7, None, {"spec": "x"}, {"spec": {"containers": "x"}},
+                                 {"spec": {"containers": [None, 3]}}])
+
+
+@st.composite
+def hostile_reviews(draw: st.DrawFn) -> Any:
+    """Real corpus reviews with parts replaced by junk, or junk outright."""
+    base = review_for(draw(st.sampled_from([o for _, o in corpus_objects()])), draw(st.sampled_from([ALICE, BOB])))
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        return draw(json_junk)
+    if choice == 1:
+        base["request"][draw(st.sampled_from(sorted(base["request"])))] = draw(json_junk)
+    elif choice == 2:
+        base["request"]["object"] = draw(json_junk)
+    elif choice == 3 and base["request"]["object"].get("spec", {}).get("components"):
+        base["request"]["object"]["spec"]["components"][0]["template"] = draw(template_junk)
+    elif choice == 4:
+        base["request"]["operation"] = "UPDATE"
+        base["request"]["oldObject"] = draw(json_junk | st.just(base["request"]["object"]))
+    else:
+        spec = base["request"]["object"].setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec[draw(st.text(max_size=10))] = draw(json_junk | template_junk)
+    return base
