@@ -92,7 +92,7 @@ def _answer(endpoint: str, decide: Callable[[AdmissionRequest, LoadedPolicy, Gat
         ctx.metrics.audit_errors.inc()
     if reply.uid:
         return _json(reply.to_review())
-    # Nothing to echo: a plain 400, and the connection closes so an unread body is not drained.
+    # Nothing to echo: a plain 400, and the connection is closed (its stream may be unusable).
     return _json(malformed_body(reply.message), 400, headers={"Connection": "close"})
 
 
