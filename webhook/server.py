@@ -13,6 +13,7 @@ and `on_exit` removes the run's metrics directory.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
@@ -111,7 +112,12 @@ class GatewayServer(BaseApplication):
 
     def load(self) -> Any:
         assert self.context is not None, "post_fork builds the worker's context before the app loads"
-        return create_app(self.context)
+        app = create_app(self.context)
+        # Everything loaded so far (flask, the rules, maybe the kubernetes client) lives as long
+        # as the worker: keep it out of the cyclic collector, whose full passes would otherwise
+        # walk it all and show up as latency spikes under load.
+        gc.freeze()
+        return app
 
     # --- hooks ------------------------------------------------------------------------------
     def _post_fork(self, server: Any, worker: Any) -> None:
