@@ -39,6 +39,7 @@ CONTROLLER_USER = User("system:kube-controller-manager", "system:kube-controller
                        ("system:masters", AUTHENTICATED))
 START_TIMEOUT = 30.0
 CRDS_DIR = Path(__file__).resolve().parent / "crds"
+SHUTDOWN_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,8 @@ class LocalCluster:
         collector = Collector(self.store, self.registry, self.clock.now)
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self.server.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True,
+                               shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(str(cert), str(key))
@@ -204,11 +206,14 @@ class LocalCluster:
         await self._stopping.wait()
 
     async def _shutdown(self, runner: web.AppRunner) -> None:
+        self.store.close_watches()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await runner.shutdown()
         await runner.cleanup()
+        if self.server.webhooks is not None:
+            await self.server.webhooks.close()
 
 
 async def _call(fn: Callable[[], Any]) -> Any:

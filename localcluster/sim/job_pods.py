@@ -75,30 +75,6 @@ def job_labels(job: Obj) -> dict[str, str]:
     }
 
 
-def default_job(job: Obj) -> dict[str, Any]:
-    """What the API server fills in at create: spec defaults, the generated selector and template labels.
-
-    Exposed so the local API server's create path can apply it exactly as kube-apiserver does.
-    """
-    out = copy.deepcopy(dict(job))
-    spec = out.setdefault("spec", {})
-    defaults = job_spec(out)
-    spec.setdefault("parallelism", defaults.parallelism)
-    if defaults.completions is not None:
-        spec.setdefault("completions", defaults.completions)
-    spec.setdefault("backoffLimit", defaults.backoff_limit)
-    spec.setdefault("completionMode", "NonIndexed")
-    spec.setdefault("suspend", False)
-    spec.setdefault("manualSelector", False)
-    spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
-    if not spec.get("manualSelector"):
-        uid = out["metadata"].get("uid", "")
-        spec["selector"] = {"matchLabels": {CONTROLLER_UID_LABEL: uid}}
-        template_meta = spec.setdefault("template", {}).setdefault("metadata", {})
-        template_meta["labels"] = {**(template_meta.get("labels") or {}), **job_labels(out)}
-    return out
-
-
 def pod_index(pod: Obj) -> int | None:
     meta = pod.get("metadata") or {}
     raw = (meta.get("annotations") or {}).get(COMPLETION_INDEX) or (meta.get("labels") or {}).get(COMPLETION_INDEX)

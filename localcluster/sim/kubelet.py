@@ -221,6 +221,7 @@ def _init_status(pod: Obj, container: Obj, m: Moment, first_start: dt.datetime) 
     status: dict[str, Any] = {
         "name": container["name"],
         "image": container.get("image", ""),
+        "imageID": f"{container.get('image', '')}@localcluster",
         "restartCount": 0,
         "ready": m.stage != "creating",
         "started": False,

@@ -12,7 +12,6 @@ from localcluster.sim.job_pods import (
     COMPLETION_INDEX,
     INDEX_FAILURE_COUNT,
     TRACKING_FINALIZER,
-    default_job,
     format_indexes,
     parse_indexes,
 )
@@ -228,13 +227,6 @@ def test_ttl_after_finished_deletes_the_job_when_it_expires():
         {"type": "Complete", "status": "True", "reason": "CompletionsReached", "lastTransitionTime": "2026-01-01T00:01:00Z"}]})
     assert reconcile(job, [], at(100)).requeue_after.total_seconds() == 20
     assert reconcile(job, [], at(120)).delete_job is True
-
-
-def test_the_api_server_defaults_selector_and_template_labels():
-    job = default_job(a_job())
-    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "job-uid"}}
-    assert job["spec"]["template"]["metadata"]["labels"]["job-name"] == "job"
-    assert (job["spec"]["parallelism"], job["spec"]["completions"], job["spec"]["backoffLimit"]) == (1, 1, 6)
 
 
 @given(st.sets(st.integers(min_value=0, max_value=60)))
