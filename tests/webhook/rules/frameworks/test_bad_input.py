@@ -13,12 +13,14 @@ from tests.webhook.rules.frameworks.builders import (
     APPWRAPPER,
     JOB,
     POD,
+    SETTINGS,
     admit,
     appwrapper,
     indexed_job,
     pods_of,
     pytorchjob,
 )
+from webhook.rules.frameworks import apply_frameworks
 from webhook.rules.review import GroupVersionKind
 
 ARGS = f"metadata.annotations[{keys.FRAMEWORK_ARGS_ANNOTATION}]"
@@ -259,9 +261,6 @@ def test_the_pod_phase_run_again_on_its_own_output_changes_and_warns_nothing() -
     ],
 )
 def test_objects_the_phases_do_not_apply_to_are_untouched(obj: dict[str, Any], kind: Any, operation: str) -> None:
-    from webhook.rules.frameworks import apply_frameworks
-    from tests.webhook.rules.frameworks.builders import SETTINGS
-
     before = copy.deepcopy(obj)
     assert apply_frameworks(obj, kind, operation, SETTINGS).changes == ()
     assert obj == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.webhook.rules.frameworks.builders import (
     appwrapper,
     env_of,
     indexed_job,
+    pods_of,
     pytorchjob,
 )
 
@@ -121,8 +123,6 @@ def test_any_labelled_pod_is_either_laid_out_or_denied_never_crash(meta: dict[st
 
 
 def real_pod(framework: str) -> dict[str, Any]:
-    from tests.webhook.rules.frameworks.builders import pods_of
-
     job = indexed_job("j", 3, framework=framework)
     assert admit(job, JOB).error is None
     return pods_of(job)[0]
@@ -205,8 +205,6 @@ def field_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]
 
 
 def corrupted(obj: Any, path: tuple[Any, ...], junk: Any) -> Any:
-    import copy
-
     obj = copy.deepcopy(obj)
     target = obj
     for key in path[:-1]:
