@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from localcluster import codec, crd_schema, lifecycle, special, views
+from localcluster import codec, crd_schema, lifecycle, patch_kinds, special, views
 from localcluster.admission import AdmissionAttributes, AdmissionDenied
 from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, already_exists, bad_request, forbidden, not_found
@@ -141,6 +141,7 @@ async def create(server: ApiServer, ctx: Context) -> web.Response:
             raise already_exists(t.rt.group, t.rt.plural, name, bool(existing.obj["metadata"].get("deletionTimestamp")))
     else:
         raise already_exists(t.rt.group, t.rt.plural, name)
+    candidate = patch_kinds.record_write(server, ctx, None, candidate)
     await validate(server, ctx, "CREATE", candidate, None, name, "CreateOptions", warnings)
     if server.store.get(views.storage_key(t.rt), namespace, name) is not None:
         raise already_exists(t.rt.group, t.rt.plural, name)
@@ -219,8 +220,6 @@ async def update(server: ApiServer, ctx: Context) -> web.Response:
 
 
 async def patch(server: ApiServer, ctx: Context) -> web.Response:
-    from localcluster import patch_kinds
-
     t = ctx.target
     kind, body = codec.decode_patch(ctx.request.headers.get("Content-Type"), ctx.body, t.rt.builtin)
     current = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
@@ -284,7 +283,7 @@ async def delete_collection(server: ApiServer, ctx: Context) -> web.Response:
     options = codec.decode_options(ctx.body, ctx.request.headers.get("Content-Type"))
     if "propagationPolicy" not in options and ctx.query.get("propagationPolicy"):
         options["propagationPolicy"] = ctx.query.get("propagationPolicy")
-    for entry in matching_entries(server, ctx):
+    for entry in matching_entries(server, ctx)[0]:
         try:
             await delete_entry(server, ctx, entry, options)
         except ApiError as exc:

@@ -238,3 +238,17 @@ def test_corpus_appwrappers_apply_twice_and_keep_their_wrapped_objects(kubectl: 
     sent = yaml.safe_load(path.read_text())
     stored = json.loads(kubectl("-n", namespace, "get", "aw", sent["metadata"]["name"], "-o", "json").stdout)
     assert [c["template"] for c in stored["spec"]["components"]] == [c["template"] for c in sent["spec"]["components"]]
+
+
+def test_server_side_apply_owns_fields_and_conflicts_with_other_managers(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "create", "configmap", "owned", "--from-literal=mode=fast")
+    assert "serverside-applied" in kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
+                                           input=CONFIGMAP.replace("settings", "ssa")).stdout
+    conflict = kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
+                       input=CONFIGMAP.replace("settings", "owned").replace("fast", "slow"), check=False)
+    assert conflict.returncode == 1 and 'conflict with "kubectl-create"' in conflict.stderr and ".data.mode" in conflict.stderr
+    kubectl("-n", namespace, "apply", "--server-side", "--force-conflicts", "-f", "-",
+            input=CONFIGMAP.replace("settings", "owned").replace("fast", "slow"))
+    got = json.loads(kubectl("-n", namespace, "get", "configmap", "owned", "-o", "json", "--show-managed-fields").stdout)
+    assert got["data"] == {"mode": "slow"}
+    assert "kubectl" in [m["manager"] for m in got["metadata"]["managedFields"]]
