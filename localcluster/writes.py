@@ -24,6 +24,7 @@ from localcluster.store import Entry
 if TYPE_CHECKING:
     from localcluster.apiserver import ApiServer
 
+UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
 NO_ADMISSION = {("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
                 ("admissionregistration.k8s.io", "validatingwebhookconfigurations")}
 
@@ -246,6 +247,8 @@ async def delete(server: ApiServer, ctx: Context) -> web.Response:
             options[key] = ctx.query.get(key)
     if "orphanDependents" not in options and ctx.query.get("orphanDependents") is not None:
         options["orphanDependents"] = codec.parse_bool(ctx.query.get("orphanDependents"), "orphanDependents")
+    if t.rt.group_resource == ("", "namespaces") and t.name in UNDELETABLE_NAMESPACES:
+        raise forbidden(f'namespaces "{t.name}" is forbidden: this namespace may not be deleted', "", "namespaces", t.name)
     current = _current(server, ctx)
     return await delete_entry(server, ctx, current, options)
 
