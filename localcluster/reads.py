@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from localcluster import tables, views
+from localcluster import scale, tables, views
 from localcluster.codec import parse_bool, parse_int, wants_table
 from localcluster.errors import bad_request, expired, not_found
 from localcluster.responses import Context, json_response, raw_response
@@ -45,6 +45,8 @@ def get_object(server: ApiServer, ctx: Context) -> web.Response:
         raise not_found(t.rt.group, t.rt.plural, t.name)
     if t.subresource == "log":
         return pod_log(entry.obj, ctx.query.get("container"), server.clock.now())
+    if t.subresource == "scale":
+        return json_response(scale.to_scale(t.rt, view_obj(t.rt, entry)))
     if wants_table(ctx.accept):
         return json_response(tables.table(t.rt, [view_obj(t.rt, entry)], server.clock.now(), str(entry.rv),
                                           ctx.query.get("includeObject", "Metadata")), "application/json")

@@ -29,6 +29,7 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     storage_version: str = ""
+    scale_paths: tuple[str, str, str] = ()  # CRD scale: specReplicasPath, statusReplicasPath, labelSelectorPath
 
     @property
     def singular(self) -> str:
@@ -85,9 +86,9 @@ BUILTINS: tuple[ResourceType, ...] = (
     _r("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, short=("pvc",), sub=("status",)),
     _r("", "v1", "resourcequotas", "ResourceQuota", True, short=("quota",), sub=("status",)),
     _r("", "v1", "limitranges", "LimitRange", True, short=("limits",)),
-    _r("apps", "v1", "deployments", "Deployment", True, short=("deploy",), cats=ALL, sub=("status",)),
-    _r("apps", "v1", "replicasets", "ReplicaSet", True, short=("rs",), cats=ALL, sub=("status",)),
-    _r("apps", "v1", "statefulsets", "StatefulSet", True, short=("sts",), cats=ALL, sub=("status",)),
+    _r("apps", "v1", "deployments", "Deployment", True, short=("deploy",), cats=ALL, sub=("status", "scale")),
+    _r("apps", "v1", "replicasets", "ReplicaSet", True, short=("rs",), cats=ALL, sub=("status", "scale")),
+    _r("apps", "v1", "statefulsets", "StatefulSet", True, short=("sts",), cats=ALL, sub=("status", "scale")),
     _r("apps", "v1", "daemonsets", "DaemonSet", True, short=("ds",), cats=ALL, sub=("status",)),
     _r("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     _r("batch", "v1", "jobs", "Job", True, cats=ALL, sub=("status",)),
