@@ -73,9 +73,9 @@ class ApiServer:
         ctx = Context(request, target, user, body)
         method = request.method
         if method == "GET":
+            if not target.subresource and reads.is_watch(ctx):
+                return await watching.watch(self, ctx)
             if not target.name:
-                if reads.is_watch(ctx):
-                    return await watching.watch(self, ctx)
                 return reads.list_objects(self, ctx)
             return reads.get_object(self, ctx)
         if method == "POST":

@@ -143,6 +143,16 @@ def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: Loc
     assert events[0]["object"]["kind"] == "ConfigMap" and events[0]["object"]["metadata"]["resourceVersion"]
 
 
+def test_a_watch_on_one_object_sees_only_that_object(http: requests.Session, local_cluster: LocalCluster,
+                                                    namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("one", "other"):
+        http.post(url(local_cluster, path), json={"metadata": {"name": name}}, timeout=TIMEOUT)
+    reply = http.get(url(local_cluster, f"{path}/one?watch=true&timeoutSeconds=1"), timeout=TIMEOUT)
+    assert [(json.loads(line)["type"], json.loads(line)["object"]["metadata"]["name"])
+            for line in reply.text.splitlines()] == [("ADDED", "one")]
+
+
 def test_lists_page_with_limit_and_continue(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     for i in range(5):
