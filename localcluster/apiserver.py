@@ -8,7 +8,6 @@ request context) and the non-resource endpoints (discovery, OpenAPI, /version, h
 from __future__ import annotations
 
 import logging
-import uuid
 
 from aiohttp import web
 
@@ -40,9 +39,6 @@ class ApiServer:
         self.webhooks: WebhookDispatcher | None = None
         self.bookmark_interval = 60.0
         self.watch_timeout_range = (1800.0, 3600.0)
-
-    def new_uid(self) -> str:
-        return str(uuid.uuid4())
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:

@@ -13,11 +13,11 @@ from aiohttp import web
 from localcluster import codec, lifecycle, views
 from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, already_exists
-from localcluster.patching.apply import ApplyConflict, ApplyError, apply, record_update
-from localcluster.patching.strategic import PatchError, strategic_merge
-from localcluster.resources import ResourceType
+from localcluster.patching.apply import ApplyConflict, ApplyError, apply
 from localcluster.patches import json_patch, merge_patch
+from localcluster.patching.strategic import PatchError, strategic_merge
 from localcluster.reads import view_bytes
+from localcluster.resources import ResourceType
 from localcluster.responses import Context, raw_response
 from localcluster.store import Entry, dumps
 
@@ -66,21 +66,6 @@ def _server_side_apply(server: ApiServer, ctx: Context, live: dict[str, Any] | N
         raise ApiError.from_status(exc.status) from None
     except ApplyError as exc:
         raise ApiError(400, "BadRequest", f"failed to create typed patch object: {exc}") from None
-
-
-def record_write(server: ApiServer, ctx: Context, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """managedFields for an ordinary write: the request's field manager owns what it changed."""
-    return record_update(old, new, field_manager(ctx), rfc3339(server.clock.now()), kind_key(ctx.target.rt),
-                         ctx.target.subresource)
-
-
-def field_manager(ctx: Context) -> str:
-    """`?fieldManager=`, else the product part of the User-Agent, as the apiserver derives it."""
-    manager = ctx.query.get("fieldManager", "")
-    if manager:
-        return manager
-    agent = ctx.request.headers.get("User-Agent", "")
-    return agent.split("/", 1)[0] if agent else "unknown"
 
 
 async def apply_create(server: ApiServer, ctx: Context, body: Any) -> web.Response:

@@ -113,10 +113,6 @@ BUILTINS: tuple[ResourceType, ...] = (
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
 )
 
-# Resources with no storage of their own: they act on a request and answer it.
-VIRTUAL = {("", "bindings"), ("authentication.k8s.io", "selfsubjectreviews"),
-           ("authorization.k8s.io", "selfsubjectaccessreviews")}
-
 # Group order as a real server lists them in /apis.
 GROUP_ORDER = ("apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch",
                "policy", "rbac.authorization.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
@@ -150,13 +146,7 @@ class Registry:
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
         return [rt for rt in self._by_gvr.values() if rt.group == group and rt.version == version]
 
-    def by_kind(self, group: str, version: str, kind: str) -> ResourceType | None:
-        for rt in self._by_gvr.values():
-            if rt.group == group and rt.version == version and rt.kind == kind:
-                return rt
-        return None
-
-    def set_crd(self, crd_name: str, types: list[ResourceType], preferred_first: bool = True) -> None:
+    def set_crd(self, crd_name: str, types: list[ResourceType]) -> None:
         self.remove_crd(crd_name)
         keys = []
         for rt in types:
@@ -168,9 +158,6 @@ class Registry:
     def remove_crd(self, crd_name: str) -> None:
         for key in self._crd_gvrs.pop(crd_name, []):
             self._by_gvr.pop(key, None)
-
-    def crd_names(self) -> set[str]:
-        return set(self._crd_gvrs)
 
     def for_storage(self, group: str, plural: str) -> ResourceType | None:
         """Any served version of a stored GroupResource (for in-process controllers)."""

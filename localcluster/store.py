@@ -224,9 +224,6 @@ class Store:
             for watcher in bucket.watchers:
                 watcher.close()
 
-    def watcher_count(self) -> int:
-        return sum(len(b.watchers) for b in self._buckets.values())
-
     def _announce(self, gr: GroupResource, bucket: Bucket, event: Event) -> None:
         if len(bucket.history) == bucket.history.maxlen:
             bucket.evicted_rv = bucket.history[0].rv

@@ -17,6 +17,7 @@ from localcluster import codec, crd_schema, lifecycle, patch_kinds, scale, speci
 from localcluster.admission import AdmissionAttributes, AdmissionDenied
 from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, already_exists, bad_request, forbidden, not_found, unsupported_media_type
+from localcluster.patching.apply import record_update
 from localcluster.reads import matching_entries, view_bytes, view_obj
 from localcluster.responses import Context, json_response, raw_response, status_success
 from localcluster.resources import ResourceType
@@ -84,8 +85,6 @@ def field_manager(ctx: Context) -> str:
 
 def record_write(server: ApiServer, ctx: Context, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     """`new` with the writer's Update entry in managedFields (server-side apply writes its own)."""
-    from localcluster.patching.apply import record_update
-
     rt = ctx.target.rt
     return record_update(old, new, field_manager(ctx), rfc3339(server.clock.now()), f"{rt.api_version}/{rt.kind}",
                          ctx.target.subresource)
@@ -143,7 +142,6 @@ async def create(server: ApiServer, ctx: Context) -> web.Response:
             raise already_exists(t.rt.group, t.rt.plural, name, bool(existing.obj["metadata"].get("deletionTimestamp")))
     else:
         raise already_exists(t.rt.group, t.rt.plural, name)
-    candidate = patch_kinds.record_write(server, ctx, None, candidate)
     await validate(server, ctx, "CREATE", candidate, None, name, "CreateOptions", warnings)
     if server.store.get(views.storage_key(t.rt), namespace, name) is not None:
         raise already_exists(t.rt.group, t.rt.plural, name)
