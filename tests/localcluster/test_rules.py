@@ -287,3 +287,11 @@ def test_history_is_bounded_and_older_versions_are_too_old() -> None:
     with pytest.raises(TooOld):
         store.since(("", "configmaps"), 3)
     assert len(store.since(("", "configmaps"), store.rv - 10)) == 10
+
+
+def test_stored_entries_serve_managed_fields_but_keep_them_out_of_the_working_copy() -> None:
+    store = Store()
+    entry = store.put(("", "configmaps"), {"metadata": {"name": "c", "namespace": "d", "managedFields": [
+        {"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]}})
+    assert "managedFields" not in entry.obj["metadata"]
+    assert entry.copy()["metadata"]["managedFields"][0]["manager"] == "kubectl"
