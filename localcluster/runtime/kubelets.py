@@ -32,6 +32,7 @@ from localcluster.sim.units import format_micro_time, parse_time
 
 log = logging.getLogger(__name__)
 STATUS_REPORT = dt.timedelta(minutes=1)  # Ready is re-posted at least this often even when unchanged
+HEARTBEAT_BATCH = 25
 
 
 class Kubelets(Controller):
@@ -83,27 +84,33 @@ class Kubelets(Controller):
                 log.error("kubelet on %s could not register: %s", spec.name, err)
 
     async def heartbeat_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time()
         while True:
-            await asyncio.sleep(self.wall_seconds(HEARTBEAT))
+            due += self.wall_seconds(HEARTBEAT)
+            await asyncio.sleep(max(due - loop.time(), 0))
             try:
                 await self.heartbeat(self.now())
             except (ApiError, aiohttp.ClientError, asyncio.TimeoutError) as err:  # try again next beat
                 log.warning("kubelet heartbeat failed: %s", err)
 
     async def heartbeat(self, now: dt.datetime) -> None:
-        for node in self.nodes.values():
-            health = kubelet_health(node)
-            if health == "unreachable":
-                continue
-            name = node["metadata"]["name"]
-            await self._renew(name, now)
-            conditions = (node.get("status") or {}).get("conditions") or []
-            ready = next((c for c in conditions if c.get("type") == "Ready"), {})
-            want = "True" if health == "ok" else "False"
-            beat = ready.get("lastHeartbeatTime")
-            if ready.get("status") != want or not beat or now - parse_time(beat) >= STATUS_REPORT:
-                body = {"status": {"conditions": kubelet_conditions(conditions, health == "ok", now)}}
-                self.nodes.remember(await ignore_gone(self.api.patch(NODES.path(None, name, "status"), body)))
+        """Every live kubelet renews its Lease (and re-posts Ready when due), all at once."""
+        nodes = [n for n in self.nodes.values() if kubelet_health(n) != "unreachable"]
+        for i in range(0, len(nodes), HEARTBEAT_BATCH):
+            await asyncio.gather(*(self._beat(node, now) for node in nodes[i:i + HEARTBEAT_BATCH]))
+
+    async def _beat(self, node: dict[str, Any], now: dt.datetime) -> None:
+        name = node["metadata"]["name"]
+        health = kubelet_health(node)
+        await self._renew(name, now)
+        conditions = (node.get("status") or {}).get("conditions") or []
+        ready = next((c for c in conditions if c.get("type") == "Ready"), {})
+        want = "True" if health == "ok" else "False"
+        beat = ready.get("lastHeartbeatTime")
+        if ready.get("status") != want or not beat or now - parse_time(beat) >= STATUS_REPORT:
+            body = {"status": {"conditions": kubelet_conditions(conditions, health == "ok", now)}}
+            self.nodes.remember(await ignore_gone(self.api.patch(NODES.path(None, name, "status"), body)))
 
     async def _renew(self, name: str, now: dt.datetime) -> None:
         path = LEASES.path(LEASE_NAMESPACE, name)
