@@ -1,6 +1,6 @@
-"""We test the work queue the simulated components share: a key is queued once, never handed to
-two workers at once, re-queued if it changed while being worked on, and delayed adds keep the
-earliest time."""
+"""We test the work queue and informer cache the simulated components share: a key is queued
+once, never handed to two workers at once, re-queued if it changed while being worked on,
+delayed adds keep the earliest time, and a deleted object is never resurrected by a late write."""
 
 from __future__ import annotations
 
@@ -57,3 +57,17 @@ def test_merge_patch_nulls_what_went_away():
     old = {"startTime": "t", "active": 2, "conditions": [{"type": "Suspended"}]}
     new = {"active": 0, "conditions": [{"type": "Suspended"}]}
     assert merge_patch(old, new) == {"active": 0, "startTime": None}
+
+
+def test_an_informer_never_brings_back_an_object_whose_deletion_it_saw():
+    from localcluster.runtime.client import PODS, Api
+    from localcluster.runtime.informers import Informer
+
+    informer = Informer(Api("https://127.0.0.1:1", token="t"), PODS)
+    pod = {"metadata": {"namespace": "ns", "name": "p", "resourceVersion": "5"}}
+    informer.remember(pod)
+    informer.forget("ns", "p")
+    informer.remember({"metadata": {"namespace": "ns", "name": "p", "resourceVersion": "4"}})  # a late write's answer
+    assert informer.get("ns", "p") is None
+    informer.remember({"metadata": {"namespace": "ns", "name": "p", "resourceVersion": "9"}})  # re-created later
+    assert informer.get("ns", "p") is not None
