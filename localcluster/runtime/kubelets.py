@@ -10,13 +10,21 @@ import asyncio
 import datetime as dt
 from typing import Any
 
-from localcluster.runtime.informers import SharedInformers
+from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import LEASES, NODES, PODS, Api, ApiError, ignore_gone
-from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
+from localcluster.runtime.informers import SharedInformers
 from localcluster.sim import kubelet as timeline
-from localcluster.sim.nodes import HEARTBEAT, LEASE_NAMESPACE, NodeSpec, kubelet_conditions, kubelet_health, lease, new_node
+from localcluster.sim.nodes import (
+    HEARTBEAT,
+    LEASE_NAMESPACE,
+    NodeSpec,
+    kubelet_conditions,
+    kubelet_health,
+    lease,
+    new_node,
+)
 from localcluster.sim.units import format_micro_time, parse_time
 
 STATUS_REPORT = dt.timedelta(minutes=1)  # Ready is re-posted at least this often even when unchanged

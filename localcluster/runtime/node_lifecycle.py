@@ -7,11 +7,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from localcluster.runtime.informers import SharedInformers
+from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import LEASES, NODES, PODS, Api, ignore_gone
-from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
+from localcluster.runtime.informers import SharedInformers
 from localcluster.sim.nodes import LEASE_NAMESPACE, evictions, kubelet_health, node_health
 from localcluster.sim.units import format_time, parse_time
 
