@@ -38,6 +38,7 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 CONTROLLER_USER = User("system:kube-controller-manager", "system:kube-controller-manager", "",
                        ("system:masters", AUTHENTICATED))
 START_TIMEOUT = 30.0
+SHUTDOWN_TIMEOUT = 2.0
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ class LocalCluster:
         collector = Collector(self.store, self.registry, self.clock.now)
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self.server.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(str(cert), str(key))
@@ -192,6 +193,7 @@ class LocalCluster:
         await self._stopping.wait()
 
     async def _shutdown(self, runner: web.AppRunner) -> None:
+        self.store.close_watches()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
