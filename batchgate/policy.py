@@ -11,105 +11,25 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-import yaml
-
 from batchgate import keys
+from batchgate.api import values
 from batchgate.api.errors import FieldError, child, type_name
 from batchgate.api.failure_policy import FailurePolicyRule, parse_failure_policy
+from batchgate.api.located_yaml import LocatedYAMLError, block_offset, line_for, load_located
 from batchgate.api.selectors import LabelSelector, parse_label_selector
-from batchgate.durations import DurationError, format_duration, parse_duration
+from batchgate.durations import format_duration
 
 DEFAULT_POLICY_CONFIGMAP: tuple[str, str] = ("batchgate-system", "batchgate-policy")
 POLICY_KEY = "policy.yaml"
-
-_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$")
 
 
 def _wire(key: str, parse: Callable[[Any, str], Any], dump: Callable[[Any], Any] | None = None) -> Any:
     """Field metadata: the YAML key, its parser (value, path) -> model value, and its dumper."""
     return {"key": key, "parse": parse, "dump": dump or (lambda v: v)}
-
-
-# --- value parsers -----------------------------------------------------------------------
-
-def _bool(value: Any, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise FieldError(path, f"must be true or false, got {type_name(value)}")
-    return value
-
-
-def _str(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise FieldError(path, f"must be a string, got {type_name(value)}")
-    return value
-
-
-def _name(value: Any, path: str) -> str:
-    text = _str(value, path)
-    if text and not re.fullmatch(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", text):
-        raise FieldError(path, f"{text!r} is not a valid Kubernetes object name")
-    return text
-
-
-def _non_negative_int(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise FieldError(path, "must be a non-negative integer")
-    return value
-
-
-def _positive_int(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise FieldError(path, "must be a positive integer")
-    return value
-
-
-def _port(value: Any, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
-        raise FieldError(path, "must be a port number from 1 to 65535")
-    return value
-
-
-def _duration(value: Any, path: str) -> _dt.timedelta:
-    if not isinstance(value, str):
-        raise FieldError(path, f"must be a duration like '90s' or '1h30m', got {type_name(value)}")
-    try:
-        delta = parse_duration(value)
-    except DurationError as exc:
-        raise FieldError(path, str(exc)) from None
-    if delta < _dt.timedelta(0):
-        raise FieldError(path, f"must not be negative, got {value!r}")
-    return delta
-
-
-def _strings(value: Any, path: str) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise FieldError(path, f"must be a list of strings, got {type_name(value)}")
-    for i, item in enumerate(value):
-        if not isinstance(item, str) or not item:
-            raise FieldError(child(path, i), "must be a non-empty string")
-    return tuple(value)
-
-
-def _kinds(value: Any, path: str) -> tuple[str, ...]:
-    kinds = _strings(value, path)
-    for i, kind in enumerate(kinds):
-        if not _KIND.match(kind):
-            raise FieldError(child(path, i), f"{kind!r} is not a Kind or Kind.group (e.g. Job.batch, Pod)")
-    return kinds
-
-
-def _string_map(value: Any, path: str) -> Mapping[str, str]:
-    if not isinstance(value, dict):
-        raise FieldError(path, f"must be a mapping of strings, got {type_name(value)}")
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise FieldError(child(path, str(k)), "keys and values must be strings")
-    return MappingProxyType(dict(value))
 
 
 def _section(cls: type) -> Callable[[Any, str], Any]:
@@ -139,41 +59,41 @@ class Exempt:
 
     namespaces: tuple[str, ...] = field(
         default=("kube-system", "kube-public", "kube-node-lease", "batchgate-system"),
-        metadata=_wire("namespaces", _strings, list),
+        metadata=_wire("namespaces", values.parse_strings, list),
     )
-    users: tuple[str, ...] = field(default=(), metadata=_wire("users", _strings, list))
+    users: tuple[str, ...] = field(default=(), metadata=_wire("users", values.parse_strings, list))
     """E.g. the controller's own service account, which creates wrapped objects."""
-    groups: tuple[str, ...] = field(default=(), metadata=_wire("groups", _strings, list))
+    groups: tuple[str, ...] = field(default=(), metadata=_wire("groups", values.parse_strings, list))
 
 
 @dataclass(frozen=True)
 class Queues:
-    default_queue_name: str = field(default="default-queue", metadata=_wire("defaultQueueName", _name))
+    default_queue_name: str = field(default="default-queue", metadata=_wire("defaultQueueName", values.parse_name))
     """LocalQueue injected into AppWrappers that carry no queue label ("" disables injection)."""
     require_queue_for: tuple[str, ...] = field(
         default=("Job.batch", "PyTorchJob.kubeflow.org", "RayJob.ray.io", "RayCluster.ray.io"),
-        metadata=_wire("requireQueueFor", _kinds, list),
+        metadata=_wire("requireQueueFor", values.parse_kinds, list),
     )
     """Top-level kinds denied without a queue label (they would never be admitted)."""
 
 
 @dataclass(frozen=True)
 class Identity:
-    enabled: bool = field(default=True, metadata=_wire("enabled", _bool))
+    enabled: bool = field(default=True, metadata=_wire("enabled", values.parse_bool))
     """Stamp user / userid labels from the request's userInfo; immutable after create."""
 
 
 @dataclass(frozen=True)
 class Scheduling:
-    scheduler_name: str = field(default="batchgate-scheduler", metadata=_wire("schedulerName", _name))
+    scheduler_name: str = field(default="batchgate-scheduler", metadata=_wire("schedulerName", values.parse_name))
     """Set in every pod template that names no scheduler ("" disables injection)."""
-    override_existing: bool = field(default=False, metadata=_wire("overrideExisting", _bool))
+    override_existing: bool = field(default=False, metadata=_wire("overrideExisting", values.parse_bool))
     """Also replace a schedulerName the user chose."""
-    gang: bool = field(default=True, metadata=_wire("gang", _bool))
+    gang: bool = field(default=True, metadata=_wire("gang", values.parse_bool))
     """Pod-group label on pod templates of top-level workloads; PodGroups come from the controller."""
     gang_timeout: _dt.timedelta = field(
         default=_dt.timedelta(seconds=300),
-        metadata=_wire("gangTimeout", _duration, format_duration),
+        metadata=_wire("gangTimeout", values.parse_non_negative_duration, format_duration),
     )
     """How long a gang waits for all its members before its PodGroup reports it."""
 
@@ -181,7 +101,7 @@ class Scheduling:
 @dataclass(frozen=True)
 class Priority:
     default_workload_priority_class: str = field(
-        default="", metadata=_wire("defaultWorkloadPriorityClass", _name)
+        default="", metadata=_wire("defaultWorkloadPriorityClass", values.parse_name)
     )
     """Priority-class label for workloads that carry none ("" disables injection)."""
 
@@ -196,32 +116,38 @@ class AllowedKinds:
             "RayJob.ray.io", "RayCluster.ray.io", "Pod", "Service", "ConfigMap", "Secret",
             "PersistentVolumeClaim",
         ),
-        metadata=_wire("topLevel", _kinds, list),
+        metadata=_wire("topLevel", values.parse_kinds, list),
     )
     """Kinds a user may create directly in a managed namespace."""
     wrapped: tuple[str, ...] = field(
         default=(
             "Job.batch", "Pod", "Deployment.apps", "StatefulSet.apps", "PyTorchJob.kubeflow.org",
             "RayCluster.ray.io", "RayJob.ray.io", "Service", "ConfigMap", "Secret",
-            "PersistentVolumeClaim",
+            "PersistentVolumeClaim", "PodGroup.scheduling.x-k8s.io",
         ),
-        metadata=_wire("wrapped", _kinds, list),
+        metadata=_wire("wrapped", values.parse_kinds, list),
     )
     """Kinds an AppWrapper may hold as components."""
 
 
 @dataclass(frozen=True)
 class PortFramework:
-    port: int = field(default=0, metadata=_wire("port", _port))
+    port: int = field(default=0, metadata=_wire("port", values.parse_port))
     """Rendezvous port of the master / parameter server."""
 
 
 @dataclass(frozen=True)
 class MpiFramework:
-    hostfile_path: str = field(default="/etc/mpi/hostfile", metadata=_wire("hostfilePath", _str))
+    hostfile_path: str = field(default="/etc/mpi/hostfile", metadata=_wire("hostfilePath", values.parse_str))
     """Where the launcher finds the hostfile."""
-    slots_per_host: int = field(default=1, metadata=_wire("slotsPerHost", _positive_int))
+    slots_per_host: int = field(default=1, metadata=_wire("slotsPerHost", values.parse_positive_int))
     """MPI slots written per host line."""
+    wait_image: str = field(default="busybox:1.36.1", metadata=_wire("waitImage", values.parse_image))
+    """Image of the init container that holds the launcher until its workers resolve."""
+    wait_timeout: _dt.timedelta = field(
+        default=_dt.timedelta(seconds=300), metadata=_wire("waitTimeout", values.parse_positive_duration, format_duration)
+    )
+    """How long that init container waits before it fails the launcher pod."""
 
 
 @dataclass(frozen=True)
@@ -247,10 +173,10 @@ class Frameworks:
 class NodeHealth:
     no_execute_labels: Mapping[str, str] = field(
         default_factory=lambda: MappingProxyType({keys.AUTOPILOT_GPU_HEALTH_LABEL: "EVICT"}),
-        metadata=_wire("noExecuteLabels", _string_map, dict),
+        metadata=_wire("noExecuteLabels", values.parse_string_map, dict),
     )
     """Node labels whose running GPU pods must leave (an uncounted reset)."""
-    slack_cluster_queue: str = field(default="", metadata=_wire("slackClusterQueue", _name))
+    slack_cluster_queue: str = field(default="", metadata=_wire("slackClusterQueue", values.parse_name))
     """ClusterQueue whose lendingLimit shrinks by unusable capacity ("" = none)."""
 
 
@@ -259,39 +185,39 @@ class FaultTolerance:
     """Defaults of the AppWrapper fault-tolerance annotations (research/appwrapper.md 3.3)."""
 
     admission_grace_period: _dt.timedelta = field(
-        default=_dt.timedelta(minutes=1), metadata=_wire("admissionGracePeriod", _duration, format_duration)
+        default=_dt.timedelta(minutes=1), metadata=_wire("admissionGracePeriod", values.parse_non_negative_duration, format_duration)
     )
     """How long after deployment pods may take to exist before the AppWrapper is unhealthy."""
     warmup_grace_period: _dt.timedelta = field(
-        default=_dt.timedelta(minutes=5), metadata=_wire("warmupGracePeriod", _duration, format_duration)
+        default=_dt.timedelta(minutes=5), metadata=_wire("warmupGracePeriod", values.parse_non_negative_duration, format_duration)
     )
     """How long existing pods may take to become ready."""
     failure_grace_period: _dt.timedelta = field(
-        default=_dt.timedelta(minutes=1), metadata=_wire("failureGracePeriod", _duration, format_duration)
+        default=_dt.timedelta(minutes=1), metadata=_wire("failureGracePeriod", values.parse_non_negative_duration, format_duration)
     )
     """How long failed pods are tolerated before a reset."""
     retry_pause_period: _dt.timedelta = field(
-        default=_dt.timedelta(seconds=90), metadata=_wire("retryPausePeriod", _duration, format_duration)
+        default=_dt.timedelta(seconds=90), metadata=_wire("retryPausePeriod", values.parse_non_negative_duration, format_duration)
     )
     """Pause between deleting the components of a resetting AppWrapper and recreating them."""
-    retry_limit: int = field(default=3, metadata=_wire("retryLimit", _non_negative_int))
+    retry_limit: int = field(default=3, metadata=_wire("retryLimit", values.parse_non_negative_int))
     """Counted resets before an AppWrapper is Failed."""
     forceful_deletion_grace_period: _dt.timedelta = field(
         default=_dt.timedelta(minutes=10),
-        metadata=_wire("forcefulDeletionGracePeriod", _duration, format_duration),
+        metadata=_wire("forcefulDeletionGracePeriod", values.parse_non_negative_duration, format_duration),
     )
     """How long a normal deletion may take before pods are force-deleted."""
     deletion_on_failure_grace_period: _dt.timedelta = field(
         default=_dt.timedelta(0),
-        metadata=_wire("deletionOnFailureGracePeriod", _duration, format_duration),
+        metadata=_wire("deletionOnFailureGracePeriod", values.parse_non_negative_duration, format_duration),
     )
     """How long a Failed AppWrapper keeps its resources for debugging."""
     success_ttl: _dt.timedelta = field(
-        default=_dt.timedelta(hours=168), metadata=_wire("successTTL", _duration, format_duration)
+        default=_dt.timedelta(hours=168), metadata=_wire("successTTL", values.parse_non_negative_duration, format_duration)
     )
     """How long a Succeeded AppWrapper keeps its resources; also the ceiling of the annotation."""
     grace_period_maximum: _dt.timedelta = field(
-        default=_dt.timedelta(hours=24), metadata=_wire("gracePeriodMaximum", _duration, format_duration)
+        default=_dt.timedelta(hours=24), metadata=_wire("gracePeriodMaximum", values.parse_non_negative_duration, format_duration)
     )
     """Ceiling every grace-period annotation is clamped to."""
     failure_policy: tuple[FailurePolicyRule, ...] = field(
@@ -418,90 +344,30 @@ def parse_policy(text: str, source: str = POLICY_KEY, *, line_offset: int = 0) -
     """Parse policy.yaml text; raise PolicyError with the YAML line and field path."""
     if not isinstance(text, str):
         raise PolicyError(source, None, "", f"policy must be YAML text, got {type_name(text)}")
-    node, value = _compose(text, source, line_offset)
-    lines = _line_index(node, source, line_offset) if node is not None else {}
     try:
-        return policy_from_value(value)
+        document = load_located(text, line_offset)
+    except LocatedYAMLError as exc:
+        raise PolicyError(source, exc.line, exc.path, exc.detail) from None
+    try:
+        return policy_from_value(document.value)
     except FieldError as exc:
-        raise PolicyError(source, _line_for(lines, exc.path), exc.path, exc.detail) from None
+        raise PolicyError(source, line_for(document.lines, exc.path), exc.path, exc.detail) from None
 
 
 def load_policy_document(text: str, source: str = POLICY_KEY) -> Policy:
     """Accept either a policy.yaml or a ConfigMap manifest holding one under `data.policy.yaml`."""
-    node, value = _compose(text, source, 0)
+    try:
+        document = load_located(text, 0)
+    except LocatedYAMLError as exc:
+        raise PolicyError(source, exc.line, exc.path, exc.detail) from None
+    value = document.value
     if not (isinstance(value, dict) and value.get("kind") == "ConfigMap"):
         return parse_policy(text, source)
     data = value.get("data")
     if not isinstance(data, dict) or POLICY_KEY not in data:
-        raise PolicyError(source, None, "data", f"ConfigMap has no {POLICY_KEY!r} key")
+        raise PolicyError(source, document.lines.get("data"), "data", f"ConfigMap has no {POLICY_KEY!r} key")
     inner = data[POLICY_KEY]
+    where = f"data[{POLICY_KEY}]"
     if not isinstance(inner, str):
-        raise PolicyError(source, None, f"data[{POLICY_KEY}]", f"must be a string, got {type_name(inner)}")
-    return parse_policy(inner, source, line_offset=_block_offset(node))
-
-
-def _compose(text: str, source: str, line_offset: int) -> tuple[yaml.Node | None, Any]:
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        value = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 + line_offset if mark else None
-        raise PolicyError(source, line, "", f"invalid YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(source, None, "", f"invalid YAML: {exc}") from None
-    finally:
-        loader.dispose()
-    return node, value
-
-
-def _line_index(node: yaml.Node, source: str, offset: int) -> dict[str, int]:
-    """Map each field path to the 1-based line of its key; reject duplicate keys."""
-    lines: dict[str, int] = {"": node.start_mark.line + 1 + offset}
-
-    def walk(n: yaml.Node, path: str) -> None:
-        if isinstance(n, yaml.MappingNode):
-            seen: set[str] = set()
-            for key_node, value_node in n.value:
-                key = str(key_node.value)
-                sub = child(path, key)
-                line = key_node.start_mark.line + 1 + offset
-                if key in seen:
-                    raise PolicyError(source, line, sub, "duplicate key")
-                seen.add(key)
-                lines[sub] = line
-                walk(value_node, sub)
-        elif isinstance(n, yaml.SequenceNode):
-            for i, item in enumerate(n.value):
-                lines[child(path, i)] = item.start_mark.line + 1 + offset
-                walk(item, child(path, i))
-
-    walk(node, "")
-    return lines
-
-
-def _line_for(lines: Mapping[str, int], path: str) -> int | None:
-    """The line of the deepest known prefix of `path`."""
-    candidate = path
-    while candidate:
-        if candidate in lines:
-            return lines[candidate]
-        candidate = re.sub(r"(\.[^.\[\]]+|\[[^\]]*\])$", "", candidate)
-        if candidate == path:
-            break
-    return lines.get("")
-
-
-def _block_offset(node: yaml.Node | None) -> int:
-    """Lines before a ConfigMap's `policy.yaml: |` block content, so errors point into the file."""
-    if not isinstance(node, yaml.MappingNode):
-        return 0
-    for key_node, value_node in node.value:
-        if key_node.value == "data" and isinstance(value_node, yaml.MappingNode):
-            for inner_key, inner_value in value_node.value:
-                if inner_key.value == POLICY_KEY and getattr(inner_value, "style", None) in ("|", ">"):
-                    return inner_value.start_mark.line + 1
-    return 0
-
-
+        raise PolicyError(source, document.lines.get(where), where, f"must be a string, got {type_name(inner)}")
+    return parse_policy(inner, source, line_offset=block_offset(document.node, ("data", POLICY_KEY)))

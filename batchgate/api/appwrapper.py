@@ -147,9 +147,6 @@ def effective_pod_sets(component: Component) -> tuple[PodSet, ...]:
     return declared_or_inferred(raw, component.where)
 
 
-def component_template_location(index: int) -> Location:
-    return ("spec", "components", index, "template")
-
 
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:
     if value is None:

@@ -22,10 +22,6 @@ def annotations(obj: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def name(obj: Any) -> str:
-    value = metadata(obj).get("name") or metadata(obj).get("generateName") or ""
-    return value if isinstance(value, str) else ""
-
 
 def api_version_kind(obj: Any) -> tuple[str, str]:
     if not isinstance(obj, dict):
@@ -60,10 +56,13 @@ def owned_by_appwrapper(obj: Any) -> bool:
     return owner.get("kind") == "AppWrapper" and group == keys.APPWRAPPER_GROUP
 
 
-def ensure_map(parent: dict[str, Any], key: str) -> dict[str, Any]:
-    """`parent[key]` as a dict, created (or replaced when null) so a label can be added."""
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        value = {}
-        parent[key] = value
-    return value
+def labels_for_writing(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """`obj.metadata.labels`, created when missing; None when either is there but not a mapping
+    (junk we must not overwrite: validation or the API server rejects it)."""
+    meta = obj.setdefault("metadata", {}) if obj.get("metadata") is None else obj["metadata"]
+    if not isinstance(meta, dict):
+        return None
+    if meta.get("labels") is None:
+        meta["labels"] = {}
+    found = meta["labels"]
+    return found if isinstance(found, dict) else None

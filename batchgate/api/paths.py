@@ -41,11 +41,14 @@ def parse_podset_path(text: Any, where: str) -> Location:
     return tuple(steps)
 
 
-def resolve(root: Any, steps: Location, where: str, shown: str) -> dict[str, Any]:
-    """Follow `steps` from `root`; the value found must be a mapping. `shown` is the path text."""
+def resolve(root: Any, steps: Location, where: str, shown: str, root_name: str = "template") -> dict[str, Any]:
+    """Follow `steps` from `root` (called `root_name` in messages); the value must be a mapping.
+
+    `where` is the field path errors are reported at, `shown` the path text the user wrote.
+    """
     value = root
     for depth, step in enumerate(steps):
-        prefix = format_steps(steps[:depth]) or "the root"
+        prefix = format_steps((root_name,) + steps[:depth])
         if isinstance(step, int):
             if not isinstance(value, list):
                 raise FieldError(where, f"path {shown!r}: {prefix} is not an array")

@@ -18,6 +18,12 @@ ROOT_TYPE = "V1PodSpec"
 MAX_DEPTH = 64
 
 
+_DESCRIPTION = {
+    "string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+    "int-or-string": "an integer or a string", "quantity": "a quantity like '500m' or '4Gi'",
+}
+
+
 @lru_cache(maxsize=1)
 def _schema() -> dict[str, dict[str, list[str]]]:
     return json.loads(SCHEMA_FILE.read_text())
@@ -49,18 +55,21 @@ def _check(value: Any, shape: list[str], path: str, depth: int) -> None:
     _check_scalar_or_object(value, shape[0], path, depth)
 
 
+_SCALARS: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "int-or-string": (str, int),
+    "quantity": (str, int, float),
+}
+
+
 def _check_scalar_or_object(value: Any, type_id: str, path: str, depth: int) -> None:
-    ok = {
-        "string": lambda v: isinstance(v, str),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-        "boolean": lambda v: isinstance(v, bool),
-        "int-or-string": lambda v: isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)),
-        "quantity": lambda v: isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool)),
-    }.get(type_id)
-    if ok is not None:
-        if not ok(value):
-            raise FieldError(path, f"must be a {type_id}, got {type_name(value)}")
+    accepted = _SCALARS.get(type_id)
+    if accepted is not None:
+        if not isinstance(value, accepted) or (isinstance(value, bool) and type_id != "boolean"):
+            raise FieldError(path, f"must be {_DESCRIPTION[type_id]}, got {type_name(value)}")
         return
     fields = _schema().get(type_id)
     if fields is None:  # a type the table does not describe: accept any mapping

@@ -43,12 +43,17 @@ class PodSet:
         return format_steps(("template",) + self.location)
 
 
+def _join(where: str, steps: Location) -> str:
+    inner = format_steps(steps)
+    return f"{where}.{inner}" if where and inner and not inner.startswith("[") else f"{where}{inner}"
+
+
 def _replicas(obj: Any, steps: Location, where: str, default: int = 1) -> int:
     value = get_at(obj, steps)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise FieldError(child(where, format_steps(steps)), f"must be a non-negative integer, got {value!r}")
+        raise FieldError(_join(where, steps), f"must be a non-negative integer, got {value!r}")
     return value
 
 
@@ -66,7 +71,7 @@ def _list_at(obj: Any, steps: Location, where: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise FieldError(child(where, format_steps(steps)), f"must be a list, got {type_name(value)}")
+        raise FieldError(_join(where, steps), f"must be a list, got {type_name(value)}")
     return value
 
 
@@ -123,9 +128,6 @@ _INFERENCE: dict[tuple[str, str], Callable[[Any, str], Iterator[PodSet]]] = {
     JOBSET: _jobset,
 }
 
-
-def is_inferable(api_version: str, kind: str) -> bool:
-    return (api_version, kind) in _INFERENCE
 
 
 def infer_pod_sets(obj: Any, where: str = "") -> tuple[PodSet, ...] | None:

@@ -8,20 +8,18 @@ requests get a `MalformedRequest` denial (400).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Mapping
 
 from batchgate.api import objects
 from batchgate.api.errors import type_name
+from batchgate.api.wire import nesting_depth
 from batchgate.policy import DEFAULT_POLICY_CONFIGMAP, Policy
-from webhook.rules.mutation import run_steps
+from webhook.rules.mutation import MAX_NESTING, run_steps
 from webhook.rules.review import AdmissionRequest, Mutation, Verdict
 from webhook.rules.scope import classify
 from webhook.rules.validation import allow, check_policed, check_policy_edit, deny
 
 __all__ = ["mutate", "validate", "malformed"]
-
-MAX_NESTING = 200
-"""Deeper objects are junk: real manifests nest a few dozen levels at most."""
 
 NamespaceLabels = Mapping[str, Mapping[str, str]]
 
@@ -33,15 +31,20 @@ def mutate(request: AdmissionRequest, policy: Policy, namespace_labels: Namespac
         return Mutation(denial=problem, reason=problem.reason)
     if request.operation != "CREATE":
         return Mutation(reason="OperationNotMutated")
+    if request.sub_resource:
+        return Mutation(reason="SubresourceNotPoliced")
     scope = classify(request, policy, namespace_labels, request.object)
     if scope == "exempt":
         return Mutation(reason="Exempt")
     if scope == "unmanaged":
         return Mutation(reason="NamespaceNotManaged")
-    obj, changes = run_steps(request, policy, scope)
-    if not changes:
-        return Mutation(reason="Unchanged")
-    return Mutation(object=obj, changes=tuple(changes), reason="Mutated")
+    outcome = run_steps(request, policy, scope)
+    if outcome.problem:
+        denial = deny("InvalidFramework", [outcome.problem])
+        return Mutation(warnings=outcome.warnings, denial=denial, reason=denial.reason)
+    if not outcome.changes or outcome.object == request.object:  # a step may re-report a no-op write
+        return Mutation(warnings=outcome.warnings, reason="Unchanged")
+    return Mutation(object=outcome.object, changes=outcome.changes, warnings=outcome.warnings, reason="Mutated")
 
 
 def validate(
@@ -56,6 +59,8 @@ def validate(
         return problem
     if request.operation not in ("CREATE", "UPDATE"):
         return allow("OperationNotPoliced")
+    if request.sub_resource:
+        return allow("SubresourceNotPoliced")  # status, scale, binding: the object itself was policed
     verdict = check_policy_edit(request, policy_configmap)
     if verdict:
         return verdict
@@ -77,8 +82,12 @@ def malformed(request: AdmissionRequest) -> Verdict | None:
         if request.operation == "UPDATE" and not isinstance(request.old_object, dict):
             return _malformed("oldObject", f"must be a mapping on UPDATE, got {type_name(request.old_object)}")
         for field, value in (("object", request.object), ("oldObject", request.old_object)):
-            if value is not None and nesting_depth(value) > MAX_NESTING:
+            if nesting_depth(value, MAX_NESTING) > MAX_NESTING:
                 return _malformed(field, f"is nested more than {MAX_NESTING} levels deep")
+        for field, value in (("object", request.object), ("oldObject", request.old_object)):
+            problem = _metadata_problem(value)
+            if problem:
+                return _malformed(f"{field}.{problem[0]}", problem[1])
         api_version, kind = objects.api_version_kind(request.object)
         if (api_version, kind) != (request.kind.api_version, request.kind.kind):
             shown = f"{api_version} {kind}".strip() or "nothing"
@@ -93,20 +102,17 @@ def _malformed(field: str, detail: str) -> Verdict:
     return replace(deny("MalformedRequest", f"{field}: {detail}"), code=400)
 
 
-def nesting_depth(value: Any) -> int:
-    """How deep lists and mappings nest, computed without recursion."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
+def _metadata_problem(obj: object) -> tuple[str, str] | None:
+    """What the API server's ObjectMeta decoding would refuse: (field, problem) or None."""
+    if not isinstance(obj, dict) or obj.get("metadata") is None:
+        return None
+    meta = obj["metadata"]
+    if not isinstance(meta, dict):
+        return "metadata", f"must be a mapping, got {type_name(meta)}"
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
             continue
-        deepest = max(deepest, depth)
-        if deepest > MAX_NESTING:
-            return deepest
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            return f"metadata.{key}", "must be a mapping of strings"
+    return None

@@ -36,9 +36,9 @@ def validate_create(obj: Any, namespace: str, policy: Policy) -> list[FieldError
         count, component_errors = _check_component(component, aw, namespace, policy)
         total += count
         errors.extend(component_errors)
-    if not errors and total == 0:
+    if not errors and total == 0:  # 5.
         errors.append(FieldError("spec.components", "components contains no podspecs"))
-    elif total > MAX_POD_SETS:
+    elif total > MAX_POD_SETS:  # 5.
         errors.append(
             FieldError("spec.components", f"components contains {total} podspecs; at most {MAX_POD_SETS} are allowed")
         )
@@ -61,7 +61,7 @@ def _check_component(
     other_ns = meta.get("namespace") if isinstance(meta, dict) else None
     if other_ns and other_ns != (aw.namespace or namespace):  # 2.
         errors.append(
-            FieldError(child(template_at, "metadata.namespace"), "AppWrappers cannot create objects in other namespaces")
+            FieldError(f"{template_at}.metadata.namespace", "AppWrappers cannot create objects in other namespaces")
         )
     kind = qualified_kind(*gvk)
     if kind not in policy.allowed_kinds.wrapped:

@@ -1,36 +1,38 @@
 """DESIGN 6.1: what the gateway changes. A pipeline of steps over a deep copy of the object.
 
-Each step is a pure function `(obj, ctx) -> changes`: it edits `obj` (the copy) in place and
-returns one human-readable line per change. The server diffs the copy into a JSON Patch, so a
-step never builds patches and never has to create parent maps "for the patch".
+Each step is a pure function `(obj, ctx) -> StepResult`: it edits `obj` (the copy) in place
+and reports one human-readable line per change, warnings, or the field error that denies the
+request. The server diffs the copy into a JSON Patch, so a step never builds patches and never
+has to create parent maps "for the patch".
 
-Extension point: `POD_PHASE_STEPS` run on pods made by other controllers (a Job's pods), the
-Pod-phase of the distributed-framework plugins (DESIGN 6.4); `WORKLOAD_STEPS` end with the
-workload phase of the same plugins. Their module (`webhook/rules/frameworks/`) appends its
-step functions there; the context carries everything they may read.
+`WORKLOAD_STEPS` run on top-level and wrapped objects, `POD_PHASE_STEPS` on objects made by
+other controllers (a Job's pods); both end with the distributed-framework plugins (DESIGN 6.4,
+`webhook/rules/frameworks/`), which decide themselves which of their two phases is due.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
 from batchgate.api import objects
+from batchgate.api.errors import FieldError
+from batchgate.api.wire import copy_json
 from batchgate.api.paths import format_steps, get_at
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.policy import Policy
+from webhook.rules.frameworks import FrameworkSettings, apply_frameworks
 from webhook.rules.identity import identity_labels
 from webhook.rules.review import AdmissionRequest
-from webhook.rules.scope import Scope, WORKLOAD_KINDS
+from webhook.rules.scope import APPWRAPPER, JOB, PYTORCHJOB, RAYCLUSTER, RAYJOB, WORKLOAD_KINDS, Scope
 
 _SUSPEND_AT: Mapping[str, tuple[str, ...]] = {
-    "AppWrapper.workload.codeflare.dev": ("spec", "suspend"),
-    "Job.batch": ("spec", "suspend"),
-    "PyTorchJob.kubeflow.org": ("spec", "runPolicy", "suspend"),
-    "RayJob.ray.io": ("spec", "suspend"),
-    "RayCluster.ray.io": ("spec", "suspend"),
+    APPWRAPPER: ("spec", "suspend"),
+    JOB: ("spec", "suspend"),
+    PYTORCHJOB: ("spec", "runPolicy", "suspend"),
+    RAYJOB: ("spec", "suspend"),
+    RAYCLUSTER: ("spec", "suspend"),
 }
 """Where each queued kind is told not to run yet."""
 
@@ -52,41 +54,57 @@ class MutationContext:
         return self.scope == "top-level" and self.kind in WORKLOAD_KINDS
 
 
-Step = Callable[[dict[str, Any], MutationContext], list[str]]
+@dataclass(frozen=True)
+class StepResult:
+    changes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    problem: FieldError | None = None
+    """Set when the object cannot be admitted as written; the request is denied with it."""
 
 
-def _set_label(obj: dict[str, Any], key: str, value: str) -> str:
-    objects.ensure_map(objects.ensure_map(obj, "metadata"), "labels")[key] = value
-    return f"set label {key}={value}"
+def changed(lines: list[str]) -> StepResult:
+    return StepResult(changes=tuple(lines))
 
 
-def queue_name(obj: dict[str, Any], ctx: MutationContext) -> list[str]:
+Step = Callable[[dict[str, Any], MutationContext], StepResult]
+
+
+def _set_label(obj: dict[str, Any], key: str, value: str) -> list[str]:
+    found = objects.labels_for_writing(obj)
+    if found is None:
+        return []  # metadata or labels are not a mapping: MalformedRequest catches it first
+    found[key] = value
+    return [f"set label {key}={value}"]
+
+
+def queue_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """1. An AppWrapper without a queue label gets the default queue."""
     default = ctx.policy.queues.default_queue_name
-    if ctx.kind != "AppWrapper.workload.codeflare.dev" or ctx.scope != "top-level" or not default:
-        return []
+    if ctx.kind != APPWRAPPER or ctx.scope != "top-level" or not default:
+        return StepResult()
     if objects.labels(obj).get(keys.QUEUE_NAME_LABEL):
-        return []
-    return [_set_label(obj, keys.QUEUE_NAME_LABEL, default)]
+        return StepResult()
+    return changed(_set_label(obj, keys.QUEUE_NAME_LABEL, default))
 
 
-def identity(obj: dict[str, Any], ctx: MutationContext) -> list[str]:
+def identity(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """2. Who submitted it, always overwritten on CREATE: a user cannot forge it."""
     if not (ctx.is_workload and ctx.policy.identity.enabled and ctx.request.operation == "CREATE"):
-        return []
+        return StepResult()
     current = objects.labels(obj)
-    return [
-        _set_label(obj, key, value)
+    return changed([
+        line
         for key, value in identity_labels(ctx.request.user).items()
         if current.get(key) != value
-    ]
+        for line in _set_label(obj, key, value)
+    ])
 
 
-def scheduler_name(obj: dict[str, Any], ctx: MutationContext) -> list[str]:
+def scheduler_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """3. Every pod template names the batchgate scheduler unless it names one."""
     wanted = ctx.policy.scheduling.scheduler_name
     if not wanted or ctx.scope not in ("top-level", "wrapped"):
-        return []
+        return StepResult()
     changes = []
     for at in pod_template_locations(obj):
         spec = at.template.get("spec")
@@ -97,65 +115,115 @@ def scheduler_name(obj: dict[str, Any], ctx: MutationContext) -> list[str]:
             continue
         spec["schedulerName"] = wanted
         changes.append(f"set {format_steps(at.location + ('spec', 'schedulerName'))}={wanted}")
-    return changes
+    return changed(changes)
 
 
-def gang_label(obj: dict[str, Any], ctx: MutationContext) -> list[str]:
+def gang_label(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """4. The pods of one workload form one gang, named after the workload."""
     if not (ctx.is_workload and ctx.policy.scheduling.gang):
-        return []
+        return StepResult()
     name = objects.metadata(obj).get("name")
     if not isinstance(name, str) or not name:
-        return []  # generateName: the name is not known yet; the controller groups by owner
+        return StepResult(warnings=(
+            f"no {keys.POD_GROUP_LABEL} label: the workload has no name yet (generateName); "
+            "its pods are grouped by their owner instead",
+        ))
     changes = []
     for at in pod_template_locations(obj):
         if objects.labels(at.template).get(keys.POD_GROUP_LABEL):
             continue
-        objects.ensure_map(objects.ensure_map(at.template, "metadata"), "labels")[keys.POD_GROUP_LABEL] = name
+        found = objects.labels_for_writing(at.template)
+        if found is None:
+            continue  # junk metadata in a template: left for the API server to reject
+        found[keys.POD_GROUP_LABEL] = name
         where = format_steps(at.location + ("metadata", "labels"))
         changes.append(f"set label {keys.POD_GROUP_LABEL}={name} on {where or 'the pod'}")
-    return changes
+    return changed(changes)
 
 
-def priority_class(obj: dict[str, Any], ctx: MutationContext) -> list[str]:
+def priority_class(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """5. Workloads without a priority class get the policy's default."""
     default = ctx.policy.priority.default_workload_priority_class
     if not (ctx.is_workload and default) or objects.labels(obj).get(keys.PRIORITY_CLASS_LABEL):
-        return []
-    return [_set_label(obj, keys.PRIORITY_CLASS_LABEL, default)]
+        return StepResult()
+    return changed(_set_label(obj, keys.PRIORITY_CLASS_LABEL, default))
 
 
-def suspend(obj: dict[str, Any], ctx: MutationContext) -> list[str]:
+def suspend(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """6. A workload that will be queued is created suspended: nothing runs before admission."""
     if not ctx.is_workload or ctx.request.operation != "CREATE":
-        return []
+        return StepResult()
     if not objects.labels(obj).get(keys.QUEUE_NAME_LABEL):
-        return []
+        return StepResult()
     steps = _SUSPEND_AT[ctx.kind]
     if get_at(obj, steps) is True:
-        return []
+        return StepResult()
     parent: Any = obj
     for step in steps[:-1]:
-        if parent.get(step) is not None and not isinstance(parent.get(step), dict):
-            return []  # a malformed spec: validation denies it with its path
-        parent = objects.ensure_map(parent, step)
+        if parent.get(step) is None:
+            parent[step] = {}
+        elif not isinstance(parent[step], dict):
+            return StepResult()  # a malformed spec: validation or the API server rejects it
+        parent = parent[step]
     parent[steps[-1]] = True
-    return [f"set {format_steps(steps)}=true"]
+    return changed([f"set {format_steps(steps)}=true"])
 
 
-WORKLOAD_STEPS: list[Step] = [queue_name, identity, scheduler_name, gang_label, priority_class, suspend]
-"""Run in order on top-level and wrapped objects; the framework plugins append theirs."""
+def framework_settings(policy: Policy) -> FrameworkSettings:
+    """The framework plugins' view of the policy's `frameworks` section."""
+    frameworks = policy.frameworks
+    return FrameworkSettings(
+        pytorch_port=frameworks.pytorch.port,
+        tensorflow_port=frameworks.tensorflow.port,
+        mxnet_port=frameworks.mxnet.port,
+        mpi_hostfile_path=frameworks.mpi.hostfile_path,
+        mpi_slots_per_host=frameworks.mpi.slots_per_host,
+        wait_image=frameworks.mpi.wait_image,
+        wait_timeout_seconds=int(frameworks.mpi.wait_timeout.total_seconds()),
+    )
 
-POD_PHASE_STEPS: list[Step] = []
-"""Run on pods created by other controllers ("other" scope); the framework plugins append theirs."""
+
+def frameworks(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
+    """7. Distributed-framework plugins: workload layout on CREATE, per-pod env on pod CREATE."""
+    outcome = apply_frameworks(obj, ctx.request.kind, ctx.request.operation, framework_settings(ctx.policy))
+    problem = FieldError(outcome.error.path, outcome.error.message) if outcome.error else None
+    return StepResult(outcome.changes, outcome.warnings, problem)
 
 
-def run_steps(request: AdmissionRequest, policy: Policy, scope: Scope) -> tuple[dict[str, Any], list[str]]:
-    """Apply the steps for `scope` to a deep copy of the request's object."""
-    obj = copy.deepcopy(request.object)
+WORKLOAD_STEPS: tuple[Step, ...] = (
+    queue_name, identity, scheduler_name, gang_label, priority_class, suspend, frameworks,
+)
+"""Run in order on top-level and wrapped objects."""
+
+POD_PHASE_STEPS: tuple[Step, ...] = (frameworks,)
+"""Run on objects created by other controllers ("other" scope): only the framework pod phase."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    object: dict[str, Any]
+    changes: tuple[str, ...]
+    warnings: tuple[str, ...]
+    problem: FieldError | None
+
+
+MAX_NESTING = 200
+"""Deeper objects are junk: real manifests nest a few dozen levels at most."""
+
+
+def run_steps(request: AdmissionRequest, policy: Policy, scope: Scope) -> Outcome:
+    """Apply the steps for `scope` to a deep copy of the request's object; stop at a problem.
+
+    The request must have passed the MalformedRequest checks (a mapping within MAX_NESTING).
+    """
+    obj = copy_json(request.object)
     ctx = MutationContext(request, policy, scope)
-    steps = POD_PHASE_STEPS if scope == "other" else WORKLOAD_STEPS
     changes: list[str] = []
-    for step in steps:
-        changes.extend(step(obj, ctx))
-    return obj, changes
+    warnings: list[str] = []
+    for step in POD_PHASE_STEPS if scope == "other" else WORKLOAD_STEPS:
+        result = step(obj, ctx)
+        changes.extend(result.changes)
+        warnings.extend(result.warnings)
+        if result.problem:
+            return Outcome(obj, tuple(changes), tuple(warnings), result.problem)
+    return Outcome(obj, tuple(changes), tuple(warnings), None)

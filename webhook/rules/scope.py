@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping
 
+from batchgate import keys
 from batchgate.api import objects
 from batchgate.policy import Policy
 from webhook.rules.review import AdmissionRequest
 
 Scope = Literal["exempt", "unmanaged", "top-level", "wrapped", "other"]
 
-WORKLOAD_KINDS = frozenset({
-    "AppWrapper.workload.codeflare.dev",
-    "Job.batch",
-    "PyTorchJob.kubeflow.org",
-    "RayJob.ray.io",
-    "RayCluster.ray.io",
-})
+APPWRAPPER = f"AppWrapper.{keys.APPWRAPPER_GROUP}"
+JOB = "Job.batch"
+PYTORCHJOB = "PyTorchJob.kubeflow.org"
+RAYJOB = "RayJob.ray.io"
+RAYCLUSTER = "RayCluster.ray.io"
+
+WORKLOAD_KINDS = frozenset({APPWRAPPER, JOB, PYTORCHJOB, RAYJOB, RAYCLUSTER})
 """Top-level kinds that are queued workloads: they get identity, priority, gang and suspend."""
 
 
@@ -32,7 +33,10 @@ def is_exempt(request: AdmissionRequest, policy: Policy) -> bool:
 def namespace_is_managed(
     namespace: str, policy: Policy, namespace_labels: Mapping[str, Mapping[str, str]] | None
 ) -> bool:
-    """Unknown namespace labels (None, or a namespace not in the map) count as matching."""
+    """Cluster-scoped objects (no namespace) are never managed; unknown namespace labels (None,
+    or a namespace not in the map) count as matching."""
+    if not namespace:
+        return False
     if namespace_labels is None or namespace not in namespace_labels:
         return True
     return policy.managed_namespaces.selector.matches(namespace_labels[namespace])
@@ -53,7 +57,3 @@ def classify(
     if objects.owned_by_appwrapper(obj):
         return "wrapped"
     return "other"
-
-
-def is_workload(request: AdmissionRequest) -> bool:
-    return request.kind.qualified in WORKLOAD_KINDS

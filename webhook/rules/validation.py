@@ -6,19 +6,16 @@ reported (`; `-joined), each with its field path, so one round trip shows the us
 
 from __future__ import annotations
 
-
-
 from batchgate import keys
 from batchgate.api import objects
+from batchgate.api.appwrapper import parse_appwrapper
 from batchgate.api.errors import FieldError
 from batchgate.policy import Policy
 from webhook.rules import annotation_rules, appwrapper_rules
 from webhook.rules.identity import identity_changes, identity_labels
 from webhook.rules.policy_configmap import check_policy_configmap, is_policy_configmap
 from webhook.rules.review import AdmissionRequest, Verdict
-from webhook.rules.scope import Scope, WORKLOAD_KINDS
-
-APPWRAPPER_KIND = "AppWrapper.workload.codeflare.dev"
+from webhook.rules.scope import APPWRAPPER, WORKLOAD_KINDS, Scope
 
 
 def allow(reason: str = "Allowed") -> Verdict:
@@ -42,7 +39,6 @@ def check_policy_edit(request: AdmissionRequest, policy_configmap: tuple[str, st
 
 def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Verdict:
     """The rules for a top-level or wrapped object in a managed namespace."""
-    obj = request.object
     kind = request.kind.qualified
     top_level = scope == "top-level"
     if request.operation == "CREATE":
@@ -54,7 +50,7 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
         verdict = _check_identity(request, policy) or _check_queue(request, policy)
         if verdict:
             return verdict
-    if kind == APPWRAPPER_KIND:
+    if kind == APPWRAPPER:
         return _check_appwrapper(request, policy)
     return allow()
 
@@ -88,12 +84,16 @@ def _check_queue(request: AdmissionRequest, policy: Policy) -> Verdict | None:
 def _check_appwrapper(request: AdmissionRequest, policy: Policy) -> Verdict:
     if request.operation == "CREATE":
         errors = appwrapper_rules.validate_create(request.object, request.namespace, policy)
+        if errors:
+            return deny("InvalidAppWrapper", errors)
     else:
+        try:
+            parse_appwrapper(request.object)
+        except FieldError as exc:
+            return deny("InvalidAppWrapper", [exc])
         errors = appwrapper_rules.validate_update(request.old_object, request.object)
         if errors:
             return deny("ImmutableField", errors)
-    if errors:
-        return deny("InvalidAppWrapper", errors)
     problems = annotation_rules.check_annotations(objects.annotations(request.object))
     return deny("InvalidAnnotation", problems) if problems else allow()
 
