@@ -172,6 +172,8 @@ def test_a_mutating_webhook_patches_what_kubectl_creates(kubectl: Kubectl, names
     assert (review["userInfo"]["username"], review["namespace"], review["operation"]) == ("admin", namespace,
                                                                                          "CREATE")
     assert review["object"]["data"] == {"a": "1"} and "uid" not in review["object"]["metadata"]
+    assert review["options"] == {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1",
+                                 "fieldManager": "kubectl-create", "fieldValidation": "Strict"}
 
 
 def test_a_validating_denial_reads_in_kubectl_as_on_a_real_cluster(kubectl: Kubectl, namespace: str,
@@ -206,6 +208,7 @@ def test_a_server_dry_run_reaches_a_webhook_as_dry_and_stores_nothing(kubectl: K
     webhooks("ValidatingWebhookConfiguration", "/allow", sideEffects="NoneOnDryRun")
     kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1", "--dry-run=server")
     assert stub.received[-1].review["request"]["dryRun"] is True
+    assert stub.received[-1].review["request"]["options"]["dryRun"] == ["All"]
     assert kubectl("-n", namespace, "get", "configmap", "cm", check=False).returncode != 0
 
 
