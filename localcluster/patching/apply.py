@@ -67,7 +67,7 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         entries = [(entry, owned - taken) for entry, owned in entries]
         previous = next((owned for entry, owned in entries if _identity_of(entry) == mine), set())
         others = set().union(*(owned for entry, owned in entries if _identity_of(entry) != mine))
-        for path in sorted(previous - wanted - others, key=len, reverse=True):
+        for path in sorted(previous - wanted - others, key=len):  # an item before its fields
             if not any(other[:len(path)] == path for other in others):
                 remove(result, path)
     previous_entry = next((entry for entry, owned in entries if _identity_of(entry) == mine and owned == wanted), None)

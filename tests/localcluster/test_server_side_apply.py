@@ -58,6 +58,17 @@ def test_applying_again_removes_what_the_applier_no_longer_sends() -> None:
     assert managed(second) == {("kubectl", "Apply"): {"f:data": {"f:a": {}}}}
 
 
+def test_applying_fewer_containers_and_env_vars_removes_the_dropped_ones() -> None:
+    first = apply(None, deployment({"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"},
+                                                                              {"name": "B", "value": "2"}]},
+                                   {"name": "sidecar", "image": "proxy:1"}), "kubectl", False, T0,
+                  "apps/v1/Deployment")
+    second = apply(first, deployment({"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]}),
+                   "kubectl", False, T1, "apps/v1/Deployment")
+    assert second["spec"]["template"]["spec"]["containers"] == [
+        {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]}]
+
+
 def test_a_field_another_manager_also_owns_is_kept_when_the_applier_drops_it() -> None:
     first = apply(None, configmap(a="1", b="2"), "kubectl", False, T0, "v1/ConfigMap")
     shared = apply(first, configmap(b="2"), "other", False, T0, "v1/ConfigMap")
@@ -211,3 +222,27 @@ def test_any_pod_spec_applies_or_is_refused_with_apply_error(first: dict, second
     except ApplyError:
         return
     assert record_update(live, pod(second), "b", T2, "v1/Pod")["spec"] == pod(second)["spec"]
+
+
+NAMES = st.sampled_from(["app", "sidecar", "init", "proxy"])
+CONTAINERS = st.lists(st.fixed_dictionaries({"name": NAMES, "image": st.sampled_from(["a:1", "b:2"])},
+                                            optional={"env": st.lists(st.fixed_dictionaries(
+                                                {"name": st.sampled_from(["X", "Y"]), "value": st.sampled_from(
+                                                    ["1", "2"])}), unique_by=lambda e: e["name"], max_size=2)}),
+                      unique_by=lambda c: c["name"], min_size=1, max_size=3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(CONTAINERS, CONTAINERS, CONTAINERS)
+def test_what_an_applier_sends_is_what_it_gets_and_reapplying_changes_nothing(live: list, other: list,
+                                                                             mine: list) -> None:
+    start = apply(None, deployment(*live), "first", False, T0, "apps/v1/Deployment")
+    start = apply(start, deployment(*other), "second", True, T1, "apps/v1/Deployment")
+    result = apply(start, deployment(*mine), "mine", True, T2, "apps/v1/Deployment")
+    by_name = {c["name"]: c for c in result["spec"]["template"]["spec"]["containers"]}
+    for container in mine:
+        got = by_name[container["name"]]
+        assert got["image"] == container["image"]
+        for env in container.get("env", []):
+            assert env in got["env"]
+    assert apply(result, deployment(*mine), "mine", False, T2, "apps/v1/Deployment") == result
