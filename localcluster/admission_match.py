@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonpatch
+
 NAMESPACES = ("", "v1", "namespaces")
 NEVER_ADMITTED = {("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
                   ("admissionregistration.k8s.io", "validatingwebhookconfigurations")}
@@ -241,3 +243,15 @@ def decode_patch(encoded: Any) -> list[dict[str, Any]]:
     if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
         raise BadPatch("JSONPatch: the webhook's patch is not a JSON array of operations")
     return operations
+
+
+def apply_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
+    """A mutating webhook's JSON Patch applied to a copy of `obj`; BadPatch if it cannot apply."""
+    try:
+        patched = jsonpatch.JsonPatch(operations).apply(obj)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, ValueError,
+            AttributeError, IndexError) as err:
+        raise BadPatch(f"JSONPatch: {err or type(err).__name__}") from None
+    if not isinstance(patched, dict):
+        raise BadPatch("JSONPatch: the patch replaced the object with something that is not an object")
+    return patched

@@ -6,13 +6,14 @@ import base64
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localcluster.admission_match import (
     AdmissionAttributes,
     BadPatch,
     CallError,
+    apply_patch,
     decode_patch,
     denial_status,
     read_answer,
@@ -226,3 +227,23 @@ def test_patches_that_do_not_decode_are_bad_patches_never_other_errors(text: str
     except BadPatch:
         return
     assert isinstance(operations, list)
+
+
+OPS = st.fixed_dictionaries({"op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "nope", 3]),
+                             "path": st.sampled_from(["", "/", "/metadata", "/metadata/labels/a", "/spec/0",
+                                                      "/x~1y", "nope", 5])},
+                            optional={"value": st.none() | st.integers() | st.dictionaries(st.text(max_size=2),
+                                                                                           st.integers()),
+                                      "from": st.sampled_from(["/metadata", "/spec", "/missing", 7])})
+
+
+@settings(max_examples=300)
+@given(st.lists(OPS, max_size=4))
+def test_any_webhook_patch_applies_or_is_a_bad_patch(operations: list) -> None:
+    obj = {"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": [1, 2]}
+    try:
+        patched = apply_patch(obj, operations)
+    except BadPatch:
+        return
+    assert isinstance(patched, dict)
+    assert obj == {"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": [1, 2]}
