@@ -21,32 +21,38 @@ def get(kubectl: Kubectl, namespace: str, *what: str) -> dict[str, Any]:
 
 
 GENERATED = [
-    pytest.param(["create", "configmap", "cm", "--from-literal=a=1"], ["configmap", "cm"], "data", {"a": "1"},
+    pytest.param(["create", "configmap", "cm", "--from-literal=a=1"], "configmap/cm", "{.data.a}", "1",
                  id="a configmap from a literal"),
-    pytest.param(["create", "secret", "generic", "s", "--from-literal=k=v"], ["secret", "s"], "data", {"k": "dg=="},
+    pytest.param(["create", "secret", "generic", "s", "--from-literal=k=v"], "secret/s", "{.data.k}", "dg==",
                  id="a secret whose data arrives as bytes"),
-    pytest.param(["create", "deployment", "web", "--image=nginx", "--replicas=2"], ["deployment", "web"], "spec",
-                 None, id="a deployment"),
-    pytest.param(["create", "job", "once", "--image=busybox", "--", "echo", "hi"], ["job", "once"], "spec", None,
-                 id="a job with a command"),
-    pytest.param(["create", "serviceaccount", "robot"], ["serviceaccount", "robot"], "metadata", None,
+    pytest.param(["create", "deployment", "web", "--image=nginx", "--replicas=2"], "deployment/web",
+                 "{.spec.replicas} {.spec.template.spec.containers[0].image}", "2 nginx", id="a deployment"),
+    pytest.param(["create", "job", "once", "--image=busybox", "--", "echo", "hi"], "job/once",
+                 "{.spec.template.spec.containers[0].command}", '["echo","hi"]', id="a job with a command"),
+    pytest.param(["create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *"], "cronjob/nightly",
+                 "{.spec.schedule}", "0 3 * * *", id="a cron job"),
+    pytest.param(["create", "serviceaccount", "robot"], "serviceaccount/robot", "{.metadata.name}", "robot",
                  id="a service account"),
+    pytest.param(["create", "service", "clusterip", "api", "--tcp=80:8080"], "service/api",
+                 "{.spec.ports[0].port} {.spec.ports[0].targetPort}", "80 8080",
+                 id="a service with an integer target port"),
+    pytest.param(["create", "quota", "gpus", "--hard=requests.nvidia.com/gpu=8,pods=20"], "resourcequota/gpus",
+                 "{.spec.hard.requests\\.nvidia\\.com/gpu} {.spec.hard.pods}", "8 20", id="a resource quota"),
+    pytest.param(["create", "role", "reader", "--verb=get,list", "--resource=pods"], "role/reader",
+                 "{.rules[0].verbs}", '["get","list"]', id="a role"),
+    pytest.param(["create", "rolebinding", "readers", "--role=reader", "--user=alice"], "rolebinding/readers",
+                 "{.roleRef.name} {.subjects[0].name}", "reader alice", id="a role binding"),
+    pytest.param(["create", "poddisruptionbudget", "keep", "--selector=app=x", "--min-available=50%"],
+                 "poddisruptionbudget/keep", "{.spec.minAvailable}", "50%", id="a disruption budget"),
 ]
 
 
-@pytest.mark.parametrize(("args", "target", "field", "expected"), GENERATED)
+@pytest.mark.parametrize(("args", "target", "jsonpath", "expected"), GENERATED)
 def test_kubectl_create_generators_send_protobuf_the_cluster_stores(kubectl: Kubectl, namespace: str,
-                                                                     args: list[str], target: list[str], field: str,
-                                                                     expected: Any) -> None:
+                                                                     args: list[str], target: str, jsonpath: str,
+                                                                     expected: str) -> None:
     kubectl("-n", namespace, *args)
-    obj = get(kubectl, namespace, *target)
-    if expected is not None:
-        assert obj[field] == expected
-    if target[0] == "deployment":
-        assert obj["spec"]["replicas"] == 2
-        assert obj["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
-    if target[0] == "job":
-        assert obj["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
+    assert kubectl("-n", namespace, "get", target, "-o", f"jsonpath={jsonpath}").stdout == expected
 
 
 def test_kubectl_create_namespace_and_auth_whoami(kubectl: Kubectl) -> None:
