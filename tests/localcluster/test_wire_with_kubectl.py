@@ -278,3 +278,23 @@ def test_server_side_apply_of_a_custom_resource_replaces_its_lists_whole(kubectl
                     input=widget(sizes=[5]), check=False)
     assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.sizes' in clash.stderr
     kubectl("delete", "crd", f"widgets.{group}", "--wait=false")
+
+
+def test_an_update_and_a_delete_reach_webhooks_with_the_old_object(kubectl: Kubectl, namespace: str,
+                                                                  stub: WebhookStub,
+                                                                  webhooks: Callable[..., None]) -> None:
+    kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1")
+    webhooks("MutatingWebhookConfiguration", "/label/touched/yes")
+    webhooks("ValidatingWebhookConfiguration", "/deny", rules=[{
+        "operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}])
+    kubectl("-n", namespace, "annotate", "configmap", "cm", "note=hi")
+    update = stub.received[-1].review["request"]
+    assert (update["operation"], update["oldObject"]["metadata"].get("annotations")) == ("UPDATE", None)
+    assert update["object"]["metadata"]["annotations"] == {"note": "hi"}
+    assert get(kubectl, namespace, "configmap", "cm")["metadata"]["labels"] == {"touched": "yes"}
+    refused = kubectl("-n", namespace, "delete", "configmap", "cm", check=False)
+    assert refused.stderr.strip() == ('Error from server (Forbidden): admission webhook "deny.batchgate.dev" '
+                                      "denied the request: no GPUs on Tuesdays")
+    delete = stub.received[-1].review["request"]
+    assert (delete["operation"], delete["object"], delete["oldObject"]["metadata"]["name"]) == ("DELETE", None, "cm")
+    assert delete["options"]["kind"] == "DeleteOptions"
