@@ -298,3 +298,12 @@ def test_an_update_and_a_delete_reach_webhooks_with_the_old_object(kubectl: Kube
     delete = stub.received[-1].review["request"]
     assert (delete["operation"], delete["object"], delete["oldObject"]["metadata"]["name"]) == ("DELETE", None, "cm")
     assert delete["options"]["kind"] == "DeleteOptions"
+
+
+def test_webhooks_see_the_impersonated_user(kubectl: Kubectl, namespace: str, stub: WebhookStub,
+                                            webhooks: Callable[..., None]) -> None:
+    webhooks("ValidatingWebhookConfiguration", "/allow")
+    kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1", "--as=alice",
+            "--as-group=team-a")
+    user = stub.received[-1].review["request"]["userInfo"]
+    assert (user["username"], "team-a" in user["groups"]) == ("alice", True)
