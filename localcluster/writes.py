@@ -185,6 +185,7 @@ async def store_update(server: ApiServer, ctx: Context, old_entry: Entry, new: d
     apply already wrote managedFields."""
     t = ctx.target
     warnings = [] if warnings is None else warnings
+    applied_fields = new.get("metadata", {}).get("managedFields") if applied else None
     old_view = views.from_storage(t.rt, old_entry.copy())
     new = lifecycle.prepare_update(t.rt, old_view, new, t.subresource)
     admitted = await mutate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
@@ -193,6 +194,8 @@ async def store_update(server: ApiServer, ctx: Context, old_entry: Entry, new: d
     await validate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
     if not applied:
         new = record_write(server, ctx, old_view, new)
+    elif applied_fields:
+        new["metadata"]["managedFields"] = applied_fields  # a status write starts from the old object
     latest = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
     if latest is None:
         raise not_found(t.rt.group, t.rt.plural, t.name)

@@ -41,18 +41,29 @@ class ApplyConflict(Exception):
 
 
 def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, force: bool, now_iso: str,
-          kind_key: str) -> dict[str, Any]:
-    """The object after `manager` applies `applied` to `live` (None creates it)."""
+          kind_key: str, subresource: str = "") -> dict[str, Any]:
+    """The object after `manager` applies `applied` to `live` (None creates it).
+
+    On the main resource status is not applied (the strategy resets it); on the `status`
+    subresource only status is.
+    """
     if not isinstance(applied, dict):
         raise ApplyError("an applied configuration must be an object")
     root = root_type(kind_key)
-    config = {k: v for k, v in copy.deepcopy(applied).items()}
-    config.get("metadata", {}).pop("managedFields", None)
-    config.pop("status", None)  # the main resource's apply never sets status (the strategy resets it)
+    config = copy.deepcopy(applied)
+    if subresource == "status":
+        if live is None:
+            raise ApplyError("the status of an object that does not exist cannot be applied")
+        config = {key: config[key] for key in ("apiVersion", "kind", "metadata", "status") if key in config}
+        config["metadata"] = {k: v for k, v in (config.get("metadata") or {}).items() if k in ("name", "namespace")}
+    else:
+        config.pop("status", None)
+    if isinstance(config.get("metadata"), dict):
+        config["metadata"].pop("managedFields", None)
     wanted_values = field_values(config, kind_key, maps_are_members=False)
     wanted = set(wanted_values)
     entries = _entries(live)
-    mine = _identity(manager, "Apply")
+    mine = _identity(manager, "Apply", subresource)
     if live is None:
         result = config
     else:
@@ -76,6 +87,8 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         return result
     entry = {"manager": manager, "operation": "Apply", "apiVersion": applied.get("apiVersion", ""),
              "time": now_iso, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(wanted)}
+    if subresource:
+        entry["subresource"] = subresource
     _store(result, _replace(entries, mine, entry, wanted))
     return result
 

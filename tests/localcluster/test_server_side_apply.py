@@ -141,6 +141,21 @@ def test_applying_the_same_configuration_again_changes_nothing() -> None:
     assert again == first
 
 
+def test_applying_status_through_the_subresource_owns_only_status() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"parallelism": 1}}
+    live = apply(None, job, "kubectl", False, T0, "batch/v1/Job")
+    status = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": {"ignored": "x"}},
+              "spec": {"parallelism": 9}, "status": {"active": 1, "conditions": [{"type": "Suspended",
+                                                                                  "status": "False"}]}}
+    result = apply(live, status, "controller", False, T1, "batch/v1/Job", subresource="status")
+    assert (result["spec"], result["status"]["active"], "labels" in result["metadata"]) == ({"parallelism": 1}, 1,
+                                                                                           False)
+    entry = result["metadata"]["managedFields"][-1]
+    assert (entry["manager"], entry["subresource"]) == ("controller", "status")
+    assert entry["fieldsV1"] == {"f:status": {"f:active": {}, "f:conditions": {
+        'k:{"type":"Suspended"}': {".": {}, "f:status": {}, "f:type": {}}}}}
+
+
 def test_an_update_records_new_maps_as_members() -> None:
     created = record_update(None, configmap(a="1"), "kubectl-create", T0, "v1/ConfigMap")
     assert managed(created) == {("kubectl-create", "Update"): {"f:data": {".": {}, "f:a": {}}}}

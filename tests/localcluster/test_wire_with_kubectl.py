@@ -307,3 +307,16 @@ def test_webhooks_see_the_impersonated_user(kubectl: Kubectl, namespace: str, st
             "--as-group=team-a")
     user = stub.received[-1].review["request"]["userInfo"]
     assert (user["username"], "team-a" in user["groups"]) == ("alice", True)
+
+
+def test_server_side_apply_of_status_through_the_subresource(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx")
+    status = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+              "spec": {"replicas": 7}, "status": {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1}}
+    kubectl("-n", namespace, "apply", "--server-side", "--subresource=status", "--field-manager=fake-controller",
+            "-f", "-", input=json.dumps(status))
+    obj = json.loads(kubectl("-n", namespace, "get", "deployment", "web", "-o", "json",
+                             "--show-managed-fields").stdout)
+    assert (obj["spec"]["replicas"], obj["status"]["readyReplicas"]) == (1, 1)
+    entry = next(e for e in obj["metadata"]["managedFields"] if e["manager"] == "fake-controller")
+    assert (entry["operation"], entry["subresource"], set(entry["fieldsV1"])) == ("Apply", "status", {"f:status"})
