@@ -320,3 +320,17 @@ def test_server_side_apply_of_status_through_the_subresource(kubectl: Kubectl, n
     assert (obj["spec"]["replicas"], obj["status"]["readyReplicas"]) == (1, 1)
     entry = next(e for e in obj["metadata"]["managedFields"] if e["manager"] == "fake-controller")
     assert (entry["operation"], entry["subresource"], set(entry["fieldsV1"])) == ("Apply", "status", {"f:status"})
+
+
+def test_kubectl_set_and_rollout_commands_patch_containers_by_name(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "apply", "-f", "-", input=deployment_yaml("app:1", {"A": "1", "B": "2"}))
+    kubectl("-n", namespace, "set", "image", "deployment/web", "app=app:2")
+    kubectl("-n", namespace, "set", "env", "deployment/web", "C=3", "A-")
+    kubectl("-n", namespace, "set", "resources", "deployment/web", "--limits=nvidia.com/gpu=2")
+    kubectl("-n", namespace, "rollout", "restart", "deployment/web")
+    template = get(kubectl, namespace, "deployment", "web")["spec"]["template"]
+    container = template["spec"]["containers"][0]
+    assert container["image"] == "app:2"
+    assert [e["name"] for e in container["env"]] == ["B", "C"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
