@@ -26,14 +26,16 @@ from localcluster.admission_match import (
     AdmissionDenied,
     Answer,
     BadPatch,
-    apply_patch,
     CallError,
+    apply_patch,
     denial_status,
     dry_run_unsupported,
+    in_version,
     internal_error,
     read_answer,
     review_request,
     review_version,
+    sent_version,
     timeout_seconds,
     webhook_matches,
 )
@@ -139,10 +141,12 @@ class WebhookDispatcher:
         if obj is None or attrs.operation == "DELETE":
             raise AdmissionDenied(internal_error(f'admission webhook "{name}" returned a patch for a '
                                                  f"{attrs.operation} request, which has no object to patch"))
+        sent = sent_version(hook, attrs)
         try:
-            return apply_patch(obj, answer.patch)
+            patched = apply_patch(in_version(obj, attrs.group, sent) or {}, answer.patch)
         except BadPatch as err:
             raise AdmissionDenied(internal_error(f'webhook "{name}": {err}')) from None
+        return in_version(patched, attrs.group, attrs.version)
 
     async def _consult(self, hook: dict[str, Any], attrs: AdmissionAttributes, obj: dict[str, Any] | None,
                        old: dict[str, Any] | None, mutating: bool) -> Answer | None:
@@ -156,7 +160,7 @@ class WebhookDispatcher:
         try:
             version = review_version(hook)
             uid = str(uuid.uuid4())
-            body = json.dumps(review_request(version, uid, attrs, obj, old)).encode()
+            body = json.dumps(review_request(version, uid, attrs, obj, old, sent_version(hook, attrs))).encode()
             reply = await self._post(hook.get("clientConfig") or {}, body, timeout_seconds(hook))
             return read_answer(reply, version, uid, mutating)
         except BadPatch as err:

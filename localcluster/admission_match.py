@@ -182,21 +182,46 @@ def review_version(hook: dict[str, Any]) -> str:
     raise CallError(f"webhook does not accept {' or '.join(REVIEW_VERSIONS)} AdmissionReview")
 
 
+def sent_version(hook: dict[str, Any], attrs: AdmissionAttributes) -> str:
+    """The version a matching webhook is sent. A rule naming the request's version gets it as is;
+    with matchPolicy Equivalent a rule naming another version of the resource gets the object in
+    that version (kind/resource name it, requestKind/requestResource keep the request's)."""
+    rules = hook.get("rules") or []
+    if hook.get("matchPolicy") == "Exact" or any(rule_matches(rule, attrs, exact=True) for rule in rules):
+        return attrs.version
+    for rule in rules:
+        if rule_matches(rule, attrs, exact=False):
+            return next((v for v in rule.get("apiVersions") or [] if v != "*"), attrs.version)
+    return attrs.version
+
+
+def in_version(obj: dict[str, Any] | None, group: str, version: str) -> dict[str, Any] | None:
+    """The object as another version of its resource: the local cluster's versions differ only in
+    apiVersion (CRD conversion None), so that is all that changes."""
+    if obj is None or "apiVersion" not in obj:
+        return obj
+    return {**obj, "apiVersion": f"{group}/{version}" if group else version}
+
+
 def review_request(version: str, uid: str, attrs: AdmissionAttributes, obj: dict[str, Any] | None,
-                   old: dict[str, Any] | None) -> dict[str, Any]:
-    kind = {"group": attrs.group, "version": attrs.version, "kind": attrs.kind}
-    resource = {"group": attrs.group, "version": attrs.version, "resource": attrs.resource}
-    request: dict[str, Any] = {"uid": uid, "kind": kind, "resource": resource}
+                   old: dict[str, Any] | None, sent: str | None = None) -> dict[str, Any]:
+    """The AdmissionReview for one call; `sent` is the resource version the webhook gets (Equivalent)."""
+    sent = sent or attrs.version
+    request_kind = {"group": attrs.group, "version": attrs.version, "kind": attrs.kind}
+    request_resource = {"group": attrs.group, "version": attrs.version, "resource": attrs.resource}
+    request: dict[str, Any] = {"uid": uid, "kind": {**request_kind, "version": sent},
+                               "resource": {**request_resource, "version": sent}}
     if attrs.subresource:
         request["subResource"] = attrs.subresource
-    request.update({"requestKind": kind, "requestResource": resource})
+    request.update({"requestKind": request_kind, "requestResource": request_resource})
     if attrs.subresource:
         request["requestSubResource"] = attrs.subresource
     request["name"] = attrs.name
     if attrs.namespace:
         request["namespace"] = attrs.namespace
-    request.update({"operation": attrs.operation, "userInfo": attrs.user_info, "object": obj,
-                    "oldObject": old, "dryRun": attrs.dry_run, "options": attrs.options})
+    request.update({"operation": attrs.operation, "userInfo": attrs.user_info,
+                    "object": in_version(obj, attrs.group, sent), "oldObject": in_version(old, attrs.group, sent),
+                    "dryRun": attrs.dry_run, "options": attrs.options})
     return {"apiVersion": f"admission.k8s.io/{version}", "kind": "AdmissionReview", "request": request}
 
 

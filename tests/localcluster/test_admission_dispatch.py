@@ -350,3 +350,15 @@ def test_match_conditions_cannot_be_evaluated_and_follow_the_failure_policy(clus
     else:
         assert "does not evaluate CEL" in denial(cluster)["message"]
     assert stub.received == []
+
+
+def test_an_equivalent_webhook_patches_the_object_in_its_version_and_the_request_keeps_its_own(
+        cluster: Cluster, stub: WebhookStub) -> None:
+    hook = cluster.hook("old.batchgate.dev", "/label/seen/v1beta1")
+    hook["rules"][0]["apiVersions"] = ["v1beta1"]
+    cluster.mutating("m", hook)
+    result = cluster.admit()
+    sent = stub.received[-1].review["request"]
+    assert (sent["kind"]["version"], sent["requestKind"]["version"], sent["object"]["apiVersion"]) == (
+        "v1beta1", "v1", "v1beta1")
+    assert result is not None and (result["apiVersion"], result["metadata"]["labels"]) == ("v1", {"seen": "v1beta1"})

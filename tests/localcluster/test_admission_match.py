@@ -21,6 +21,7 @@ from localcluster.admission_match import (
     review_version,
     rule_matches,
     selector_matches,
+    sent_version,
     timeout_seconds,
     webhook_matches,
 )
@@ -75,6 +76,33 @@ def test_equivalent_match_policy_matches_another_version_of_the_same_resource() 
     hook = {"name": "h", "rules": [rule(apiVersions=["v1beta1"])]}
     assert webhook_matches(hook, attrs(), {"metadata": {}}, None, {}) is True
     assert webhook_matches({**hook, "matchPolicy": "Exact"}, attrs(), {"metadata": {}}, None, {}) is False
+
+
+@pytest.mark.parametrize(
+    ("rules", "policy", "expected"),
+    [
+        pytest.param([rule(apiVersions=["v1"])], None, "v1", id="a rule naming the request version gets it"),
+        pytest.param([rule(apiVersions=["v1beta1"]), rule(apiVersions=["v1"])], None, "v1",
+                     id="an exact match anywhere wins over an equivalent one"),
+        pytest.param([rule(apiVersions=["v1beta1"])], None, "v1beta1",
+                     id="an equivalent rule gets the version it names"),
+        pytest.param([rule(apiVersions=["*"])], None, "v1", id="a star version gets the request version"),
+        pytest.param([rule(apiVersions=["v1beta1"])], "Exact", "v1", id="exact policy never converts"),
+    ],
+)
+def test_the_version_a_webhook_is_sent(rules: list, policy: str | None, expected: str) -> None:
+    hook = {"name": "h", "rules": rules, **({"matchPolicy": policy} if policy else {})}
+    assert sent_version(hook, attrs()) == expected
+
+
+def test_an_equivalent_review_names_the_sent_version_and_keeps_the_request_version() -> None:
+    request_attrs = AdmissionAttributes("CREATE", "example.com", "v1", "Widget", "widgets", "", "ns", "w", ADMIN)
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    request = review_request("v1", "u", request_attrs, widget, None, "v1beta1")["request"]
+    assert (request["kind"]["version"], request["requestKind"]["version"]) == ("v1beta1", "v1")
+    assert (request["resource"]["version"], request["requestResource"]["version"]) == ("v1beta1", "v1")
+    assert request["object"]["apiVersion"] == "example.com/v1beta1"
+    assert widget["apiVersion"] == "example.com/v1"
 
 
 SELECTORS = [
