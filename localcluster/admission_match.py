@@ -240,9 +240,10 @@ def read_answer(body: bytes, version: str, uid: str, mutating: bool) -> Answer:
     response = review.get("response")
     if not isinstance(response, dict):
         raise CallError("webhook response was absent")
+    _check_types(response)
     if response.get("uid") != uid:
         raise CallError(f"expected response.uid={uid!r}, got {response.get('uid')!r}")
-    warnings = [w for w in response.get("warnings") or [] if isinstance(w, str)]
+    warnings = list(response.get("warnings") or [])
     patch, patch_type = response.get("patch"), response.get("patchType")
     if not mutating and (patch or patch_type):
         raise CallError("received invalid webhook response: validating webhooks may not return patches")
@@ -254,6 +255,23 @@ def read_answer(body: bytes, version: str, uid: str, mutating: bool) -> Answer:
         status = response.get("status") if isinstance(response.get("status"), dict) else None
         return Answer(False, status=status, warnings=warnings)
     return Answer(True, patch=decode_patch(patch) if patch else None, warnings=warnings)
+
+
+RESPONSE_TYPES: dict[str, tuple[type, str]] = {
+    "uid": (str, "a string"), "allowed": (bool, "a boolean"), "patch": (str, "a base64 string"),
+    "patchType": (str, "a string"), "status": (dict, "an object"), "warnings": (list, "a list of strings"),
+    "auditAnnotations": (dict, "an object"),
+}
+
+
+def _check_types(response: dict[str, Any]) -> None:
+    """Fields of the wrong JSON type fail to decode in the apiserver: an invalid response."""
+    for field, (expected, noun) in RESPONSE_TYPES.items():
+        value = response.get(field)
+        if value is not None and not isinstance(value, expected):
+            raise CallError(f"received invalid webhook response: response.{field} must be {noun}")
+    if any(not isinstance(w, str) for w in response.get("warnings") or []):
+        raise CallError("received invalid webhook response: response.warnings must be a list of strings")
 
 
 class BadPatch(Exception):

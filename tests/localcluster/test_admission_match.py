@@ -230,6 +230,12 @@ PATCH = base64.b64encode(b'[{"op":"add","path":"/x","value":1}]').decode()
                      id="a patch without a patch type"),
         pytest.param(reply({"uid": "u", "allowed": True, "patch": PATCH, "patchType": "JSONPatch"}), False,
                      "validating webhooks may not return patches", id="a validating webhook that patches"),
+        pytest.param(reply({"uid": "u", "allowed": "true"}), True, "response.allowed must be a boolean",
+                     id="allowed as a string"),
+        pytest.param(reply({"uid": "u", "allowed": False, "status": "nope"}), True, "response.status must be an object",
+                     id="a status that is not an object"),
+        pytest.param(reply({"uid": "u", "allowed": True, "warnings": ["ok", 3]}), True, "list of strings",
+                     id="a warning that is not a string"),
     ],
 )
 def test_unusable_replies_are_call_errors(body: bytes, mutating: bool, error: str) -> None:
