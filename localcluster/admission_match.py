@@ -76,8 +76,10 @@ def denial_status(webhook: str, status: dict[str, Any] | None) -> dict[str, Any]
     """ToStatusErr: code below 400 becomes 400, status Failure, message prefixed with who denied."""
     result = dict(status or {})
     denied_by = f'admission webhook "{webhook}" denied the request'
-    if not isinstance(result.get("code"), int) or result["code"] < 400:
+    if not isinstance(result.get("code"), int) or isinstance(result["code"], bool) or result["code"] < 400:
         result["code"] = 400
+    elif result["code"] > 999:  # not an HTTP status: Go's WriteHeader panics, the apiserver answers 500
+        return internal_error(f'admission webhook "{webhook}" denied the request with status code {result["code"]}')
     result["status"] = "Failure"
     if result.get("message"):
         result["message"] = f"{denied_by}: {result['message']}"

@@ -175,6 +175,8 @@ def test_webhook_matching(request_attrs: AdmissionAttributes, obj: dict | None, 
                      id="the reason stands in for a missing message"),
         pytest.param(None, 400, 'admission webhook "w.x" denied the request without explanation',
                      id="no status at all says without explanation"),
+        pytest.param({"code": 12345, "message": "no"}, 500, 'Internal error occurred: admission webhook "w.x" denied '
+                     "the request with status code 12345", id="a code that is no HTTP status is an internal error"),
     ],
 )
 def test_denials_are_worded_as_kube_apiserver_words_them(status: dict | None, code: int, message: str) -> None:
