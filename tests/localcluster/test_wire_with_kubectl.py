@@ -334,3 +334,17 @@ def test_kubectl_set_and_rollout_commands_patch_containers_by_name(kubectl: Kube
     assert [e["name"] for e in container["env"]] == ["B", "C"]
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "2"}
     assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize("server_side", [False, True], ids=["client side apply", "server side apply"])
+def test_kubectl_diff_shows_what_apply_would_change_without_changing_it(kubectl: Kubectl, namespace: str,
+                                                                       server_side: bool) -> None:
+    mode = ["--server-side"] if server_side else []
+    kubectl("-n", namespace, "apply", *mode, "-f", "-", input=deployment_yaml("app:1", {"A": "1"}))
+    same = kubectl("-n", namespace, "diff", *mode, "-f", "-", input=deployment_yaml("app:1", {"A": "1"}), check=False)
+    changed = kubectl("-n", namespace, "diff", *mode, "-f", "-", input=deployment_yaml("app:2", {"A": "1"}),
+                      check=False)
+    assert (same.returncode, changed.returncode) == (0, 1), changed.stderr
+    assert "-        image: app:1" in changed.stdout and "+        image: app:2" in changed.stdout
+    assert get(kubectl, namespace, "deployment", "web")["spec"]["template"]["spec"]["containers"][0]["image"] == \
+        "app:1"
