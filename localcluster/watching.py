@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 def _transitions(ctx: Context) -> Any:
     """An Event -> [(type, entry)] filter for this watch's namespace and selectors."""
     namespace = ctx.target.namespace
+    name = ctx.target.name  # a watch on one object (`.../configmaps/NAME?watch=1`)
     rt = ctx.target.rt
     match = selector(ctx)
     plain = views.is_plain(rt)
@@ -37,6 +38,8 @@ def _transitions(ctx: Context) -> Any:
         if obj is None:
             return False
         if namespace is not None and obj["metadata"].get("namespace", "") != namespace:
+            return False
+        if name and obj["metadata"]["name"] != name:
             return False
         if match is None:
             return True
