@@ -74,8 +74,20 @@ def _attributes(ctx: Context, operation: str, obj: dict[str, Any] | None, old: d
     return AdmissionAttributes(
         operation=operation, group=rt.group, version=rt.version, kind=rt.kind, resource=rt.plural,
         subresource=ctx.target.subresource, namespace=namespace, name=name, user_info=ctx.user.info(),
-        dry_run=bool(ctx.query.getall("dryRun", [])),
-        options={"apiVersion": "meta.k8s.io/v1", "kind": options_kind})
+        dry_run=bool(ctx.query.getall("dryRun", [])), options=_options(ctx, options_kind))
+
+
+def _options(ctx: Context, kind: str) -> dict[str, Any]:
+    """The Create/Update/DeleteOptions an AdmissionReview carries, from the request's query."""
+    options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    dry = ctx.query.getall("dryRun", [])
+    if dry:
+        options["dryRun"] = list(dry)
+    if kind != "DeleteOptions":
+        for key in ("fieldManager", "fieldValidation"):
+            if ctx.query.get(key):
+                options[key] = ctx.query[key]
+    return options
 
 
 def field_manager(ctx: Context) -> str:
