@@ -75,14 +75,9 @@ METADATA_IGNORED = {"name", "namespace", "uid", "resourceVersion", "generation",
                     "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"}
 
 
-def field_set(obj: dict[str, Any], kind_key: str, maps_are_members: bool) -> set[Path]:
-    """Every owned path of `obj`: leaves, list items, and (for updates) map-like objects themselves."""
-    return set(field_values(obj, kind_key, maps_are_members))
-
-
 def field_values(obj: dict[str, Any], kind_key: str, maps_are_members: bool) -> dict[Path, Any]:
-    """The owned paths of `obj` with their values (OBJECT for objects), so two versions of an
-    object compare path by path in one walk each."""
+    """Every owned path of `obj` (leaves, list items and, for updates, map-like objects themselves)
+    with its value (OBJECT for objects), so two versions of an object compare in one walk each."""
     out: dict[Path, Any] = {}
     _walk_map(obj, root_type(kind_key), (), out, maps_are_members, not is_builtin(kind_key))
     return out
