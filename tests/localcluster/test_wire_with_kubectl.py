@@ -348,3 +348,14 @@ def test_kubectl_diff_shows_what_apply_would_change_without_changing_it(kubectl:
     assert "-        image: app:1" in changed.stdout and "+        image: app:2" in changed.stdout
     assert get(kubectl, namespace, "deployment", "web")["spec"]["template"]["spec"]["containers"][0]["image"] == \
         "app:1"
+
+
+def test_kubectl_apply_switching_a_deployment_to_recreate_clears_rolling_update(kubectl: Kubectl,
+                                                                               namespace: str) -> None:
+    rolling = deployment_yaml("app:1", {"A": "1"}).replace(
+        "  replicas: 1\n", "  replicas: 1\n  strategy:\n    type: RollingUpdate\n    rollingUpdate: {maxSurge: 2}\n")
+    kubectl("-n", namespace, "apply", "-f", "-", input=rolling)
+    recreate = deployment_yaml("app:1", {"A": "1"}).replace("  replicas: 1\n",
+                                                            "  replicas: 1\n  strategy:\n    type: Recreate\n")
+    kubectl("-n", namespace, "apply", "-f", "-", input=recreate)
+    assert get(kubectl, namespace, "deployment", "web")["spec"]["strategy"] == {"type": "Recreate"}
