@@ -102,6 +102,20 @@ def test_auth_whoami_sends_an_empty_self_subject_review(capture: CaptureServer) 
     }
 
 
+def test_create_token_sends_a_token_request_with_its_bound_object(capture: CaptureServer) -> None:
+    before = len(capture.requests)
+    capture.kubectl("create", "token", "robot", "--duration=1h", "--audience=a", "--audience=b",
+                    "--bound-object-kind=Pod", "--bound-object-name=p", "--bound-object-uid=u-1")
+    (post,) = [r for r in capture.requests[before:] if r.method == "POST"]
+    assert post.path.startswith("/api/v1/namespaces/default/serviceaccounts/robot/token")
+    assert decode(post.body) == {
+        "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "metadata": {"creationTimestamp": None},
+        "spec": {"audiences": ["a", "b"], "expirationSeconds": 3600,
+                 "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "u-1"}},
+        "status": {"token": "", "expirationTimestamp": None},
+    }
+
+
 # A small encoder for the fields kubectl's generators never set (times, string IntOrStrings,
 # negative numbers, packed lists, nested quantities).
 def varint(n: int) -> bytes:
