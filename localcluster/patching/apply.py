@@ -14,9 +14,10 @@ from typing import Any
 
 from localcluster.patching.fieldsets import (
     MISSING,
+    OBJECT,
     ApplyError,
     Path,
-    field_set,
+    field_values,
     from_fields_v1,
     get,
     item_key,
@@ -40,22 +41,35 @@ class ApplyConflict(Exception):
 
 
 def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, force: bool, now_iso: str,
-          kind_key: str) -> dict[str, Any]:
-    """The object after `manager` applies `applied` to `live` (None creates it)."""
+          kind_key: str, subresource: str = "") -> dict[str, Any]:
+    """The object after `manager` applies `applied` to `live` (None creates it).
+
+    On the main resource status is not applied (the strategy resets it); on the `status`
+    subresource only status is.
+    """
     if not isinstance(applied, dict):
         raise ApplyError("an applied configuration must be an object")
     root = root_type(kind_key)
-    config = {k: v for k, v in copy.deepcopy(applied).items()}
-    config.get("metadata", {}).pop("managedFields", None)
-    config.pop("status", None)  # the main resource's apply never sets status (the strategy resets it)
-    wanted = field_set(config, kind_key, maps_are_members=False)
+    config = copy.deepcopy(applied)
+    if subresource == "status":
+        if live is None:
+            raise ApplyError("the status of an object that does not exist cannot be applied")
+        config = {key: config[key] for key in ("apiVersion", "kind", "metadata", "status") if key in config}
+        config["metadata"] = {k: v for k, v in (config.get("metadata") or {}).items() if k in ("name", "namespace")}
+    else:
+        config.pop("status", None)
+    if isinstance(config.get("metadata"), dict):
+        config["metadata"].pop("managedFields", None)
+    wanted_values = field_values(config, kind_key, maps_are_members=False)
+    wanted = set(wanted_values)
     entries = _entries(live)
-    mine = _identity(manager, "Apply")
+    mine = _identity(manager, "Apply", subresource)
     if live is None:
         result = config
     else:
         result = _merge(copy.deepcopy(live), config, root)
-        changed = {path for path in wanted if _differs(live, config, path)}
+        live_values = _live_values(live, kind_key, wanted)
+        changed = {path for path, value in wanted_values.items() if live_values.get(path, MISSING) != value}
         conflicts = [(path, entry) for entry, owned in entries if _identity_of(entry) != mine
                      for path in sorted(changed & owned)]
         if conflicts and not force:
@@ -64,7 +78,7 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         entries = [(entry, owned - taken) for entry, owned in entries]
         previous = next((owned for entry, owned in entries if _identity_of(entry) == mine), set())
         others = set().union(*(owned for entry, owned in entries if _identity_of(entry) != mine))
-        for path in sorted(previous - wanted - others, key=len, reverse=True):
+        for path in sorted(previous - wanted - others, key=len):  # an item before its fields
             if not any(other[:len(path)] == path for other in others):
                 remove(result, path)
     previous_entry = next((entry for entry, owned in entries if _identity_of(entry) == mine and owned == wanted), None)
@@ -73,6 +87,8 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         return result
     entry = {"manager": manager, "operation": "Apply", "apiVersion": applied.get("apiVersion", ""),
              "time": now_iso, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(wanted)}
+    if subresource:
+        entry["subresource"] = subresource
     _store(result, _replace(entries, mine, entry, wanted))
     return result
 
@@ -84,21 +100,20 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str,
     Like the apiserver's UpdateNoErrors, it never fails the write: an object whose lists cannot be
     keyed keeps the managedFields it had.
     """
+    result = {**new, "metadata": dict(new.get("metadata") or {})}
     try:
-        before = field_set(_without_fields(old), kind_key, maps_are_members=True) if old else set()
-        after = field_set(_without_fields(new), kind_key, maps_are_members=True)
+        before = field_values(old, kind_key, maps_are_members=True) if old else {}
+        after = field_values(new, kind_key, maps_are_members=True)
     except ApplyError:
-        result = copy.deepcopy(new)
         _store(result, _entries(old))
         return result
-    changed = {path for path in after if path not in before or _differs(old, new, path)}
-    gone = before - after
+    changed = {path for path, value in after.items() if before.get(path, MISSING) != value}
+    gone = before.keys() - after.keys()
     entries = _entries(old if old is not None else new)
     mine = _identity(manager, "Update", subresource)
     previous = next((owned for entry, owned in entries if _identity_of(entry) == mine), set())
     entries = [(entry, owned - changed - gone) for entry, owned in entries if _identity_of(entry) != mine] + \
               [(entry, owned) for entry, owned in entries if _identity_of(entry) == mine]
-    result = copy.deepcopy(new)
     owned = (previous - gone) | changed
     if not changed and previous == owned and any(_identity_of(e) == mine for e, _ in entries):
         _store(result, entries)
@@ -136,7 +151,7 @@ def _merge_list(live: list[Any], config: list[Any], type_name: str | None, name:
         return live + [copy.deepcopy(v) for v in config if v not in live]
     result = list(live)
     for index, item in enumerate(config):
-        key = item_key(item, kind.keys, f".{name}[{index}]")
+        key = item_key(item, kind.keys, (f"f:{name}",), index)
         position = next((i for i, existing in enumerate(result) if isinstance(existing, dict)
                          and all(existing.get(k, v if k == "protocol" else MISSING) == v for k, v in key.items())),
                         None)
@@ -147,11 +162,13 @@ def _merge_list(live: list[Any], config: list[Any], type_name: str | None, name:
     return result
 
 
-def _differs(old: Any, new: Any, path: Path) -> bool:
-    before, after = get(old, path), get(new, path)
-    if isinstance(after, dict) and after and isinstance(before, dict):
-        return False  # an object that exists on both sides: only its fields can differ
-    return before != after
+def _live_values(live: dict[str, Any], kind_key: str, paths: set[Path]) -> dict[Path, Any]:
+    """The live object's values at `paths`; found one by one if its own lists cannot be keyed."""
+    try:
+        return field_values(live, kind_key, maps_are_members=True)
+    except ApplyError:
+        found = {path: get(live, path) for path in paths}
+        return {path: OBJECT if isinstance(value, dict) and value else value for path, value in found.items()}
 
 
 def _entries(obj: dict[str, Any] | None) -> list[tuple[dict[str, Any], set[Path]]]:

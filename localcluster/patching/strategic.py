@@ -84,7 +84,10 @@ def _merge_field(target: dict[str, Any], key: str, value: Any, meta: Meta, path:
 
 def _merge_list(original: list[Any], patch: list[Any], meta: Meta, path: str,
                 order: list[Any] | None) -> list[Any]:
-    directives = {item.get(PATCH) for item in patch if isinstance(item, dict)} - {None}
+    found = [item[PATCH] for item in patch if isinstance(item, dict) and item.get(PATCH) is not None]
+    if any(not isinstance(directive, str) for directive in found):
+        raise PatchError(f"{_where(path)}: a $patch directive must be a string")
+    directives = set(found)
     if "merge" in directives:
         raise PatchError(f"{_where(path)}: merging lists cannot yet be specified in the patch")
     if directives - {"replace", "delete"}:

@@ -285,9 +285,9 @@ def test_v1beta1_reviews_are_sent_to_webhooks_that_ask_for_them(cluster: Cluster
 
 
 def test_validating_webhooks_are_called_concurrently(cluster: Cluster, stub: WebhookStub) -> None:
-    cluster.validating("v", *(cluster.hook(f"slow-{i}", "/slow/0.4") for i in range(3)))
+    cluster.validating("v", *(cluster.hook(f"slow-{i}", "/slow/1") for i in range(3)))
     cluster.admit()
-    assert stub.most_in_flight["/slow/0.4"] == 3
+    assert stub.most_in_flight["/slow/1"] == 3
 
 
 def test_validating_webhooks_see_the_mutated_object(cluster: Cluster, stub: WebhookStub) -> None:
@@ -350,3 +350,15 @@ def test_match_conditions_cannot_be_evaluated_and_follow_the_failure_policy(clus
     else:
         assert "does not evaluate CEL" in denial(cluster)["message"]
     assert stub.received == []
+
+
+def test_an_equivalent_webhook_patches_the_object_in_its_version_and_the_request_keeps_its_own(
+        cluster: Cluster, stub: WebhookStub) -> None:
+    hook = cluster.hook("old.batchgate.dev", "/label/seen/v1beta1")
+    hook["rules"][0]["apiVersions"] = ["v1beta1"]
+    cluster.mutating("m", hook)
+    result = cluster.admit()
+    sent = stub.received[-1].review["request"]
+    assert (sent["kind"]["version"], sent["requestKind"]["version"], sent["object"]["apiVersion"]) == (
+        "v1beta1", "v1", "v1beta1")
+    assert result is not None and (result["apiVersion"], result["metadata"]["labels"]) == ("v1", {"seen": "v1beta1"})

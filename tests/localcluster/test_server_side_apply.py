@@ -58,6 +58,17 @@ def test_applying_again_removes_what_the_applier_no_longer_sends() -> None:
     assert managed(second) == {("kubectl", "Apply"): {"f:data": {"f:a": {}}}}
 
 
+def test_applying_fewer_containers_and_env_vars_removes_the_dropped_ones() -> None:
+    first = apply(None, deployment({"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"},
+                                                                              {"name": "B", "value": "2"}]},
+                                   {"name": "sidecar", "image": "proxy:1"}), "kubectl", False, T0,
+                  "apps/v1/Deployment")
+    second = apply(first, deployment({"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]}),
+                   "kubectl", False, T1, "apps/v1/Deployment")
+    assert second["spec"]["template"]["spec"]["containers"] == [
+        {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]}]
+
+
 def test_a_field_another_manager_also_owns_is_kept_when_the_applier_drops_it() -> None:
     first = apply(None, configmap(a="1", b="2"), "kubectl", False, T0, "v1/ConfigMap")
     shared = apply(first, configmap(b="2"), "other", False, T0, "v1/ConfigMap")
@@ -128,6 +139,21 @@ def test_applying_the_same_configuration_again_changes_nothing() -> None:
     first = apply(None, configmap(a="1"), "kubectl", False, T0, "v1/ConfigMap")
     again = apply(first, configmap(a="1"), "kubectl", False, T1, "v1/ConfigMap")
     assert again == first
+
+
+def test_applying_status_through_the_subresource_owns_only_status() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"parallelism": 1}}
+    live = apply(None, job, "kubectl", False, T0, "batch/v1/Job")
+    status = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": {"ignored": "x"}},
+              "spec": {"parallelism": 9}, "status": {"active": 1, "conditions": [{"type": "Suspended",
+                                                                                  "status": "False"}]}}
+    result = apply(live, status, "controller", False, T1, "batch/v1/Job", subresource="status")
+    assert (result["spec"], result["status"]["active"], "labels" in result["metadata"]) == ({"parallelism": 1}, 1,
+                                                                                           False)
+    entry = result["metadata"]["managedFields"][-1]
+    assert (entry["manager"], entry["subresource"]) == ("controller", "status")
+    assert entry["fieldsV1"] == {"f:status": {"f:active": {}, "f:conditions": {
+        'k:{"type":"Suspended"}': {".": {}, "f:status": {}, "f:type": {}}}}}
 
 
 def test_an_update_records_new_maps_as_members() -> None:
@@ -211,3 +237,27 @@ def test_any_pod_spec_applies_or_is_refused_with_apply_error(first: dict, second
     except ApplyError:
         return
     assert record_update(live, pod(second), "b", T2, "v1/Pod")["spec"] == pod(second)["spec"]
+
+
+NAMES = st.sampled_from(["app", "sidecar", "init", "proxy"])
+CONTAINERS = st.lists(st.fixed_dictionaries({"name": NAMES, "image": st.sampled_from(["a:1", "b:2"])},
+                                            optional={"env": st.lists(st.fixed_dictionaries(
+                                                {"name": st.sampled_from(["X", "Y"]), "value": st.sampled_from(
+                                                    ["1", "2"])}), unique_by=lambda e: e["name"], max_size=2)}),
+                      unique_by=lambda c: c["name"], min_size=1, max_size=3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(CONTAINERS, CONTAINERS, CONTAINERS)
+def test_what_an_applier_sends_is_what_it_gets_and_reapplying_changes_nothing(live: list, other: list,
+                                                                             mine: list) -> None:
+    start = apply(None, deployment(*live), "first", False, T0, "apps/v1/Deployment")
+    start = apply(start, deployment(*other), "second", True, T1, "apps/v1/Deployment")
+    result = apply(start, deployment(*mine), "mine", True, T2, "apps/v1/Deployment")
+    by_name = {c["name"]: c for c in result["spec"]["template"]["spec"]["containers"]}
+    for container in mine:
+        got = by_name[container["name"]]
+        assert got["image"] == container["image"]
+        for env in container.get("env", []):
+            assert env in got["env"]
+    assert apply(result, deployment(*mine), "mine", False, T2, "apps/v1/Deployment") == result

@@ -175,6 +175,7 @@ BAD_PATCHES = [
     pytest.param({"metadata": {"finalizers": [{"a": 1}]}}, "must hold plain values",
                  id="objects in a list that merges plain values"),
     pytest.param({"$patch": "delete"}, "deletes the whole object", id="deleting the object itself"),
+    pytest.param(template(containers=[{"$patch": []}]), "must be a string", id="a list directive that is a list"),
 ]
 
 
