@@ -149,6 +149,21 @@ def check_reply(gateway: Any, body: bytes) -> None:
         raise SystemExit(f"unexpected reply {status}: {reply}")
 
 
+def process_tree_cpu_seconds(root: int) -> float:
+    """User + system CPU of `root` and its children (the gunicorn master and workers), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        if pid == root or ppid == root:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 def machine() -> str:
     model = ""
     try:
@@ -185,16 +200,21 @@ def main() -> int:
             print(f"gateway: gunicorn gthread, {args.workers} workers x {args.threads} threads, TLS (ECDSA P-256), "
                   f"audit log to a file, multiprocess metrics on; review: {MANIFEST.name} "
                   f"({len(body)} bytes) to /mutate")
-            print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6}")
+            print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
+                  f"{'server CPU us/review':>8}")
             for conns in (int(c) for c in args.conns.split(",")):
                 check_reply(gateway, body)
+                cpu_before = process_tree_cpu_seconds(gateway.process.pid)
                 if args.client == "wrk":
                     r = measure_wrk(gateway.host, gateway.port, body, conns, args.seconds, args.warmup, cert_dir)
                 else:
                     r = measure_python(gateway.host, gateway.port, str(cert_dir / "ca.crt"), body, conns,
                                        args.seconds, args.warmup)
+                cpu = process_tree_cpu_seconds(gateway.process.pid) - cpu_before
+                # wrk's warm-up requests are not in r["requests"]; the CPU figure counts them at the measured rate.
+                served = r["requests"] * (1 + args.warmup / args.seconds)
                 print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-                      f"{r['p999']:>8.2f} {r['errors']:>6}")
+                      f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f}")
                 for sample in r["error_sample"]:
                     print(f"      error: {sample}")
         finally:
