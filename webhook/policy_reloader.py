@@ -27,6 +27,8 @@ log = logging.getLogger("batchgate.webhook.policy")
 
 WATCH_SECONDS = 240
 """Server-side timeout of one watch request; the watch then resumes from its last version."""
+REQUEST_TIMEOUT = (10, WATCH_SECONDS + 30)
+"""(connect, read) seconds: a watch whose server vanished without closing is noticed and redone."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
 """Seconds to wait after a failed list or watch, doubling up to the maximum."""
 GONE = 410
@@ -65,7 +67,7 @@ class ListWatch:
         self.lists = 0
 
     def _list(self) -> str:
-        listing = self.list_fn(**self.selectors, _preload_content=False)
+        listing = self.list_fn(**self.selectors, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
         body = json.loads(listing.data)
         self.on_list(body.get("items") or [])
         self.lists += 1
@@ -80,7 +82,8 @@ class ListWatch:
                     version = self._list()
                 watcher = watch.Watch()
                 for event in watcher.stream(self.list_fn, resource_version=version, timeout_seconds=WATCH_SECONDS,
-                                            allow_watch_bookmarks=True, **self.selectors):
+                                            allow_watch_bookmarks=True, _request_timeout=REQUEST_TIMEOUT,
+                                            **self.selectors):
                     if self.stop.is_set():
                         watcher.stop()
                         break
