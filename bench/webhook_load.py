@@ -183,6 +183,7 @@ def main() -> int:
     p.add_argument("--workers", default="2")
     p.add_argument("--threads", default="4")
     p.add_argument("--conns", default="1,16")
+    p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
     args = p.parse_args()
     if not MANIFEST.is_file():
@@ -193,11 +194,14 @@ def main() -> int:
         cert_dir = Path(tmp)
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
         gateway = start_gateway(cert_dir, "--workers", args.workers, "--threads", args.threads,
+                                "--worker-class", args.worker_class,
                                 "--audit-log", str(cert_dir / "audit.log"))
         try:
             print(f"machine: {machine()}")
             print(f"client: {CLIENTS[args.client]}")
-            print(f"gateway: gunicorn gthread, {args.workers} workers x {args.threads} threads, TLS (ECDSA P-256), "
+            shape = f"{args.workers} workers x {args.threads} threads" if args.worker_class == "gthread" else \
+                f"{args.workers} workers (no keep-alive: a TLS handshake per review)"
+            print(f"gateway: gunicorn {args.worker_class}, {shape}, TLS (ECDSA P-256), "
                   f"audit log to a file, multiprocess metrics on; review: {MANIFEST.name} "
                   f"({len(body)} bytes) to /mutate")
             print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
