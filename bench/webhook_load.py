@@ -161,6 +161,21 @@ def check_reply(gateway: Any, body: bytes) -> None:
         raise SystemExit(f"unexpected reply {status}: {reply}")
 
 
+def process_tree_cpu_seconds(root: int) -> float:
+    """User + system CPU of `root` and its children (the gunicorn master and workers), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        if pid == root or ppid == root:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 def machine() -> str:
     model = ""
     try:
@@ -180,6 +195,7 @@ def main() -> int:
     p.add_argument("--workers", default="2")
     p.add_argument("--threads", default="4")
     p.add_argument("--conns", default="1,16")
+    p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
     p.add_argument("--review", choices=["appwrapper", "pod-phase"], default="appwrapper",
                    help="what to POST: the corpus AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
@@ -194,23 +210,31 @@ def main() -> int:
         cert_dir = Path(tmp)
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
         gateway = start_gateway(cert_dir, "--workers", args.workers, "--threads", args.threads,
+                                "--worker-class", args.worker_class,
                                 "--audit-log", str(cert_dir / "audit.log"))
         try:
             print(f"machine: {machine()}")
             print(f"client: {CLIENTS[args.client]}")
-            print(f"gateway: gunicorn gthread, {args.workers} workers x {args.threads} threads, TLS (ECDSA P-256), "
+            shape = f"{args.workers} workers x {args.threads} threads" if args.worker_class == "gthread" else \
+                f"{args.workers} workers (no keep-alive: a TLS handshake per review)"
+            print(f"gateway: gunicorn {args.worker_class}, {shape}, TLS (ECDSA P-256), "
                   f"audit log to a file, multiprocess metrics on; review: {described} "
                   f"({len(body)} bytes) to /mutate")
-            print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6}")
+            print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
+                  f"{'server CPU us/review':>8}")
             for conns in (int(c) for c in args.conns.split(",")):
                 check_reply(gateway, body)
+                cpu_before = process_tree_cpu_seconds(gateway.process.pid)
                 if args.client == "wrk":
                     r = measure_wrk(gateway.host, gateway.port, body, conns, args.seconds, args.warmup, cert_dir)
                 else:
                     r = measure_python(gateway.host, gateway.port, str(cert_dir / "ca.crt"), body, conns,
                                        args.seconds, args.warmup)
+                cpu = process_tree_cpu_seconds(gateway.process.pid) - cpu_before
+                # wrk's warm-up requests are not in r["requests"]; the CPU figure counts them at the measured rate.
+                served = r["requests"] * (1 + args.warmup / args.seconds)
                 print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-                      f"{r['p999']:>8.2f} {r['errors']:>6}")
+                      f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f}")
                 for sample in r["error_sample"]:
                     print(f"      error: {sample}")
         finally:

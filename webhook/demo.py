@@ -126,7 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         cert_dir = Path(tmp) / "certs"
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
         audit_log = Path(tmp) / "audit.log"
-        gateway = start_gateway(cert_dir, "--workers", args.workers, "--audit-log", str(audit_log))
+        try:
+            gateway = start_gateway(cert_dir, "--workers", args.workers, "--audit-log", str(audit_log))
+        except RuntimeError as exc:
+            print(f"batchgate demo: {exc}", file=sys.stderr)
+            return 1
         print(f"gateway: gunicorn over TLS at https://{gateway.host}:{gateway.port} (CA {cert_dir / 'ca.crt'})")
         allowed = denied = 0
         try:

@@ -45,6 +45,7 @@ class ServerOptions:
     host: str = "127.0.0.1"
     workers: int = 2
     threads: int = 4
+    worker_class: str = "gthread"
     policy_file: Path | None = None
     policy_configmap: tuple[str, str] | None = None
     audit_log: str | None = None
@@ -87,7 +88,7 @@ class GatewayServer(BaseApplication):
         settings = {
             "bind": [f"{o.host}:{o.port}"],
             "workers": o.workers,
-            "worker_class": "gthread",
+            "worker_class": o.worker_class,
             "threads": o.threads,
             "keepalive": 75,  # longer than the API server's idle connection timeout (90 s is Go's)
             "certfile": str(o.certfile),
