@@ -81,7 +81,7 @@ class QuotaBook:
     # --- structure ---------------------------------------------------------------------------
     def set_cluster_queue(self, cq: ClusterQueue) -> None:
         """Create or replace a ClusterQueue's quotas, keeping the usage it already has."""
-        usage = self.usage.get(cq.name, {})
+        usage = dict(self.usage.get(cq.name, {}))
         self.remove_cluster_queue(cq.name)
         self.quotas[cq.name] = quotas_of(cq)
         self.cohort_of[cq.name] = cq.cohort
