@@ -38,7 +38,7 @@ class FlavorAssignment:
 
 def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor],
                    view: UsageOverlay) -> FlavorAssignment:
-    group_of = {res: i for i, rg in enumerate(cq.resource_groups) for res in rg.covered_resources}
+    group_of = cq.group_of
     usage: dict[FlavorResource, int] = {}
     chosen: dict[str, dict[str, str]] = {}
     needs_preemption: set[FlavorResource] = set()
