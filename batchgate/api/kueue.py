@@ -90,6 +90,7 @@ class ClusterQueue:
     preemption: Preemption = Preemption()
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
     stop_policy: str = "None"
+    fair_weight: Decimal = Decimal(1)  # spec.fairSharing.weight
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "ClusterQueue":
@@ -127,6 +128,8 @@ class ClusterQueue:
                          WHEN_CAN_PREEMPT, "TryNextFlavor"),
             ),
             stop_policy=f.choice(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None"),
+            fair_weight=f.quantity(f.mapping(spec.get("fairSharing"), "spec.fairSharing").get("weight", 1),
+                                   "spec.fairSharing.weight"),
         )
 
     @cached_property

@@ -20,6 +20,15 @@ from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+@dataclass(frozen=True)
+class FairSharing:
+    """Kueue's `fairSharing` configuration: off by default, as in Kueue (MLBatch turns it on)."""
+
+    enable: bool = False
+    preemption_strategies: tuple[str, ...] = STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,7 @@ class QuotaState:
     blocked: dict[str, str] = field(default_factory=dict)  # pending outside any heap, with why
     messages: dict[str, str] = field(default_factory=dict)  # last cycle's reason per pending workload
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
+    fair_sharing: FairSharing = FairSharing()
 
     # --- lookups -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
