@@ -66,3 +66,40 @@ def test_with_fair_sharing_preempt_workload_from_cq_with_the_highest_share() -> 
 def test_bad_fair_sharing_blocks_are_refused(block: dict, message: str) -> None:
     with pytest.raises(TraceError, match=message.replace("[", r"\[")):
         run_trace({"fairSharing": block, "objects": [], "steps": []})
+
+
+def _fair_cq(name: str, cpu: int) -> dict:
+    return cluster_queue(name, group({"default": {"cpu": cpu}}), cohort="all", within="LowerPriority", reclaim="Any",
+                         borrow_within="LowerPriority", threshold=-3)
+
+
+def _held(name: str, cq: str, cpu: object = 1) -> dict:
+    return workload(name, queue=cq, cpu=cpu, admitted_to=cq)
+
+
+def _units(cq: str, n: int, start: int = 1) -> list[dict]:
+    return [_held(f"{cq}{i}", cq) for i in range(start, start + n)]
+
+
+@pytest.mark.parametrize(("held", "incoming", "victims"), [
+    pytest.param(_units("a", 3) + _units("b", 5) + _units("c", 1), ("c", 1), {"ns/b1"},
+                 id="reclaim nominal from user using the most"),
+    pytest.param([_held("a1", "a", 3), _held("a2", "a", 1), _held("b1", "b", 2), _held("b2", "b", 3)], ("c", 3), {"ns/a1"},
+                 id="can reclaim from queue using less, if taking the latest workload from user using the most isn't enough"),
+    pytest.param(_units("a", 3) + _units("b", 5) + _units("c", 1), ("a", 1), {"ns/b1"},
+                 id="reclaim borrowable quota from user using the most"),
+    pytest.param([_held("a1", "a", "500m"), _held("a2", "a", "500m"), _held("a3", "a", 3),
+                  _held("b1", "b", "500m"), _held("b2", "b", "500m"), _held("b3", "b", 3)], ("c", 2), {"ns/a1", "ns/b1"},
+                 id="preempt one from each CQ borrowing"),
+    pytest.param(_units("a", 3) + _units("b", 3) + _units("c", 3), ("c", 1), set(),
+                 id="can't preempt when everyone under nominal"),
+    pytest.param(_units("a", 3) + _units("b", 5), ("a", 2), set(), id="can't preempt when it would switch the imbalance"),
+])
+def test_fair_preemptions(held: list, incoming: tuple, victims: set) -> None:
+    """Kueue's TestFairPreemptions, through a full cycle (cohort `all`: a, b, c with 3 CPUs each)."""
+    cq, cpu = incoming
+    objects = [flavor(), *(_fair_cq(n, 3) for n in "abc"), cluster_queue("preemptible", cpu=0, cohort="all"),
+               *(local_queue(n, n) for n in "abc"), *held, workload("incoming", queue=cq, cpu=cpu, created=1)]
+    report = run_trace({"fairSharing": {"enable": True}, "objects": objects, "steps": [{"cycles": 1}]})[0]
+    assert {p["name"] for p in report.preempted} == victims
+    assert all(p["reason"] == "InCohortFairSharing" for p in report.preempted)
