@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from batchgate import keys
 from batchgate.api.kueue import (
@@ -298,7 +298,3 @@ class QuotaState:
     def _set_held(self, held: AdmittedWorkload) -> None:
         self.admitted[held.info.key] = held
         self.admitted_by_cq[held.cluster_queue][held.info.key] = held
-
-    def admitted_in(self, cluster_queues: Iterable[str]) -> Iterable[AdmittedWorkload]:
-        for name in cluster_queues:
-            yield from self.admitted_by_cq.get(name, {}).values()
