@@ -82,6 +82,7 @@ class QuotaState:
     messages: dict[str, str] = field(default_factory=dict)  # last cycle's reason per pending workload
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
     fair_sharing: FairSharing = FairSharing()
+    draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
 
     # --- lookups -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -132,6 +133,7 @@ class QuotaState:
         old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
         self._inactive.clear()
+        self._track_draining()
         self.book.set_cluster_queue(cq)
         if old is None:  # workloads observed holding quota here before the queue itself
             for held in self.admitted_by_cq.get(cq.name, {}).values():
@@ -143,6 +145,7 @@ class QuotaState:
 
     def put_local_queue(self, lq: LocalQueue) -> None:
         self.local_queues[(lq.namespace, lq.name)] = lq
+        self._track_draining()
         for key in [k for k, info in self.workloads.items()
                     if (info.namespace, info.queue_name) == (lq.namespace, lq.name) and self.is_pending(k)]:
             self._route(key)
@@ -294,6 +297,10 @@ class QuotaState:
         self.admitted_by_cq.setdefault(held.cluster_queue, {})[held.info.key] = held
         if held.cluster_queue in self.book.quotas:
             self.book.add_usage(held.cluster_queue, held.usage)
+
+    def _track_draining(self) -> None:
+        self.draining = {name for name, cq in self.cluster_queues.items() if cq.stop_policy == "HoldAndDrain"}
+        self.draining |= {lq.cluster_queue for lq in self.local_queues.values() if lq.stop_policy == "HoldAndDrain"}
 
     def _set_held(self, held: AdmittedWorkload) -> None:
         self.admitted[held.info.key] = held
