@@ -29,11 +29,14 @@ Handler = Callable[[Change], None]
 class Informer:
     def __init__(self, client: KubeClient, resource: Resource, store: SharedStore, handler: Handler, *,
                  clock: Clock, namespace: str | None = None, watch_timeout: int = 300,
-                 min_backoff: float = 0.2, max_backoff: float = 30.0, page_size: int = 500) -> None:
+                 min_backoff: float = 0.2, max_backoff: float = 30.0, page_size: int = 500,
+                 on_relist: Callable[[str], None] = lambda kind: None, field_selector: str | None = None) -> None:
         self.client, self.resource, self.store, self.handler = client, resource, store, handler
         self.clock, self.namespace = clock, namespace
         self.watch_timeout, self.page_size = watch_timeout, page_size
         self.min_backoff, self.max_backoff = min_backoff, max_backoff
+        self.on_relist = on_relist
+        self.field_selector = field_selector
         self.synced = threading.Event()
         self.served = True  # False while the API server does not serve this kind (CRD not installed)
         self.resource_version: str | None = None
@@ -101,12 +104,14 @@ class Informer:
         items: list = []
         token = None
         while True:
-            page = self.client.list(self.resource, self.namespace, limit=self.page_size, **({"continue": token} if token else {}))
+            page = self.client.list(self.resource, self.namespace, limit=self.page_size, fieldSelector=self.field_selector,
+                                    **({"continue": token} if token else {}))
             items.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 break
         self.lists += 1
+        self.on_relist(self.kind)
         self.served = True
         version = (page.get("metadata") or {}).get("resourceVersion") or "0"
         for change in self.store.replace(self.kind, items):
@@ -116,7 +121,8 @@ class Informer:
 
     def _watch_once(self) -> None:
         assert self.resource_version is not None
-        stream = self.client.watch(self.resource, self.namespace, self.resource_version, self.watch_timeout)
+        stream = self.client.watch(self.resource, self.namespace, self.resource_version, self.watch_timeout,
+                                   self.field_selector)
         self._stream = stream
         self.watches += 1
         try:

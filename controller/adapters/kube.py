@@ -177,10 +177,11 @@ class KubeClient:
             body["preconditions"] = dict(preconditions)
         return self.request("DELETE", res.path(namespace, name), body=body)
 
-    def watch(self, res: Resource, namespace: str | None, resource_version: str, timeout_seconds: int) -> "WatchStream":
+    def watch(self, res: Resource, namespace: str | None, resource_version: str, timeout_seconds: int,
+              field_selector: str | None = None) -> "WatchStream":
         """Open a watch from `resource_version`; an HTTP-level error (e.g. 410) raises ApiError."""
         query = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-                 "timeoutSeconds": timeout_seconds}
+                 "timeoutSeconds": timeout_seconds, "fieldSelector": field_selector}
         response = self._send("GET", res.path(namespace), query, None, None, (10, timeout_seconds + 10))
         if not 200 <= response.status <= 299:
             raise ApiError.from_status(response.status, response.read().decode("utf-8", errors="replace"))
