@@ -179,7 +179,7 @@ def test_kustomization_lists_every_crd_file() -> None:
     on_disk = sorted(p.name for p in CRD_DIR.glob("*.yaml") if p.name != "kustomization.yaml")
     assert sorted(listed) == on_disk
     top = yaml.safe_load((ROOT / "manifests" / "kustomization.yaml").read_text())
-    assert "crds" in top["resources"]
+    assert set(top["resources"]) == {"crds", "rbac", "policy", "webhook", "controller"}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED), ids=lambda n: f"{n} names its kind, scope, short names, columns and status")
