@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import logging
 import os
 import signal
@@ -27,6 +28,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                         help="hold the Lease batchgate-system/batchgate-controller before writing (default: on)")
     parser.add_argument("--lease-namespace", default="batchgate-system")
+    parser.add_argument("--lease-duration", type=float, default=15.0, help="seconds a Lease lasts unrenewed")
+    parser.add_argument("--renew-deadline", type=float, default=10.0, help="seconds the leader may fail to renew")
+    parser.add_argument("--retry-period", type=float, default=2.0, help="seconds between Lease attempts")
     parser.add_argument("--identity", default=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                         help="this process's name in the Lease")
     parser.add_argument("--workers", type=int, default=4, help="parallel reconcile workers")
@@ -39,6 +43,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--qps must be > 0 and --burst >= 1")
     if not 0 <= args.metrics_port <= 65535:
         parser.error("--metrics-port: want 0..65535")
+    if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:
+        parser.error("want 0 < --retry-period < --renew-deadline < --lease-duration")
     if args.workers < 1:
         parser.error("--workers must be >= 1")
     if args.kubeconfig and not os.path.isfile(args.kubeconfig):
@@ -53,6 +59,7 @@ def main(argv: list[str]) -> int:
     from controller.adapters.manager import Controller, ControllerOptions
     from controller.adapters.metrics import ControllerMetrics, ProbeServer
     from controller.adapters.ratelimit import TokenBucket
+    from controller.decisions.leader_election import LeaseTiming
 
     clock = SystemClock()
     try:
@@ -61,8 +68,10 @@ def main(argv: list[str]) -> int:
         print(f"batchgate controller: cannot configure the API client: {exc}", file=sys.stderr)
         return 2
     metrics = ControllerMetrics()
+    timing = LeaseTiming(dt.timedelta(seconds=args.lease_duration), dt.timedelta(seconds=args.renew_deadline),
+                         dt.timedelta(seconds=args.retry_period))
     options = ControllerOptions(namespace=args.namespace, identity=args.identity, leader_elect=args.leader_elect,
-                                lease_namespace=args.lease_namespace, workers=args.workers,
+                                lease_namespace=args.lease_namespace, workers=args.workers, timing=timing,
                                 policy_configmap=tuple(args.policy_configmap.split("/", 1)))  # type: ignore[arg-type]
     controller = Controller(client, clock, options, metrics)
     try:
