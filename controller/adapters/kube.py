@@ -211,11 +211,16 @@ class WatchStream:
             if not self._closed:
                 raise
         finally:
-            self._response.release_conn()
+            if not self._closed:
+                self._response.release_conn()
 
     def close(self) -> None:
+        """Unblock a reader and drop the connection (it must not go back to the pool half-read)."""
+        if self._closed:
+            return
         self._closed = True
         try:
             self._response.shutdown()
-        except Exception:  # already closed or not shut-downable: nothing left to stop
-            self._response.close()
+        except Exception:  # the stream already ended and its connection went back to the pool
+            return
+        self._response.close()
