@@ -93,6 +93,17 @@ class JobReconciler:
             written = self.writer.replace(res, action.job)
             self.store.assume(kind.kind, written)
             self.recorder.normal(job, action.reason, action.message)
+        elif isinstance(action, ji.RestoreJob):
+            if kind.kind == "Job" and (job.get("status") or {}).get("startTime"):
+                # Kubernetes lets a suspended Job's scheduling directives change only once it has not started.
+                job = self.writer.update_status(res, job, lambda cur: {"status": {"startTime": None}}
+                                                if (cur.get("status") or {}).get("startTime") else None) or job
+                update = dict(action.job)
+                update["metadata"] = {**update["metadata"], "resourceVersion": job["metadata"]["resourceVersion"]}
+                written = self.writer.replace(res, update)
+            else:
+                written = self.writer.replace(res, action.job)
+            self.store.assume(kind.kind, written)
         elif isinstance(action, (ji.ReleaseQuota, ji.FinishWorkload)):
             assert workload is not None
             wanted = type(action)

@@ -23,6 +23,8 @@ from controller.adapters.ratelimit import TokenBucket
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
+# One connection per open watch (a dozen kinds) plus the workers' requests.
+POOL_SIZE = 64
 
 
 @dataclass(frozen=True)
@@ -116,16 +118,18 @@ class KubeClient:
         self.request_timeout = request_timeout
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None, limiter: TokenBucket | None = None) -> "KubeClient":
+    def from_kubeconfig(cls, path: str | None, limiter: TokenBucket | None = None,
+                        pool_size: int = POOL_SIZE) -> "KubeClient":
         """A kubeconfig file (or $KUBECONFIG / ~/.kube/config), else the in-cluster service account."""
-        if path:
-            return cls(k8s_config.new_client_from_config(config_file=path), limiter)
+        configuration = k8s_client.Configuration()
         try:
-            return cls(k8s_config.new_client_from_config(), limiter)
+            k8s_config.load_kube_config(config_file=path, client_configuration=configuration)
         except (k8s_config.ConfigException, OSError, TypeError):
-            configuration = k8s_client.Configuration()
+            if path:
+                raise
             k8s_config.load_incluster_config(client_configuration=configuration)
-            return cls(k8s_client.ApiClient(configuration), limiter)
+        configuration.connection_pool_maxsize = pool_size
+        return cls(k8s_client.ApiClient(configuration), limiter)
 
     def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
               content_type: str | None, timeout: Any) -> Any:

@@ -109,6 +109,11 @@ class WorkQueue:
         with self._cond:
             return len(self._queue) + len(self._waiting)
 
+    def idle(self) -> bool:
+        """Nothing queued, delayed or being worked on."""
+        with self._cond:
+            return not (self._queue or self._waiting or self._processing)
+
     def shutdown(self) -> None:
         with self._cond:
             self._shutdown = True

@@ -47,9 +47,18 @@ class StartJob:
 
 @dataclass(frozen=True)
 class StopJob:
-    job: Mapping[str, Any]  # suspended, the templates' original node selectors restored
+    job: Mapping[str, Any]  # suspended; its pod templates untouched (they may not change while it runs)
     message: str
     reason: str = "Stopped"
+
+
+@dataclass(frozen=True)
+class RestoreJob:
+    """A stopped job's pod templates back as submitted, without the flavor it was admitted with."""
+
+    job: Mapping[str, Any]
+    message: str = "Pod templates restored"
+    reason: str = "Restored"
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,7 @@ class Invalid:
     reason: str = "InvalidJob"
 
 
-Action = Union[CreateWorkload, ReplaceWorkload, StartJob, StopJob, ReleaseQuota, FinishWorkload, Invalid]
+Action = Union[CreateWorkload, ReplaceWorkload, StartJob, StopJob, RestoreJob, ReleaseQuota, FinishWorkload, Invalid]
 
 
 @dataclass(frozen=True)
@@ -201,14 +210,22 @@ def _write_appwrapper_infos(aw: dict[str, Any], sets: list[PodSetSource], infos:
             component["podSetInfos"] = per_component[index]
 
 
-def stopped(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource], workload: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The job suspended, its templates' node selectors and tolerations back to what was submitted."""
+def stopped(job: Mapping[str, Any], kind: JobKind) -> dict[str, Any]:
+    """The job suspended. Templates are restored in a later step: Kubernetes accepts node selector
+    and toleration changes only on a job that is already suspended (Kueue stops in the same order)."""
     out = copy.deepcopy(dict(job))
     _set_path(out, kind.suspend_path, True)
+    return out
+
+
+def restored(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource],
+             workload: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The job's templates with the submitted node selectors and tolerations; None if already so."""
+    out = copy.deepcopy(dict(job))
     if kind.kind == "AppWrapper":
         for component in out["spec"]["components"]:
             component.pop("podSetInfos", None)
-        return out
+        return out if out != job else None
     originals = {ps.get("name"): ps.get("template") or {} for ps in ((workload or {}).get("spec") or {}).get("podSets") or []}
     for ps in sets:
         if ps.path is None or ps.name not in originals:
@@ -220,7 +237,7 @@ def stopped(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource], wor
                 spec[field] = copy.deepcopy(original[field])
             else:
                 spec.pop(field, None)
-    return out
+    return out if out != job else None
 
 
 def release_quota_patch(workload: Mapping[str, Any], now: str) -> dict[str, Any]:
@@ -290,7 +307,7 @@ def reconcile_job(
     if workload is None:
         actions: list[Action] = []
         if not suspended:
-            actions.append(StopJob(stopped(job, kind, sets, None), "Not admitted by cluster queue"))
+            actions.append(StopJob(stopped(job, kind), "Not admitted by cluster queue"))
         return [*actions, CreateWorkload(desired)]
     if is_true(workload, keys.COND_FINISHED):
         return []
@@ -300,11 +317,12 @@ def reconcile_job(
     evicted = condition(workload, keys.COND_EVICTED)
     if evicted is not None and evicted.get("status") == "True":
         if not suspended:
-            return [StopJob(stopped(job, kind, sets, workload), evicted.get("message") or "Workload evicted")]
+            return [StopJob(stopped(job, kind), evicted.get("message") or "Workload evicted")]
+        actions = _restore(job, kind, sets, workload)
         if reserved and not has_running_pods(job, kind):
             name = workload["metadata"]["name"]
-            return [ReleaseQuota(name, release_quota_patch(workload, now), "Quota released: the job's pods are gone")]
-        return []
+            actions.append(ReleaseQuota(name, release_quota_patch(workload, now), "Quota released: the job's pods are gone"))
+        return actions
     if is_true(workload, keys.COND_ADMITTED):
         if not suspended:
             return []
@@ -315,5 +333,10 @@ def reconcile_job(
         cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         return [StartJob(started(job, kind, sets, infos), f'Admitted by clusterQueue {cq}')]
     if not suspended:
-        return [StopJob(stopped(job, kind, sets, workload), "Not admitted by cluster queue")]
-    return []
+        return [StopJob(stopped(job, kind), "Not admitted by cluster queue")]
+    return _restore(job, kind, sets, workload)
+
+
+def _restore(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource], workload: Mapping[str, Any]) -> list[Action]:
+    back = restored(job, kind, sets, workload)
+    return [RestoreJob(back)] if back is not None else []

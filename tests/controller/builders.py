@@ -36,7 +36,7 @@ def a_job(name: str = "train", *, queue: str | None = "default-queue", paralleli
     spec: dict[str, Any] = {
         "suspend": suspend,
         "template": {"spec": {"restartPolicy": "Never",
-                              "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}]}},
+                              "containers": [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}},
     }
     if parallelism is not None:
         spec["parallelism"] = parallelism

@@ -55,6 +55,12 @@ def decide(job: dict[str, Any], workload: dict[str, Any] | None, **kw: Any) -> l
 JOB = a_job()
 
 
+def admitted_then_stopped() -> dict[str, Any]:
+    job = copy.deepcopy(JOB)
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"gpu": "a100"}
+    return job
+
+
 @pytest.mark.parametrize(
     "job,workload,expected",
     [
@@ -71,6 +77,8 @@ JOB = a_job()
                      id="an evicted job whose pods still run keeps its quota"),
         pytest.param(JOB, workload_for(JOB, *EVICTED), ["ReleaseQuota"],
                      id="an evicted job whose pods are gone releases its quota"),
+        pytest.param(admitted_then_stopped(), workload_for(JOB, *EVICTED), ["RestoreJob", "ReleaseQuota"],
+                     id="a stopped job gets its submitted templates back once suspended"),
         pytest.param(done(running(JOB, 0), "Complete"), workload_for(JOB, *ADMITTED), ["FinishWorkload"],
                      id="a completed job finishes its Workload"),
         pytest.param(done(running(JOB, 0), "Failed"), workload_for(JOB, *ADMITTED), ["FinishWorkload"],
@@ -98,13 +106,15 @@ def test_starting_injects_the_flavor_node_labels_and_tolerations() -> None:
     assert "nodeSelector" not in JOB["spec"]["template"]["spec"], "the observed job is not modified"
 
 
-def test_stopping_restores_the_submitted_node_selector() -> None:
+def test_stopping_suspends_first_and_restores_the_submitted_templates_after() -> None:
     (start,) = decide(JOB, workload_for(JOB, *ADMITTED))
     started = running(dict(start.job))
     (stop,) = decide(started, workload_for(JOB, *EVICTED))
     assert isinstance(stop, ji.StopJob) and stop.job["spec"]["suspend"] is True
-    assert "nodeSelector" not in stop.job["spec"]["template"]["spec"]
-    assert "tolerations" not in stop.job["spec"]["template"]["spec"]
+    assert stop.job["spec"]["template"] == started["spec"]["template"], "a running job's template cannot change"
+    restore, _ = decide(running(dict(stop.job), active=0) | {"spec": stop.job["spec"]}, workload_for(JOB, *EVICTED))
+    assert isinstance(restore, ji.RestoreJob)
+    assert restore.job["spec"]["template"] == JOB["spec"]["template"]
 
 
 def test_an_admitted_appwrapper_gets_pod_set_infos_per_component() -> None:

@@ -34,6 +34,9 @@ def test_a_key_added_while_processing_comes_back_after_done_not_before() -> None
     assert queue.get(timeout=0) is None, "no second worker may take a key in flight"
     queue.done("a")
     assert queue.get(timeout=0) == "a"
+    assert not queue.idle(), "a key in flight keeps the queue busy"
+    queue.done("a")
+    assert queue.idle()
 
 
 @pytest.mark.parametrize(
