@@ -24,17 +24,16 @@ from controller.decisions.workloads import workload_name
 from tests.controller.builders import a_job, corpus
 from tests.controller.cluster import ROOT, eventually, kubectl, subprocess_env
 
-LocalCluster = pytest.importorskip("localcluster.runner", reason="the local cluster lands with branch lc-core").LocalCluster
 pytestmark = pytest.mark.timeout(120)
 JOBS, WL, AW, RF = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["AppWrapper"], RESOURCES["ResourceFlavor"]
 NOW = "2026-01-01T00:00:00Z"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with LocalCluster(tmp_path_factory.mktemp("cluster")) as lc:
-        kubectl(lc.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-        yield lc
+def cluster(local_cluster: Any) -> Any:
+    """The session's local cluster with our CRDs applied the way users apply them."""
+    kubectl(local_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
+    return local_cluster
 
 
 @pytest.fixture(scope="module")

@@ -24,17 +24,16 @@ from controller.decisions.leader_election import LeaseTiming
 from controller.state.cache import Change
 from tests.controller.cluster import ROOT, eventually, kubectl
 
-LocalCluster = pytest.importorskip("localcluster.runner", reason="the local cluster lands with branch lc-core").LocalCluster
 pytestmark = pytest.mark.timeout(120)
 CM = RESOURCES["ConfigMap"]
 WL = RESOURCES["Workload"]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with LocalCluster(tmp_path_factory.mktemp("cluster")) as lc:
-        kubectl(lc.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-        yield lc
+def cluster(local_cluster: Any) -> Any:
+    """The session's local cluster with our CRDs applied the way users apply them."""
+    kubectl(local_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
+    return local_cluster
 
 
 @pytest.fixture(scope="module")
@@ -68,20 +67,24 @@ def start_informer(client: KubeClient, ns: str, **kw: Any) -> tuple[Informer, Sh
     return informer, store, seen
 
 
-def test_crds_install_with_kubectl_and_print_their_columns(cluster: Any) -> None:
+def test_crds_install_with_kubectl_and_print_their_columns(cluster: Any, namespace: str) -> None:
     out = kubectl(cluster.kubeconfig, "apply", "-f", str(ROOT / "manifests" / "crds" / "kueue.x-k8s.io_clusterqueues.yaml"))
     assert "clusterqueues.kueue.x-k8s.io" in out.stdout
-    cq = ("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: team-a}\n"
-          "spec: {cohort: all, namespaceSelector: {}, resourceGroups: [{coveredResources: [cpu], flavors: "
-          "[{name: default, resources: [{name: cpu, nominalQuota: 8}]}]}]}\n")
-    manifest = cluster.workdir / "cq.yaml"
-    manifest.write_text(cq)
+    name = f"cq-{uuid.uuid4().hex[:6]}"
+    manifest = Path(cluster.workdir) / f"{name}.yaml"
+    manifest.write_text(
+        f"apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {{name: {name}}}\n"
+        "spec: {cohort: all, namespaceSelector: {}, resourceGroups: [{coveredResources: [cpu], flavors: "
+        "[{name: default, resources: [{name: cpu, nominalQuota: 8}]}]}]}\n")
     kubectl(cluster.kubeconfig, "apply", "-f", str(manifest))
-    table = kubectl(cluster.kubeconfig, "get", "cq").stdout
-    assert table.split("\n")[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS"]
-    assert table.split("\n")[1].split()[:2] == ["team-a", "all"]
-    aw = kubectl(cluster.kubeconfig, "get", "aw", "-A").stderr + kubectl(cluster.kubeconfig, "get", "aw", "-A").stdout
-    assert "No resources found" in aw
+    table = kubectl(cluster.kubeconfig, "get", "cq", name).stdout.splitlines()
+    assert table[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS"]
+    assert table[1].split()[:2] == [name, "all"]
+    wide = kubectl(cluster.kubeconfig, "get", "clusterqueue", name, "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["NAME", "COHORT", "STRATEGY", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
+    assert wide[1].split()[2] == "BestEffortFIFO", "the schema default is applied"
+    empty = kubectl(cluster.kubeconfig, "get", "aw", "-n", namespace)
+    assert "No resources found" in empty.stderr + empty.stdout
 
 
 def test_informer_lists_then_follows_every_change(client: KubeClient, namespace: str) -> None:
