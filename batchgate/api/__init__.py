@@ -1,0 +1,1 @@
+"""Typed models parsed once from wire dicts."""
