@@ -1,91 +1,47 @@
-"""What one pod asks the cluster for, computed the way Kubernetes (and Kueue) computes it.
+"""What one pod asks the cluster for, and the template a Workload stores.
 
-Quota is charged per pod, so the arithmetic must match the scheduler's: containers run together,
-plain init containers run one at a time before them, sidecars (init containers with
-`restartPolicy: Always`) start in order and keep running beside the containers, and pod overhead
-is added on top. A container that sets a limit but no request is charged its limit, as the API
-server defaults it.
+The arithmetic (containers together, init containers one at a time, sidecars beside the
+containers, overhead on top, limits standing in for missing requests) is the shared
+vocabulary's `batchgate.api.pod_requests`; the job integration adds what the API server would
+refuse anyway — a request above its limit — so such a job gets a Warning instead of a Workload,
+and stores templates whose containers request what they only limit, as Kueue does.
 """
 
 from __future__ import annotations
 
 import copy
-from decimal import Decimal
 from typing import Any, Mapping
 
-from batchgate.quantity import QuantityError, Resources, parse_resources
+from batchgate.api import pod_requests as arithmetic
+from batchgate.api.kueue_fields import FieldError
+from batchgate.quantity import Resources
 
 
 class PodSpecError(ValueError):
     """A pod spec whose resources cannot be read; the message names the field path."""
 
 
-def _max(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> Resources:
-    out = dict(a)
-    for name, value in b.items():
-        out[name] = max(out.get(name, Decimal(0)), value)
-    return out
-
-
-def _add(a: Mapping[str, Decimal], b: Mapping[str, Decimal]) -> Resources:
-    out = dict(a)
-    for name, value in b.items():
-        out[name] = out.get(name, Decimal(0)) + value
-    return out
-
-
-def container_requests(container: Mapping[str, Any], path: str) -> Resources:
-    """Requests of one container, a limit standing in for a missing request."""
-    resources = container.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        raise PodSpecError(f"{path}.resources: must be an object")
-    try:
-        limits = parse_resources(resources.get("limits"))
-        requests = parse_resources(resources.get("requests"))
-    except QuantityError as exc:
-        raise PodSpecError(f"{path}.resources: {exc}") from None
-    for name, value in requests.items():
-        if value < 0:
-            raise PodSpecError(f"{path}.resources.requests.{name}: must not be negative")
-        if name in limits and value > limits[name]:
-            raise PodSpecError(f"{path}.resources.requests.{name}: must be less than or equal to the limit")
-    return {**limits, **requests}
-
-
-def is_sidecar(init_container: Mapping[str, Any]) -> bool:
-    return init_container.get("restartPolicy") == "Always"
-
-
-def _containers(spec: Mapping[str, Any], field: str, path: str) -> list[Mapping[str, Any]]:
-    items = spec.get(field) or []
-    if not isinstance(items, list) or not all(isinstance(c, Mapping) for c in items):
-        raise PodSpecError(f"{path}.{field}: must be a list of containers")
-    return items
-
-
 def pod_requests(spec: Mapping[str, Any], path: str = "spec") -> Resources:
     """Per-pod requests: max(containers + sidecars, each init step) + overhead."""
     if not isinstance(spec, Mapping):
         raise PodSpecError(f"{path}: must be an object")
-    running: Resources = {}
-    for index, container in enumerate(_containers(spec, "containers", path)):
-        running = _add(running, container_requests(container, f"{path}.containers[{index}]"))
-    sidecars: Resources = {}
-    init_peak: Resources = {}
-    for index, container in enumerate(_containers(spec, "initContainers", path)):
-        own = container_requests(container, f"{path}.initContainers[{index}]")
-        if is_sidecar(container):
-            sidecars = _add(sidecars, own)
-            step = sidecars
-        else:
-            step = _add(own, sidecars)
-        init_peak = _max(init_peak, step)
-    total = _max(_add(running, sidecars), init_peak)
     try:
-        overhead = parse_resources(spec.get("overhead"))
-    except QuantityError as exc:
-        raise PodSpecError(f"{path}.overhead: {exc}") from None
-    return _add(total, overhead)
+        total = arithmetic.pod_requests(spec, path)  # validates shapes and quantities first
+        for field in ("initContainers", "containers"):
+            for index, container in enumerate(spec.get(field) or []):
+                _check_limits(container, f"{path}.{field}[{index}]")
+        return total
+    except FieldError as exc:
+        raise PodSpecError(str(exc)) from None
+
+
+def _check_limits(container: Any, path: str) -> None:
+    resources = container.get("resources") or {}
+    requests = arithmetic.container_requests({"resources": {"requests": resources.get("requests")}}, path)
+    limits = arithmetic.container_requests({"resources": {"limits": resources.get("limits")}}, path)
+    for name, value in requests.items():
+        if name in limits and value > limits[name]:
+            raise FieldError(f"{path}.resources.requests.{name}", "must be less than or equal to the limit")
 
 
 def with_limits_as_requests(template: Mapping[str, Any]) -> dict[str, Any]:

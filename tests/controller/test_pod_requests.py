@@ -64,16 +64,16 @@ def test_pod_requests(spec: dict[str, Any], expected: dict[str, Decimal]) -> Non
 @pytest.mark.parametrize(
     "spec,message",
     [
-        pytest.param({"containers": [c("lots")]}, "spec.containers[0].resources: cpu: invalid quantity 'lots'",
+        pytest.param({"containers": [c("lots")]}, "spec.containers[0].resources.requests.cpu: invalid quantity 'lots'",
                      id="an unparsable quantity names the container"),
-        pytest.param({"containers": [c("-1")]}, "spec.containers[0].resources.requests.cpu: must not be negative",
+        pytest.param({"containers": [c("-1")]}, "spec.containers[0].resources.requests.cpu: must not be negative, got '-1'",
                      id="a negative request is refused"),
         pytest.param({"containers": [c("4", limit_cpu="2")]},
                      "spec.containers[0].resources.requests.cpu: must be less than or equal to the limit",
                      id="a request above its limit is refused"),
-        pytest.param({"containers": "nginx"}, "spec.containers: must be a list of containers",
+        pytest.param({"containers": "nginx"}, "spec.containers: must be a list, got str",
                      id="containers that are not a list are refused"),
-        pytest.param({"containers": [c("1")], "overhead": {"cpu": "x"}}, "spec.overhead: cpu: invalid quantity 'x'",
+        pytest.param({"containers": [c("1")], "overhead": {"cpu": "x"}}, "spec.overhead.cpu: invalid quantity 'x'",
                      id="an unparsable overhead is refused"),
     ],
 )

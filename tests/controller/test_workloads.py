@@ -85,7 +85,7 @@ def test_priority(job: dict[str, Any], classes: PriorityClasses, expected: tuple
                      'workload priority class "gold" not found', id="a missing WorkloadPriorityClass is named"),
         pytest.param(with_pod_class(a_job(), "gold"), 'priority class "gold" not found',
                      id="a missing PriorityClass is named"),
-        pytest.param(a_job(cpu="a lot"), "podSets[main].template.spec.containers[0].resources: cpu: invalid quantity 'a lot'",
+        pytest.param(a_job(cpu="a lot"), "podSets[main].template.spec.containers[0].resources.requests.cpu: invalid quantity 'a lot'",
                      id="an unparsable request names the podSet and container"),
     ],
 )
