@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from batchgate.clock import Clock
+from controller.adapters.admission import AdmissionLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
@@ -61,6 +62,7 @@ class Controller:
         self.writer = Writer(client, self.is_leader, on_conflict=self.metrics.status_conflicts.inc)
         self.recorder = EventRecorder(self.writer, clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
+        self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader)
         self.informers = [
             Informer(client, RESOURCES[kind], self.store, self._on_change, clock=clock,
                      namespace=options.namespace if RESOURCES[kind].namespaced else None,
@@ -72,7 +74,7 @@ class Controller:
         self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change, clock=clock,
                                        namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
                                        watch_timeout=options.watch_timeout))
-        self.change_listeners: list[Callable[[Change], None]] = []
+        self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change]
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
 
@@ -98,6 +100,7 @@ class Controller:
             thread = threading.Thread(target=self._work, name=f"reconcile-{index}", daemon=True)
             thread.start()
             self._workers.append(thread)
+        self.admission.start()
         if self.elector is not None:
             self.elector.start()
         else:
@@ -108,6 +111,7 @@ class Controller:
         if self.elector is not None:
             self.elector.stop(release=True)
         self.queue.shutdown()
+        self.admission.stop()
         for informer in self.informers:
             informer.stop()
         for thread in self._workers:
@@ -128,6 +132,7 @@ class Controller:
             informer.synced.wait(30)
         for key in self.jobs.all_keys():
             self.queue.add(key)
+        self.admission.wake()
 
     def _on_standby(self) -> None:
         self.metrics.leader.set(0)
