@@ -117,6 +117,12 @@ ROLE_LABEL: Final = PREFIX + "role"
 FAILURE_POLICY_ANNOTATION: Final = PREFIX + "failure-policy"
 RANK_ANNOTATION: Final = PREFIX + "rank"
 FRAMEWORKS: Final = ("pytorch", "tensorflow", "mpi", "mxnet")
+# Written by the framework workload phase on every pod template, read back by the pod phase:
+# the whole layout (roles, counts, hosts, port) as JSON, which host prefix this template's pods
+# use, and the subdomain its pods share (the headless Service selects on it).
+FRAMEWORK_LAYOUT_ANNOTATION: Final = PREFIX + "framework-layout"
+HOST_PREFIX_ANNOTATION: Final = PREFIX + "host-prefix"
+SUBDOMAIN_LABEL: Final = PREFIX + "subdomain"
 
 # --- Kubernetes keys we read ---------------------------------------------------------------
 JOB_COMPLETION_INDEX_ANNOTATION: Final = "batch.kubernetes.io/job-completion-index"

@@ -1,1 +1,1 @@
-"""Typed models parsed once from wire dicts."""
+"""Typed models parsed once from wire dicts, with field-path errors for bad input."""

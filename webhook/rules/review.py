@@ -68,6 +68,8 @@ class Mutation:
     changes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     denial: "Verdict | None" = None
+    reason: str = ""
+    """Short CamelCase word for the audit log: Mutated, Unchanged, Exempt, NamespaceNotManaged..."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,40 @@
+"""One error type for every wire object we parse, carrying the field path users must fix."""
+
+from __future__ import annotations
+
+
+class FieldError(ValueError):
+    """Bad input at a field path, e.g. `spec.components[1].podSets[0].path: missing field`."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}" if path else detail)
+        self.path = path
+        self.detail = detail
+
+
+def child(path: str, key: str | int) -> str:
+    """Extend a field path with a map key or a list index, the way Kubernetes prints them."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if not path:
+        return key
+    if "." in key or "/" in key:
+        return f"{path}[{key}]"
+    return f"{path}.{key}"
+
+
+def type_name(value: object) -> str:
+    """The JSON name of a value's type, for messages like `must be a mapping, got list`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "mapping"
+    return type(value).__name__

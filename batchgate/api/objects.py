@@ -1,0 +1,68 @@
+"""Read-only helpers for the metadata every Kubernetes object has, tolerant of bad shapes."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from batchgate import keys
+
+
+def metadata(obj: Any) -> Mapping[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def labels(obj: Any) -> Mapping[str, Any]:
+    value = metadata(obj).get("labels")
+    return value if isinstance(value, dict) else {}
+
+
+def annotations(obj: Any) -> Mapping[str, Any]:
+    value = metadata(obj).get("annotations")
+    return value if isinstance(value, dict) else {}
+
+
+
+def api_version_kind(obj: Any) -> tuple[str, str]:
+    if not isinstance(obj, dict):
+        return "", ""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    return (api_version if isinstance(api_version, str) else "", kind if isinstance(kind, str) else "")
+
+
+def qualified_kind(api_version: str, kind: str) -> str:
+    """`Kind.group` as the policy names kinds; core kinds are just `Kind`."""
+    group = api_version.rpartition("/")[0]
+    return f"{kind}.{group}" if group else kind
+
+
+def controller_owner(obj: Any) -> Mapping[str, Any] | None:
+    """The ownerReference marked `controller: true`, if any."""
+    refs = metadata(obj).get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def owned_by_appwrapper(obj: Any) -> bool:
+    owner = controller_owner(obj)
+    if owner is None:
+        return False
+    api_version = owner.get("apiVersion")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    return owner.get("kind") == "AppWrapper" and group == keys.APPWRAPPER_GROUP
+
+
+def labels_for_writing(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """`obj.metadata.labels`, created when missing; None when either is there but not a mapping
+    (junk we must not overwrite: validation or the API server rejects it)."""
+    meta = obj.setdefault("metadata", {}) if obj.get("metadata") is None else obj["metadata"]
+    if not isinstance(meta, dict):
+        return None
+    if meta.get("labels") is None:
+        meta["labels"] = {}
+    found = meta["labels"]
+    return found if isinstance(found, dict) else None

@@ -1,0 +1,181 @@
+"""Pod-template locations per kind, upstream podSet inference and the podSet path grammar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from batchgate.api.errors import FieldError
+from batchgate.api.paths import parse_podset_path, resolve
+from batchgate.api.pod_spec import check_pod_spec
+from batchgate.api.pod_templates import infer_pod_sets, pod_template_locations
+from tests.builders import (
+    a_deployment, a_job, a_jobset, a_pod, a_pytorchjob, a_raycluster, a_rayjob, a_service, an_appwrapper,
+    pod_template,
+)
+
+
+@pytest.mark.parametrize(
+    "obj, expected",
+    [
+        pytest.param(a_pod().build(), [("template", 1)], id="a pod is its own single template"),
+        pytest.param(a_deployment(replicas=3).build(), [("template.spec.template", 3)], id="a deployment counts replicas"),
+        pytest.param(a_deployment(replicas=3, kind="StatefulSet").build(), [("template.spec.template", 3)],
+                     id="a statefulset counts replicas"),
+        pytest.param(a_job(parallelism=2).build(), [("template.spec.template", 2)], id="a job counts parallelism"),
+        pytest.param(a_job(parallelism=8, completions=4).build(), [("template.spec.template", 4)],
+                     id="a job with fewer completions than parallelism counts completions"),
+        pytest.param(a_pytorchjob(workers=3).build(),
+                     [("template.spec.pytorchReplicaSpecs.Master.template", 1),
+                      ("template.spec.pytorchReplicaSpecs.Worker.template", 3)],
+                     id="a pytorchjob has a master and workers"),
+        pytest.param(a_pytorchjob(workers=0).build(), [("template.spec.pytorchReplicaSpecs.Master.template", 1)],
+                     id="a pytorchjob without workers has only a master"),
+        pytest.param(a_raycluster(workers=(2, 5)).build(),
+                     [("template.spec.headGroupSpec.template", 1),
+                      ("template.spec.workerGroupSpecs[0].template", 2),
+                      ("template.spec.workerGroupSpecs[1].template", 5)],
+                     id="a raycluster has a head and each worker group"),
+        pytest.param(a_rayjob(workers=(3,)).build(),
+                     [("template.spec.rayClusterSpec.headGroupSpec.template", 1),
+                      ("template.spec.rayClusterSpec.workerGroupSpecs[0].template", 3)],
+                     id="a rayjob nests its cluster under rayClusterSpec"),
+        pytest.param(a_jobset(jobs=((2, 3), (1, 1))).build(),
+                     [("template.spec.replicatedJobs[0].template.spec.template", 6),
+                      ("template.spec.replicatedJobs[1].template.spec.template", 1)],
+                     id="a jobset multiplies replicas by pods per job"),
+    ],
+)
+def test_upstream_inference(obj: dict[str, Any], expected: list[tuple[str, int]]) -> None:
+    pod_sets = infer_pod_sets(obj)
+    assert pod_sets is not None
+    assert [(p.path, p.replicas) for p in pod_sets] == expected
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        pytest.param(a_service().build(), id="a service is not inferable"),
+        pytest.param({**a_job().build(), "apiVersion": "batch/v2"}, id="inference keys on the exact version"),
+        pytest.param("not an object", id="a string is not inferable"),
+    ],
+)
+def test_kinds_upstream_does_not_infer(obj: Any) -> None:
+    assert infer_pod_sets(obj) is None
+
+
+def test_malformed_replicas_are_a_field_error() -> None:
+    job = a_deployment().build()
+    job["spec"]["replicas"] = "three"
+    with pytest.raises(FieldError, match=r"spec\.replicas: must be a non-negative integer"):
+        infer_pod_sets(job)
+
+
+@pytest.mark.parametrize(
+    "obj, expected",
+    [
+        pytest.param(a_pod().build(), [""], id="a pod's template is the pod"),
+        pytest.param(a_job().build(), ["spec.template"], id="a job's template"),
+        pytest.param(a_rayjob(workers=(1, 1)).build(),
+                     ["spec.rayClusterSpec.headGroupSpec.template",
+                      "spec.rayClusterSpec.workerGroupSpecs[0].template",
+                      "spec.rayClusterSpec.workerGroupSpecs[1].template"], id="every ray template"),
+        pytest.param(an_appwrapper().with_job().with_pytorchjob(workers=2).build(),
+                     ["spec.components[0].template.spec.template",
+                      "spec.components[1].template.spec.pytorchReplicaSpecs.Master.template",
+                      "spec.components[1].template.spec.pytorchReplicaSpecs.Worker.template"],
+                     id="appwrapper components at their inferred podSet paths"),
+        pytest.param(an_appwrapper().with_component(
+            {"apiVersion": "example.com/v1", "kind": "Custom", "spec": {"pods": [pod_template()]}},
+            pod_sets=[{"path": "template.spec.pods[0]", "replicas": 2}]).build(),
+            ["spec.components[0].template.spec.pods[0]"], id="appwrapper components at their declared paths"),
+        pytest.param(an_appwrapper().with_component(a_job().build(), pod_sets=[{"path": "template.nope"}]).build(),
+                     [], id="a declared path that resolves nowhere is skipped"),
+        pytest.param({**a_job().build(), "spec": {"template": ["a", "list"]}}, [],
+                     id="a template that is a list is skipped"),
+        pytest.param({**a_job().build(), "spec": "a string"}, [], id="a spec that is a string is skipped"),
+        pytest.param(a_service().build(), [], id="a service has no pod templates"),
+    ],
+)
+def test_pod_template_locations(obj: Any, expected: list[str]) -> None:
+    assert [at.path for at in pod_template_locations(obj)] == expected
+
+
+@pytest.mark.parametrize(
+    "path, problem",
+    [
+        pytest.param("", "podspec must specify path", id="an empty path"),
+        pytest.param("spec.template", "first element of the path must be 'template'", id="not starting at template"),
+        pytest.param("template.spec.replicatedJobs[1", "unexpected", id="an unclosed bracket"),
+        pytest.param("template.spec.replicatedJobs[1]]", "unexpected", id="a stray bracket"),
+        pytest.param("template.spec.replicatedJobs[-1]", "not a non-negative integer", id="a negative index"),
+        pytest.param("template.spec.replicatedJobs[a10]", "not a non-negative integer", id="a non-numeric index"),
+        pytest.param("template..spec", "unexpected", id="an empty field name"),
+    ],
+)
+def test_podset_path_grammar_rejects(path: str, problem: str) -> None:
+    with pytest.raises(FieldError, match=problem):
+        parse_podset_path(path, "spec.components[0].podSets[0].path")
+
+
+@pytest.mark.parametrize(
+    "path, problem",
+    [
+        pytest.param("template.spec.replicatedJobs.template.spec.template", "is not a map",
+                     id="a field step on a list"),
+        pytest.param("template.spec.replicatedJobs[0].template[0].spec.template", "is not an array",
+                     id="an index step on a map"),
+        pytest.param("template.spec.replicatedJobs[10].template.spec.template", "out of bounds",
+                     id="an index past the end"),
+        pytest.param("template.spec.replicatedJobs[0].template.spec.missing", "no field 'missing'",
+                     id="a missing field"),
+        pytest.param("template.spec.replicatedJobs[0].name", "does not lead to a map", id="a path ending on a string"),
+    ],
+)
+def test_podset_paths_that_do_not_resolve(path: str, problem: str) -> None:
+    jobset = a_jobset().build()
+    steps = parse_podset_path(path, "p")
+    with pytest.raises(FieldError, match=problem):
+        resolve(jobset, steps[1:], "p", path)
+
+
+def test_a_valid_path_resolves_to_the_template() -> None:
+    jobset = a_jobset().build()
+    steps = parse_podset_path("template.spec.replicatedJobs[0].template.spec.template", "p")
+    assert resolve(jobset, steps[1:], "p", "") is jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+
+
+@pytest.mark.parametrize(
+    "spec, problem",
+    [
+        pytest.param({"containers": [{"name": "a", "image": "x", "imagePullPolice": "Always"}]},
+                     r"containers\[0\]\.imagePullPolice: unknown field", id="a misspelled container field"),
+        pytest.param({"containers": [], "nodeSelecter": {}}, "nodeSelecter: unknown field",
+                     id="a misspelled pod field"),
+        pytest.param({"containers": {"name": "a"}}, "containers: must be a list, got mapping",
+                     id="containers given as a mapping"),
+        pytest.param({"containers": [{"name": "a", "ports": [{"containerPort": "80"}]}]},
+                     r"ports\[0\]\.containerPort: must be an integer, got string", id="a port given as a string"),
+        pytest.param({"nodeSelector": {"zone": 1}}, r"nodeSelector\.zone: must be a string", id="a selector value must be a string"),
+        pytest.param({"priority": True}, "priority: must be an integer, got boolean", id="a boolean is not an integer"),
+    ],
+)
+def test_strict_pod_spec_rejects(spec: dict[str, Any], problem: str) -> None:
+    with pytest.raises(FieldError, match=problem):
+        check_pod_spec(spec, "spec")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(pod_template(gpus=8)["spec"], id="a typical gpu pod"),
+        pytest.param({"containers": [{"name": "a", "resources": {"limits": {"cpu": 2, "memory": "1Gi"}}}]},
+                     id="quantities may be numbers"),
+        pytest.param({"containers": [{"name": "a", "livenessProbe": {"httpGet": {"port": "http"}}}]},
+                     id="int-or-string ports may be names"),
+        pytest.param({"containers": [{"name": "a"}], "affinity": None}, id="null fields are unset"),
+    ],
+)
+def test_strict_pod_spec_accepts(spec: dict[str, Any]) -> None:
+    check_pod_spec(spec, "spec")

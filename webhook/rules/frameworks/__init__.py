@@ -1,0 +1,70 @@
+"""Distributed-framework plugins: PyTorch, TensorFlow, MPI and MXNet peers find each other.
+
+Two phases, as Volcano's job plugins have (DESIGN.md 6.4): when a top-level AppWrapper or Indexed
+Job labelled `batchgate.dev/framework` is created, its pod templates get a layout (roles, counts,
+hosts, port); when each of its pods is created, the pod gets the env of its role and index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from batchgate import keys
+
+from ..review import GroupVersionKind
+from .errors import FrameworkError
+from .objects import headless_service_for, hostfile_configmap_for
+from .pod_phase import apply_pod_plan, plan_pod
+from .settings import FrameworkSettings
+from .workload_phase import apply_plan, plan_workload
+
+__all__ = [
+    "FrameworkError",
+    "FrameworkOutcome",
+    "FrameworkSettings",
+    "apply_frameworks",
+    "headless_service_for",
+    "hostfile_configmap_for",
+]
+
+_WORKLOAD_KINDS = {(keys.APPWRAPPER_GROUP, "AppWrapper"), ("batch", "Job")}
+
+
+@dataclass(frozen=True)
+class FrameworkOutcome:
+    """What the framework phases did to the working copy, or why the object must be denied."""
+
+    changes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    error: FrameworkError | None = None
+
+
+def _has_controller(obj: dict[str, Any]) -> bool:
+    owners = obj["metadata"].get("ownerReferences")
+    return isinstance(owners, list) and any(isinstance(o, dict) and o.get("controller") is True for o in owners)
+
+
+def apply_frameworks(
+    obj: dict[str, Any], kind: GroupVersionKind, operation: str, settings: FrameworkSettings
+) -> FrameworkOutcome:
+    """Run the phase this object is due for on the gateway's working copy `obj` (CREATE only)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    if operation != "CREATE" or not isinstance(labels, dict) or keys.FRAMEWORK_LABEL not in labels:
+        return FrameworkOutcome()
+    try:
+        if kind.group == "" and kind.kind == "Pod":
+            changes, warnings = apply_pod_plan(obj, plan_pod(obj))
+            return FrameworkOutcome(tuple(changes), tuple(warnings))
+        if _has_controller(obj):
+            return FrameworkOutcome()  # wrapped or controller-made: laid out with its owner
+        if (kind.group, kind.kind) not in _WORKLOAD_KINDS:
+            raise FrameworkError(
+                f"metadata.labels[{keys.FRAMEWORK_LABEL}]",
+                f"goes on an AppWrapper or an Indexed Job, not on a {kind.qualified}",
+            )
+        plan = plan_workload(obj, kind.kind, settings)
+        return FrameworkOutcome(tuple(apply_plan(obj, kind.kind, plan)))
+    except FrameworkError as err:
+        return FrameworkOutcome(error=err)

@@ -1,0 +1,53 @@
+"""Each framework's roles, in rank order, and the rules on how many pods each may have.
+
+Ranks go by role order (the leader first) then index, so the order of `ROLES[framework]` is a
+contract: PyTorch RANK 0 is the master, MPI's launcher comes before its workers.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from .errors import FrameworkError
+
+ROLES: Mapping[str, tuple[str, ...]] = {
+    "pytorch": ("master", "worker"),
+    "tensorflow": ("chief", "ps", "worker", "evaluator"),
+    "mpi": ("master", "worker"),
+    "mxnet": ("scheduler", "server", "worker"),
+}
+"""Canonical role names per framework, in rank order."""
+
+LEADER: Mapping[str, str | None] = {
+    "pytorch": "master",
+    "tensorflow": None,
+    "mpi": "master",
+    "mxnet": "scheduler",
+}
+"""The role that must have exactly one pod; a single Indexed Job gives it index 0."""
+
+AT_MOST_ONE: Mapping[str, tuple[str, ...]] = {"tensorflow": ("chief", "evaluator")}
+
+WORKER = "worker"
+
+
+def check_counts(framework: str, counts: Mapping[str, int], label_of: Mapping[str, str], path: str) -> None:
+    """Deny a layout that no framework run could use: no leader, two leaders, zero workers."""
+    leader = LEADER[framework]
+    if leader is not None:
+        found = counts.get(leader, 0)
+        if found == 0:
+            raise FrameworkError(path, f"{framework} needs one {label_of[leader]!r} pod, found none")
+        if found > 1:
+            raise FrameworkError(path, f"{framework} needs exactly one {label_of[leader]!r} pod, found {found}")
+    for role in AT_MOST_ONE.get(framework, ()):
+        if counts.get(role, 0) > 1:
+            raise FrameworkError(path, f"{framework} allows at most one {label_of[role]!r} pod, found {counts[role]}")
+    if counts.get(WORKER, 0) == 0:
+        raise FrameworkError(path, f"{framework} needs at least one {label_of[WORKER]!r} pod, found none")
+
+
+def in_rank_order(framework: str, roles: Sequence[str]) -> list[str]:
+    """The distinct roles given, sorted by the framework's rank order."""
+    order = ROLES[framework]
+    return sorted(set(roles), key=order.index)

@@ -1,0 +1,59 @@
+"""Who is policed, and as what: exempt, unmanaged, top-level, wrapped, or made by a controller."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping
+
+from batchgate import keys
+from batchgate.api import objects
+from batchgate.policy import Policy
+from webhook.rules.review import AdmissionRequest
+
+Scope = Literal["exempt", "unmanaged", "top-level", "wrapped", "other"]
+
+APPWRAPPER = f"AppWrapper.{keys.APPWRAPPER_GROUP}"
+JOB = "Job.batch"
+PYTORCHJOB = "PyTorchJob.kubeflow.org"
+RAYJOB = "RayJob.ray.io"
+RAYCLUSTER = "RayCluster.ray.io"
+
+WORKLOAD_KINDS = frozenset({APPWRAPPER, JOB, PYTORCHJOB, RAYJOB, RAYCLUSTER})
+"""Top-level kinds that are queued workloads: they get identity, priority, gang and suspend."""
+
+
+def is_exempt(request: AdmissionRequest, policy: Policy) -> bool:
+    exempt = policy.exempt
+    return (
+        request.namespace in exempt.namespaces
+        or request.user.username in exempt.users
+        or any(group in exempt.groups for group in request.user.groups)
+    )
+
+
+def namespace_is_managed(
+    namespace: str, policy: Policy, namespace_labels: Mapping[str, Mapping[str, str]] | None
+) -> bool:
+    """Cluster-scoped objects (no namespace) are never managed; unknown namespace labels (None,
+    or a namespace not in the map) count as matching."""
+    if not namespace:
+        return False
+    if namespace_labels is None or namespace not in namespace_labels:
+        return True
+    return policy.managed_namespaces.selector.matches(namespace_labels[namespace])
+
+
+def classify(
+    request: AdmissionRequest,
+    policy: Policy,
+    namespace_labels: Mapping[str, Mapping[str, str]] | None,
+    obj: Any,
+) -> Scope:
+    if is_exempt(request, policy):
+        return "exempt"
+    if not namespace_is_managed(request.namespace, policy, namespace_labels):
+        return "unmanaged"
+    if objects.controller_owner(obj) is None:
+        return "top-level"
+    if objects.owned_by_appwrapper(obj):
+        return "wrapped"
+    return "other"
