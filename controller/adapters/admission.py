@@ -33,13 +33,14 @@ from controller.state.cache import Change
 from controller.state.quota_state import QuotaState
 
 log = logging.getLogger(__name__)
-WORKLOADS, CLUSTER_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"]
+WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
 QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
 
 
 class AdmissionLoop:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
-                 metrics: ControllerMetrics, is_leader: Callable[[], bool], *, tick: float = 1.0) -> None:
+                 metrics: ControllerMetrics, is_leader: Callable[[], bool], *, tick: float = 1.0,
+                 local_queue_interval: float = 1.0) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
         self.metrics, self.is_leader, self.tick = metrics, is_leader, tick
         self.state = QuotaState()
@@ -50,6 +51,9 @@ class AdmissionLoop:
         self._thread: threading.Thread | None = None
         self._dirty: set[str] = set()  # workloads whose pending condition may need a write
         self._written_cq: dict[str, Mapping[str, Any]] = {}
+        self._written_lq: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.local_queue_interval = local_queue_interval  # LocalQueue status takes a pass over all workloads
+        self._lq_written_at = float("-inf")
         self._bad: set[tuple[str, str]] = set()
 
     # --- inputs ------------------------------------------------------------------------------
@@ -163,6 +167,7 @@ class AdmissionLoop:
             self._write(key, lambda wl, m=message: status.pending_patch(wl, m, now), event=("Warning", "Pending", keys.COND_QUOTA_RESERVED))
         self._release_ownerless(now)
         self._write_cluster_queues(now)
+        self._write_local_queues()
         return bool(result.admit or victims or drains)
 
     def _pending_message(self, key: str) -> str:
@@ -241,3 +246,25 @@ class AdmissionLoop:
             self._written_cq[name] = cq_status
             if written is not None:
                 self.store.assume("ClusterQueue", written)
+
+    def _write_local_queues(self) -> None:
+        if self.clock.monotonic() - self._lq_written_at < self.local_queue_interval:
+            return
+        self._lq_written_at = self.clock.monotonic()
+        with self._lock:
+            wanted = status.local_queue_statuses(self.state)
+        for (namespace, name), lq_status in wanted.items():
+            if self._written_lq.get((namespace, name)) == lq_status:
+                continue
+            observed = self.store.get("LocalQueue", namespace, name)
+            if observed is None:
+                continue
+            try:
+                written = self.writer.update_status(LOCAL_QUEUES, observed,
+                                                    lambda cur, w=lq_status: status.counts_patch(cur, w))
+            except ApiError as exc:
+                log.warning("LocalQueue %s/%s status: %s", namespace, name, exc)
+                continue
+            self._written_lq[(namespace, name)] = lq_status
+            if written is not None:
+                self.store.assume("LocalQueue", written)

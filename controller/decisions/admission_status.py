@@ -123,3 +123,37 @@ def cluster_queue_patch(observed: Mapping[str, Any], wanted: Mapping[str, Any], 
     if old is None or any(old.get(k) != active[k] for k in ("status", "reason", "message")):
         patch["conditions"] = merge_conditions(observed, [{**active, "lastTransitionTime": format_time(now)}])
     return {"status": patch} if patch else None
+
+
+def local_queue_statuses(state: QuotaState) -> dict[tuple[str, str], dict[str, Any]]:
+    """Counts and flavor usage per LocalQueue, in one pass over the workloads."""
+    counts: dict[tuple[str, str], dict[str, int]] = {key: {"pending": 0, "reserving": 0, "admitted": 0}
+                                                     for key in state.local_queues}
+    usage: dict[tuple[str, str], dict[tuple[str, str], int]] = {key: {} for key in state.local_queues}
+    for key, info in state.workloads.items():
+        lq = (info.namespace, info.queue_name)
+        if lq not in counts:
+            continue
+        held = state.admitted.get(key)
+        if held is not None:
+            counts[lq]["reserving"] += 1
+            counts[lq]["admitted"] += not held.evicted
+            for fr, units in held.usage.items():
+                usage[lq][fr] = usage[lq].get(fr, 0) + units
+        elif state.is_pending(key) and state.pending.state_of(key) is not None:
+            counts[lq]["pending"] += 1
+    out = {}
+    for lq, c in counts.items():
+        flavors: dict[str, list[dict[str, Any]]] = {}
+        for (flavor, resource), units in sorted(usage[lq].items()):
+            flavors.setdefault(flavor, []).append({"name": resource, "total": format_units(resource, units)})
+        by_flavor = [{"name": f, "resources": r} for f, r in flavors.items()]
+        out[lq] = {"pendingWorkloads": c["pending"], "reservingWorkloads": c["reserving"],
+                   "admittedWorkloads": c["admitted"], "flavorsReservation": by_flavor, "flavorUsage": by_flavor}
+    return out
+
+
+def counts_patch(observed: Mapping[str, Any], wanted: Mapping[str, Any]) -> Patch | None:
+    status = observed.get("status") or {}
+    patch = {k: v for k, v in wanted.items() if status.get(k) != v}
+    return {"status": patch} if patch else None

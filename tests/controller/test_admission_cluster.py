@@ -97,6 +97,10 @@ def test_work_beyond_the_quota_waits_with_its_reason_and_runs_when_room_frees(
     assert status["flavorsUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3", "borrowed": "0"}]}]
     table = kubectl(cluster.kubeconfig, "get", "cq", cq).stdout.splitlines()
     assert table[1].split()[-1] == "1", "kubectl get cq shows one pending workload"
+    lq = eventually(lambda: (s := (client.get(LQ, "default-queue", ns).get("status") or {})).get("pendingWorkloads") == 1 and s,
+                    what="the LocalQueue status")
+    assert (lq["reservingWorkloads"], lq["admittedWorkloads"]) == (1, 1)
+    assert lq["flavorUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3"}]}]
 
     client.patch(JOBS, "first", ns, {"status": {"conditions": [
         {"type": "Complete", "status": "True", "reason": "Done", "message": "done"}]}}, subresource="status")
