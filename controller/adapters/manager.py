@@ -139,12 +139,17 @@ class Controller:
             listener(change)
 
     def _on_leading(self) -> None:
+        """Queue every job once, off the elector's thread (waiting for caches must not delay renewals)."""
         self.metrics.leader.set(1)
-        for informer in self.informers:
-            informer.synced.wait(30)
-        for key in self.jobs.all_keys():
-            self.queue.add(key)
-        self.admission.wake()
+
+        def resync() -> None:
+            for informer in self.informers:
+                informer.synced.wait(30)
+            for key in self.jobs.all_keys():
+                self.queue.add(key)
+            self.admission.wake()
+
+        threading.Thread(target=resync, name="leader-resync", daemon=True).start()
 
     def _on_standby(self) -> None:
         self.metrics.leader.set(0)
