@@ -123,7 +123,7 @@ class AllowedKinds:
         default=(
             "Job.batch", "Pod", "Deployment.apps", "StatefulSet.apps", "PyTorchJob.kubeflow.org",
             "RayCluster.ray.io", "RayJob.ray.io", "Service", "ConfigMap", "Secret",
-            "PersistentVolumeClaim",
+            "PersistentVolumeClaim", "PodGroup.scheduling.x-k8s.io",
         ),
         metadata=_wire("wrapped", values.parse_kinds, list),
     )

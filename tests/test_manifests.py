@@ -46,3 +46,12 @@ def test_the_policy_configmap_carries_policy_yaml() -> None:
     (configmap,) = build(ROOT / "manifests" / "policy")
     assert set(configmap["data"]) == {"policy.yaml"}
     assert isinstance(yaml.safe_load(configmap["data"]["policy.yaml"]), dict)
+
+
+def test_the_shipped_policy_is_valid_and_close_to_the_defaults() -> None:
+    from batchgate.policy import DEFAULT_POLICY, load_policy_document
+
+    path = ROOT / "manifests" / "policy" / "policy-configmap.yaml"
+    policy = load_policy_document(path.read_text(), str(path))
+    assert policy.queues == DEFAULT_POLICY.queues
+    assert policy.exempt.users == ("system:serviceaccount:batchgate-system:batchgate-controller",)

@@ -1,8 +1,8 @@
 """Every real upstream manifest of ../shared/corpus through mutate + validate, as two users.
 
-Expectations come from the default policy: JobSet, LeaderWorkerSet and PodGroup are
-not in `allowedKinds.wrapped`, so the three samples wrapping them are denied by name (and
-admitted once a policy allows those kinds); every
+Expectations come from the default policy: JobSet and LeaderWorkerSet are not in
+`allowedKinds.wrapped`, so the two samples wrapping them are denied by name (and admitted once
+a policy allows those kinds); MLBatch's own PodGroup sample is admitted as it is; every
 other AppWrapper is admitted, queued, suspended and stamped with its submitter.
 """
 
@@ -26,7 +26,6 @@ USERS = [
 DENIED_BY_DEFAULT_POLICY = {
     "appwrapper/wrapped-jobset.yaml#0": "JobSet.jobset.x-k8s.io is not in allowedKinds.wrapped",
     "appwrapper/wrapped-leader-worker-set.yaml#0": "LeaderWorkerSet.leaderworkerset.x-k8s.io is not in allowedKinds.wrapped",
-    "mlbatch/job-with-podgroup.yaml#0": "PodGroup.scheduling.x-k8s.io is not in allowedKinds.wrapped",
 }
 OPEN_POLICY = parse_policy("""
 allowedKinds:
