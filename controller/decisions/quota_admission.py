@@ -33,6 +33,7 @@ class _Entry:
     assignment: FlavorAssignment | None = None
     targets: list[PreemptionTarget] = field(default_factory=list)
     nominated: bool = False  # reached processing (Kueue: status nominated or skipped)
+    share: int = 0  # dominant resource share with this workload admitted (fair sharing only)
 
     @property
     def mode(self) -> int:
@@ -43,7 +44,7 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
     """Decide, for one head per ClusterQueue, admit / preempt / requeue."""
     view = UsageOverlay(state.book)
     entries = [_nominate(state, key, view, now) for key in heads if state.is_pending(key)]
-    entries.sort(key=lambda e: (e.assignment is not None and e.assignment.borrows, -e.info.priority,
+    entries.sort(key=lambda e: (e.assignment is not None and e.assignment.borrows, e.share, -e.info.priority,
                                 e.info.timestamp, e.info.key))
     admitted: list[Admit] = []
     preempted: list[Preempt] = []
@@ -97,8 +98,19 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
         entry.message = "Workload namespace doesn't match ClusterQueue selector"
         entry.cause = NAMESPACE_MISMATCH
         return entry
-    entry.assignment = assign_flavors(info, cq, state.flavors, view)
+
+    def reclaim_possible(fr: tuple[str, str], value: int) -> bool:
+        """Kueue's preemption oracle: room can be made without touching this queue's own work."""
+        if view.borrowing_with(cq.name, fr, value):
+            return False
+        targets = get_targets(info, cq, {fr: value}, frozenset({fr}), state, view, now)
+        return all(t.cluster_queue != cq.name for t in targets)
+
+    fair = state.fair_sharing.enable
+    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair)
     entry.message = entry.assignment.message
+    if fair and entry.assignment.mode != NO_FIT:
+        entry.share = view.dominant_resource_share(cq.name, entry.assignment.usage)
     if entry.assignment.mode == PREEMPT:
         entry.targets = get_targets(info, cq, entry.assignment.usage, entry.assignment.needs_preemption,
                                     state, view, now)
