@@ -25,7 +25,8 @@ from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions import admission_status as status
-from controller.decisions.job_integration import condition
+from controller.decisions import queue_status
+from controller.decisions.conditions import condition
 from controller.decisions.quota_admission import run_cycle
 from controller.decisions.stop_policy import drain_evictions
 from controller.decisions.workloads import controller_owner
@@ -167,7 +168,7 @@ class AdmissionLoop:
             self._write(key, lambda wl, m=message: status.pending_patch(wl, m, now), event=("Warning", "Pending", keys.COND_QUOTA_RESERVED))
         self._release_ownerless(now)
         self._write_cluster_queues(now)
-        self._write_local_queues()
+        self._write_local_queues(now)
         return bool(result.admit or victims or drains)
 
     def _pending_message(self, key: str) -> str:
@@ -226,7 +227,7 @@ class AdmissionLoop:
 
     def _write_cluster_queues(self, now: Any) -> None:
         with self._lock:
-            wanted = {name: status.cluster_queue_status(self.state, name) for name in self.state.cluster_queues}
+            wanted = {name: queue_status.cluster_queue_status(self.state, name) for name in self.state.cluster_queues}
             for name, cq_status in wanted.items():
                 queue = self.state.pending.queues.get(name)
                 self.metrics.pending.labels(name, "active").set(len(queue.active) if queue else 0)
@@ -239,7 +240,7 @@ class AdmissionLoop:
                 continue
             try:
                 written = self.writer.update_status(CLUSTER_QUEUES, observed,
-                                                    lambda cur, w=cq_status: status.cluster_queue_patch(cur, w, now))
+                                                    lambda cur, w=cq_status: status.status_patch(cur, w, now))
             except ApiError as exc:
                 log.warning("ClusterQueue %s status: %s", name, exc)
                 continue
@@ -247,12 +248,12 @@ class AdmissionLoop:
             if written is not None:
                 self.store.assume("ClusterQueue", written)
 
-    def _write_local_queues(self) -> None:
+    def _write_local_queues(self, now: Any) -> None:
         if self.clock.monotonic() - self._lq_written_at < self.local_queue_interval:
             return
         self._lq_written_at = self.clock.monotonic()
         with self._lock:
-            wanted = status.local_queue_statuses(self.state)
+            wanted = {key: queue_status.local_queue_status(self.state, *key) for key in self.state.local_queues}
         for (namespace, name), lq_status in wanted.items():
             if self._written_lq.get((namespace, name)) == lq_status:
                 continue
@@ -261,7 +262,7 @@ class AdmissionLoop:
                 continue
             try:
                 written = self.writer.update_status(LOCAL_QUEUES, observed,
-                                                    lambda cur, w=lq_status: status.counts_patch(cur, w))
+                                                    lambda cur, w=lq_status: status.status_patch(cur, w, now))
             except ApiError as exc:
                 log.warning("LocalQueue %s/%s status: %s", namespace, name, exc)
                 continue

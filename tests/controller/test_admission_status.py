@@ -9,6 +9,7 @@ import pytest
 
 from batchgate.api.kueue import ClusterQueue, LocalQueue, ResourceFlavor, Workload
 from controller.decisions import admission_status as st
+from controller.decisions.queue_status import cluster_queue_status, local_queue_status
 from controller.decisions.outcomes import Admit, Assignment, Evict, PreemptionTarget
 from controller.state.quota_state import QuotaState
 
@@ -111,22 +112,24 @@ def test_a_new_pending_reason_replaces_the_old_one() -> None:
     assert cond["lastTransitionTime"] == "2025-12-31T00:00:00Z", "the status did not flip, so the time stays"
 
 
-def test_cluster_queue_status_counts_and_usage() -> None:
-    obj = wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True)
-    state = state_with(obj)
-    status = st.cluster_queue_status(state, "cq")
-    assert (status["pendingWorkloads"], status["reservingWorkloads"], status["admittedWorkloads"]) == (0, 1, 1)
-    assert status["flavorsUsage"] == [{"name": "default", "resources": [
-        {"name": "cpu", "total": "3", "borrowed": "0"}, {"name": "memory", "total": "0", "borrowed": "0"}]}]
-    assert status["conditions"][0]["status"] == "True"
-    observed = {"status": {**status, "conditions": [{**status["conditions"][0], "lastTransitionTime": "old"}]}}
-    assert st.cluster_queue_patch(observed, status, NOW) is None, "an unchanged status is not written"
-    changed = dict(status, pendingWorkloads=3)
-    assert st.cluster_queue_patch(observed, changed, NOW) == {"status": {"pendingWorkloads": 3}}
-
-
-def test_local_queue_status_counts_its_own_workloads() -> None:
+def test_queue_status_is_written_only_where_it_changed() -> None:
     state = state_with(wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True))
-    (lq,) = st.local_queue_statuses(state).values()
-    assert (lq["pendingWorkloads"], lq["reservingWorkloads"], lq["admittedWorkloads"]) == (0, 1, 1)
-    assert lq["flavorUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3"}]}]
+    wanted = cluster_queue_status(state, "cq")
+    assert (wanted["pendingWorkloads"], wanted["reservingWorkloads"], wanted["admittedWorkloads"]) == (0, 1, 1)
+    first = st.status_patch({}, wanted, NOW)
+    assert first is not None and first["status"]["conditions"][0]["lastTransitionTime"] == STAMP
+    observed = {"status": first["status"]}
+    assert st.status_patch(observed, wanted, NOW) is None, "an unchanged status is not written"
+    later = NOW.replace(hour=5)
+    assert st.status_patch(observed, dict(wanted, pendingWorkloads=3), later) == {"status": {"pendingWorkloads": 3}}
+    stopped = dict(wanted, conditions=[{**wanted["conditions"][0], "status": "False", "reason": "Stopped"}])
+    flipped = st.status_patch(observed, stopped, later)
+    assert flipped["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T05:00:00Z"
+
+
+def test_local_queue_status_goes_through_the_same_patch() -> None:
+    state = state_with(wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True))
+    wanted = local_queue_status(state, "ns", "lq")
+    patch = st.status_patch({"status": {"pendingWorkloads": 0}}, wanted, NOW)
+    assert patch is not None and "pendingWorkloads" not in patch["status"]
+    assert patch["status"]["flavorUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3"}]}]
