@@ -40,11 +40,11 @@ def _escape(segment: str) -> str:
 
 
 def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """(JSON Pointer, value) for every scalar, empty map and empty list in `value`."""
-    if isinstance(value, dict) and value:
+    """(JSON Pointer, value) for every scalar in `value`; an empty map or list holds nothing to report."""
+    if isinstance(value, dict):
         for key, child in value.items():
             yield from leaves(child, f"{path}/{_escape(str(key))}")
-    elif isinstance(value, list) and value:
+    elif isinstance(value, list):
         for index, child in enumerate(value):
             yield from leaves(child, f"{path}/{index}")
     else:

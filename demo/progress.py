@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 GPU = "nvidia.com/gpu"
-PREEMPTOR_UID = re.compile(r"UID: (?P<uid>[0-9a-fA-F-]+)")
+PREEMPTOR_UID = re.compile(r"\(UID: (?P<uid>[^,)\s]+)")
 PREEMPTION_REASONS = frozenset({"InClusterQueue", "InCohortReclamation", "InCohortFairSharing",
                                 "InCohortReclaimWhileBorrowing"})
 
