@@ -53,3 +53,20 @@ def pytorch_job(name: str, namespace: str, pods: int, nproc_per_node: int) -> di
                 "command": ["torchrun", "train.py"],
                 "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}},
     }
+
+
+def pytorch_appwrapper(name: str, namespace: str, workers: int) -> dict[str, Any]:
+    """An AppWrapper around a PyTorchJob (1 master, `workers` workers) marked for the pytorch plugin."""
+
+    def replicas(count: int) -> dict[str, Any]:
+        return {"replicas": count, "template": {"spec": {"containers": [{
+            "name": "pytorch", "image": "docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+            "command": ["torchrun", "train.py"], "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}}
+
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+        "metadata": {"name": name, "namespace": namespace, "labels": {keys.FRAMEWORK_LABEL: "pytorch"}},
+        "spec": {"components": [{"template": {
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
+            "spec": {"pytorchReplicaSpecs": {"Master": replicas(1), "Worker": replicas(workers)}}}}]},
+    }

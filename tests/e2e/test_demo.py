@@ -91,6 +91,11 @@ def test_the_admitted_jobs_pods_run_on_the_gpu_nodes(out: str) -> None:
     assert set(pods_per_job.values()) == {2}
 
 
+def test_the_pytorch_appwrapper_gets_its_service_and_host_layout_from_the_gateway(out: str) -> None:
+    assert "components after the gateway: PyTorchJob mnist-aw, Service mnist-aw" in out
+    assert "pod hostnames laid out: mnist-aw-master-0, mnist-aw-worker-0, mnist-aw-worker-1" in out
+
+
 def test_each_pytorch_pod_shows_the_env_the_gateway_injected(out: str) -> None:
     envs = dict(re.findall(r"^\s+(mnist-\d)-\w+: (.*)$", out, re.M))
     assert sorted(envs) == ["mnist-0", "mnist-1", "mnist-2"]
