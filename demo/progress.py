@@ -101,8 +101,8 @@ def transitions(before: Mapping[str, JobState], after: Mapping[str, JobState],
                 continue
             by = _preemptor(now, by_uid)
             lines.append(f"preempted  {job}: {now.reason}{f' (to make room for {by})' if by else ''}")
-        elif now.state == "pending" and (was is None or was.state != "pending"):
-            lines.append(f"pending    {job}: {now.message or now.reason}")
+        elif now.state == "pending" and now.message and (was is None or was.state != "pending" or not was.message):
+            lines.append(f"pending    {job}: {now.message}")
         elif now.state == "finished":
             lines.append(f"finished   {job}: {now.reason}")
     return lines
