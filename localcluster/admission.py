@@ -1,0 +1,231 @@
+"""Call admission webhooks for every write, as kube-apiserver does.
+
+Mutating configurations run first, sorted by name and their webhooks in order, each seeing the
+previous one's patch; then validating webhooks run in parallel. The pure rules (matching, review
+and reply checks, error wording) live in localcluster.admission_match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import ssl
+import uuid
+from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import jsonpatch
+
+from localcluster.admission_match import (
+    AdmissionAttributes,
+    AdmissionDenied,
+    Answer,
+    BadPatch,
+    CallError,
+    denial_status,
+    dry_run_unsupported,
+    internal_error,
+    read_answer,
+    review_request,
+    review_version,
+    timeout_seconds,
+    webhook_matches,
+)
+
+__all__ = ["AdmissionAttributes", "AdmissionDenied", "WebhookDispatcher"]
+
+MUTATING = "MutatingWebhookConfiguration"
+VALIDATING = "ValidatingWebhookConfiguration"
+SAFE_ON_DRY_RUN = {"None", "NoneOnDryRun"}
+
+
+class WebhookDispatcher:
+    """Runs the configured webhooks for one request at a time (safe to share across requests)."""
+
+    def __init__(
+        self,
+        list_configurations: Callable[[str], list[dict[str, Any]]],
+        namespace_labels: Callable[[str], dict[str, str]],
+        resolve_service: Callable[[str, str, int], tuple[str, int]],
+    ) -> None:
+        """`resolve_service(namespace, name, port)` gives the local (host, port) of a Service
+        reference, or raises LookupError when there is none (the call then fails as a DNS miss)."""
+        self._configurations = list_configurations
+        self._namespace_labels = namespace_labels
+        self._resolve_service = resolve_service
+
+    async def admit(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
+                    old: dict[str, Any] | None, warnings: list[str] | None = None) -> dict[str, Any] | None:
+        """Mutate then validate; return the (possibly patched) object or raise AdmissionDenied.
+
+        Webhook warnings are appended to `warnings` for the caller's `Warning` headers.
+        """
+        obj = await self.mutate(attributes, obj, old, warnings)
+        await self.validate(attributes, obj, old, warnings)
+        return obj
+
+    async def mutate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
+                     old: dict[str, Any] | None, warnings: list[str] | None = None) -> dict[str, Any] | None:
+        """Mutating webhooks in name order; IfNeeded ones run once more if a later one changed the object."""
+        hooks = self._matching(MUTATING, attributes, obj, old)
+        after_call: dict[int, Any] = {}
+        for index, hook in enumerate(hooks):
+            obj = await self._mutate_once(hook, attributes, obj, old, warnings)
+            if hook.get("reinvocationPolicy") == "IfNeeded":
+                after_call[index] = copy.deepcopy(obj)
+        for index, hook in enumerate(hooks):
+            if index in after_call and after_call[index] != obj:
+                obj = await self._mutate_once(hook, attributes, obj, old, warnings)
+        return obj
+
+    async def validate(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
+                       old: dict[str, Any] | None, warnings: list[str] | None = None) -> None:
+        """Validating webhooks, all at once; the first refusal in configuration order wins."""
+        hooks = self._matching(VALIDATING, attributes, obj, old)
+        results = await asyncio.gather(
+            *(self._consult(hook, attributes, obj, old, mutating=False) for hook in hooks),
+            return_exceptions=True,
+        )
+        for hook, result in zip(hooks, results):
+            if isinstance(result, BaseException):
+                raise result
+            if result is None:
+                continue
+            _collect(warnings, result)
+            if not result.allowed:
+                raise AdmissionDenied(denial_status(hook["name"], result.status))
+
+    def _matching(self, kind: str, attrs: AdmissionAttributes, obj: dict[str, Any] | None,
+                  old: dict[str, Any] | None) -> list[dict[str, Any]]:
+        labels = self._namespace_labels(attrs.namespace) if attrs.namespace else None
+        configurations = sorted(self._configurations(kind), key=lambda c: c.get("metadata", {}).get("name", ""))
+        return [hook for configuration in configurations for hook in configuration.get("webhooks") or []
+                if webhook_matches(hook, attrs, obj, old, labels)]
+
+    async def _mutate_once(self, hook: dict[str, Any], attrs: AdmissionAttributes, obj: dict[str, Any] | None,
+                           old: dict[str, Any] | None, warnings: list[str] | None) -> dict[str, Any] | None:
+        answer = await self._consult(hook, attrs, obj, old, mutating=True)
+        if answer is None:
+            return obj
+        _collect(warnings, answer)
+        if not answer.allowed:
+            raise AdmissionDenied(denial_status(hook["name"], answer.status))
+        if not answer.patch:
+            return obj
+        if obj is None or attrs.operation == "DELETE":
+            raise AdmissionDenied(internal_error(f'admission webhook "{hook["name"]}" returned a patch '
+                                                 f"for a {attrs.operation} request, which has no object to patch"))
+        try:
+            patched = jsonpatch.JsonPatch(answer.patch).apply(obj)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as err:
+            raise AdmissionDenied(internal_error(f"JSONPatch from webhook \"{hook['name']}\" failed: {err}")) from None
+        if not isinstance(patched, dict):
+            raise AdmissionDenied(internal_error(f"JSONPatch from webhook \"{hook['name']}\" replaced the object"))
+        return patched
+
+    async def _consult(self, hook: dict[str, Any], attrs: AdmissionAttributes, obj: dict[str, Any] | None,
+                       old: dict[str, Any] | None, mutating: bool) -> Answer | None:
+        """Call one webhook; None when a call failure is ignored by failurePolicy Ignore."""
+        name = hook.get("name", "")
+        if attrs.dry_run and hook.get("sideEffects") not in SAFE_ON_DRY_RUN:
+            raise AdmissionDenied(dry_run_unsupported(name))
+        try:
+            version = review_version(hook)
+            uid = str(uuid.uuid4())
+            body = json.dumps(review_request(version, uid, attrs, obj, old)).encode()
+            reply = await self._post(hook.get("clientConfig") or {}, body, timeout_seconds(hook))
+            return read_answer(reply, version, uid, mutating)
+        except BadPatch as err:
+            raise AdmissionDenied(internal_error(f'webhook "{name}": {err}')) from None
+        except CallError as err:
+            if hook.get("failurePolicy") == "Ignore":
+                return None
+            raise AdmissionDenied(internal_error(f'failed calling webhook "{name}": {err}')) from None
+
+    async def _post(self, client_config: dict[str, Any], body: bytes, timeout: int) -> bytes:
+        target = self._target(client_config)
+        url = f"{target.display}?timeout={timeout}s"
+        if target.dial is None:
+            raise CallError(f'failed to call webhook: Post "{url}": dial tcp: lookup {target.server_name}: '
+                            "no such host")
+        try:
+            context = _tls_context(client_config.get("caBundle"))
+        except (ValueError, ssl.SSLError) as err:
+            raise CallError(f"invalid caBundle: {err}") from None
+        headers = {"Content-Type": "application/json", "Accept": "application/json, */*",
+                   "Host": target.host_header}
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+                async with session.post(f"{target.dial}?timeout={timeout}s", data=body, headers=headers,
+                                        ssl=context, server_hostname=target.server_name) as response:
+                    payload = await response.read()
+                    if not 200 <= response.status <= 206:
+                        raise CallError(f'failed to call webhook: the server responded with HTTP '
+                                        f'{response.status}: {payload[:200].decode("utf-8", "replace")}')
+                    content_type = response.headers.get("Content-Type", "")
+                    if not content_type.startswith("application/json"):
+                        raise CallError(f"failed to call webhook: serializer for {content_type or 'an empty type'} "
+                                        "doesn't exist")
+                    return payload
+        except asyncio.TimeoutError:
+            raise CallError(f'failed to call webhook: Post "{url}": context deadline exceeded') from None
+        except aiohttp.ClientError as err:
+            raise CallError(f'failed to call webhook: Post "{url}": {_describe(err)}') from None
+
+    def _target(self, client_config: dict[str, Any]) -> "_Target":
+        service = client_config.get("service")
+        if isinstance(service, dict):
+            namespace, name = service.get("namespace", ""), service.get("name", "")
+            port = service.get("port") or 443
+            path = service.get("path") or "/"
+            server_name = f"{name}.{namespace}.svc"
+            try:
+                host, local_port = self._resolve_service(namespace, name, port)
+            except LookupError:
+                return _Target(f"https://{server_name}:{port}{path}", None, server_name, f"{server_name}:{port}")
+            return _Target(display=f"https://{server_name}:{port}{path}",
+                           dial=f"https://{host}:{local_port}{path}",
+                           server_name=server_name, host_header=f"{server_name}:{port}")
+        url = client_config.get("url")
+        if not isinstance(url, str) or not url:
+            raise CallError("webhook has neither a service nor a url in clientConfig")
+        parts = urlsplit(url)
+        if parts.scheme != "https" or parts.query or parts.fragment or parts.username or not parts.hostname:
+            raise CallError(f"webhook url {url!r} must be https with no user, query or fragment")
+        return _Target(display=url, dial=url, server_name=parts.hostname, host_header=parts.netloc)
+
+
+@dataclass(frozen=True)
+class _Target:
+    display: str  # the URL as kube-apiserver would dial it, for messages
+    dial: str | None  # the URL we actually connect to; None when the service has no address
+    server_name: str  # the TLS name the certificate must carry
+    host_header: str
+
+
+def _tls_context(ca_bundle: Any) -> ssl.SSLContext:
+    """Verify the webhook against caBundle (PEM, base64 in JSON) or, without one, the system roots."""
+    context = ssl.create_default_context()
+    if ca_bundle:
+        pem = base64.b64decode(ca_bundle, validate=True).decode("ascii")
+        context = ssl.create_default_context(cadata=pem)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def _describe(err: aiohttp.ClientError) -> str:
+    if isinstance(err, aiohttp.ClientConnectorCertificateError):
+        return f"tls: failed to verify certificate: {err.certificate_error}"
+    if isinstance(err, aiohttp.ClientConnectorError):
+        return f"dial tcp {err.host}:{err.port}: connect: {err.os_error.strerror or err.os_error}"
+    return str(err) or type(err).__name__
+
+
+def _collect(warnings: list[str] | None, answer: Answer) -> None:
+    if warnings is not None:
+        warnings.extend(answer.warnings)

@@ -1,0 +1,139 @@
+"""The API server proper: authenticate, route, and run reads and writes against the store.
+
+`ApiServer.handle` is the single aiohttp handler. Resource verbs live in `reads.py`,
+`writes.py` and `watching.py`; this module holds what they share (the cluster state and the
+request context) and the non-resource endpoints (discovery, OpenAPI, /version, health).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from aiohttp import web
+
+from localcluster import discovery, openapi, reads, watching, writes
+from localcluster.admission import WebhookDispatcher
+from localcluster.clock import TimeSource
+from localcluster.codec import acceptable
+from localcluster.errors import ApiError, internal, method_not_allowed, not_acceptable
+from localcluster.responses import Context, error_response, json_response, read_body
+from localcluster.resources import Registry
+from localcluster.routing import not_found_path, resolve
+from localcluster.store import Store
+from localcluster.users import Authenticator
+
+log = logging.getLogger("localcluster.apiserver")
+
+PUBLIC_PATHS = {"/version", "/healthz", "/livez", "/readyz"}
+
+
+
+class ApiServer:
+    def __init__(self, store: Store, registry: Registry, clock: TimeSource, auth: Authenticator,
+                 address: str = "127.0.0.1") -> None:
+        self.store = store
+        self.registry = registry
+        self.clock = clock
+        self.auth = auth
+        self.address = address
+        self.webhooks: WebhookDispatcher | None = None
+        self.bookmark_interval = 60.0
+        self.watch_timeout_range = (1800.0, 3600.0)
+
+    def new_uid(self) -> str:
+        return str(uuid.uuid4())
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._handle(request)
+        except ApiError as exc:
+            return error_response(exc)
+        except web.HTTPException:
+            raise
+        except (ConnectionResetError, OSError) as exc:
+            log.debug("client went away: %s", exc)
+            raise
+        except Exception as exc:  # noqa: BLE001 - the server must answer a Status, never a traceback
+            log.exception("internal error on %s %s", request.method, request.path)
+            return error_response(internal(f"{type(exc).__name__}: {exc}"))
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in PUBLIC_PATHS:
+            return self._public(path)
+        user = self.auth.authenticate(request.headers.get("Authorization"))
+        user = self.auth.impersonate(user, request.headers)
+        if not acceptable(request.headers.get("Accept", "")):
+            raise not_acceptable(["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])
+        target = resolve(self.registry, path)
+        if target is None:
+            return self._non_resource(request, path)
+        body = await read_body(request)
+        ctx = Context(request, target, user, body)
+        method = request.method
+        if method == "GET":
+            if not target.name:
+                if reads.is_watch(ctx):
+                    return await watching.watch(self, ctx)
+                return reads.list_objects(self, ctx)
+            return reads.get_object(self, ctx)
+        if method == "POST":
+            if target.name and target.subresource not in ("binding",):
+                raise method_not_allowed()
+            return await writes.create(self, ctx)
+        if method == "PUT" and target.name:
+            return await writes.update(self, ctx)
+        if method == "PATCH" and target.name:
+            return await writes.patch(self, ctx)
+        if method == "DELETE":
+            if target.name:
+                return await writes.delete(self, ctx)
+            return await writes.delete_collection(self, ctx)
+        raise method_not_allowed()
+
+    def _public(self, path: str) -> web.Response:
+        if path == "/version":
+            return json_response(discovery.KUBE_VERSION)
+        return web.Response(text="ok", content_type="text/plain")
+
+    def _non_resource(self, request: web.Request, path: str) -> web.StreamResponse:
+        if request.method != "GET":
+            raise not_found_path()
+        accept = request.headers.get("Accept", "")
+        parts = [p for p in path.split("/") if p]
+        if path == "/api":
+            if discovery.wants_aggregated(accept):
+                return json_response(discovery.aggregated(self.registry, True), discovery.AGGREGATED_V2)
+            return json_response(discovery.api_versions(f"{self.address}"))
+        if path == "/apis":
+            if discovery.wants_aggregated(accept):
+                return json_response(discovery.aggregated(self.registry, False), discovery.AGGREGATED_V2)
+            return json_response(discovery.api_group_list(self.registry))
+        if path == "/api/v1":
+            return json_response(discovery.api_resource_list(self.registry, "", "v1"))
+        if len(parts) == 2 and parts[0] == "apis":
+            group = discovery.api_group(self.registry, parts[1])
+            if group is None:
+                raise not_found_path()
+            return json_response(group)
+        if len(parts) == 3 and parts[0] == "apis":
+            if not self.registry.in_group_version(parts[1], parts[2]):
+                raise not_found_path()
+            return json_response(discovery.api_resource_list(self.registry, parts[1], parts[2]))
+        if path == "/openapi/v3":
+            return json_response(openapi.v3_index(self.registry))
+        if parts[:2] == ["openapi", "v3"] and len(parts) >= 4:
+            if parts[2] == "api" and len(parts) == 4:
+                group, version = "", parts[3]
+            elif parts[2] == "apis" and len(parts) == 5:
+                group, version = parts[3], parts[4]
+            else:
+                raise not_found_path()
+            document = openapi.v3_document(self.registry, group, version)
+            if document is None:
+                raise not_found_path()
+            return json_response(document)
+        if path == "/openapi/v2":
+            return json_response(openapi.v2_document(self.registry))
+        raise not_found_path()

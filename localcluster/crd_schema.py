@@ -1,0 +1,317 @@
+"""Custom resources by their CRD: structural-schema defaulting, pruning and validation.
+
+The subset of OpenAPI v3 that CRDs use (types, properties, additionalProperties, items,
+required, enum, bounds, lengths, patterns, nullable, int-or-string, preserve-unknown-fields,
+embedded resources), with the error paths and wording kube-apiserver gives, so a bad custom
+resource is a 422 naming the exact field.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from localcluster.errors import FieldError
+from localcluster.names import subdomain_errors
+from localcluster.resources import ResourceType
+
+_TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number"}
+
+
+def _type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _matches_type(value: Any, wanted: str) -> bool:
+    if wanted == "object":
+        return isinstance(value, dict)
+    if wanted == "array":
+        return isinstance(value, list)
+    if wanted == "string":
+        return isinstance(value, str)
+    if wanted == "boolean":
+        return isinstance(value, bool)
+    if wanted == "integer":
+        return isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+    if wanted == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return True
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+# defaulting and pruning
+
+
+def apply_defaults(schema: dict[str, Any] | None, value: Any) -> None:
+    """Fill `default`s of absent properties, recursively, in place."""
+    if not isinstance(schema, dict):
+        return
+    if isinstance(value, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key not in value and isinstance(sub, dict) and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+            if key in value:
+                apply_defaults(sub, value[key])
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key, item in value.items():
+                if key not in (schema.get("properties") or {}):
+                    apply_defaults(extra, item)
+    elif isinstance(value, list):
+        for item in value:
+            apply_defaults(schema.get("items"), item)
+
+
+def prune(schema: dict[str, Any] | None, value: Any, path: str, root: bool = False) -> list[str]:
+    """Drop fields the schema does not declare; returns their paths (for strict field validation)."""
+    if not isinstance(schema, dict) or schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties"):
+        return []
+    pruned: list[str] = []
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        keep_meta = root or schema.get("x-kubernetes-embedded-resource")
+        for key in list(value):
+            if keep_meta and key in ("apiVersion", "kind", "metadata"):
+                continue
+            if key in props:
+                pruned += prune(props[key], value[key], _join(path, key))
+            elif isinstance(extra, dict):
+                pruned += prune(extra, value[key], _join(path, key))
+            elif extra is True or schema.get("x-kubernetes-preserve-unknown-fields"):
+                continue
+            else:
+                pruned.append(_join(path, key))
+                del value[key]
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            pruned += prune(schema.get("items"), item, f"{path}[{i}]")
+    return pruned
+
+
+# validation
+
+
+def validate_value(schema: dict[str, Any] | None, value: Any, path: str) -> list[FieldError]:
+    if not isinstance(schema, dict):
+        return []
+    if value is None:
+        if schema.get("nullable") or not schema.get("type"):
+            return []
+        return [FieldError("TypeInvalid", path, f'{path} in body must be of type {schema["type"]}: "null"', "null")]
+    errors: list[FieldError] = []
+    wanted = schema.get("type")
+    if schema.get("x-kubernetes-int-or-string"):
+        if not (isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))):
+            return [FieldError("TypeInvalid", path, f'{path} in body must be of type integer,string: "{_type_of(value)}"', _type_of(value))]
+    elif wanted and not _matches_type(value, wanted):
+        return [FieldError("TypeInvalid", path, f'{path} in body must be of type {wanted}: "{_type_of(value)}"', _type_of(value))]
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(FieldError("NotSupported", path, value=value, supported=tuple(str(e) for e in schema["enum"])))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        errors += _bounds(schema, value, path)
+    if isinstance(value, str):
+        errors += _string_checks(schema, value, path)
+    if isinstance(value, list):
+        errors += _array_checks(schema, value, path)
+    if isinstance(value, dict):
+        errors += _object_checks(schema, value, path)
+    for key in ("allOf",):
+        for sub in schema.get(key) or []:
+            errors += validate_value(sub, value, path)
+    if schema.get("anyOf") and not any(not validate_value(s, value, path) for s in schema["anyOf"]):
+        errors.append(FieldError("Invalid", path, f"{path} in body must match at least one schema in anyOf", value))
+    if schema.get("oneOf") and sum(1 for s in schema["oneOf"] if not validate_value(s, value, path)) != 1:
+        errors.append(FieldError("Invalid", path, f"{path} in body must match exactly one schema in oneOf", value))
+    if isinstance(schema.get("not"), dict) and not validate_value(schema["not"], value, path):
+        errors.append(FieldError("Invalid", path, f"{path} in body should not match the schema in not", value))
+    return errors
+
+
+def _bounds(schema: dict[str, Any], value: float, path: str) -> list[FieldError]:
+    errors = []
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None:
+        if schema.get("exclusiveMinimum") and value <= low:
+            errors.append(FieldError("Invalid", path, f"{path} in body should be greater than {low}", value))
+        elif value < low:
+            errors.append(FieldError("Invalid", path, f"{path} in body should be greater than or equal to {low}", value))
+    if high is not None:
+        if schema.get("exclusiveMaximum") and value >= high:
+            errors.append(FieldError("Invalid", path, f"{path} in body should be less than {high}", value))
+        elif value > high:
+            errors.append(FieldError("Invalid", path, f"{path} in body should be less than or equal to {high}", value))
+    multiple = schema.get("multipleOf")
+    if multiple and value % multiple:
+        errors.append(FieldError("Invalid", path, f"{path} in body should be a multiple of {multiple}", value))
+    return errors
+
+
+def _string_checks(schema: dict[str, Any], value: str, path: str) -> list[FieldError]:
+    errors = []
+    if schema.get("maxLength") is not None and len(value) > schema["maxLength"]:
+        errors.append(FieldError("TooLong", path, f"may not be more than {schema['maxLength']} bytes", value))
+    if schema.get("minLength") is not None and len(value) < schema["minLength"]:
+        errors.append(FieldError("Invalid", path, f"{path} in body should be at least {schema['minLength']} chars long", value))
+    pattern = schema.get("pattern")
+    if pattern:
+        try:
+            if not re.search(pattern, value):
+                errors.append(FieldError("Invalid", path, f"{path} in body should match '{pattern}'", value))
+        except re.error:
+            pass
+    return errors
+
+
+def _array_checks(schema: dict[str, Any], value: list[Any], path: str) -> list[FieldError]:
+    errors = []
+    if schema.get("maxItems") is not None and len(value) > schema["maxItems"]:
+        errors.append(FieldError("TooMany", path, f"must have at most {schema['maxItems']} items"))
+    if schema.get("minItems") is not None and len(value) < schema["minItems"]:
+        errors.append(FieldError("Invalid", path, f"{path} in body should have at least {schema['minItems']} items", value))
+    items = schema.get("items")
+    for i, item in enumerate(value):
+        errors += validate_value(items, item, f"{path}[{i}]")
+    return errors
+
+
+def _object_checks(schema: dict[str, Any], value: dict[str, Any], path: str) -> list[FieldError]:
+    errors = []
+    for key in schema.get("required") or []:
+        if key not in value:
+            errors.append(FieldError("Required", _join(path, key), ""))
+    props = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    for key, item in value.items():
+        if key in props:
+            errors += validate_value(props[key], item, _join(path, key))
+        elif isinstance(extra, dict):
+            errors += validate_value(extra, item, _join(path, key))
+    if schema.get("maxProperties") is not None and len(value) > schema["maxProperties"]:
+        errors.append(FieldError("TooMany", path, f"must have at most {schema['maxProperties']} items"))
+    if schema.get("minProperties") is not None and len(value) < schema["minProperties"]:
+        errors.append(FieldError("Invalid", path, f"{path} in body should have at least {schema['minProperties']} properties", value))
+    if schema.get("x-kubernetes-embedded-resource"):
+        for key in ("apiVersion", "kind"):
+            if not value.get(key):
+                errors.append(FieldError("Required", _join(path, key), "must not be empty"))
+    return errors
+
+
+def _body_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The schema without metadata/apiVersion/kind at the root, which the server validates itself."""
+    if not isinstance(schema, dict):
+        return None
+    body = dict(schema)
+    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in ("metadata", "apiVersion", "kind")}
+    body["properties"] = props
+    return body
+
+
+def prepare_custom(rt: ResourceType, obj: dict[str, Any], creating: bool) -> None:
+    if creating and rt.has_status:
+        obj.pop("status", None)
+    schema = _body_schema(rt.schema)
+    apply_defaults(schema, obj)
+
+
+def prune_custom(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+    return prune(_body_schema(rt.schema), obj, "", root=True)
+
+
+def validate_custom(rt: ResourceType, obj: dict[str, Any]) -> list[FieldError]:
+    schema = _body_schema(rt.schema)
+    body = {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
+    return validate_value(schema, body, "")
+
+
+# the CustomResourceDefinition kind itself
+
+
+def prepare_crd(crd: dict[str, Any]) -> None:
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("conversion", {"strategy": "None"})
+    names = spec.get("names")
+    if isinstance(names, dict):
+        if names.get("kind"):
+            names.setdefault("listKind", f"{names['kind']}List")
+        if names.get("plural") and not names.get("singular") and names.get("kind"):
+            names["singular"] = str(names["kind"]).lower()
+    for version in spec.get("versions") or []:
+        if isinstance(version, dict):
+            version.setdefault("served", True)
+            version.setdefault("storage", False)
+
+
+def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return [FieldError("Required", "spec", "")]
+    errors: list[FieldError] = []
+    group = spec.get("group")
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    if not group:
+        errors.append(FieldError("Required", "spec.group", ""))
+    elif "." not in str(group):
+        errors.append(FieldError("Invalid", "spec.group", "should be a domain with at least one dot", group))
+    else:
+        errors += [FieldError("Invalid", "spec.group", m, group) for m in subdomain_errors(str(group))]
+    for key in ("plural", "kind"):
+        if not names.get(key):
+            errors.append(FieldError("Required", f"spec.names.{key}", ""))
+    expected = f"{names.get('plural')}.{group}"
+    if names.get("plural") and group and crd["metadata"].get("name") != expected:
+        errors.append(FieldError("Invalid", "metadata.name", f"must be spec.names.plural+\".\"+spec.group",
+                                 crd["metadata"].get("name")))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        if spec.get("scope") is None:
+            errors.append(FieldError("Required", "spec.scope", ""))
+        else:
+            errors.append(FieldError("NotSupported", "spec.scope", value=spec["scope"], supported=("Cluster", "Namespaced")))
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        errors.append(FieldError("Invalid", "spec.versions", "must have exactly one version marked as storage version", versions))
+        return errors
+    storage = [v for v in versions if isinstance(v, dict) and v.get("storage")]
+    if len(storage) != 1:
+        errors.append(FieldError("Invalid", "spec.versions", "must have exactly one version marked as storage version", ""))
+    for i, version in enumerate(versions):
+        if not isinstance(version, dict) or not version.get("name"):
+            errors.append(FieldError("Required", f"spec.versions[{i}].name", ""))
+            continue
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        if not isinstance(schema, dict):
+            errors.append(FieldError("Required", f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"))
+    if old is not None:
+        old_spec = old.get("spec") or {}
+        if old_spec.get("scope") and spec.get("scope") != old_spec.get("scope"):
+            errors.append(FieldError("Invalid", "spec.scope", "field is immutable", spec.get("scope")))
+    return errors
+
+
+def resource_types(crd: dict[str, Any]) -> list[ResourceType]:
+    """The served versions of an established CRD, storage version included."""
+    spec = crd["spec"]
+    names = spec["names"]
+    versions = [v for v in spec["versions"] if v.get("served", True)]
+    storage = next((v["name"] for v in spec["versions"] if v.get("storage")), versions[0]["name"] if versions else "")
+    out = []
+    for version in versions:
+        subresources = version.get("subresources") or {}
+        sub = tuple(name for name in ("status", "scale") if name in subresources)
+        out.append(ResourceType(
+            group=spec["group"], version=version["name"], plural=names["plural"], kind=names["kind"],
+            namespaced=spec["scope"] == "Namespaced", short_names=tuple(names.get("shortNames") or ()),
+            categories=tuple(names.get("categories") or ()), subresources=sub, builtin=False,
+            schema=(version.get("schema") or {}).get("openAPIV3Schema"),
+            printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage,
+        ))
+    return out

@@ -1,0 +1,112 @@
+"""PATCH bodies by content type: JSON patch, merge patch, strategic merge, server-side apply.
+
+Strategic merge and server-side apply come from `localcluster.patching` (written alongside);
+until those modules are present, their content types answer 415 like a server without them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from localcluster import codec, lifecycle, views
+from localcluster.clock import rfc3339
+from localcluster.errors import ApiError, already_exists, conflict, unsupported_media_type
+from localcluster.patches import json_patch, merge_patch
+from localcluster.reads import view_bytes
+from localcluster.responses import Context, raw_response
+from localcluster.store import Entry, dumps
+
+if TYPE_CHECKING:
+    from localcluster.apiserver import ApiServer
+
+
+def _kind_key(ctx: Context) -> str:
+    """`apps/v1/Deployment`, `v1/Pod`: how the patching modules name a kind."""
+    rt = ctx.target.rt
+    return f"{rt.api_version}/{rt.kind}"
+
+
+def _field_manager(ctx: Context, required: bool) -> str:
+    manager = ctx.query.get("fieldManager", "")
+    if required and not manager:
+        raise ApiError(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+                       "is required for apply patch", {"kind": "PatchOptions", "group": "meta.k8s.io",
+                                                        "causes": [{"reason": "FieldValueRequired",
+                                                                    "message": "Required value: is required for apply patch",
+                                                                    "field": "fieldManager"}]})
+    return manager
+
+
+def apply_patch(server: ApiServer, ctx: Context, kind: str, live: dict[str, Any], body: Any) -> dict[str, Any]:
+    if kind == codec.JSON_PATCH:
+        return json_patch(live, body)
+    if not isinstance(body, dict):
+        raise ApiError(400, "BadRequest", "json: cannot unmarshal array into Go value of type map[string]interface {}")
+    if kind == codec.MERGE_PATCH:
+        return merge_patch(live, body)
+    if kind == codec.STRATEGIC_PATCH:
+        try:
+            from localcluster.patching.strategic import PatchError, strategic_merge
+        except ImportError:
+            raise unsupported_media_type(kind, [codec.JSON_PATCH, codec.MERGE_PATCH]) from None
+        try:
+            return strategic_merge(live, body, _kind_key(ctx))
+        except PatchError as exc:
+            raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}") from None
+    return _server_side_apply(server, ctx, live, body)
+
+
+def _server_side_apply(server: ApiServer, ctx: Context, live: dict[str, Any] | None, body: dict[str, Any]) -> dict[str, Any]:
+    try:
+        from localcluster.patching.apply import ApplyConflict, apply
+    except ImportError:
+        raise unsupported_media_type(codec.APPLY_PATCH, [codec.JSON_PATCH, codec.MERGE_PATCH]) from None
+    manager = _field_manager(ctx, required=True)
+    force = codec.parse_bool(ctx.query.get("force"), "force")
+    rt = ctx.target.rt
+    lifecycle.check_type(rt, body)
+    try:
+        return apply(live, body, manager, force, rfc3339(server.clock.now()), _kind_key(ctx))
+    except ApplyConflict as exc:
+        fields = exc.conflicts
+        noun = "conflict" if len(fields) == 1 else f"{len(fields)} conflicts"
+        lines = "\n".join(f'- conflict with "{who}": {path}' for path, who in fields)
+        err = conflict(rt.group, rt.plural, ctx.target.name, f"Apply failed with {noun}: {lines}")
+        err.message = f"Apply failed with {noun}: {lines}"
+        err.details["causes"] = [{"reason": "FieldManagerConflict",
+                                  "message": f'conflict with "{who}"', "field": path} for path, who in fields]
+        raise err from None
+
+
+async def apply_create(server: ApiServer, ctx: Context, body: Any) -> web.Response:
+    """Server-side apply of an object that does not exist yet: create it."""
+    from localcluster import writes
+
+    t = ctx.target
+    if not isinstance(body, dict):
+        raise ApiError(400, "BadRequest", "error decoding YAML: expected an object")
+    obj = _server_side_apply(server, ctx, None, body)
+    obj = lifecycle.check_type(t.rt, obj)
+    meta = obj["metadata"]
+    if meta.get("name") and meta["name"] != t.name:
+        raise ApiError(400, "BadRequest", f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})")
+    meta["name"] = t.name
+    lifecycle.place_in_namespace(t.rt, obj, t.namespace)
+    writes.check_namespace(server, t.rt, meta.get("namespace", ""), t.name)
+    warnings: list[str] = []
+    admitted = await writes.mutate(server, ctx, "CREATE", obj, None, t.name, "CreateOptions", warnings)
+    obj = lifecycle.prepare_create(t.rt, lifecycle.check_type(t.rt, admitted), server.clock.now())
+    await writes.validate(server, ctx, "CREATE", obj, None, t.name, "CreateOptions", warnings)
+    if writes.dry_run(ctx):
+        return raw_response(view_bytes(t.rt, _fake_entry(obj)), status=201, warnings=warnings)
+    if server.store.get(views.storage_key(t.rt), meta.get("namespace", ""), t.name) is not None:
+        raise already_exists(t.rt.group, t.rt.plural, t.name)
+    entry = server.store.put(views.storage_key(t.rt), views.to_storage(t.rt, obj))
+    return raw_response(view_bytes(t.rt, entry), status=201, warnings=warnings)
+
+
+def _fake_entry(obj: dict[str, Any]) -> Entry:
+    return Entry(obj, dumps(obj), 0)
+

@@ -1,0 +1,118 @@
+"""GET of one object and LIST (JSON or Table), with selectors and limit/continue paging."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from localcluster import tables, views
+from localcluster.codec import parse_bool, parse_int, wants_table
+from localcluster.errors import bad_request, expired, not_found
+from localcluster.responses import Context, json_response, raw_response
+from localcluster.resources import ResourceType
+from localcluster.selectors import Predicate, both, parse_field_selector, parse_label_selector
+from localcluster.store import Entry
+
+if TYPE_CHECKING:
+    from localcluster.apiserver import ApiServer
+
+
+def is_watch(ctx: Context) -> bool:
+    return parse_bool(ctx.query.get("watch"), "watch")
+
+
+def view_bytes(rt: ResourceType, entry: Entry) -> bytes:
+    """The stored object as this resource version shows it, serialised."""
+    if views.is_plain(rt):
+        return entry.raw
+    return json.dumps(views.from_storage(rt, entry.obj), separators=(",", ":")).encode()
+
+
+def view_obj(rt: ResourceType, entry: Entry) -> dict[str, Any]:
+    return views.from_storage(rt, entry.obj) if not views.is_plain(rt) else entry.obj
+
+
+def get_object(server: ApiServer, ctx: Context) -> web.Response:
+    t = ctx.target
+    if t.subresource == "binding":
+        raise bad_request("the server does not allow this method on the requested resource")
+    entry = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
+    if entry is None:
+        raise not_found(t.rt.group, t.rt.plural, t.name)
+    if wants_table(ctx.accept):
+        return json_response(tables.table(t.rt, [view_obj(t.rt, entry)], server.clock.now(), str(entry.rv),
+                                          ctx.query.get("includeObject", "Metadata")), "application/json")
+    return raw_response(view_bytes(t.rt, entry))
+
+
+def selector(ctx: Context) -> Predicate | None:
+    rt = ctx.target.rt
+    return both(parse_label_selector(ctx.query.get("labelSelector")),
+                parse_field_selector(ctx.query.get("fieldSelector"), rt.group, rt.plural))
+
+
+def _continue_token(rv: int, after: tuple[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"rv": rv, "start": list(after)}).encode()).decode()
+
+
+def _parse_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(value["rv"]), (str(value["start"][0]), str(value["start"][1]))
+    except (ValueError, KeyError, TypeError, IndexError):
+        raise bad_request("continue key is not valid: illegal base64 data at input byte 0") from None
+
+
+def matching_entries(server: ApiServer, ctx: Context) -> list[Entry]:
+    t = ctx.target
+    entries = server.store.list(views.storage_key(t.rt), t.namespace)
+    match = selector(ctx)
+    if match is not None:
+        if views.is_plain(t.rt):
+            entries = [e for e in entries if match(e.obj)]
+        else:
+            entries = [e for e in entries if match(views.from_storage(t.rt, e.obj))]
+    return entries
+
+
+def list_objects(server: ApiServer, ctx: Context) -> web.Response:
+    t = ctx.target
+    rt = t.rt
+    rv_param = ctx.query.get("resourceVersion", "")
+    if rv_param not in ("", "0"):
+        try:
+            int(rv_param)
+        except ValueError:
+            raise bad_request(f'resourceVersion: Invalid value: "{rv_param}": strconv.ParseUint: parsing '
+                              f'"{rv_param}": invalid syntax') from None
+    limit = parse_int(ctx.query.get("limit"), "limit") or 0
+    token = ctx.query.get("continue", "")
+    list_rv = server.store.rv
+    entries = matching_entries(server, ctx)
+    entries.sort(key=lambda e: (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]))
+    if token:
+        list_rv, after = _parse_continue(token)
+        if list_rv < server.store.rv - 100_000:
+            raise expired("The provided continue parameter is too old to display a consistent list result. "
+                          "You can start a new list without the continue parameter.")
+        entries = [e for e in entries
+                   if (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]) > after]
+    meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+    if limit > 0 and len(entries) > limit:
+        rest = len(entries) - limit
+        entries = entries[:limit]
+        last = entries[-1].obj["metadata"]
+        meta["continue"] = _continue_token(list_rv, (last.get("namespace", ""), last["name"]))
+        meta["remainingItemCount"] = rest
+    if wants_table(ctx.accept):
+        objects = [view_obj(rt, e) for e in entries]
+        doc = tables.table(rt, objects, server.clock.now(), str(list_rv), ctx.query.get("includeObject", "Metadata"))
+        doc["metadata"].update({k: v for k, v in meta.items() if k != "resourceVersion"})
+        return json_response(doc)
+    head = json.dumps({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta},
+                      separators=(",", ":")).encode()
+    body = head[:-1] + b',"items":[' + b",".join(view_bytes(rt, e) for e in entries) + b"]}"
+    return raw_response(body)

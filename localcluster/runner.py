@@ -1,0 +1,214 @@
+"""`LocalCluster`: the API server on its own event loop in a background thread.
+
+Tests, the demo and `batchgate cluster` all start it the same way: a work directory for the
+CA, serving certificate and kubeconfig; port 0 for a free port; users from an optional file.
+Controllers (scheduler, kubelets, workload controllers) are async callables started on the
+cluster's loop once it listens; they reach the API over HTTPS with a system identity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import logging
+import ssl
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from certs.authority import service_names, write_serving_files
+from localcluster import lifecycle
+from localcluster.apiserver import ApiServer
+from localcluster.clock import ScaledClock, TimeSource
+from localcluster.crd_registration import CrdRegistrar
+from localcluster.garbage import Collector
+from localcluster.resources import Registry
+from localcluster.store import Store
+from localcluster.webhook_sources import dispatcher
+from localcluster.users import AUTHENTICATED, Authenticator, User, kubeconfig, load_users
+
+log = logging.getLogger("localcluster")
+
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+CONTROLLER_USER = User("system:kube-controller-manager", "system:kube-controller-manager", "",
+                       ("system:masters", AUTHENTICATED))
+START_TIMEOUT = 30.0
+SHUTDOWN_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True)
+class ControllerContext:
+    """What a simulated controller gets: where the API is and who it is there."""
+
+    url: str
+    ca_file: Path
+    token: str
+    username: str
+    speed: float
+    clock: TimeSource
+    workdir: Path
+    webhook_addresses: Mapping[str, str] = field(default_factory=dict)
+
+
+ControllerFactory = Callable[[ControllerContext], Awaitable[Any]]
+
+
+class LocalCluster:
+    def __init__(self, workdir: Path, port: int = 0, users_file: Path | None = None, speed: float = 1.0,
+                 webhook_addresses: Mapping[str, str] | None = None,
+                 controllers: Sequence[ControllerFactory] = ()) -> None:
+        self.workdir = Path(workdir)
+        self.port = port
+        self.speed = speed
+        self.webhook_addresses = dict(webhook_addresses or {})
+        self.controllers = list(controllers)
+        self.clock = ScaledClock(speed)
+        self.users = load_users(users_file)
+        self.auth = Authenticator([*self.users, CONTROLLER_USER])
+        self.store = Store()
+        self.registry = Registry()
+        self.server = ApiServer(self.store, self.registry, self.clock, self.auth)
+        self.server.webhooks = dispatcher(self.store, self.webhook_addresses)
+        self.url = ""
+        self.kubeconfig = self.workdir / "kubeconfig"
+        self.ca_file = self.workdir / "pki" / "ca.crt"
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stopping: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    # lifecycle
+
+    def start(self) -> LocalCluster:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        files = write_serving_files(self.workdir / "pki", service_names("kubernetes", "default"),
+                                    _dt.datetime.now(_dt.timezone.utc))
+        self.ca_file = files.ca_cert
+        self._seed()
+        self._thread = threading.Thread(target=self._serve, args=(files.cert, files.key), name="localcluster",
+                                        daemon=True)
+        self._thread.start()
+        if not self._ready.wait(START_TIMEOUT):
+            raise RuntimeError("local cluster did not start in time")
+        if self._error is not None:
+            raise RuntimeError(f"local cluster failed to start: {self._error}") from self._error
+        self._write_kubeconfig()
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if self._stopping is not None and loop.is_running():
+            loop.call_soon_threadsafe(self._stopping.set)
+        thread.join(timeout=15)
+        self._loop = self._thread = None
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # access
+
+    def token(self, user: str) -> str:
+        return self.auth.tokens[user]
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run `fn` on the cluster's loop thread and return its result (for tests and tools)."""
+        if self._loop is None:
+            return fn()
+        future: Any = asyncio.run_coroutine_threadsafe(_call(fn), self._loop)
+        return future.result(timeout=30)
+
+    # internals
+
+    def _seed(self) -> None:
+        rt = self.registry.lookup("", "v1", "namespaces")
+        assert rt is not None
+        for name in INITIAL_NAMESPACES:
+            obj = lifecycle.prepare_create(rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                                           self.clock.now())
+            self.store.put(rt.group_resource, obj)
+
+    def _write_kubeconfig(self) -> None:
+        tokens = {u.name: self.auth.tokens[u.name] for u in self.users}
+        config = kubeconfig(self.url, self.ca_file.read_bytes(), tokens)
+        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+        self.kubeconfig.chmod(0o600)
+
+    def _serve(self, cert: Path, key: Path) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            runner = loop.run_until_complete(self._startup(cert, key))
+        except BaseException as exc:  # noqa: BLE001 - reported to the thread that called start()
+            self._error = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_until_complete(self._wait_for_stop())
+        finally:
+            loop.run_until_complete(self._shutdown(runner))
+            loop.close()
+
+    async def _startup(self, cert: Path, key: Path) -> web.AppRunner:
+        self._stopping = asyncio.Event()
+        CrdRegistrar(self.store, self.registry, self.clock.now)
+        collector = Collector(self.store, self.registry, self.clock.now)
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self.server.handle)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        await runner.setup()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(cert), str(key))
+        context.set_alpn_protocols(["http/1.1"])
+        site = web.TCPSite(runner, "127.0.0.1", self.port, ssl_context=context, backlog=1024)
+        await site.start()
+        sockets = runner.addresses
+        self.port = sockets[0][1]
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.server.address = f"127.0.0.1:{self.port}"
+        self._tasks.append(asyncio.create_task(collector.run(), name="garbage-collector"))
+        context_for = ControllerContext(self.url, self.ca_file, self.auth.tokens[CONTROLLER_USER.name],
+                                        CONTROLLER_USER.username, self.speed, self.clock, self.workdir,
+                                        self.webhook_addresses)
+        for factory in self.controllers:
+            self._tasks.append(asyncio.create_task(_guarded(factory, context_for)))
+        return runner
+
+    async def _wait_for_stop(self) -> None:
+        assert self._stopping is not None
+        await self._stopping.wait()
+
+    async def _shutdown(self, runner: web.AppRunner) -> None:
+        self.store.close_watches()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await runner.shutdown()
+        await runner.cleanup()
+
+
+async def _call(fn: Callable[[], Any]) -> Any:
+    return fn()
+
+
+async def _guarded(factory: ControllerFactory, context: ControllerContext) -> None:
+    try:
+        await factory(context)
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # noqa: BLE001 - one broken controller must not take the API server down
+        log.exception("controller %s stopped with an error", getattr(factory, "__name__", factory))

@@ -1,0 +1,255 @@
+"""The etcd of the local cluster: objects, one global resourceVersion, watch history, watchers.
+
+Everything here runs on the server's event loop thread, so there are no locks: a write is one
+synchronous call that stores the object, records the event and queues it for every watcher.
+Stored dicts are never mutated after `put`; readers copy (`Entry.copy()`) before changing one.
+Each object's JSON is serialised once, at write time, so lists and watches only join bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+GroupResource = tuple[str, str]
+Key = tuple[str, str]  # (namespace or "", name)
+
+HISTORY_PER_RESOURCE = 1000
+WATCHER_QUEUE_LIMIT = 50_000
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A stored object with its serialised form and resourceVersion."""
+
+    obj: dict[str, Any]
+    raw: bytes
+    rv: int
+
+    def copy(self) -> dict[str, Any]:
+        return json.loads(self.raw)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One change: `old` is the state before (None for ADDED), for selector transitions."""
+
+    type: str
+    rv: int
+    entry: Entry
+    old: dict[str, Any] | None
+
+
+class Watcher:
+    """A per-watch queue, filled synchronously by writes and drained by one stream.
+
+    A watcher that falls WATCHER_QUEUE_LIMIT events behind is closed rather than allowed to
+    hold memory or slow writers; its client reconnects from its last resourceVersion.
+    """
+
+    def __init__(self, accepts: Callable[[Event], list[tuple[str, Entry]]]) -> None:
+        self._accepts = accepts
+        self.events: deque[tuple[str, Entry]] = deque()
+        self.ready = asyncio.Event()
+        self.closed = False
+
+    def offer(self, event: Event) -> None:
+        if self.closed:
+            return
+        self.events.extend(self._accepts(event))
+        if len(self.events) > WATCHER_QUEUE_LIMIT:
+            self.close()
+        if self.events:
+            self.ready.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.ready.set()
+
+
+@dataclass
+class Bucket:
+    """Objects and recent history of one GroupResource."""
+
+    objects: dict[Key, Entry] = field(default_factory=dict)
+    history: deque[Event] = field(default_factory=lambda: deque(maxlen=HISTORY_PER_RESOURCE))
+    evicted_rv: int = 0  # resourceVersion of the newest event no longer in history
+    watchers: set[Watcher] = field(default_factory=set)
+
+
+class TooOld(Exception):
+    """A watch asked for history that has been evicted."""
+
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+
+
+Listener = Callable[[GroupResource, Event], None]
+
+
+class Store:
+    def __init__(self) -> None:
+        self.rv = 1
+        self._buckets: dict[GroupResource, Bucket] = {}
+        self._by_uid: dict[str, tuple[GroupResource, Key]] = {}
+        self._dependents: dict[str, set[tuple[GroupResource, Key]]] = {}
+        self._listeners: list[Listener] = []
+
+    def bucket(self, gr: GroupResource) -> Bucket:
+        found = self._buckets.get(gr)
+        if found is None:
+            found = self._buckets[gr] = Bucket()
+        return found
+
+    def add_listener(self, listener: Listener) -> None:
+        """Called after every change (controllers inside the server: GC, namespaces, CRDs)."""
+        self._listeners.append(listener)
+
+    # reads
+
+    def get(self, gr: GroupResource, namespace: str, name: str) -> Entry | None:
+        bucket = self._buckets.get(gr)
+        return bucket.objects.get((namespace, name)) if bucket else None
+
+    def list(self, gr: GroupResource, namespace: str | None = None) -> list[Entry]:
+        bucket = self._buckets.get(gr)
+        if bucket is None:
+            return []
+        if namespace is None:
+            return list(bucket.objects.values())
+        return [e for (ns, _), e in bucket.objects.items() if ns == namespace]
+
+    def count(self, gr: GroupResource, namespace: str | None = None) -> int:
+        return len(self.list(gr, namespace)) if namespace else len(self.bucket(gr).objects)
+
+    def by_uid(self, uid: str) -> tuple[GroupResource, Entry] | None:
+        found = self._by_uid.get(uid)
+        if found is None:
+            return None
+        gr, (ns, name) = found
+        entry = self.get(gr, ns, name)
+        return (gr, entry) if entry else None
+
+    def dependents(self, owner_uid: str) -> list[tuple[GroupResource, Entry]]:
+        out = []
+        for gr, (ns, name) in self._dependents.get(owner_uid, ()):
+            entry = self.get(gr, ns, name)
+            if entry is not None:
+                out.append((gr, entry))
+        return out
+
+    def groups(self) -> Iterable[GroupResource]:
+        return list(self._buckets)
+
+    # writes
+
+    def next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def put(self, gr: GroupResource, obj: dict[str, Any]) -> Entry:
+        """Store `obj` (already complete but for resourceVersion) and announce ADDED/MODIFIED."""
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        rv = self.next_rv()
+        meta["resourceVersion"] = str(rv)
+        entry = Entry(obj, dumps(obj), rv)
+        bucket = self.bucket(gr)
+        previous = bucket.objects.get(key)
+        bucket.objects[key] = entry
+        if previous is not None:
+            self._unindex(gr, key, previous.obj)
+        self._index(gr, key, obj)
+        self._announce(gr, bucket, Event("MODIFIED" if previous else "ADDED", rv, entry, previous.obj if previous else None))
+        return entry
+
+    def remove(self, gr: GroupResource, namespace: str, name: str) -> Entry | None:
+        """Delete and announce DELETED with the last state at the deletion's resourceVersion."""
+        bucket = self.bucket(gr)
+        previous = bucket.objects.pop((namespace, name), None)
+        if previous is None:
+            return None
+        self._unindex(gr, (namespace, name), previous.obj)
+        rv = self.next_rv()
+        last = previous.copy()
+        last["metadata"]["resourceVersion"] = str(rv)
+        entry = Entry(last, dumps(last), rv)
+        self._announce(gr, bucket, Event("DELETED", rv, entry, previous.obj))
+        return entry
+
+    def drop_resource(self, gr: GroupResource) -> None:
+        """Forget a whole resource (a CRD that is gone) and end its watches."""
+        bucket = self._buckets.pop(gr, None)
+        if bucket is None:
+            return
+        for key, entry in bucket.objects.items():
+            self._unindex(gr, key, entry.obj)
+        for watcher in bucket.watchers:
+            watcher.close()
+
+    # watches
+
+    def since(self, gr: GroupResource, rv: int) -> list[Event]:
+        """Events after `rv`; TooOld if some of them have been evicted."""
+        bucket = self.bucket(gr)
+        if rv < bucket.evicted_rv:
+            oldest = bucket.history[0].rv if bucket.history else self.rv
+            raise TooOld(rv, oldest - 1)
+        return [e for e in bucket.history if e.rv > rv]
+
+    def watch(self, gr: GroupResource, watcher: Watcher) -> None:
+        self.bucket(gr).watchers.add(watcher)
+
+    def unwatch(self, gr: GroupResource, watcher: Watcher) -> None:
+        bucket = self._buckets.get(gr)
+        if bucket is not None:
+            bucket.watchers.discard(watcher)
+
+    def close_watches(self) -> None:
+        """End every watch stream (server shutdown)."""
+        for bucket in self._buckets.values():
+            for watcher in bucket.watchers:
+                watcher.close()
+
+    def watcher_count(self) -> int:
+        return sum(len(b.watchers) for b in self._buckets.values())
+
+    def _announce(self, gr: GroupResource, bucket: Bucket, event: Event) -> None:
+        if len(bucket.history) == bucket.history.maxlen:
+            bucket.evicted_rv = bucket.history[0].rv
+        bucket.history.append(event)
+        for watcher in list(bucket.watchers):
+            watcher.offer(event)
+        for listener in self._listeners:
+            listener(gr, event)
+
+    def _index(self, gr: GroupResource, key: Key, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        uid = meta.get("uid")
+        if uid:
+            self._by_uid[uid] = (gr, key)
+        for ref in meta.get("ownerReferences") or ():
+            owner = ref.get("uid")
+            if owner:
+                self._dependents.setdefault(owner, set()).add((gr, key))
+
+    def _unindex(self, gr: GroupResource, key: Key, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        uid = meta.get("uid")
+        if uid and self._by_uid.get(uid) == (gr, key):
+            del self._by_uid[uid]
+        for ref in meta.get("ownerReferences") or ():
+            owner = ref.get("uid")
+            deps = self._dependents.get(owner) if owner else None
+            if deps is not None:
+                deps.discard((gr, key))
+                if not deps:
+                    del self._dependents[owner]

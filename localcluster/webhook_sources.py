@@ -1,0 +1,48 @@
+"""What the webhook dispatcher reads from the cluster: configurations, namespace labels, and
+where a webhook Service really listens (the `webhook_addresses` flag or a Service annotation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from localcluster.admission import WebhookDispatcher
+from localcluster.store import Store
+
+ADDRESS_ANNOTATION = "localcluster.batchgate.dev/address"
+
+_CONFIG_RESOURCES = {
+    "MutatingWebhookConfiguration": ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+    "ValidatingWebhookConfiguration": ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+}
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise LookupError(f"bad service address {address!r}: expected host:port")
+    return host.strip("[]"), int(port)
+
+
+def dispatcher(store: Store, addresses: Mapping[str, str]) -> WebhookDispatcher:
+    """A dispatcher over the store. `addresses` maps `name.namespace` (or `namespace/name`) to host:port."""
+
+    def configurations(kind: str) -> list[dict[str, Any]]:
+        return [entry.obj for entry in store.list(_CONFIG_RESOURCES[kind])]
+
+    def namespace_labels(namespace: str) -> dict[str, str]:
+        entry = store.get(("", "namespaces"), "", namespace)
+        return dict((entry.obj["metadata"].get("labels") or {}) if entry else {})
+
+    def resolve(namespace: str, name: str, port: int) -> tuple[str, int]:
+        address = addresses.get(f"{name}.{namespace}") or addresses.get(f"{namespace}/{name}")
+        if not address:
+            service = store.get(("", "services"), namespace, name)
+            annotations = (service.obj["metadata"].get("annotations") or {}) if service else {}
+            address = annotations.get(ADDRESS_ANNOTATION)
+        if not address:
+            raise LookupError(f"{name}.{namespace}.svc")
+        return _split_address(address)
+
+    return WebhookDispatcher(configurations, namespace_labels, resolve)

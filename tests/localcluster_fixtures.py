@@ -1,0 +1,72 @@
+"""Reusable local-cluster fixtures for any test package.
+
+Import them into a conftest.py: `from tests.localcluster_fixtures import local_cluster, kube_api,
+kubectl  # noqa: F401`. The cluster is session-scoped (starting one costs about half a second,
+mostly key generation); tests isolate themselves with their own namespaces.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from localcluster.runner import LocalCluster
+
+KUBECTL = "/usr/bin/kubectl"
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with LocalCluster(tmp_path_factory.mktemp("localcluster")) as cluster:
+        yield cluster
+
+
+def api_client(cluster: LocalCluster, user: str = "admin"):  # -> kubernetes.client.ApiClient
+    """A real `kubernetes` client configured from the cluster's kubeconfig for `user`."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(cluster.kubeconfig), context=user,
+                            client_configuration=configuration)
+    return client.ApiClient(configuration)
+
+
+@pytest.fixture(scope="session")
+def kube_api(local_cluster: LocalCluster):
+    with api_client(local_cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def kubectl(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the real kubectl against the cluster: kubectl("get", "ns", input=None, check=True).
+
+    `kubectl.command` is the argv prefix, for tests that need a long-running kubectl (get -w, wait).
+    """
+    cache = tmp_path_factory.mktemp("kubectl-cache")
+    command = [KUBECTL, "--kubeconfig", str(local_cluster.kubeconfig), "--cache-dir", str(cache)]
+
+    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([*command, *args], input=input, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+        return result
+
+    run.command = command  # type: ignore[attr-defined]  # for tests that start kubectl themselves
+    return run
+
+
+@pytest.fixture
+def namespace(local_cluster: LocalCluster, kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> str:
+    """A fresh namespace per test."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    kubectl("create", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+    return name
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[1]
