@@ -140,7 +140,7 @@ def run(config: Config) -> dict[str, object]:
         per_class.setdefault(classes[key].name, []).append(at - created_ms[key])
     return {
         "config": config.name, "clusterQueues": config.cohorts * config.queues, "workloads": total,
-        "cycles": sim.cycles - cycles_before, "decisionCpuSeconds": round(cpu, 2),
+        "cycles": sim.cycles - cycles_before, "preemptions": sim.preemptions, "decisionCpuSeconds": round(cpu, 2),
         "admissionsPerCpuSecond": round(total / cpu) if cpu else None,
         "benchWallSeconds": round(wall, 2), "simulatedSeconds": round(now_ms / 1000, 1),
         "meanClusterQueueUsagePercent": round(100 * usage_ms / (total_nominal * now_ms), 1),

@@ -51,6 +51,7 @@ class Simulation:
         self.state = QuotaState()
         self.evicting: list[str] = []  # evicted by us; their pods stop before the next cycle
         self.cycles = 0
+        self.preemptions = 0
         self._report = StepReport()
 
     # --- inputs ------------------------------------------------------------------------------
@@ -120,6 +121,7 @@ class Simulation:
             for target in preempt.targets:
                 if self.state.mark_evicted(target.workload):
                     self.evicting.append(target.workload)
+                    self.preemptions += 1
                     self._report.preempted.append({"name": target.workload, "reason": target.reason,
                                                    "by": preempt.preemptor})
         parked = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
+from functools import cached_property
 from decimal import Decimal
 from typing import Any, Mapping
 
@@ -164,9 +165,14 @@ class ClusterQueue:
             stop_policy=f.choice(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None"),
         )
 
-    @property
+    @cached_property
     def flavor_names(self) -> tuple[str, ...]:
         return tuple(fq.name for rg in self.resource_groups for fq in rg.flavors)
+
+    @cached_property
+    def group_of(self) -> Mapping[str, int]:
+        """Resource name -> index of the resource group covering it."""
+        return {res: i for i, rg in enumerate(self.resource_groups) for res in rg.covered_resources}
 
 
 def _resource_group(rg: Mapping[str, Any], path: str) -> ResourceGroup:

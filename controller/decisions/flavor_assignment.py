@@ -10,15 +10,20 @@ the way become the message a pending workload shows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from batchgate.api.kueue import ClusterQueue, ResourceFlavor, Taint
 from controller.decisions.outcomes import Assignment
 from controller.state.quota_book import FlavorResource, UsageOverlay, format_units
 from controller.state.quota_state import PodSetRequest, WorkloadInfo
 
-NO_FIT, PREEMPT, FIT = 0, 1, 2
-MODE_NAMES = {NO_FIT: "NoFit", PREEMPT: "Preempt", FIT: "Fit"}
+NO_FIT, PREEMPT, FIT = 0, 1, 3
+RECLAIM = 2  # a Preempt that only takes back lent quota: preferred when choosing between flavors
+ReclaimCheck = Callable[[FlavorResource, int], bool]
+
+
+def _coarse(mode: int) -> int:
+    return PREEMPT if mode == RECLAIM else mode
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,9 @@ class FlavorAssignment:
 
 
 def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor],
-                   view: UsageOverlay) -> FlavorAssignment:
-    group_of = {res: i for i, rg in enumerate(cq.resource_groups) for res in rg.covered_resources}
+                   view: UsageOverlay, reclaim_possible: ReclaimCheck) -> FlavorAssignment:
+    """Kueue's assignment; `reclaim_possible(fr, value)` tells reclaim from in-queue preemption."""
+    group_of = cq.group_of
     usage: dict[FlavorResource, int] = {}
     chosen: dict[str, dict[str, str]] = {}
     needs_preemption: set[FlavorResource] = set()
@@ -49,7 +55,7 @@ def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, R
         requests = dict(pod_set.total)
         if "pods" in group_of:
             requests["pods"] = pod_set.count
-        result = _assign_pod_set(pod_set, requests, cq, group_of, flavors, view, usage)
+        result = _assign_pod_set(pod_set, requests, cq, group_of, flavors, view, usage, reclaim_possible)
         if result.reasons:
             messages.append(f"couldn't assign flavors to pod set {pod_set.name}: {', '.join(sorted(result.reasons))}")
         mode = min(mode, result.mode)
@@ -75,7 +81,7 @@ class _PodSetResult:
 
 def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: ClusterQueue,
                     group_of: Mapping[str, int], flavors: Mapping[str, ResourceFlavor], view: UsageOverlay,
-                    earlier: Mapping[FlavorResource, int]) -> _PodSetResult:
+                    earlier: Mapping[FlavorResource, int], reclaim_possible: ReclaimCheck) -> _PodSetResult:
     result = _PodSetResult(FIT, {}, [], False)
     for res in sorted(requests):
         if res in result.flavors:
@@ -102,14 +108,15 @@ def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: Clu
             flavor_mode, borrow, assigned = FIT, False, {}
             for r in sorted(group_requests):
                 fr = (fq.name, r)
-                r_mode, r_borrow, reason = _fits(cq, fr, group_requests[r] + earlier.get(fr, 0), view)
+                r_mode, r_borrow, reason = _fits(cq, fr, group_requests[r] + earlier.get(fr, 0), view,
+                                                 reclaim_possible)
                 if reason:
                     reasons.append(reason)
                 flavor_mode = min(flavor_mode, r_mode)
                 borrow = borrow or r_borrow
                 if flavor_mode == NO_FIT:
                     break
-                assigned[r] = (fq.name, r_mode)
+                assigned[r] = (fq.name, _coarse(r_mode))
             if not _try_next_flavor(flavor_mode, borrow, cq):
                 best, best_mode, best_borrow = assigned, flavor_mode, borrow
                 break
@@ -121,12 +128,13 @@ def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: Clu
             result.mode = NO_FIT
             return result
         result.flavors.update(best)
-        result.mode = min(result.mode, best_mode)
+        result.mode = min(result.mode, _coarse(best_mode))
         result.borrows = result.borrows or best_borrow
     return result
 
 
-def _fits(cq: ClusterQueue, fr: FlavorResource, value: int, view: UsageOverlay) -> tuple[int, bool, str]:
+def _fits(cq: ClusterQueue, fr: FlavorResource, value: int, view: UsageOverlay,
+          reclaim_possible: ReclaimCheck) -> tuple[int, bool, str]:
     flavor, res = fr
     borrow = bool(cq.cohort) and view.borrowing_with(cq.name, fr, value)
     most = view.potential_available(cq.name, fr)
@@ -136,15 +144,18 @@ def _fits(cq: ClusterQueue, fr: FlavorResource, value: int, view: UsageOverlay) 
     available = view.available(cq.name, fr)
     if value <= available:
         return FIT, borrow, ""
-    can_preempt = value <= view.book.quota(cq.name, fr).nominal or cq.preemption.borrow_within_cohort != "Never"
     reason = (f"insufficient unused quota for {res} in flavor {flavor}, "
               f"{format_units(res, value - available)} more needed")
-    return (PREEMPT if can_preempt else NO_FIT), borrow, reason
+    if value <= view.book.quota(cq.name, fr).nominal:
+        return (RECLAIM if reclaim_possible(fr, value) else PREEMPT), borrow, reason
+    if cq.preemption.borrow_within_cohort != "Never":
+        return PREEMPT, borrow, reason
+    return NO_FIT, borrow, reason
 
 
 def _try_next_flavor(mode: int, borrow: bool, cq: ClusterQueue) -> bool:
     fungibility = cq.flavor_fungibility
-    if mode == PREEMPT and fungibility.when_can_preempt == "Preempt":
+    if mode in (PREEMPT, RECLAIM) and fungibility.when_can_preempt == "Preempt":
         if not borrow or fungibility.when_can_borrow == "Borrow":
             return False
     if mode == FIT and (not borrow or fungibility.when_can_borrow == "Borrow"):

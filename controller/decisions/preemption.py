@@ -68,7 +68,10 @@ def _candidates(info: WorkloadInfo, cq: ClusterQueue, frs: frozenset[FlavorResou
                 continue
             if _uses(held, frs):
                 out.append(held)
-    if cq.cohort and policy.reclaim_within_cohort != "Never":
+    # Another queue's workloads are only ever taken while this one is under nominal quota, or
+    # under borrowWithinCohort (see get_targets); otherwise collecting them is wasted work.
+    reclaim_useful = policy.borrow_within_cohort != "Never" or _under_nominal(cq, frs, view)
+    if cq.cohort and policy.reclaim_within_cohort != "Never" and reclaim_useful:
         lower_only = policy.reclaim_within_cohort != "Any"
         for member in sorted(state.book.cohort_members(cq.name)):
             if member == cq.name or not view.is_borrowing(member, frs):

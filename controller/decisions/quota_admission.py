@@ -97,7 +97,15 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
         entry.message = "Workload namespace doesn't match ClusterQueue selector"
         entry.cause = NAMESPACE_MISMATCH
         return entry
-    entry.assignment = assign_flavors(info, cq, state.flavors, view)
+
+    def reclaim_possible(fr: tuple[str, str], value: int) -> bool:
+        """Kueue's preemption oracle: room can be made without touching this queue's own work."""
+        if view.borrowing_with(cq.name, fr, value):
+            return False
+        targets = get_targets(info, cq, {fr: value}, frozenset({fr}), state, view, now)
+        return all(t.cluster_queue != cq.name for t in targets)
+
+    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible)
     entry.message = entry.assignment.message
     if entry.assignment.mode == PREEMPT:
         entry.targets = get_targets(info, cq, entry.assignment.usage, entry.assignment.needs_preemption,

@@ -71,6 +71,7 @@ class QuotaState:
     pending: PendingQueues = field(default_factory=PendingQueues)
     blocked: dict[str, str] = field(default_factory=dict)  # pending outside any heap, with why
     messages: dict[str, str] = field(default_factory=dict)  # last cycle's reason per pending workload
+    _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
 
     # --- lookups -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -86,6 +87,11 @@ class QuotaState:
 
     def inactive_reason(self, name: str) -> str | None:
         """Why a ClusterQueue admits nothing now, in the words of the Workload condition."""
+        if name not in self._inactive:
+            self._inactive[name] = self._inactive_reason(name)
+        return self._inactive[name]
+
+    def _inactive_reason(self, name: str) -> str | None:
         cq = self.cluster_queues.get(name)
         if cq is None:
             return f"ClusterQueue {name} doesn't exist"
@@ -106,6 +112,7 @@ class QuotaState:
 
     def put_flavor(self, flavor: ResourceFlavor) -> None:
         self.flavors[flavor.name] = flavor
+        self._inactive.clear()
         self._unpark_all()
 
     def put_priority_class(self, wpc: WorkloadPriorityClass) -> None:
@@ -114,6 +121,7 @@ class QuotaState:
     def put_cluster_queue(self, cq: ClusterQueue) -> None:
         old = self.cluster_queues.get(cq.name)
         self.cluster_queues[cq.name] = cq
+        self._inactive.clear()
         self.book.set_cluster_queue(cq)
         if old is None:  # workloads observed holding quota here before the queue itself
             for held in self.admitted_by_cq.get(cq.name, {}).values():

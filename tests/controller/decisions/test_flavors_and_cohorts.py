@@ -148,7 +148,8 @@ COHORT_SCENARIOS = [
             workload("x", queue="lq-cq-a", cpu=6, priority=5), workload("y", queue="lq-cq-b", cpu=6, priority=1)],
             {"cycles": 1}),
         [expect(admitted=["ns/x"], pending={"ns/y": ("active", NO_LONGER_FITS)})],
-        id="same cycle competition: the higher priority head wins and the other goes back to the heap",
+        id="only one workload can borrow a resource in the same cycle if the cohort quota cannot fit both "
+           "(TestSchedule): the higher priority head wins and the other goes back to the heap",
     ),
     pytest.param(
         trace(cohort(("cq-a", 2), ("cq-b", 2), ("lender", 6)) + [
@@ -161,7 +162,16 @@ COHORT_SCENARIOS = [
         trace(cohort(("cq-a", 2), ("cq-b", 2), ("lender", 6)) + [
             workload("x", queue="lq-cq-a", cpu=4), workload("y", queue="lq-cq-b", cpu=4)], {"cycles": 1}),
         [expect(admitted=["ns/x", "ns/y"])],
-        id="several heads of one cohort are admitted in one cycle when all fit",
+        id="two workloads can borrow the same resource in the same cycle if both fit the cohort quota (TestSchedule)",
+    ),
+    pytest.param(
+        trace([flavor(), *(cluster_queue(name, group({"default": {"cpu": cpu, "memory": mem}}), cohort="c")
+                           for name, cpu, mem in (("cq-a", 2, "2Gi"), ("cq-b", 2, "2Gi"), ("lender", 2, "2Gi"))),
+               local_queue("lq-a", "cq-a"), local_queue("lq-b", "cq-b"),
+               workload("cpu-hungry", queue="lq-a", cpu=4, memory="1Gi"),
+               workload("memory-hungry", queue="lq-b", cpu=1, memory="4Gi")], {"cycles": 1}),
+        [expect(admitted=["ns/cpu-hungry", "ns/memory-hungry"])],
+        id="two workloads can borrow different resources from the same flavor in the same cycle (TestSchedule)",
     ),
     pytest.param(
         trace(cohort(("cq-a", 2), ("cq-b", 2), ("lender", 6)) + [

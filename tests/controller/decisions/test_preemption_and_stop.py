@@ -8,7 +8,7 @@ import pytest
 from controller.simulation import run_trace
 from tests.controller.decisions.scenario_check import check, expect
 from tests.controller.decisions.trace_builders import (
-    basic, cluster_queue, flavor, group, local_queue, trace, workload,
+    basic, cluster_queue, flavor, group, local_queue, quota, trace, workload,
 )
 
 MORE = "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, {} more needed"
@@ -178,6 +178,44 @@ PREEMPTION_SCENARIOS = [
     ),
 ]
 
+def two_flavor_cohort(within: str = "LowerPriority") -> list[dict]:
+    """Kueue TestSchedule's `other` cohort: alpha owns 10 GPUs of on-demand and of spot, beta none."""
+    options = {"within": within, "reclaim": "LowerPriority"}
+    quotas = {"on-demand": {"nvidia.com/gpu": 10}, "spot": {"nvidia.com/gpu": 10}}
+    return [flavor("on-demand"), flavor("spot"),
+            cluster_queue("other-alpha", group(quotas), cohort="other", **options),
+            cluster_queue("other-beta", group({"on-demand": {"nvidia.com/gpu": 0}, "spot": {"nvidia.com/gpu": 0}}),
+                          cohort="other", **options),
+            local_queue("alpha", "other-alpha"), local_queue("beta", "other-beta")]
+
+
+UPSTREAM_SCENARIOS = [
+    pytest.param(
+        trace(two_flavor_cohort() + [
+            workload("a1", queue="alpha", gpu=5, priority=50, admitted_to="other-alpha",
+                     flavors={"nvidia.com/gpu": "on-demand"}),
+            workload("b1", queue="beta", gpu=5, priority=50, admitted_to="other-beta", flavors={"nvidia.com/gpu": "spot"}),
+            workload("preemptor", queue="alpha", gpu=6, priority=100, created=1)], {"cycles": 1}),
+        [expect(admitted=[], preempted=[("ns/b1", "InCohortReclamation", "ns/preemptor")],
+                pending={"ns/preemptor": ("active", None)})],
+        id="prefer reclamation over cq priority based preemption (TestSchedule)",
+    ),
+    pytest.param(
+        trace([flavor(), cluster_queue("cq-shared", group({"default": {"cpu": quota(4, borrow=0)}}), cohort="pwb"),
+               cluster_queue("cq-a", group({"default": {"cpu": quota(0, borrow=3)}}), cohort="pwb",
+                             reclaim="LowerPriority", borrow_within="LowerPriority"),
+               cluster_queue("cq-b", group({"default": {"cpu": 0}}), cohort="pwb",
+                             reclaim="LowerPriority", borrow_within="LowerPriority"),
+               local_queue("lq-a", "cq-a"), local_queue("lq-b", "cq-b"),
+               workload("admitted-a", queue="lq-a", cpu=2, admitted_to="cq-a"),
+               workload("a", queue="lq-a", cpu=3, created=1), workload("b", queue="lq-b", cpu=1, created=2)],
+              {"cycles": 1}),
+        [expect(admitted=["ns/b"], pending={"ns/a": ("inadmissible", None)})],
+        id="preemption while borrowing, workload waiting for preemption should not block a borrowing workload "
+           "in another CQ (TestSchedule)",
+    ),
+]
+
 STOP_SCENARIOS = [
     pytest.param(
         trace(basic(cpu=10, stop="Hold") + [workload("running", cpu=4, admitted_to="cq"), workload("new", cpu=2, created=1)],
@@ -210,7 +248,7 @@ STOP_SCENARIOS = [
 ]
 
 
-@pytest.mark.parametrize(("scenario", "steps"), PREEMPTION_SCENARIOS + STOP_SCENARIOS)
+@pytest.mark.parametrize(("scenario", "steps"), PREEMPTION_SCENARIOS + UPSTREAM_SCENARIOS + STOP_SCENARIOS)
 def test_preemption_and_stop_scenario(scenario: dict, steps: list[dict]) -> None:
     reports = run_trace(scenario)
     assert len(reports) == len(steps)
