@@ -3,7 +3,8 @@
 The figures are the quota admission code's own arithmetic (`QuotaBook`, `UsageOverlay`), so
 "available" here is exactly what the next cycle would offer. Kueue pools lent quota in the
 cohort: a borrower's excess is not drawn from one named lender, so per queue we show what it
-borrows and what it offers (its idle lendable quota), and per cohort the pool as a whole.
+borrows and what it puts at the cohort's disposal (its unused quota within `lendingLimit`, some
+of which borrowers may be using), and per cohort how much of the pool is borrowed and free.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class QuotaRow:
     lending_limit: int | None
     usage: int
     borrowed: int  # usage above nominal, taken from the cohort
-    lendable: int  # idle quota the cohort may borrow from this queue now
+    unused_lendable: int  # its unused quota within lendingLimit: what it offers the cohort now
     available: int  # what the next admission may still take, borrowing included
 
     def to_json(self) -> dict[str, object]:
@@ -56,7 +57,7 @@ class QuotaRow:
 
         return {"flavor": self.flavor, "resource": r, "nominalQuota": fmt(self.nominal),
                 "borrowingLimit": fmt(self.borrowing_limit), "lendingLimit": fmt(self.lending_limit),
-                "usage": fmt(self.usage), "borrowed": fmt(self.borrowed), "lendable": fmt(self.lendable),
+                "usage": fmt(self.usage), "borrowed": fmt(self.borrowed), "unusedLendable": fmt(self.unused_lendable),
                 "available": fmt(self.available)}
 
 

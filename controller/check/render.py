@@ -52,21 +52,21 @@ def render_table(report: Report) -> str:
              str(s.pending), str(s.reserving), str(s.admitted)] for s in report.cluster_queues]))
         out += ["", "QUOTA AND USAGE"]
         out.append(table(["CLUSTERQUEUE", "FLAVOR", "RESOURCE", "NOMINAL", "BORROWING-LIMIT", "LENDING-LIMIT",
-                          "USAGE", "BORROWED", "LENDABLE", "AVAILABLE"], [
+                          "USAGE", "BORROWED", "UNUSED-LENDABLE", "AVAILABLE"], [
             [s.name, q.flavor, q.resource, format_units(q.resource, q.nominal),
              _limit(q.resource, q.borrowing_limit), _limit(q.resource, q.lending_limit),
              format_units(q.resource, q.usage), format_units(q.resource, q.borrowed),
-             format_units(q.resource, q.lendable), format_units(q.resource, q.available)]
+             format_units(q.resource, q.unused_lendable), format_units(q.resource, q.available)]
             for s in report.cluster_queues for q in s.rows]))
     else:
         out.append("(none)")
     if report.cohorts:
         out += ["", "COHORTS"]
         out.append(table(["COHORT", "MEMBERS", "FLAVOR", "RESOURCE", "NOMINAL", "USAGE", "BORROWED", "LENDABLE-POOL",
-                          "POOL-USED"], [
+                          "POOL-FREE"], [
             [c.name, ",".join(c.members), r.flavor, r.resource, format_units(r.resource, r.nominal),
              format_units(r.resource, r.usage), format_units(r.resource, r.borrowed),
-             format_units(r.resource, r.pool), format_units(r.resource, r.pool_used)]
+             format_units(r.resource, r.pool), format_units(r.resource, max(0, r.pool - r.pool_used))]
             for c in report.cohorts for r in c.rows]))
     out += ["", f"PENDING WORKLOADS ({len(report.pending)})"]
     if report.pending:
