@@ -57,11 +57,19 @@ def read_objects(kube: KubeClient) -> list[dict[str, Any]]:
                                    f"{_first_line(exc.message)}") from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ClusterReadError(f"cannot reach the cluster at {kube.api_client.configuration.host}: "
-                                   f"{_first_line(exc)}") from None
+                                   f"{_transport_reason(exc)}") from None
         for item in listing.get("items") or []:
             if isinstance(item, dict):
                 objects.append({"kind": res.kind, "apiVersion": res.api_version, **item})
     return objects
+
+
+def _transport_reason(exc: Exception) -> str:
+    """urllib3 wraps the cause (refused, timed out, bad certificate) in a long retry message."""
+    cause = getattr(exc, "reason", None) or exc
+    text = _first_line(cause)
+    marker = text.find("Failed to establish a new connection")
+    return text[marker:] if marker >= 0 else text
 
 
 def _first_line(exc: object) -> str:
