@@ -3,16 +3,17 @@
 A node counts when the work admitted by quota could run there: it is not cordoned, it is
 Ready, it is not marked GPU-unhealthy by Autopilot (MLBatch's generated pods avoid those), and
 at least one ResourceFlavor can use it: the node has the flavor's `nodeLabels`, and every
-NoSchedule/NoExecute taint on it is tolerated by the flavor's `tolerations` or is one of the
-flavor's `nodeTaints` (Kueue only gives that flavor to pods tolerating them). With no
-ResourceFlavor at all, a node counts when it has no NoSchedule/NoExecute taint.
+NoSchedule/NoExecute taint on it is tolerated by the flavor's `tolerations`, is one of the
+flavor's `nodeTaints` (Kueue only gives that flavor to pods tolerating them), or is tolerated by
+the pod templates of the Workloads themselves (GPU nodes are often tainted for GPU pods only).
+With no ResourceFlavor at all, the same holds without the flavor's part.
 MLBatch's rule (QUOTA_MAINTENANCE.md): the sum of nominal quotas must stay within capacity.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from batchgate import keys
 from batchgate.api.kueue import ClusterQueue, ResourceFlavor, Taint
@@ -22,6 +23,7 @@ from controller.state.quota_book import format_units, quotas_of, to_units
 
 UNHEALTHY_GPU_VALUES = ("ERR", "TESTING", "EVICT")  # the values MLBatch's pod affinity keeps pods off
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+Toleration = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -75,21 +77,30 @@ def node_exclusion(node: Node) -> str | None:
     return None
 
 
-def flavor_refusal(flavor: ResourceFlavor, node: Node) -> str | None:
+def untolerated_taint(node: Node, tolerations: Iterable[Toleration], own_taints: tuple[Taint, ...] = ()) -> str | None:
+    """The first NoSchedule/NoExecute taint on `node` that nothing tolerates, as `key=value:Effect`."""
+    tolerations = tuple(tolerations)
+    for taint in node.taints:
+        if taint.effect not in BLOCKING_EFFECTS or taint in own_taints:
+            continue
+        if not any(tolerates(t, taint) for t in tolerations):
+            return _taint_text(taint)
+    return None
+
+
+def flavor_refusal(flavor: ResourceFlavor, node: Node, workload_tolerations: tuple[Toleration, ...] = ()) -> str | None:
     """Why pods admitted with `flavor` cannot run on `node`, or None when they can."""
     for key, value in flavor.node_labels.items():
         if node.labels.get(key) != value:
             return f"lacks the flavor's node label {key}={value}"
-    for taint in node.taints:
-        if taint.effect not in BLOCKING_EFFECTS:
-            continue
-        if taint in flavor.node_taints or any(tolerates(t, taint) for t in flavor.tolerations):
-            continue
-        return f"taint {_taint_text(taint)} is not tolerated"
-    return None
+    taint = untolerated_taint(node, (*flavor.tolerations, *workload_tolerations), flavor.node_taints)
+    return None if taint is None else f"taint {taint} is not tolerated"
 
 
-def judge_nodes(nodes: Iterable[Node], flavors: Mapping[str, ResourceFlavor]) -> list[NodeVerdict]:
+def judge_nodes(nodes: Iterable[Node], flavors: Mapping[str, ResourceFlavor],
+                workload_tolerations: Iterable[Toleration] = ()) -> list[NodeVerdict]:
+    """Which nodes count; `workload_tolerations` are those of the observed Workloads' pod templates."""
+    pod_tolerations = tuple(workload_tolerations)
     verdicts = []
     for node in sorted(nodes, key=lambda n: n.name):
         excluded = node_exclusion(node)
@@ -97,11 +108,11 @@ def judge_nodes(nodes: Iterable[Node], flavors: Mapping[str, ResourceFlavor]) ->
             verdicts.append(NodeVerdict(node.name, False, excluded, ()))
             continue
         if not flavors:
-            blocking = [t for t in node.taints if t.effect in BLOCKING_EFFECTS]
-            reason = f"taint {_taint_text(blocking[0])} (no ResourceFlavor tolerates anything)" if blocking else ""
-            verdicts.append(NodeVerdict(node.name, not blocking, reason, ()))
+            taint = untolerated_taint(node, pod_tolerations)
+            reason = "" if taint is None else f"taint {taint} is not tolerated (and there is no ResourceFlavor)"
+            verdicts.append(NodeVerdict(node.name, taint is None, reason, ()))
             continue
-        refusals = {name: flavor_refusal(rf, node) for name, rf in sorted(flavors.items())}
+        refusals = {name: flavor_refusal(rf, node, pod_tolerations) for name, rf in sorted(flavors.items())}
         usable = tuple(name for name, why in refusals.items() if why is None)
         reason = "" if usable else "no ResourceFlavor can use it: " + "; ".join(
             f"{name}: {why}" for name, why in refusals.items())

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from controller.check.findings import NODE_NOT_COUNTED, OVER_COMMITTED, UNQUOTED_CAPACITY
 from tests.controller.check.builders import GPU, codes, node, run_check, taint
-from tests.controller.decisions.trace_builders import cluster_queue, flavor, group, local_queue, quota
+from tests.controller.decisions.trace_builders import (
+    cluster_queue, flavor, group, local_queue, pod_set, quota, workload,
+)
 
 TOLERATE_ALL = {"operator": "Exists"}
 
@@ -60,6 +62,12 @@ def gpu_queue(name: str, gpus: Any, flavor_name: str = "default", cohort: str = 
                  id="a taint the flavor declares in nodeTaints counts for that flavor"),
     pytest.param([node("n", labels={"pool": "a"})], [rf(labels={"pool": "b"})], False,
                  "lacks the flavor's node label pool=b", id="a node without the flavor's node labels does not count"),
+    pytest.param([node("n", gpus=8, taints=[taint(GPU, value="present")])],
+                 [rf(), workload("w", pod_sets=[pod_set(tolerations=[{"key": GPU, "operator": "Exists"}], gpu=1)])],
+                 True, "", id="a taint the Workloads' own pods tolerate lets the node count"),
+    pytest.param([node("n", gpus=8, taints=[taint(GPU, value="present")])],
+                 [rf(), workload("w", pod_sets=[pod_set(tolerations=[{"key": "other", "operator": "Exists"}], gpu=1)])],
+                 False, "nvidia.com/gpu=present:NoSchedule", id="a Workload tolerating another taint does not help"),
     pytest.param([node("n", taints=[taint("t")])], [], False, "no ResourceFlavor",
                  id="with no ResourceFlavor a tainted node does not count"),
     pytest.param([node("n")], [], True, "", id="with no ResourceFlavor an untainted node counts"),
@@ -121,8 +129,6 @@ def test_a_flavor_bound_to_some_nodes_is_over_committed_even_when_the_cluster_is
 
 
 def test_usage_in_the_capacity_table_is_the_quota_held_by_admitted_workloads() -> None:
-    from tests.controller.decisions.trace_builders import workload
-
     objects = [node("n", gpus=8), rf(), gpu_queue("a", 8), local_queue("lq", "a"),
                workload("w", admitted_to="a", gpu=3, cpu=1, count=2)]
     row = next(r for r in run_check(objects).capacity if r.resource == GPU)
