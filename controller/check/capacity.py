@@ -13,6 +13,7 @@ MLBatch's rule (QUOTA_MAINTENANCE.md): the sum of nominal quotas must stay withi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Callable, Iterable, Mapping
 
 from batchgate import keys
@@ -120,7 +121,7 @@ def judge_nodes(nodes: Iterable[Node], flavors: Mapping[str, ResourceFlavor],
     return verdicts
 
 
-def capacity_rows(nodes: list[Node], verdicts: list[NodeVerdict], cluster_queues: Iterable[ClusterQueue],
+def capacity_rows(nodes: Mapping[str, Node], verdicts: list[NodeVerdict], cluster_queues: Iterable[ClusterQueue],
                   usage: Mapping[tuple[str, str], int]) -> tuple[list[CapacityRow], list[CapacityRow]]:
     """Cluster-wide rows per covered resource, and per-flavor rows; `usage` is per (flavor, resource)."""
     nominal: dict[tuple[str, str], int] = {}
@@ -128,10 +129,8 @@ def capacity_rows(nodes: list[Node], verdicts: list[NodeVerdict], cluster_queues
         for fr, quota in quotas_of(cq).items():
             nominal[fr] = nominal.get(fr, 0) + quota.nominal
     resources = sorted({r for _, r in nominal})
-    by_name = {n.name: n for n in nodes}
-
     def allocatable(names: Iterable[str], resource: str) -> int:
-        return sum(to_units(resource, by_name[n].allocatable.get(resource, 0)) for n in names)
+        return sum(to_units(resource, nodes[n].allocatable.get(resource, Decimal(0))) for n in names)
 
     counted = [v.name for v in verdicts if v.counted]
     left_out = [v.name for v in verdicts if not v.counted]
@@ -142,7 +141,7 @@ def capacity_rows(nodes: list[Node], verdicts: list[NodeVerdict], cluster_queues
     per_flavor = []
     for flavor in sorted({f for f, _ in nominal}):
         usable = [v.name for v in verdicts if flavor in v.flavors]
-        other = [n.name for n in nodes if n.name not in usable]
+        other = sorted(set(nodes) - set(usable))
         for r in resources:
             if (flavor, r) in nominal:
                 per_flavor.append(CapacityRow(r, flavor, len(usable), allocatable(usable, r), allocatable(other, r),

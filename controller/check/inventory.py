@@ -25,7 +25,7 @@ class InventoryError(ValueError):
 
 @dataclass
 class Inventory:
-    nodes: list[Node] = field(default_factory=list)
+    nodes: dict[str, Node] = field(default_factory=dict)  # by name: a repeated object replaces the earlier one
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
     flavors: dict[str, ResourceFlavor] = field(default_factory=dict)
     priority_classes: dict[str, WorkloadPriorityClass] = field(default_factory=dict)
@@ -76,7 +76,8 @@ def build_inventory(objects: Iterable[Mapping[str, Any]]) -> Inventory:
 
 def _add(inv: Inventory, kind: str, raw: Mapping[str, Any]) -> None:
     if kind == "Node":
-        inv.nodes.append(Node.from_dict(raw))
+        n = Node.from_dict(raw)
+        inv.nodes[n.name] = n
     elif kind == "Namespace":
         meta = raw.get("metadata")
         if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:

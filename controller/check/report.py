@@ -56,7 +56,7 @@ def check(inv: Inventory, now: _dt.datetime) -> Report:
     state = build_state(inv)
     tolerations = {tuple(sorted(t.items())): t for key, wl in inv.workloads.items() if key not in state.finished
                    for ps in wl.pod_sets for t in ps.tolerations}.values()  # distinct ones: many pods share them
-    verdicts = judge_nodes(inv.nodes, inv.flavors, tolerations)
+    verdicts = judge_nodes(inv.nodes.values(), inv.flavors, tolerations)
     usage: dict[tuple[str, str], int] = {}
     for per_cq in state.book.usage.values():
         for fr, value in per_cq.items():

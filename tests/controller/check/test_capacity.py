@@ -154,3 +154,9 @@ def test_capacity_splits_every_node_once_and_errors_exactly_when_quota_exceeds_i
     assert row.capacity + row.not_counted == sum(g for g, *_ in nodes)
     assert row.nominal == sum(quotas)
     assert (OVER_COMMITTED in codes(report, "error")) is (sum(quotas) > expected)
+
+
+def test_a_node_listed_twice_is_counted_once() -> None:
+    report = run_check([node("n", gpus=8), node("n", gpus=4), rf(), gpu_queue("a", 4)])
+    assert [v.name for v in report.nodes] == ["n"]
+    assert report.capacity[0].capacity == 4
