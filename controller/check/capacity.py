@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 from batchgate import keys
 from batchgate.api.kueue import ClusterQueue, ResourceFlavor, Taint
 from batchgate.api.node import Node, tolerates
-from controller.check.findings import NODE_NOT_COUNTED, OVER_COMMITTED, UNQUOTED_CAPACITY, Finding
+from controller.check.findings import NO_NODES, NODE_NOT_COUNTED, OVER_COMMITTED, UNQUOTED_CAPACITY, Finding
 from controller.state.quota_book import format_units, quotas_of, to_units
 
 UNHEALTHY_GPU_VALUES = ("ERR", "TESTING", "EVICT")  # the values MLBatch's pod affinity keeps pods off
@@ -155,6 +155,9 @@ def _formatter(resource: str) -> Callable[[int], str]:
 
 def capacity_findings(cluster: list[CapacityRow], per_flavor: list[CapacityRow], verdicts: list[NodeVerdict],
                       flavors: Mapping[str, ResourceFlavor]) -> list[Finding]:
+    if not verdicts:
+        return [Finding("warning", NO_NODES, "cluster",
+                        "no Node objects were read, so quotas cannot be compared with capacity")] if cluster else []
     out = []
     for row in cluster:
         r = row.resource

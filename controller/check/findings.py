@@ -24,6 +24,8 @@ UNCOVERED_RESOURCE = "UncoveredResource"
 NO_LOCAL_QUEUE = "NoLocalQueue"
 ORPHANED_ADMISSION = "OrphanedAdmission"
 EVICTION_IN_PROGRESS = "EvictionInProgress"
+NO_NODES = "NoNodes"
+IGNORED_OBJECTS = "IgnoredObjects"
 
 
 @dataclass(frozen=True)

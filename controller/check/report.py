@@ -65,6 +65,9 @@ def check(inv: Inventory, now: _dt.datetime) -> Report:
     queues, cohorts = summarize_queues(inv, state)
     pending = pending_workloads(inv, state, now)
     found = list(inv.findings)
+    if inv.ignored:
+        kinds = ", ".join(f"{kind} ({count})" for kind, count in sorted(inv.ignored.items()))
+        found.append(Finding("info", codes.IGNORED_OBJECTS, "input", f"objects of kinds the check does not read: {kinds}"))
     found += capacity_findings(cluster, per_flavor, verdicts, inv.flavors)
     found += queue_findings(inv, state)
     found += pending_findings(state, pending)

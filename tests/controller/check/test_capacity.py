@@ -136,7 +136,7 @@ def test_usage_in_the_capacity_table_is_the_quota_held_by_admitted_workloads() -
 
 
 @settings(max_examples=60, deadline=None)
-@given(nodes=st.lists(st.tuples(st.integers(0, 16), st.booleans(), st.booleans(), st.booleans()), max_size=6),
+@given(nodes=st.lists(st.tuples(st.integers(0, 16), st.booleans(), st.booleans(), st.booleans()), min_size=1, max_size=6),
        quotas=st.lists(st.integers(0, 40), min_size=1, max_size=4),
        tolerate=st.booleans())
 def test_capacity_splits_every_node_once_and_errors_exactly_when_quota_exceeds_it(

@@ -47,7 +47,7 @@ def test_junk_anywhere_in_any_object_becomes_findings_not_exceptions(data: st.Da
         index = data.draw(st.integers(0, len(objects) - 1))
         candidates = [p for p in paths(objects[index]) if p and p[0] != "kind"]
         path = data.draw(st.sampled_from(candidates))
-        objects[index] = replace_at(objects[index], path, data.draw(JUNK))
+        objects[index] = replace_at(objects[index], path, copy.deepcopy(data.draw(JUNK)))
     report = check(build_inventory(flatten(objects)), T0)
     render_table(report)
     render_json(report)

@@ -222,3 +222,16 @@ def test_queue_figures_stay_consistent_whatever_the_observed_usage(
     [cohort] = report.cohorts
     [row] = cohort.rows
     assert row.borrowed <= row.pool_used and row.nominal == sum(nominals) * 1000
+
+
+def test_without_any_node_capacity_is_not_compared_but_said_so() -> None:
+    report = run_check(basic(cpu=10))
+    assert codes(report) == [c.NO_NODES]
+    assert not report.has_errors
+
+
+def test_objects_of_other_kinds_are_counted_so_a_misspelt_kind_shows() -> None:
+    report = run_check([node("n", cpu="10"), *basic(cpu=10), {"kind": "Clusterqueue", "metadata": {"name": "x"}},
+                        {"kind": "Deployment", "metadata": {"name": "d"}}])
+    [ignored] = [f for f in report.findings if f.code == c.IGNORED_OBJECTS]
+    assert ignored.reason == "objects of kinds the check does not read: Clusterqueue (1), Deployment (1)"
