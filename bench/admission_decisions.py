@@ -7,7 +7,7 @@ schedule, each finishes its runtime after admission, and cycles run until idle a
 No API server is involved, so the figures are the decision cost (CPU time in the cycle and its
 bookkeeping) plus the admission outcome in simulated time (usage, time to admission per class).
 
-    python bench/admission_decisions.py [baseline|large-scale|all]
+    python bench/admission_decisions.py [baseline|large-scale|all] [--fair-sharing]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from batchgate.api.kueue import ClusterQueue, LocalQueue, PodSet, ResourceFlavor, Workload  # noqa: E402
 from batchgate.clock import FakeClock  # noqa: E402
 from controller.simulation import Simulation  # noqa: E402
+from controller.state.quota_state import FairSharing  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,10 @@ def cluster_queue(name: str, cohort: str, config: Config) -> ClusterQueue:
             {"name": "cpu", "nominalQuota": config.nominal, "borrowingLimit": config.borrowing_limit}]}]}]}})
 
 
-def run(config: Config) -> dict[str, object]:
+def run(config: Config, fair_sharing: bool = False) -> dict[str, object]:
     clock = FakeClock(T0)
     sim = Simulation(clock)
+    sim.state.fair_sharing = FairSharing(enable=fair_sharing)
     sim.state.put_flavor(ResourceFlavor("default"))
     arrivals: list[tuple[int, int, Workload, WorkloadClass]] = []
     seq = 0
@@ -139,7 +141,7 @@ def run(config: Config) -> dict[str, object]:
     for key, at in admitted_ms.items():
         per_class.setdefault(classes[key].name, []).append(at - created_ms[key])
     return {
-        "config": config.name, "clusterQueues": config.cohorts * config.queues, "workloads": total,
+        "config": config.name, "fairSharing": fair_sharing, "clusterQueues": config.cohorts * config.queues, "workloads": total,
         "cycles": sim.cycles - cycles_before, "preemptions": sim.preemptions, "decisionCpuSeconds": round(cpu, 2),
         "admissionsPerCpuSecond": round(total / cpu) if cpu else None,
         "benchWallSeconds": round(wall, 2), "simulatedSeconds": round(now_ms / 1000, 1),
@@ -150,13 +152,14 @@ def run(config: Config) -> dict[str, object]:
 
 
 def main(argv: list[str]) -> int:
-    names = argv or ["baseline"]
+    fair = "--fair-sharing" in argv
+    names = [a for a in argv if a != "--fair-sharing"] or ["baseline"]
     if names == ["all"]:
         names = list(CONFIGS)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
     for name in names:
-        result = run(CONFIGS[name])
+        result = run(CONFIGS[name], fair)
         print(" ".join(f"{k}={v}" for k, v in result.items()), flush=True)
     return 0
 

@@ -21,7 +21,7 @@ from batchgate.durations import DurationError, parse_duration
 from controller.decisions.outcomes import CycleResult
 from controller.decisions.quota_admission import run_cycle
 from controller.decisions.stop_policy import drain_evictions
-from controller.state.quota_state import QuotaState
+from controller.state.quota_state import STRATEGIES, FairSharing, QuotaState
 
 MAX_CYCLES_PER_STEP = 100_000
 KIND_ORDER = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
@@ -180,12 +180,13 @@ def run_trace(trace: Any) -> list[StepReport]:
     """Run a parsed YAML trace; raise TraceError naming the step and field on bad input."""
     if not isinstance(trace, Mapping):
         raise TraceError("trace: must be a mapping with `objects` and `steps`")
-    unknown = set(trace) - {"objects", "steps"}
+    unknown = set(trace) - {"objects", "steps", "fairSharing"}
     if unknown:
-        raise TraceError(f"trace: unknown keys {sorted(unknown)}; expected objects, steps")
+        raise TraceError(f"trace: unknown keys {sorted(unknown)}; expected objects, steps, fairSharing")
     objects = _list(trace.get("objects"), "objects")
     steps = _list(trace.get("steps"), "steps")
     sim = Simulation(FakeClock(_latest_timestamp(trace) or FakeClock().now()))
+    sim.state.fair_sharing = _fair_sharing(trace.get("fairSharing"))
     _apply_all(sim, objects, "objects")
     reports = []
     for i, step in enumerate(steps):
@@ -227,6 +228,22 @@ def _apply_all(sim: Simulation, objects: list[Any], where: str) -> None:
             name = (raw.get("metadata") or {}).get("name") if isinstance(raw.get("metadata"), Mapping) else None
             label = f" ({raw.get('kind')} {name})" if name else ""
             raise TraceError(f"{where}[{i}]{label}: {exc}") from None
+
+
+def _fair_sharing(raw: Any) -> FairSharing:
+    """Kueue's configuration block `fairSharing: {enable, preemptionStrategies}`."""
+    if raw is None:
+        return FairSharing()
+    if not isinstance(raw, Mapping) or set(raw) - {"enable", "preemptionStrategies"}:
+        raise TraceError("fairSharing: must be a mapping with enable and optionally preemptionStrategies")
+    enable = raw.get("enable", False)
+    if not isinstance(enable, bool):
+        raise TraceError(f"fairSharing.enable: must be true or false, got {enable!r}")
+    strategies = _list(raw.get("preemptionStrategies"), "fairSharing.preemptionStrategies") or list(STRATEGIES)
+    for i, name in enumerate(strategies):
+        if name not in STRATEGIES:
+            raise TraceError(f"fairSharing.preemptionStrategies[{i}]: must be one of {', '.join(STRATEGIES)}")
+    return FairSharing(enable, tuple(strategies))
 
 
 def _list(raw: Any, where: str) -> list[Any]:

@@ -16,6 +16,7 @@ from batchgate import keys
 from batchgate.api import kueue_fields as f
 from batchgate.api.kueue_fields import FieldError
 from batchgate.api.pod_requests import pod_requests
+from batchgate.api.selectors import LabelSelector, parse_label_selector
 
 __all__ = [
     "FieldError", "LabelSelector", "ResourceQuota", "FlavorQuotas", "ResourceGroup", "Preemption",
@@ -43,43 +44,6 @@ def _name(meta: Mapping[str, Any]) -> str:
     if not name:
         raise FieldError("metadata.name", "must not be empty")
     return name
-
-
-@dataclass(frozen=True)
-class LabelSelector:
-    """A metav1.LabelSelector; `matches` follows the API machinery's semantics."""
-
-    match_labels: Mapping[str, str] = field(default_factory=dict)
-    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-
-    @classmethod
-    def parse(cls, raw: Any, path: str) -> "LabelSelector":
-        data = f.mapping(raw, path)
-        expressions = []
-        expr_path = f.join(path, "matchExpressions")
-        for i, item in enumerate(f.sequence(data.get("matchExpressions"), expr_path)):
-            p = f.join(expr_path, i)
-            item = f.mapping(item, p, required=True)
-            op = f.choice(item.get("operator"), f.join(p, "operator"), ("In", "NotIn", "Exists", "DoesNotExist"), "")
-            values = tuple(f.string(v, f.join(f.join(p, "values"), j)) for j, v in
-                           enumerate(f.sequence(item.get("values"), f.join(p, "values"))))
-            expressions.append((f.string(item.get("key"), f.join(p, "key")), op, values))
-        return cls(f.string_map(data.get("matchLabels"), f.join(path, "matchLabels")), tuple(expressions))
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        for key, op, values in self.match_expressions:
-            present = key in labels
-            if op == "In" and not (present and labels[key] in values):
-                return False
-            if op == "NotIn" and present and labels[key] in values:
-                return False
-            if op == "Exists" and not present:
-                return False
-            if op == "DoesNotExist" and present:
-                return False
-        return True
 
 
 @dataclass(frozen=True)
@@ -126,6 +90,7 @@ class ClusterQueue:
     preemption: Preemption = Preemption()
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
     stop_policy: str = "None"
+    fair_weight: Decimal = Decimal(1)  # spec.fairSharing.weight
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "ClusterQueue":
@@ -146,7 +111,7 @@ class ClusterQueue:
             cohort=f.string(spec.get("cohort"), "spec.cohort", default=""),
             queueing_strategy=f.choice(spec.get("queueingStrategy"), "spec.queueingStrategy",
                                        QUEUEING_STRATEGIES, "BestEffortFIFO"),
-            namespace_selector=None if selector is None else LabelSelector.parse(selector, "spec.namespaceSelector"),
+            namespace_selector=None if selector is None else parse_label_selector(selector, "spec.namespaceSelector"),
             preemption=Preemption(
                 f.choice(pre.get("withinClusterQueue"), "spec.preemption.withinClusterQueue",
                          WITHIN_CQ_POLICIES, "Never"),
@@ -163,6 +128,8 @@ class ClusterQueue:
                          WHEN_CAN_PREEMPT, "TryNextFlavor"),
             ),
             stop_policy=f.choice(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None"),
+            fair_weight=f.quantity(f.mapping(spec.get("fairSharing"), "spec.fairSharing").get("weight", 1),
+                                   "spec.fairSharing.weight"),
         )
 
     @cached_property
@@ -402,14 +369,14 @@ def _boolean(raw: Any, path: str, default: bool) -> bool:
 
 def _pod_set(ps: Mapping[str, Any], path: str) -> PodSet:
     template = f.mapping(ps.get("template"), f.join(path, "template"))
-    pod_spec = f.mapping(template.get("spec"), f.join(path, "template.spec"))
-    tolerations = tuple(f.mapping(t, f.join(path, f"template.spec.tolerations[{i}]"), required=True)
-                        for i, t in enumerate(f.sequence(pod_spec.get("tolerations"),
-                                                         f.join(path, "template.spec.tolerations"))))
+    spec_path = f.join(path, "template", "spec")
+    pod_spec = f.mapping(template.get("spec"), spec_path)
+    tolerations = tuple(f.mapping(t, f.join(spec_path, "tolerations", i), required=True)
+                        for i, t in enumerate(f.sequence(pod_spec.get("tolerations"), f.join(spec_path, "tolerations"))))
     return PodSet(
         name=f.string(ps.get("name"), f.join(path, "name"), default="main"),
         count=f.integer(ps.get("count"), f.join(path, "count"), default=1, minimum=0),
-        requests=pod_requests(pod_spec, f.join(path, "template.spec")),
+        requests=pod_requests(pod_spec, spec_path),
         tolerations=tolerations,
     )
 

@@ -11,30 +11,27 @@ import datetime as _dt
 from decimal import Decimal
 from typing import Any, Mapping
 
+from batchgate.api.errors import FieldError, child, type_name
 from batchgate.clock import parse_time
 from batchgate.quantity import QuantityError, parse_quantity
 
-
-class FieldError(ValueError):
-    """A wire field that cannot be parsed; `path` is the field path users see."""
-
-    def __init__(self, path: str, detail: str) -> None:
-        super().__init__(f"{path}: {detail}")
-        self.path = path
-        self.detail = detail
+__all__ = ["FieldError", "join", "mapping", "sequence", "string", "choice", "integer", "quantity",
+           "optional_quantity", "resources", "timestamp", "string_map"]
 
 
-def join(path: str, child: str | int) -> str:
-    if isinstance(child, int):
-        return f"{path}[{child}]"
-    return f"{path}.{child}" if path else child
+
+def join(path: str, *keys: str | int) -> str:
+    """The field path of nested map keys and list indexes, as Kubernetes prints it."""
+    for key in keys:
+        path = child(path, key)
+    return path
 
 
 def mapping(raw: Any, path: str, *, required: bool = False) -> Mapping[str, Any]:
     if raw is None and not required:
         return {}
     if not isinstance(raw, Mapping):
-        raise FieldError(path, f"must be an object, got {_kind(raw)}")
+        raise FieldError(path, f"must be an object, got {type_name(raw)}")
     return raw
 
 
@@ -42,7 +39,7 @@ def sequence(raw: Any, path: str) -> list[Any]:
     if raw is None:
         return []
     if not isinstance(raw, list):
-        raise FieldError(path, f"must be a list, got {_kind(raw)}")
+        raise FieldError(path, f"must be a list, got {type_name(raw)}")
     return raw
 
 
@@ -52,7 +49,7 @@ def string(raw: Any, path: str, *, default: str | None = None) -> str:
             raise FieldError(path, "is required")
         return default
     if not isinstance(raw, str):
-        raise FieldError(path, f"must be a string, got {_kind(raw)}")
+        raise FieldError(path, f"must be a string, got {type_name(raw)}")
     return raw
 
 
@@ -69,7 +66,7 @@ def integer(raw: Any, path: str, *, default: int | None = None, minimum: int | N
             raise FieldError(path, "is required")
         return default
     if isinstance(raw, bool) or not isinstance(raw, int):
-        raise FieldError(path, f"must be an integer, got {_kind(raw)}")
+        raise FieldError(path, f"must be an integer, got {type_name(raw)}")
     if minimum is not None and raw < minimum:
         raise FieldError(path, f"must be at least {minimum}, got {raw}")
     return raw
@@ -101,7 +98,7 @@ def timestamp(raw: Any, path: str) -> _dt.datetime | None:
     if isinstance(raw, _dt.datetime):  # YAML loaders turn unquoted timestamps into datetimes
         return raw if raw.tzinfo else raw.replace(tzinfo=_dt.timezone.utc)
     if not isinstance(raw, str):
-        raise FieldError(path, f"must be an RFC 3339 time, got {_kind(raw)}")
+        raise FieldError(path, f"must be an RFC 3339 time, got {type_name(raw)}")
     try:
         return parse_time(raw)
     except ValueError:
@@ -111,6 +108,3 @@ def timestamp(raw: Any, path: str) -> _dt.datetime | None:
 def string_map(raw: Any, path: str) -> dict[str, str]:
     return {str(k): string(v, join(path, str(k))) for k, v in mapping(raw, path).items()}
 
-
-def _kind(raw: Any) -> str:
-    return "null" if raw is None else type(raw).__name__

@@ -17,8 +17,8 @@ from batchgate.quantity import Resources, add
 def container_requests(raw: Any, path: str) -> Resources:
     container = f.mapping(raw, path)
     res = f.mapping(container.get("resources"), f.join(path, "resources"))
-    limits = f.resources(res.get("limits"), f.join(path, "resources.limits"))
-    requests = f.resources(res.get("requests"), f.join(path, "resources.requests"))
+    limits = f.resources(res.get("limits"), f.join(path, "resources", "limits"))
+    requests = f.resources(res.get("requests"), f.join(path, "resources", "requests"))
     return {**limits, **requests}
 
 

@@ -42,7 +42,7 @@ class FlavorAssignment:
 
 
 def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor],
-                   view: UsageOverlay, reclaim_possible: ReclaimCheck) -> FlavorAssignment:
+                   view: UsageOverlay, reclaim_possible: ReclaimCheck, fair_sharing: bool = False) -> FlavorAssignment:
     """Kueue's assignment; `reclaim_possible(fr, value)` tells reclaim from in-queue preemption."""
     group_of = cq.group_of
     usage: dict[FlavorResource, int] = {}
@@ -55,7 +55,8 @@ def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, R
         requests = dict(pod_set.total)
         if "pods" in group_of:
             requests["pods"] = pod_set.count
-        result = _assign_pod_set(pod_set, requests, cq, group_of, flavors, view, usage, reclaim_possible)
+        result = _assign_pod_set(pod_set, requests, cq, group_of, flavors, view, usage, reclaim_possible,
+                                 fair_sharing)
         if result.reasons:
             messages.append(f"couldn't assign flavors to pod set {pod_set.name}: {', '.join(sorted(result.reasons))}")
         mode = min(mode, result.mode)
@@ -81,7 +82,8 @@ class _PodSetResult:
 
 def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: ClusterQueue,
                     group_of: Mapping[str, int], flavors: Mapping[str, ResourceFlavor], view: UsageOverlay,
-                    earlier: Mapping[FlavorResource, int], reclaim_possible: ReclaimCheck) -> _PodSetResult:
+                    earlier: Mapping[FlavorResource, int], reclaim_possible: ReclaimCheck,
+                    fair_sharing: bool) -> _PodSetResult:
     result = _PodSetResult(FIT, {}, [], False)
     for res in sorted(requests):
         if res in result.flavors:
@@ -109,7 +111,7 @@ def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: Clu
             for r in sorted(group_requests):
                 fr = (fq.name, r)
                 r_mode, r_borrow, reason = _fits(cq, fr, group_requests[r] + earlier.get(fr, 0), view,
-                                                 reclaim_possible)
+                                                 reclaim_possible, fair_sharing)
                 if reason:
                     reasons.append(reason)
                 flavor_mode = min(flavor_mode, r_mode)
@@ -134,7 +136,7 @@ def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: Clu
 
 
 def _fits(cq: ClusterQueue, fr: FlavorResource, value: int, view: UsageOverlay,
-          reclaim_possible: ReclaimCheck) -> tuple[int, bool, str]:
+          reclaim_possible: ReclaimCheck, fair_sharing: bool) -> tuple[int, bool, str]:
     flavor, res = fr
     borrow = bool(cq.cohort) and view.borrowing_with(cq.name, fr, value)
     most = view.potential_available(cq.name, fr)
@@ -148,7 +150,7 @@ def _fits(cq: ClusterQueue, fr: FlavorResource, value: int, view: UsageOverlay,
               f"{format_units(res, value - available)} more needed")
     if value <= view.book.quota(cq.name, fr).nominal:
         return (RECLAIM if reclaim_possible(fr, value) else PREEMPT), borrow, reason
-    if cq.preemption.borrow_within_cohort != "Never":
+    if cq.preemption.borrow_within_cohort != "Never" or (fair_sharing and cq.preemption.reclaim_within_cohort != "Never"):
         return PREEMPT, borrow, reason
     return NO_FIT, borrow, reason
 

@@ -64,8 +64,4 @@ class CycleResult:
     admit: tuple[Admit, ...] = ()
     preempt: tuple[Preempt, ...] = ()
     requeue: tuple[Requeue, ...] = ()
-    skipped_preemptions: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.admit or self.preempt)
+    skipped_preemptions: Mapping[str, int] = field(default_factory=dict)  # per CQ, for the metric

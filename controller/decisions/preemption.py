@@ -14,6 +14,7 @@ from typing import Iterable, Mapping
 
 from batchgate import keys
 from batchgate.api.kueue import ClusterQueue
+from controller.decisions.fair_sharing import fair_preemptions
 from controller.decisions.outcomes import PreemptionTarget
 from controller.state.quota_book import FlavorResource, UsageOverlay
 from controller.state.quota_state import AdmittedWorkload, QuotaState, WorkloadInfo
@@ -35,7 +36,8 @@ def get_targets(info: WorkloadInfo, cq: ClusterQueue, requests: Mapping[FlavorRe
                 needs_preemption: frozenset[FlavorResource], state: QuotaState, view: UsageOverlay,
                 now: _dt.datetime) -> list[PreemptionTarget]:
     """The minimal set of workloads to evict for `info` to fit in `cq`; empty if none works."""
-    candidates = _candidates(info, cq, needs_preemption, state, view)
+    fair = state.fair_sharing.enable
+    candidates = _candidates(info, cq, needs_preemption, state, view, fair)
     if not candidates:
         return []
     candidates.sort(key=lambda held: _candidate_order(held, cq.name, now))
@@ -43,6 +45,9 @@ def get_targets(info: WorkloadInfo, cq: ClusterQueue, requests: Mapping[FlavorRe
     if len(own) == len(candidates):
         return _minimal(requests, cq, view, needs_preemption, candidates, True, None)
     threshold = _borrow_within_cohort_threshold(cq, info.priority)
+    if fair:
+        return fair_preemptions(cq.name, requests, needs_preemption, candidates, view, threshold,
+                                state.fair_sharing.preemption_strategies)
     if threshold is not None:
         if not _under_nominal(cq, needs_preemption, view):
             candidates = [c for c in candidates if c.cluster_queue == cq.name or c.info.priority < threshold]
@@ -55,7 +60,7 @@ def get_targets(info: WorkloadInfo, cq: ClusterQueue, requests: Mapping[FlavorRe
 
 
 def _candidates(info: WorkloadInfo, cq: ClusterQueue, frs: frozenset[FlavorResource], state: QuotaState,
-                view: UsageOverlay) -> list[AdmittedWorkload]:
+                view: UsageOverlay, fair: bool) -> list[AdmittedWorkload]:
     out: list[AdmittedWorkload] = []
     policy = cq.preemption
     if policy.within_cluster_queue != "Never":
@@ -68,9 +73,9 @@ def _candidates(info: WorkloadInfo, cq: ClusterQueue, frs: frozenset[FlavorResou
                 continue
             if _uses(held, frs):
                 out.append(held)
-    # Another queue's workloads are only ever taken while this one is under nominal quota, or
-    # under borrowWithinCohort (see get_targets); otherwise collecting them is wasted work.
-    reclaim_useful = policy.borrow_within_cohort != "Never" or _under_nominal(cq, frs, view)
+    # Without fair sharing, another queue's workloads are only ever taken while this one is under
+    # nominal quota, or under borrowWithinCohort (see get_targets); else collecting them is wasted.
+    reclaim_useful = fair or policy.borrow_within_cohort != "Never" or _under_nominal(cq, frs, view)
     if cq.cohort and policy.reclaim_within_cohort != "Never" and reclaim_useful:
         lower_only = policy.reclaim_within_cohort != "Any"
         for member in sorted(state.book.cohort_members(cq.name)):

@@ -33,6 +33,7 @@ class _Entry:
     assignment: FlavorAssignment | None = None
     targets: list[PreemptionTarget] = field(default_factory=list)
     nominated: bool = False  # reached processing (Kueue: status nominated or skipped)
+    share: int = 0  # dominant resource share with this workload admitted (fair sharing only)
 
     @property
     def mode(self) -> int:
@@ -43,7 +44,7 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
     """Decide, for one head per ClusterQueue, admit / preempt / requeue."""
     view = UsageOverlay(state.book)
     entries = [_nominate(state, key, view, now) for key in heads if state.is_pending(key)]
-    entries.sort(key=lambda e: (e.assignment is not None and e.assignment.borrows, -e.info.priority,
+    entries.sort(key=lambda e: (e.assignment is not None and e.assignment.borrows, e.share, -e.info.priority,
                                 e.info.timestamp, e.info.key))
     admitted: list[Admit] = []
     preempted: list[Preempt] = []
@@ -105,8 +106,11 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
         targets = get_targets(info, cq, {fr: value}, frozenset({fr}), state, view, now)
         return all(t.cluster_queue != cq.name for t in targets)
 
-    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible)
+    fair = state.fair_sharing.enable
+    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair)
     entry.message = entry.assignment.message
+    if fair and entry.assignment.mode != NO_FIT:
+        entry.share = view.dominant_resource_share(cq.name, entry.assignment.usage)
     if entry.assignment.mode == PREEMPT:
         entry.targets = get_targets(info, cq, entry.assignment.usage, entry.assignment.needs_preemption,
                                     state, view, now)

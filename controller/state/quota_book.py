@@ -12,6 +12,7 @@ without changing it: the cycle writes deltas into the overlay and the book stays
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Iterable, Mapping
@@ -77,6 +78,7 @@ class QuotaBook:
         self.cohort_quota: dict[str, Usage] = {}
         self.cohort_usage: dict[str, Usage] = {}
         self.members: dict[str, set[str]] = {}
+        self.weights: dict[str, int] = {}  # fair-sharing weight, milli-units
 
     # --- structure ---------------------------------------------------------------------------
     def set_cluster_queue(self, cq: ClusterQueue) -> None:
@@ -85,6 +87,7 @@ class QuotaBook:
         self.remove_cluster_queue(cq.name)
         self.quotas[cq.name] = quotas_of(cq)
         self.cohort_of[cq.name] = cq.cohort
+        self.weights[cq.name] = to_units("cpu", cq.fair_weight)
         self.usage[cq.name] = {}
         if cq.cohort:
             self.members.setdefault(cq.cohort, set()).add(cq.name)
@@ -108,7 +111,7 @@ class QuotaBook:
             self.members[cohort].discard(name)
             if not self.members[cohort]:
                 del self.members[cohort], self.cohort_quota[cohort], self.cohort_usage[cohort]
-        del self.quotas[name], self.usage[name]
+        del self.quotas[name], self.usage[name], self.weights[name]
         return usage
 
     def quota(self, cq: str, fr: FlavorResource) -> Quota:
@@ -194,6 +197,29 @@ class UsageOverlay:
         if not self.book.cohort_of[cq]:
             return False
         return any(self.borrowing_with(cq, fr, 0) for fr in frs)
+
+    def dominant_resource_share(self, cq: str, change: Mapping[FlavorResource, int] | None = None,
+                                sign: int = 1) -> int:
+        """Kueue's fair-sharing share: the most-borrowed resource as a fraction of what the cohort
+        lends, per 1000, divided by the weight; `change` is a workload added (sign 1) or removed (-1)."""
+        cohort = self.book.cohort_of[cq]
+        if not cohort:
+            return 0
+        weight = self.book.weights[cq]
+        if weight == 0:
+            return sys.maxsize
+        change = change or {}
+        borrowed: dict[str, int] = {}
+        for fr in set(self.book.quotas[cq]) | set(change):
+            above = sign * change.get(fr, 0) - (self.book.quota(cq, fr).nominal - self.usage(cq, fr))
+            if above > 0:
+                borrowed[fr[1]] = borrowed.get(fr[1], 0) + above
+        share = -1
+        for resource, amount in sorted(borrowed.items()):
+            lendable = sum(v for (_, r), v in self.book.cohort_quota[cohort].items() if r == resource)
+            if lendable > 0:
+                share = max(share, amount * 1000 // lendable)
+        return 0 if share < 0 else share * 1000 // weight
 
     def fits(self, cq: str, usage: Mapping[FlavorResource, int], allow_borrowing: bool = True) -> bool:
         for fr, value in usage.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from batchgate import keys
 from batchgate.api.kueue import (
@@ -20,6 +20,15 @@ from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+@dataclass(frozen=True)
+class FairSharing:
+    """Kueue's `fairSharing` configuration: off by default, as in Kueue (MLBatch turns it on)."""
+
+    enable: bool = False
+    preemption_strategies: tuple[str, ...] = STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,7 @@ class QuotaState:
     blocked: dict[str, str] = field(default_factory=dict)  # pending outside any heap, with why
     messages: dict[str, str] = field(default_factory=dict)  # last cycle's reason per pending workload
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
+    fair_sharing: FairSharing = FairSharing()
 
     # --- lookups -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -288,7 +298,3 @@ class QuotaState:
     def _set_held(self, held: AdmittedWorkload) -> None:
         self.admitted[held.info.key] = held
         self.admitted_by_cq[held.cluster_queue][held.info.key] = held
-
-    def admitted_in(self, cluster_queues: Iterable[str]) -> Iterable[AdmittedWorkload]:
-        for name in cluster_queues:
-            yield from self.admitted_by_cq.get(name, {}).values()

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from batchgate.api.kueue import ClusterQueue, FieldError, LabelSelector, LocalQueue, Workload, validate_cluster_queue
+from batchgate.api.kueue import ClusterQueue, FieldError, LocalQueue, Workload, validate_cluster_queue
 from batchgate.api.pod_requests import pod_requests
 
 
@@ -110,16 +110,3 @@ def test_validation_checks_flavor_resources_and_duplicates() -> None:
     assert [e.path for e in validate_cluster_queue(cq)] == [
         "spec.resourceGroups[0].flavors[0].resources", "spec.resourceGroups[1].coveredResources[0]",
         "spec.resourceGroups[1].flavors[0].name"]
-
-
-@pytest.mark.parametrize(("selector", "labels", "matches"), [
-    pytest.param({}, {}, True, id="an empty selector matches everything"),
-    pytest.param({"matchLabels": {"team": "a"}}, {"team": "b"}, False, id="matchLabels needs equal values"),
-    pytest.param({"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}, {}, True,
-                 id="NotIn matches a missing label"),
-    pytest.param({"matchExpressions": [{"key": "team", "operator": "Exists"}]}, {}, False, id="Exists needs the key"),
-    pytest.param({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, {"x": ""}, False,
-                 id="DoesNotExist refuses a present key"),
-])
-def test_label_selectors_follow_the_api_machinery(selector: dict, labels: dict, matches: bool) -> None:
-    assert LabelSelector.parse(selector, "s").matches(labels) is matches

@@ -233,9 +233,10 @@ STOP_SCENARIOS = [
     ),
     pytest.param(
         trace(basic(cpu=10)[:2] + [local_queue("lq", "cq", stop="Hold"), workload("running", cpu=4, admitted_to="cq"),
-                                   workload("new", cpu=2, created=1)]),
-        [expect(admitted=[], pending={"ns/new": ("inadmissible", "LocalQueue lq is stopped")}, counts={"admitted": 1})],
-        id="a held LocalQueue keeps its workloads from being admitted",
+                                   workload("new", cpu=2, created=1)], {}, {"apply": [local_queue("lq", "cq")]}),
+        [expect(admitted=[], pending={"ns/new": ("inadmissible", "LocalQueue lq is stopped")}, counts={"admitted": 1}),
+         expect(admitted=["ns/new"], counts={"admitted": 2})],
+        id="a held LocalQueue keeps its workloads from being admitted until it is restarted",
     ),
     pytest.param(
         trace(basic(cpu=10)[:2] + [local_queue("lq", "cq", stop="HoldAndDrain"), local_queue("other", "cq"),

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from batchgate.clock import FakeClock
 from controller.decisions.quota_admission import run_cycle
 from controller.simulation import Simulation
+from controller.state.quota_state import FairSharing
 from tests.controller.decisions.trace_builders import T0, cluster_queue, flavor, group, local_queue, quota, workload
 
 CQS = ("cq-0", "cq-1", "cq-2", "cq-3")
@@ -73,9 +74,10 @@ def recount(sim: Simulation) -> dict[str, dict]:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(specs=st.tuples(*(queue_specs(name) for name in CQS)), ops=operations, data=st.data())
-def test_no_sequence_admits_over_limits_or_twice(specs: tuple, ops: list, data: st.DataObject) -> None:
+@given(specs=st.tuples(*(queue_specs(name) for name in CQS)), ops=operations, data=st.data(), fair=st.booleans())
+def test_no_sequence_admits_over_limits_or_twice(specs: tuple, ops: list, data: st.DataObject, fair: bool) -> None:
     sim = Simulation(FakeClock(T0))
+    sim.state.fair_sharing = FairSharing(enable=fair)
     for obj in [flavor(), *specs, *(local_queue(f"lq-{name}", name) for name in CQS)]:
         sim.apply(obj)
     submitted: list[str] = []
@@ -107,9 +109,11 @@ def test_no_sequence_admits_over_limits_or_twice(specs: tuple, ops: list, data: 
 
 @settings(max_examples=30, deadline=None)
 @given(specs=st.tuples(*(queue_specs(name) for name in CQS)),
-       sizes=st.lists(st.tuples(st.sampled_from(CQS), st.integers(0, 8), st.integers(0, 3)), max_size=12))
-def test_a_cycle_changes_nothing_and_admits_each_workload_once(specs: tuple, sizes: list) -> None:
+       sizes=st.lists(st.tuples(st.sampled_from(CQS), st.integers(0, 8), st.integers(0, 3)), max_size=12),
+       fair=st.booleans())
+def test_a_cycle_changes_nothing_and_admits_each_workload_once(specs: tuple, sizes: list, fair: bool) -> None:
     sim = Simulation(FakeClock(T0))
+    sim.state.fair_sharing = FairSharing(enable=fair)
     for obj in [flavor(), *specs, *(local_queue(f"lq-{name}", name) for name in CQS)]:
         sim.apply(obj)
     for n, (cq, cpu, priority) in enumerate(sizes):
