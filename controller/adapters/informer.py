@@ -97,7 +97,7 @@ class Informer:
             log.warning("%s: not served by the API server (CRD not installed?); will look again", self.kind)
         self.served = False
         for change in self.store.replace(self.kind, []):
-            self.handler(change)
+            self._emit(change)
         self.synced.set()
 
     def _relist(self) -> None:
@@ -115,7 +115,7 @@ class Informer:
         self.served = True
         version = (page.get("metadata") or {}).get("resourceVersion") or "0"
         for change in self.store.replace(self.kind, items):
-            self.handler(change)
+            self._emit(change)
         self.resource_version = version
         self.synced.set()
 
@@ -136,6 +136,13 @@ class Informer:
             self._stream = None
             stream.close()
 
+    def _emit(self, change: Change) -> None:
+        """A failing handler is logged; it must not cost the watch (the store already has the change)."""
+        try:
+            self.handler(change)
+        except Exception:
+            log.exception("%s: handler failed on %s %s", self.kind, change.type, change.key)
+
     def _handle(self, event: dict) -> None:
         kind, obj = event.get("type"), event.get("object") or {}
         if kind == "ERROR":
@@ -146,6 +153,6 @@ class Informer:
             if version:
                 self.resource_version = version
             if change is not None:
-                self.handler(change)
+                self._emit(change)
         elif kind == "BOOKMARK" and version:
             self.resource_version = version

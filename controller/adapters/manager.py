@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from batchgate.clock import Clock
+from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, parse_policy
+from controller.adapters.admission import AdmissionLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
@@ -61,6 +63,7 @@ class Controller:
         self.writer = Writer(client, self.is_leader, on_conflict=self.metrics.status_conflicts.inc)
         self.recorder = EventRecorder(self.writer, clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
+        self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader)
         self.informers = [
             Informer(client, RESOURCES[kind], self.store, self._on_change, clock=clock,
                      namespace=options.namespace if RESOURCES[kind].namespaced else None,
@@ -72,18 +75,29 @@ class Controller:
         self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change, clock=clock,
                                        namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
                                        watch_timeout=options.watch_timeout))
-        self.change_listeners: list[Callable[[Change], None]] = []
+        self.policy: Policy = DEFAULT_POLICY
+        self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change, self._on_policy]
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
 
     def is_leader(self) -> bool:
         return self.elector.is_leader if self.elector is not None else True
 
-    def policy_text(self) -> str | None:
-        """The raw `policy.yaml` of the policy ConfigMap, as last observed (None when absent)."""
+    def _on_policy(self, change: Change) -> None:
+        """A new policy ConfigMap: parse it; an invalid one keeps the last good policy (DESIGN 5)."""
         namespace, name = self.options.policy_configmap
-        configmap = self.store.get("ConfigMap", namespace, name)
-        return ((configmap or {}).get("data") or {}).get("policy.yaml")
+        if (change.key.kind, change.key.namespace, change.key.name) != ("ConfigMap", namespace, name):
+            return
+        text = ((change.new or {}).get("data") or {}).get(POLICY_KEY)
+        if text is None:
+            self.policy = DEFAULT_POLICY
+            return
+        try:
+            self.policy = parse_policy(text, f"{namespace}/{name}:{POLICY_KEY}")
+            log.info("policy %s loaded from %s/%s", self.policy.version, namespace, name)
+        except PolicyError as exc:
+            self.metrics.policy_errors.inc()
+            log.error("invalid policy, keeping version %s: %s", self.policy.version, exc)
 
     def ready(self) -> bool:
         return all(i.synced.is_set() for i in self.informers)
@@ -98,6 +112,7 @@ class Controller:
             thread = threading.Thread(target=self._work, name=f"reconcile-{index}", daemon=True)
             thread.start()
             self._workers.append(thread)
+        self.admission.start()
         if self.elector is not None:
             self.elector.start()
         else:
@@ -108,6 +123,7 @@ class Controller:
         if self.elector is not None:
             self.elector.stop(release=True)
         self.queue.shutdown()
+        self.admission.stop()
         for informer in self.informers:
             informer.stop()
         for thread in self._workers:
@@ -123,11 +139,17 @@ class Controller:
             listener(change)
 
     def _on_leading(self) -> None:
+        """Queue every job once, off the elector's thread (waiting for caches must not delay renewals)."""
         self.metrics.leader.set(1)
-        for informer in self.informers:
-            informer.synced.wait(30)
-        for key in self.jobs.all_keys():
-            self.queue.add(key)
+
+        def resync() -> None:
+            for informer in self.informers:
+                informer.synced.wait(30)
+            for key in self.jobs.all_keys():
+                self.queue.add(key)
+            self.admission.wake()
+
+        threading.Thread(target=resync, name="leader-resync", daemon=True).start()
 
     def _on_standby(self) -> None:
         self.metrics.leader.set(0)

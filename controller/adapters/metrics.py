@@ -37,6 +37,8 @@ class ControllerMetrics:
         self.reconciles = Counter("batchgate_reconciles_total", "Reconciles per kind and outcome", ["kind", "outcome"],
                                   registry=r)
         self.leader = Gauge("batchgate_leader", "1 while this process holds the Lease", registry=r)
+        self.policy_errors = Counter("batchgate_policy_errors_total", "Invalid policy ConfigMaps seen (last good kept)",
+                                     registry=r)
         self.status_conflicts = Counter("batchgate_status_conflicts_total", "Status writes retried after a conflict",
                                         registry=r)
 

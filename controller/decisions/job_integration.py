@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
 from batchgate import keys
+from batchgate.clock import parse_time
+from controller.decisions.admission_status import release_patch
+from controller.decisions.conditions import condition, is_true, merge_conditions
 from controller.decisions.podsets import JobKind, PodSetSource, get_path, is_suspended
 from controller.decisions.workloads import (
     PriorityClasses,
@@ -92,18 +95,6 @@ Action = Union[CreateWorkload, ReplaceWorkload, StartJob, StopJob, RestoreJob, R
 class PodSetInfo:
     node_selector: Mapping[str, str]
     tolerations: tuple[Mapping[str, Any], ...]
-
-
-def condition(obj: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == type_:
-            return cond
-    return None
-
-
-def is_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
-    cond = condition(obj, type_)
-    return cond is not None and cond.get("status") == "True"
 
 
 def finished(job: Mapping[str, Any], kind: JobKind) -> tuple[str, str] | None:
@@ -242,40 +233,12 @@ def restored(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource],
 
 def release_quota_patch(workload: Mapping[str, Any], now: str) -> dict[str, Any]:
     """Clear the admission: QuotaReserved/Admitted False, Requeued True after a preemption."""
-    evicted = condition(workload, keys.COND_EVICTED) or {}
-    preempted = evicted.get("reason") == keys.EVICTED_BY_PREEMPTION
-    conditions = [
-        {"type": keys.COND_QUOTA_RESERVED, "status": "False", "reason": "Pending",
-         "message": evicted.get("message") or "The workload was evicted", "lastTransitionTime": now},
-        {"type": keys.COND_ADMITTED, "status": "False", "reason": "NoReservation",
-         "message": "The workload has no reservation", "lastTransitionTime": now},
-        {"type": keys.COND_REQUEUED, "status": "True" if preempted else "False",
-         "reason": evicted.get("reason") or "Evicted", "message": evicted.get("message") or "",
-         "lastTransitionTime": now},
-    ]
-    return {"status": {"admission": None, "conditions": merge_conditions(workload, conditions)}}
+    return release_patch(workload, parse_time(now)) or {}
 
 
 def finish_patch(workload: Mapping[str, Any], reason: str, message: str, now: str) -> dict[str, Any]:
     cond = {"type": keys.COND_FINISHED, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
     return {"status": {"conditions": merge_conditions(workload, [cond])}}
-
-
-def merge_conditions(obj: Mapping[str, Any], updates: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The object's conditions with `updates` applied; a condition keeps its transition time unless its status flips."""
-    current = [dict(c) for c in ((obj.get("status") or {}).get("conditions") or [])]
-    by_type = {c.get("type"): c for c in current}
-    for update in updates:
-        old = by_type.get(update["type"])
-        new = dict(update)
-        if old is not None and old.get("status") == new["status"] and old.get("lastTransitionTime"):
-            new["lastTransitionTime"] = old["lastTransitionTime"]
-        if old is None:
-            current.append(new)
-        else:
-            current[current.index(old)] = new
-        by_type[new["type"]] = new
-    return current
 
 
 def reconcile_job(

@@ -8,11 +8,12 @@ the path of its template inside the job object.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from batchgate import keys
+from batchgate.api.errors import FieldError as ApiFieldError
+from batchgate.api.pod_templates import declared_or_inferred
 
 Path = tuple["str | int", ...]
 
@@ -167,53 +168,8 @@ def _rayjob(job: Mapping[str, Any]) -> list[PodSetSource]:
     return out
 
 
-_COMPONENT_PATH = re.compile(r"\.([A-Za-z0-9_-]+)|\[(\d+)\]")
-
-
-def parse_component_path(text: str) -> Path:
-    """`template.spec.replicatedJobs[0].template.spec.template` -> a path inside the component."""
-    if not isinstance(text, str) or not text.startswith("template"):
-        raise PodSetError(f"path {text!r}: must start with 'template'")
-    steps: list[str | int] = ["template"]
-    rest = text[len("template"):]
-    position = 0
-    while position < len(rest):
-        match = _COMPONENT_PATH.match(rest, position)
-        if not match:
-            raise PodSetError(f"path {text!r}: cannot parse {rest[position:]!r}")
-        steps.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
-        position = match.end()
-    return tuple(steps)
-
-
-def _inferred_component_podsets(template: Mapping[str, Any]) -> list[tuple[str, int | None]]:
-    """The AppWrapper controller's inference for known kinds: (path, replicas)."""
-    api_version, kind = template.get("apiVersion"), template.get("kind")
-    spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
-    if (api_version, kind) == ("v1", "Pod"):
-        return [("template", 1)]
-    if (api_version, kind) in (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet")):
-        return [("template.spec.template", spec.get("replicas", 1))]
-    if (api_version, kind) == ("batch/v1", "Job"):
-        parallelism = spec.get("parallelism", 1)
-        completions = spec.get("completions")
-        replicas = parallelism if not isinstance(completions, int) else min(parallelism, completions)
-        return [("template.spec.template", replicas)]
-    if (api_version, kind) == ("kubeflow.org/v1", "PyTorchJob"):
-        specs = spec.get("pytorchReplicaSpecs") or {}
-        return [(f"template.spec.pytorchReplicaSpecs.{role}.template", (specs[role] or {}).get("replicas", 1))
-                for role in ("Master", "Worker") if role in specs]
-    if (api_version, kind) in (("ray.io/v1", "RayCluster"), ("ray.io/v1", "RayJob")):
-        prefix = "template.spec." if kind == "RayCluster" else "template.spec.rayClusterSpec."
-        cluster = spec if kind == "RayCluster" else (spec.get("rayClusterSpec") or {})
-        out: list[tuple[str, int | None]] = [(prefix + "headGroupSpec.template", 1)]
-        for index, group in enumerate(cluster.get("workerGroupSpecs") or []):
-            out.append((f"{prefix}workerGroupSpecs[{index}].template", (group or {}).get("replicas", 1)))
-        return out
-    return []
-
-
 def _appwrapper(job: Mapping[str, Any]) -> list[PodSetSource]:
+    """One podSet per component podSet (declared, else inferred as the AppWrapper controller does)."""
     components = get_path(job, ("spec", "components"))
     if not isinstance(components, list):
         raise PodSetError("spec.components: must be a list")
@@ -221,19 +177,13 @@ def _appwrapper(job: Mapping[str, Any]) -> list[PodSetSource]:
     out: list[PodSetSource] = []
     for index, component in enumerate(components):
         where: Path = ("spec", "components", index)
-        template = component.get("template") if isinstance(component, Mapping) else None
-        if not isinstance(template, Mapping):
-            raise PodSetError(f"{format_path(where)}.template: required")
-        declared = component.get("podSets")
-        if declared:
-            pairs = [(ps.get("path"), ps.get("replicas")) for ps in declared if isinstance(ps, Mapping)]
-        else:
-            pairs = _inferred_component_podsets(template)
-        for set_index, (text, replicas) in enumerate(pairs):
-            field = f"{format_path(where)}.podSets[{set_index}]"
-            path = (*where, *parse_component_path(text))
-            count = _count(replicas, f"{field}.replicas")
-            out.append(PodSetSource(f"{name}-{len(out)}", count, _template(job, path), path))
+        try:
+            declared = declared_or_inferred(component, format_path(where))
+        except ApiFieldError as exc:
+            raise PodSetError(str(exc)) from None
+        for pod_set in declared:
+            path = (*where, "template", *pod_set.location)
+            out.append(PodSetSource(f"{name}-{len(out)}", pod_set.replicas, _template(job, path), path))
     if not out:
         raise PodSetError("spec.components: contains no podspecs")
     return out

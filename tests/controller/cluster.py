@@ -19,8 +19,9 @@ def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.Comp
                           capture_output=True, text=True, timeout=60, check=check)
 
 
-def eventually(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> T:
-    """Poll until `probe` returns something truthy; fail with `what` after `timeout` seconds."""
+def eventually(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05,
+               what: "str | Callable[[], str]" = "") -> T:
+    """Poll until `probe` returns something truthy; fail with `what` (or what it returns) after `timeout`."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -28,7 +29,8 @@ def eventually(probe: Callable[[], T], timeout: float = 10.0, interval: float = 
         if last:
             return last
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or probe}; last: {last!r}")
+    told = what() if callable(what) else what
+    raise AssertionError(f"timed out after {timeout}s waiting for {told or probe}; last: {last!r}")
 
 
 def subprocess_env() -> dict[str, str]:

@@ -274,3 +274,24 @@ def test_two_controller_processes_hand_over_the_lease(cluster: Any, client: Kube
         first.stop(signal.SIGKILL)
         if second is not None:
             second.stop(signal.SIGKILL)
+
+
+def test_the_policy_configmap_is_followed_and_an_invalid_edit_keeps_the_last_good_one(
+        client: KubeClient, controller: Controller) -> None:
+    cm = RESOURCES["ConfigMap"]
+    try:
+        client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": "batchgate-system"}})
+    except ApiError as exc:
+        assert exc.already_exists
+    client.create(cm, {"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "batchgate-policy", "namespace": "batchgate-system"},
+                       "data": {"policy.yaml": "queues:\n  defaultQueueName: team-queue\n"}})
+    eventually(lambda: controller.policy.queues.default_queue_name == "team-queue", what="the policy to load")
+    good = controller.policy.version
+    client.patch(cm, "batchgate-policy", "batchgate-system", {"data": {"policy.yaml": "faultTolerance:\n  retryLimit: -3\n"}})
+    eventually(lambda: (controller.metrics.registry.get_sample_value("batchgate_policy_errors_total") or 0) >= 1,
+               what="the invalid policy to be noticed")
+    assert controller.policy.version == good
+    client.delete(cm, "batchgate-policy", "batchgate-system")
+    eventually(lambda: controller.policy.queues.default_queue_name == "default-queue", what="the defaults again")

@@ -71,7 +71,7 @@ def test_pod_requests(spec: dict[str, Any], expected: dict[str, Decimal]) -> Non
         pytest.param({"containers": [c("4", limit_cpu="2")]},
                      "spec.containers[0].resources.requests.cpu: must be less than or equal to the limit",
                      id="a request above its limit is refused"),
-        pytest.param({"containers": "nginx"}, "spec.containers: must be a list, got str",
+        pytest.param({"containers": "nginx"}, "spec.containers: must be a list, got string",
                      id="containers that are not a list are refused"),
         pytest.param({"containers": [c("1")], "overhead": {"cpu": "x"}}, "spec.overhead.cpu: invalid quantity 'x'",
                      id="an unparsable overhead is refused"),
