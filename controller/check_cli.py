@@ -16,6 +16,7 @@ from batchgate.clock import Clock, SystemClock
 from controller.check.inventory import InventoryError, build_inventory, flatten
 from controller.check.render import render_json, render_table
 from controller.check.report import check
+from controller.state.quota_state import FairSharing
 
 PROG = "batchgate check"
 
@@ -38,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--from-file", metavar="FILE",
                         help="check a multi-document YAML file of objects (Nodes, Namespaces, ResourceFlavors, "
                              "ClusterQueues, LocalQueues, Workloads, ...) instead of a cluster; - for stdin")
+    parser.add_argument("--fair-sharing", action="store_true",
+                        help="compute pending reasons as a controller with Kueue's fair sharing on would "
+                             "(MLBatch's configuration)")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     return parser
 
@@ -52,7 +56,7 @@ def main(argv: list[str], clock: Clock | None = None) -> int:
     except (_BadInput, InventoryError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    report = check(inventory, (clock or SystemClock()).now())
+    report = check(inventory, (clock or SystemClock()).now(), FairSharing(enable=args.fair_sharing))
     print(render_json(report) if args.output == "json" else render_table(report))
     return 1 if report.has_errors else 0
 

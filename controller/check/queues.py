@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from batchgate import keys
 from controller.check.inventory import Inventory
 from controller.state.quota_book import UsageOverlay, format_units, quotas_of
-from controller.state.quota_state import QuotaState
+from controller.state.quota_state import FairSharing, QuotaState
 
 
-def build_state(inv: Inventory) -> QuotaState:
+def build_state(inv: Inventory, fair_sharing: FairSharing = FairSharing()) -> QuotaState:
     """The quota admission state as the controller would hold it after observing the inventory."""
     state = QuotaState()
+    state.fair_sharing = fair_sharing
     for name, labels in inv.namespaces.items():
         state.put_namespace(name, labels)
     for rf in inv.flavors.values():

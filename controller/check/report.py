@@ -20,7 +20,7 @@ from controller.check.findings import Finding, sort_findings
 from controller.check.inventory import Inventory
 from controller.check.pending import PendingWorkload, pending_findings, pending_workloads
 from controller.check.queues import ClusterQueueSummary, CohortSummary, build_state, summarize_queues
-from controller.state.quota_state import QuotaState
+from controller.state.quota_state import FairSharing, QuotaState
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,9 @@ class Report:
         }
 
 
-def check(inv: Inventory, now: _dt.datetime) -> Report:
-    state = build_state(inv)
+def check(inv: Inventory, now: _dt.datetime, fair_sharing: FairSharing = FairSharing()) -> Report:
+    """`fair_sharing` is the controller's configuration; it changes computed pending reasons only."""
+    state = build_state(inv, fair_sharing)
     tolerations = {tuple(sorted(t.items())): t for key, wl in inv.workloads.items() if key not in state.finished
                    for ps in wl.pod_sets for t in ps.tolerations}.values()  # distinct ones: many pods share them
     verdicts = judge_nodes(inv.nodes.values(), inv.flavors, tolerations)

@@ -80,6 +80,19 @@ def test_json_output_is_one_document_with_every_section(tmp_path: Path, capsys: 
     assert doc["summary"]["error"] == 0
 
 
+def test_fair_sharing_flag_reaches_the_computed_reasons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objects = [flavor(), cluster_queue("a", cpu=10, cohort="c", reclaim="Any"), cluster_queue("b", cpu=10, cohort="c"),
+               local_queue("lq", "a", ns="ta"), local_queue("lq", "b", ns="tb"),
+               workload("hog", ns="tb", queue="lq", admitted_to="b", cpu=18),
+               workload("want", ns="ta", queue="lq", cpu=12, created=3)]
+    path = write(tmp_path, objects)
+    reasons = []
+    for extra in ([], ["--fair-sharing"]):
+        _, out, _ = run(["--from-file", str(path), "-o", "json", *extra], capsys)
+        reasons.append(json.loads(out)["pending"][0]["reason"])
+    assert "Pending the preemption" not in reasons[0] and "Pending the preemption" in reasons[1]
+
+
 def test_kubectl_lists_are_read_like_separate_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     listed = [{"apiVersion": "v1", "kind": "List", "items": mlbatch_like()}]
     code, out, _ = run(["--from-file", str(write(tmp_path, listed)), "-o", "json"], capsys)

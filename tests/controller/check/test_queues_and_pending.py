@@ -9,9 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.check import findings as c
+from controller.check.inventory import build_inventory, flatten
+from controller.check.report import check
+from controller.state.quota_state import FairSharing
 from tests.controller.check.builders import codes, node, run_check
 from tests.controller.decisions.trace_builders import (
-    at, basic, cluster_queue, flavor, group, local_queue, namespace, quota, workload,
+    T0, at, basic, cluster_queue, flavor, group, local_queue, namespace, quota, workload,
 )
 
 
@@ -235,3 +238,17 @@ def test_objects_of_other_kinds_are_counted_so_a_misspelt_kind_shows() -> None:
                         {"kind": "Deployment", "metadata": {"name": "d"}}])
     [ignored] = [f for f in report.findings if f.code == c.IGNORED_OBJECTS]
     assert ignored.reason == "objects of kinds the check does not read: Clusterqueue (1), Deployment (1)"
+
+
+@pytest.mark.parametrize("fair_sharing, waits_for_preemption", [
+    pytest.param(False, False, id="without fair sharing a queue needing more than its nominal cannot reclaim"),
+    pytest.param(True, True, id="with fair sharing the same workload waits for the borrower to be preempted"),
+])
+def test_fair_sharing_changes_what_a_computed_reason_says(fair_sharing: bool, waits_for_preemption: bool) -> None:
+    objects = [flavor(), cluster_queue("a", cpu=10, cohort="c", reclaim="Any"), cluster_queue("b", cpu=10, cohort="c"),
+               local_queue("lq", "a", ns="ta"), local_queue("lq", "b", ns="tb"),
+               workload("hog", ns="tb", queue="lq", admitted_to="b", cpu=18),
+               workload("want", ns="ta", queue="lq", cpu=12, created=3)]
+    [pending] = check(build_inventory(flatten(objects)), T0, FairSharing(enable=fair_sharing)).pending
+    assert "insufficient unused quota for cpu in flavor default, 10 more needed" in pending.reason
+    assert ("Pending the preemption of 1 workload(s)" in pending.reason) is waits_for_preemption
