@@ -1,23 +1,28 @@
 """`batchgate check` end to end: the local cluster with simulated nodes, CRDs and queues applied with
 the real kubectl, a Workload's status written through /status, then the checker read through the
 real kubernetes client. Cordoning a node with kubectl turns a sound quota setup into an
-over-commitment."""
+over-commitment; with the real controller running, the checker shows the controller's own words."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 import yaml
 
+from batchgate.clock import SystemClock
+from controller.adapters.kube import KubeClient
+from controller.adapters.manager import Controller, ControllerOptions
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
 from tests.controller.check.builders import GPU
+from tests.controller.test_admission_cluster import KUEUE, reason, running, submit
 from tests.controller.cluster import KUBECTL, ROOT, eventually, kubectl, subprocess_env
 from tests.controller.decisions.trace_builders import cluster_queue, flavor, group, local_queue, namespace, workload
 
@@ -37,7 +42,7 @@ NODES = """
 def queues() -> list[dict[str, Any]]:
     objects = [namespace("team-a"), namespace("team-b"), flavor("default-flavor")]
     for team in ("team-a", "team-b"):
-        objects.append(cluster_queue(f"{team}-cq", group({"default-flavor": {"cpu": 32, GPU: 8}}),
+        objects.append(cluster_queue(f"{team}-cq", group({"default-flavor": {"cpu": 24, GPU: 8}}),
                                      cohort="default-cohort"))
         objects.append(local_queue("default-queue", f"{team}-cq", ns=team))
     for obj in objects:
@@ -135,3 +140,33 @@ def test_a_rejected_token_exits_2_with_one_line(cluster: LocalCluster, tmp_path:
     assert result.returncode == 2
     assert result.stderr.startswith("batchgate check: cannot list nodes: 401 Unauthorized")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_with_the_real_controller_the_pending_reason_is_the_controllers_own(cluster: LocalCluster) -> None:
+    """Last in the module: its ClusterQueue's 4 cpu stay within the 64 counted (48 + 4)."""
+    client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    ns = f"ctl-{uuid.uuid4().hex[:6]}"
+    apply(cluster.kubeconfig, [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        {**cluster_queue(f"{ns}-cq", group({"default-flavor": {"cpu": 4}})), "apiVersion": KUEUE},
+        {**local_queue("default-queue", f"{ns}-cq", ns=ns), "apiVersion": KUEUE}])
+    controller = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
+    controller.start()
+    try:
+        assert controller.wait_synced(20)
+        submit(client, ns, "first", "3")
+        eventually(lambda: running(client, ns, "first"), timeout=30, what="the first job to be admitted")
+        second = submit(client, ns, "second", "2")
+        message = eventually(lambda: reason(client, second), timeout=30, what="the second job's pending reason")
+        result = check(cluster, "-o", "json")
+        assert result.returncode == 0, result.stdout + result.stderr
+        doc = json.loads(result.stdout)
+        [pending] = [p for p in doc["pending"] if p["name"].startswith(f"{ns}/")]
+        assert (pending["reason"], pending["reasonSource"], pending["clusterQueue"]) == (message, "status", f"{ns}-cq")
+        assert message.endswith("insufficient unused quota for cpu in flavor default-flavor, 1 more needed")
+        queue = next(q for q in doc["clusterQueues"] if q["name"] == f"{ns}-cq")
+        assert (queue["reservingWorkloads"], queue["pendingWorkloads"]) == (1, 1)
+        assert queue["resources"][0]["usage"] == "3"
+    finally:
+        controller.stop()
+        client.close()
