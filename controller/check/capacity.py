@@ -129,6 +129,7 @@ def capacity_rows(nodes: Mapping[str, Node], verdicts: list[NodeVerdict], cluste
         for fr, quota in quotas_of(cq).items():
             nominal[fr] = nominal.get(fr, 0) + quota.nominal
     resources = sorted({r for _, r in nominal})
+
     def allocatable(names: Iterable[str], resource: str) -> int:
         return sum(to_units(resource, nodes[n].allocatable.get(resource, Decimal(0))) for n in names)
 

@@ -9,7 +9,7 @@ that cannot admit, work that can never be admitted, or an object that does not p
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from batchgate import keys
@@ -32,7 +32,6 @@ class Report:
     cohorts: tuple[CohortSummary, ...]
     pending: tuple[PendingWorkload, ...]
     findings: tuple[Finding, ...]
-    ignored: dict[str, int] = field(default_factory=dict)
 
     @property
     def has_errors(self) -> bool:
@@ -55,7 +54,7 @@ class Report:
 def check(inv: Inventory, now: _dt.datetime, fair_sharing: FairSharing = FairSharing()) -> Report:
     """`fair_sharing` is the controller's configuration; it changes computed pending reasons only."""
     state = build_state(inv, fair_sharing)
-    tolerations = {tuple(sorted(t.items())): t for key, wl in inv.workloads.items() if key not in state.finished
+    tolerations = {repr(t): t for key, wl in inv.workloads.items() if key not in state.finished
                    for ps in wl.pod_sets for t in ps.tolerations}.values()  # distinct ones: many pods share them
     verdicts = judge_nodes(inv.nodes.values(), inv.flavors, tolerations)
     usage: dict[tuple[str, str], int] = {}
@@ -73,7 +72,7 @@ def check(inv: Inventory, now: _dt.datetime, fair_sharing: FairSharing = FairSha
     found += queue_findings(inv, state)
     found += pending_findings(state, pending)
     return Report(tuple(cluster), tuple(per_flavor), tuple(verdicts), tuple(queues), tuple(cohorts),
-                  tuple(pending), tuple(sort_findings(found)), dict(inv.ignored))
+                  tuple(pending), tuple(sort_findings(found)))
 
 
 def queue_findings(inv: Inventory, state: QuotaState) -> list[Finding]:

@@ -12,12 +12,15 @@ from controller.check.inventory import build_inventory, flatten
 from controller.check.render import render_json, render_table
 from controller.check.report import check
 from tests.controller.check.test_check_cli import mlbatch_like
-from tests.controller.decisions.trace_builders import T0, workload
+from tests.controller.decisions.trace_builders import T0, pod_set, workload
 
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from(["", "x", "-1", "1Gi", "500m", "True"]),
                  st.just([]), st.just({}), st.just([{"x": 1}]), st.just({"a": None}))
 BASE = [*mlbatch_like(), workload("evicted", ns="team-a", queue="default-queue", admitted_to="team-a-cq",
-                                  evicted=True, cpu=1)]
+                                  evicted=True, cpu=1),
+        workload("tolerant", ns="team-a", queue="default-queue", pod_sets=[pod_set(
+            tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}], gpu=1)])]
+BASE[0]["spec"]["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
 
 
 def paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
