@@ -33,7 +33,9 @@ class _BadInput(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog=PROG, description=__doc__.split("\n\n")[0],
+                     epilog="exit status: 0 no error finding, 1 at least one error finding, "
+                            "2 bad input or a cluster that cannot be read. See docs/check.md.")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--from-file", metavar="FILE",
