@@ -4,7 +4,6 @@ and the namespace finalize subresource.
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -90,7 +89,7 @@ async def bind(server: ApiServer, ctx: Context) -> web.Response:
 
 async def finalize_namespace(server: ApiServer, ctx: Context, current: Entry, obj: dict[str, Any]) -> web.Response:
     """PUT namespaces/NAME/finalize: replace spec.finalizers; the namespace goes when both lists are empty."""
-    ns = copy.deepcopy(current.obj)
+    ns = current.copy()
     ns["spec"] = dict(ns.get("spec") or {})
     ns["spec"]["finalizers"] = list((obj.get("spec") or {}).get("finalizers") or [])
     rv = obj["metadata"].get("resourceVersion")

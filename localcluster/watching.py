@@ -137,8 +137,8 @@ async def watch(server: ApiServer, ctx: Context) -> web.StreamResponse:
                 next_bookmark = loop.time() + server.bookmark_interval
         if bookmarks and not watcher.closed:
             await response.write(encoder.bookmark(store.rv))
-    except (ConnectionResetError, asyncio.CancelledError, RuntimeError):
-        pass
+    except (ConnectionResetError, RuntimeError):
+        pass  # the client went away; a cancelled handler (server stopping) propagates after the finally
     finally:
         store.unwatch(key, watcher)
     try:
