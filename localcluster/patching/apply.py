@@ -30,6 +30,9 @@ from localcluster.patching.patch_meta import field_meta, root_type
 
 __all__ = ["ApplyConflict", "ApplyError", "apply", "record_update"]
 
+KUBECTL = "kubectl"  # the manager kube-apiserver treats as the client-side apply upgrade path
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
 
 class ApplyConflict(Exception):
     """Fields the applier would change that other managers own: a 409 listing them."""
@@ -73,7 +76,10 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         conflicts = [(path, entry) for entry, owned in entries if _identity_of(entry) != mine
                      for path in sorted(changed & owned)]
         if conflicts and not force:
-            raise _conflict_error(conflicts)
+            allowed = _client_side_applied_fields(manager, live, kind_key)
+            refused = [(path, entry) for path, entry in conflicts if path not in allowed]
+            if refused:
+                raise _conflict_error(refused)
         taken = {path for path, _ in conflicts}
         entries = [(entry, owned - taken) for entry, owned in entries]
         previous = next((owned for entry, owned in entries if _identity_of(entry) == mine), set())
@@ -81,6 +87,8 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         for path in sorted(previous - wanted - others, key=len):  # an item before its fields
             if not any(other[:len(path)] == path for other in others):
                 remove(result, path)
+        if manager == KUBECTL and not subresource and _last_applied(live) is not None:
+            _sync_last_applied(result, applied)
     previous_entry = next((entry for entry, owned in entries if _identity_of(entry) == mine and owned == wanted), None)
     if previous_entry is not None and live is not None and _without_fields(result) == _without_fields(live):
         _store(result, entries)  # nothing changed: a no-op apply keeps its time, so nothing is written
@@ -91,6 +99,37 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         entry["subresource"] = subresource
     _store(result, _replace(entries, mine, entry, wanted))
     return result
+
+
+def _last_applied(obj: dict[str, Any]) -> str | None:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    return value if isinstance(value, str) and value else None
+
+
+def _client_side_applied_fields(manager: str, live: dict[str, Any], kind_key: str) -> set[Path]:
+    """The fields kube-apiserver lets `kubectl apply --server-side` take without conflict: those the
+    last client-side apply (its annotation) configured, so switching modes is no conflict."""
+    text = _last_applied(live)
+    if manager != KUBECTL or text is None:
+        return set()
+    try:
+        last = json.loads(text)
+        return set(field_values(last, kind_key, maps_are_members=False)) if isinstance(last, dict) else set()
+    except (ValueError, ApplyError):
+        return set()
+
+
+def _sync_last_applied(result: dict[str, Any], applied: dict[str, Any]) -> None:
+    """kubectl's server-side applies keep an existing last-applied annotation current, so that going
+    back to client-side apply computes the right patches."""
+    config = copy.deepcopy(applied)
+    annotations = (config.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict):
+        annotations.pop(LAST_APPLIED, None)
+        if not annotations:
+            del config["metadata"]["annotations"]
+    result.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = json.dumps(
+        config, sort_keys=True, separators=(",", ":"))
 
 
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str, now_iso: str,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localcluster.patching.apply import ApplyConflict, ApplyError, apply, record_update
+from localcluster.patching.apply import LAST_APPLIED, ApplyConflict, ApplyError, apply, record_update
 from localcluster.patching.fieldsets import from_fields_v1, to_fields_v1
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
@@ -154,6 +155,44 @@ def test_applying_status_through_the_subresource_owns_only_status() -> None:
     assert (entry["manager"], entry["subresource"]) == ("controller", "status")
     assert entry["fieldsV1"] == {"f:status": {"f:active": {}, "f:conditions": {
         'k:{"type":"Suspended"}': {".": {}, "f:status": {}, "f:type": {}}}}}
+
+
+def client_side_applied(data: dict[str, str]) -> dict[str, Any]:
+    """A ConfigMap as `kubectl apply` (client side) leaves it: its Update entry and annotation."""
+    config = configmap(**data)
+    obj = copy.deepcopy(config)
+    obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(config) + "\n"}
+    return record_update(None, obj, "kubectl-client-side-apply", T0, "v1/ConfigMap")
+
+
+def test_kubectl_takes_over_what_its_client_side_apply_configured_without_conflict() -> None:
+    result = apply(client_side_applied({"a": "1"}), configmap(a="2"), "kubectl", False, T1, "v1/ConfigMap")
+    assert result["data"] == {"a": "2"}
+    assert json.loads(result["metadata"]["annotations"][LAST_APPLIED])["data"] == {"a": "2"}
+
+
+@pytest.mark.parametrize(
+    ("manager", "live"),
+    [
+        pytest.param("other", client_side_applied({"a": "1"}), id="a manager other than kubectl"),
+        pytest.param("kubectl", record_update(None, configmap(a="1"), "kubectl-create", T0, "v1/ConfigMap"),
+                     id="an object never applied client side"),
+    ],
+)
+def test_the_client_side_upgrade_is_only_for_kubectl_on_client_side_applied_objects(manager: str,
+                                                                                    live: dict) -> None:
+    with pytest.raises(ApplyConflict):
+        apply(live, configmap(a="2"), manager, False, T1, "v1/ConfigMap")
+
+
+def test_fields_outside_the_last_applied_configuration_still_conflict() -> None:
+    live = client_side_applied({"a": "1"})
+    edited = copy.deepcopy(live)
+    edited["data"]["b"] = "x"
+    edited = record_update(live, edited, "kubectl-edit", T1, "v1/ConfigMap")
+    with pytest.raises(ApplyConflict) as caught:
+        apply(edited, configmap(a="2", b="y"), "kubectl", False, T2, "v1/ConfigMap")
+    assert caught.value.conflicts == [(".data.b", "kubectl-edit")]
 
 
 def test_an_update_records_new_maps_as_members() -> None:

@@ -359,3 +359,12 @@ def test_kubectl_apply_switching_a_deployment_to_recreate_clears_rolling_update(
                                                             "  replicas: 1\n  strategy:\n    type: Recreate\n")
     kubectl("-n", namespace, "apply", "-f", "-", input=recreate)
     assert get(kubectl, namespace, "deployment", "web")["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_moving_from_client_side_to_server_side_apply_keeps_ownership(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "apply", "-f", "-", input=CM.format(a="1"))
+    kubectl("-n", namespace, "apply", "--server-side", "-f", "-", input=CM.format(a="2"))
+    obj = json.loads(kubectl("-n", namespace, "get", "configmap", "cm", "-o", "json", "--show-managed-fields").stdout)
+    assert obj["data"] == {"a": "2"}
+    owners = {(e["manager"], e["operation"]) for e in obj["metadata"]["managedFields"]}
+    assert ("kubectl", "Apply") in owners
