@@ -16,17 +16,19 @@ from localcluster.patching.fieldsets import (
     MISSING,
     OBJECT,
     ApplyError,
+    Node,
     Path,
+    child_node,
     field_values,
     from_fields_v1,
     get,
     item_key,
     list_kind,
     remove,
+    root_node,
     show,
     to_fields_v1,
 )
-from localcluster.patching.patch_meta import field_meta, root_type
 
 __all__ = ["ApplyConflict", "ApplyError", "apply", "record_update"]
 
@@ -44,15 +46,16 @@ class ApplyConflict(Exception):
 
 
 def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, force: bool, now_iso: str,
-          kind_key: str, subresource: str = "") -> dict[str, Any]:
+          kind_key: str, subresource: str = "", schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """The object after `manager` applies `applied` to `live` (None creates it).
 
     On the main resource status is not applied (the strategy resets it); on the `status`
-    subresource only status is.
+    subresource only status is. `schema` (a CRD version's openAPIV3Schema) keys custom
+    resources' lists by their `x-kubernetes-list-type`.
     """
     if not isinstance(applied, dict):
         raise ApplyError("an applied configuration must be an object")
-    root = root_type(kind_key)
+    root = root_node(kind_key, schema)
     config = copy.deepcopy(applied)
     if subresource == "status":
         if live is None:
@@ -63,7 +66,7 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         config.pop("status", None)
     if isinstance(config.get("metadata"), dict):
         config["metadata"].pop("managedFields", None)
-    wanted_values = field_values(config, kind_key, maps_are_members=False)
+    wanted_values = field_values(config, kind_key, maps_are_members=False, schema=schema)
     wanted = set(wanted_values)
     entries = _entries(live)
     mine = _identity(manager, "Apply", subresource)
@@ -71,12 +74,12 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         result = config
     else:
         result = _merge(copy.deepcopy(live), config, root)
-        live_values = _live_values(live, kind_key, wanted)
+        live_values = _live_values(live, kind_key, wanted, schema)
         changed = {path for path, value in wanted_values.items() if live_values.get(path, MISSING) != value}
         conflicts = [(path, entry) for entry, owned in entries if _identity_of(entry) != mine
                      for path in sorted(changed & owned)]
         if conflicts and not force:
-            allowed = _client_side_applied_fields(manager, live, kind_key)
+            allowed = _client_side_applied_fields(manager, live, kind_key, schema)
             refused = [(path, entry) for path, entry in conflicts if path not in allowed]
             if refused:
                 raise _conflict_error(refused)
@@ -106,7 +109,8 @@ def _last_applied(obj: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _client_side_applied_fields(manager: str, live: dict[str, Any], kind_key: str) -> set[Path]:
+def _client_side_applied_fields(manager: str, live: dict[str, Any], kind_key: str,
+                                schema: dict[str, Any] | None) -> set[Path]:
     """The fields kube-apiserver lets `kubectl apply --server-side` take without conflict: those the
     last client-side apply (its annotation) configured, so switching modes is no conflict."""
     text = _last_applied(live)
@@ -114,7 +118,7 @@ def _client_side_applied_fields(manager: str, live: dict[str, Any], kind_key: st
         return set()
     try:
         last = json.loads(text)
-        return set(field_values(last, kind_key, maps_are_members=False)) if isinstance(last, dict) else set()
+        return set(field_values(last, kind_key, False, schema)) if isinstance(last, dict) else set()
     except (ValueError, ApplyError):
         return set()
 
@@ -133,7 +137,7 @@ def _sync_last_applied(result: dict[str, Any], applied: dict[str, Any]) -> None:
 
 
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str, now_iso: str,
-                  kind_key: str, subresource: str = "") -> dict[str, Any]:
+                  kind_key: str, subresource: str = "", schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """`new` with managedFields updated for an ordinary write (create, update, patch) by `manager`.
 
     Like the apiserver's UpdateNoErrors, it never fails the write: an object whose lists cannot be
@@ -141,8 +145,8 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str,
     """
     result = {**new, "metadata": dict(new.get("metadata") or {})}
     try:
-        before = field_values(old, kind_key, maps_are_members=True) if old else {}
-        after = field_values(new, kind_key, maps_are_members=True)
+        before = field_values(old, kind_key, True, schema) if old else {}
+        after = field_values(new, kind_key, True, schema)
     except ApplyError:
         _store(result, _entries(old))
         return result
@@ -165,25 +169,24 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str,
     return result
 
 
-def _merge(live: Any, config: Any, type_name: str | None) -> Any:
+def _merge(live: Any, config: Any, node: Node) -> Any:
     """Merge an applied configuration into the live object: objects by field, list-maps by key,
     sets by value; atomic lists and scalars are taken from the configuration."""
     if not isinstance(live, dict) or not isinstance(config, dict):
         return copy.deepcopy(config)
     for name, value in config.items():
-        meta = field_meta(type_name, name)
         current = live.get(name, MISSING)
         if isinstance(value, dict) and isinstance(current, dict):
-            live[name] = _merge(current, value, meta.type)
+            live[name] = _merge(current, value, child_node(node, name))
         elif isinstance(value, list) and isinstance(current, list):
-            live[name] = _merge_list(current, value, type_name, name)
+            live[name] = _merge_list(current, value, node, name)
         else:
             live[name] = copy.deepcopy(value)
     return live
 
 
-def _merge_list(live: list[Any], config: list[Any], type_name: str | None, name: str) -> list[Any]:
-    kind = list_kind(type_name, name)
+def _merge_list(live: list[Any], config: list[Any], node: Node, name: str) -> list[Any]:
+    kind = list_kind(node, name)
     if kind.kind == "atomic":
         return copy.deepcopy(config)
     if kind.kind == "set":
@@ -197,14 +200,15 @@ def _merge_list(live: list[Any], config: list[Any], type_name: str | None, name:
         if position is None:
             result.append(copy.deepcopy(item))
         else:
-            result[position] = _merge(result[position], item, kind.element_type)
+            result[position] = _merge(result[position], item, kind.element)
     return result
 
 
-def _live_values(live: dict[str, Any], kind_key: str, paths: set[Path]) -> dict[Path, Any]:
+def _live_values(live: dict[str, Any], kind_key: str, paths: set[Path],
+                 schema: dict[str, Any] | None) -> dict[Path, Any]:
     """The live object's values at `paths`; found one by one if its own lists cannot be keyed."""
     try:
-        return field_values(live, kind_key, maps_are_members=True)
+        return field_values(live, kind_key, True, schema)
     except ApplyError:
         found = {path: get(live, path) for path in paths}
         return {path: OBJECT if isinstance(value, dict) and value else value for path, value in found.items()}

@@ -230,6 +230,44 @@ def test_an_update_whose_lists_cannot_be_keyed_keeps_the_old_managed_fields() ->
     assert broken["spec"]["template"]["spec"]["containers"] == [{"image": "nameless"}]
 
 
+QUEUE_SCHEMA = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+    "flavors": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"},
+                                                           "quota": {"type": "integer"}}}},
+    "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+    "order": {"type": "array", "items": {"type": "string"}}}}}}
+
+
+def queue(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Queue", "metadata": {"name": "q"}, "spec": spec}
+
+
+def test_custom_resource_lists_follow_their_schema_list_types() -> None:
+    obj = apply(None, queue(flavors=[{"name": "gpu", "quota": 8}], tags=["a"], order=["x"]), "alice", False, T0,
+                "example.com/v1/Queue", schema=QUEUE_SCHEMA)
+    assert managed(obj)[("alice", "Apply")]["f:spec"] == {
+        "f:flavors": {'k:{"name":"gpu"}': {".": {}, "f:name": {}, "f:quota": {}}},
+        "f:tags": {'v:"a"': {}}, "f:order": {}}
+    both = apply(obj, queue(flavors=[{"name": "cpu", "quota": 64}], tags=["b"]), "bob", False, T1,
+                 "example.com/v1/Queue", schema=QUEUE_SCHEMA)
+    assert both["spec"]["flavors"] == [{"name": "gpu", "quota": 8}, {"name": "cpu", "quota": 64}]
+    assert both["spec"]["tags"] == ["a", "b"]
+    with pytest.raises(ApplyConflict, match=r'\.spec\.flavors\[name="gpu"\]\.quota'):
+        apply(both, queue(flavors=[{"name": "gpu", "quota": 4}]), "bob", False, T2, "example.com/v1/Queue",
+              schema=QUEUE_SCHEMA)
+
+
+def test_custom_resource_status_conditions_are_owned_by_type_for_updates() -> None:
+    schema = {"type": "object", "properties": {"status": {"type": "object", "properties": {"conditions": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+        "items": {"type": "object"}}}}}}
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    updated = record_update(None, widget, "controller", T0, "example.com/v1/Widget", "status", schema)
+    assert managed(updated)[("controller", "Update")]["f:status"]["f:conditions"] == {
+        'k:{"type":"Ready"}': {".": {}, "f:status": {}, "f:type": {}}}
+
+
 @pytest.mark.parametrize(
     ("config", "message"),
     [
