@@ -53,19 +53,7 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
     subresource only status is. `schema` (a CRD version's openAPIV3Schema) keys custom
     resources' lists by their `x-kubernetes-list-type`.
     """
-    if not isinstance(applied, dict):
-        raise ApplyError("an applied configuration must be an object")
-    root = root_node(kind_key, schema)
-    config = copy.deepcopy(applied)
-    if subresource == "status":
-        if live is None:
-            raise ApplyError("the status of an object that does not exist cannot be applied")
-        config = {key: config[key] for key in ("apiVersion", "kind", "metadata", "status") if key in config}
-        config["metadata"] = {k: v for k, v in (config.get("metadata") or {}).items() if k in ("name", "namespace")}
-    else:
-        config.pop("status", None)
-    if isinstance(config.get("metadata"), dict):
-        config["metadata"].pop("managedFields", None)
+    config = _configuration(applied, live, subresource)
     wanted_values = field_values(config, kind_key, maps_are_members=False, schema=schema)
     wanted = set(wanted_values)
     entries = _entries(live)
@@ -73,7 +61,6 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
     if live is None:
         result = config
     else:
-        result = _merge(copy.deepcopy(live), config, root)
         live_values = _live_values(live, kind_key, wanted, schema)
         changed = {path for path, value in wanted_values.items() if live_values.get(path, MISSING) != value}
         conflicts = [(path, entry) for entry, owned in entries if _identity_of(entry) != mine
@@ -85,23 +72,47 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
                 raise _conflict_error(refused)
         taken = {path for path, _ in conflicts}
         entries = [(entry, owned - taken) for entry, owned in entries]
-        previous = next((owned for entry, owned in entries if _identity_of(entry) == mine), set())
-        others = set().union(*(owned for entry, owned in entries if _identity_of(entry) != mine))
-        for path in sorted(previous - wanted - others, key=len):  # an item before its fields
-            if not any(other[:len(path)] == path for other in others):
-                remove(result, path)
+        result = _merge(copy.deepcopy(live), config, root_node(kind_key, schema))
+        _drop_released(result, entries, mine, wanted)
         if manager == KUBECTL and not subresource and _last_applied(live) is not None:
             _sync_last_applied(result, applied)
-    previous_entry = next((entry for entry, owned in entries if _identity_of(entry) == mine and owned == wanted), None)
-    if previous_entry is not None and live is not None and _without_fields(result) == _without_fields(live):
-        _store(result, entries)  # nothing changed: a no-op apply keeps its time, so nothing is written
-        return result
+        unchanged = _without_fields(result) == _without_fields(live)
+        if unchanged and any(_identity_of(e) == mine and owned == wanted for e, owned in entries):
+            _store(result, entries)  # a no-op apply keeps its time, so nothing is written
+            return result
     entry = {"manager": manager, "operation": "Apply", "apiVersion": applied.get("apiVersion", ""),
              "time": now_iso, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(wanted)}
     if subresource:
         entry["subresource"] = subresource
     _store(result, _replace(entries, mine, entry, wanted))
     return result
+
+
+def _configuration(applied: Any, live: dict[str, Any] | None, subresource: str) -> dict[str, Any]:
+    """The part of an applied configuration this request may set."""
+    if not isinstance(applied, dict):
+        raise ApplyError("an applied configuration must be an object")
+    config = copy.deepcopy(applied)
+    if subresource == "status":
+        if live is None:
+            raise ApplyError("the status of an object that does not exist cannot be applied")
+        config = {key: config[key] for key in ("apiVersion", "kind", "metadata", "status") if key in config}
+        config["metadata"] = {k: v for k, v in (config.get("metadata") or {}).items() if k in ("name", "namespace")}
+    else:
+        config.pop("status", None)
+    if isinstance(config.get("metadata"), dict):
+        config["metadata"].pop("managedFields", None)
+    return config
+
+
+def _drop_released(result: dict[str, Any], entries: list[tuple[dict[str, Any], set[Path]]],
+                   mine: tuple[str, str, str], wanted: set[Path]) -> None:
+    """Remove what the applier owned before and no longer sends, unless another manager owns it."""
+    previous = next((owned for entry, owned in entries if _identity_of(entry) == mine), set())
+    others = set().union(*(owned for entry, owned in entries if _identity_of(entry) != mine))
+    for path in sorted(previous - wanted - others, key=len):  # an item before its fields
+        if not any(other[:len(path)] == path for other in others):
+            remove(result, path)
 
 
 def _last_applied(obj: dict[str, Any]) -> str | None:
