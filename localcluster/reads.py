@@ -29,10 +29,11 @@ def view_bytes(rt: ResourceType, entry: Entry) -> bytes:
     """The stored object as this resource version shows it, serialised."""
     if views.is_plain(rt):
         return entry.raw
-    return json.dumps(views.from_storage(rt, entry.obj), separators=(",", ":")).encode()
+    return json.dumps(views.from_storage(rt, entry.copy()), separators=(",", ":")).encode()
 
 
 def view_obj(rt: ResourceType, entry: Entry) -> dict[str, Any]:
+    """The object as this version shows it, without managedFields (tables, scale, selectors)."""
     return views.from_storage(rt, entry.obj) if not views.is_plain(rt) else entry.obj
 
 

@@ -29,7 +29,12 @@ def dumps(obj: Any) -> bytes:
 
 @dataclass(frozen=True)
 class Entry:
-    """A stored object with its serialised form and resourceVersion."""
+    """A stored object with its serialised form and resourceVersion.
+
+    `raw` is the whole object as served; `obj` is the same object without
+    metadata.managedFields, for selectors, tables and controllers, which never read them
+    (managedFields are often half an object's size). `copy()` gives the whole object.
+    """
 
     obj: dict[str, Any]
     raw: bytes
@@ -37,6 +42,14 @@ class Entry:
 
     def copy(self) -> dict[str, Any]:
         return json.loads(self.raw)
+
+
+def _entry(obj: dict[str, Any], rv: int) -> Entry:
+    raw = dumps(obj)
+    meta = obj["metadata"]
+    if "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return Entry(obj, raw, rv)
 
 
 @dataclass(frozen=True)
@@ -163,7 +176,7 @@ class Store:
         key = (meta.get("namespace", ""), meta["name"])
         rv = self.next_rv()
         meta["resourceVersion"] = str(rv)
-        entry = Entry(obj, dumps(obj), rv)
+        entry = _entry(obj, rv)
         bucket = self.bucket(gr)
         previous = bucket.objects.get(key)
         bucket.objects[key] = entry
@@ -186,7 +199,7 @@ class Store:
         rv = self.next_rv()
         last = previous.copy()
         last["metadata"]["resourceVersion"] = str(rv)
-        entry = Entry(last, dumps(last), rv)
+        entry = _entry(last, rv)
         self._announce(gr, bucket, Event("DELETED", rv, entry, previous.obj))
         return entry
 

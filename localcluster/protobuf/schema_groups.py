@@ -61,6 +61,13 @@ GROUPS = {
     "TokenRequestSpec": "1 audiences [str]; 4 expirationSeconds int?; 3 boundObjectRef BoundObjectReference",
     "BoundObjectReference": "1 kind str; 2 apiVersion str; 3 name str; 4 uid str",
     "TokenRequestStatus": "1 token str?; 2 expirationTimestamp time",
+    "SelfSubjectAccessReview": """1 metadata ObjectMeta; 2 spec SelfSubjectAccessReviewSpec;
+        3 status SubjectAccessReviewStatus""",
+    "SelfSubjectAccessReviewSpec": "1 resourceAttributes ResourceAttributes; 2 nonResourceAttributes NonResourceAttributes",
+    "ResourceAttributes": """1 namespace str; 2 verb str; 3 group str; 4 version str; 5 resource str;
+        6 subresource str; 7 name str""",
+    "NonResourceAttributes": "1 path str; 2 verb str",
+    "SubjectAccessReviewStatus": "1 allowed bool?; 4 denied bool; 2 reason str; 3 evaluationError str",
 }
 
 # (apiVersion, kind) -> the message of the top-level object.
@@ -83,4 +90,5 @@ KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
     ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
 }

@@ -133,6 +133,15 @@ def test_a_too_old_watch_is_a_200_stream_with_one_expired_error_event(http: requ
     assert event["object"]["message"].startswith("too old resource version: 2 (")
 
 
+def test_a_watch_from_a_version_the_server_never_reached_is_told_it_is_too_large(
+        http: requests.Session, local_cluster: LocalCluster) -> None:
+    reply = http.get(url(local_cluster, f"{CM_PATH}?watch=true&resourceVersion=999999999"), timeout=TIMEOUT)
+    event = json.loads(reply.text)
+    assert reply.status_code == 200 and event["type"] == "ERROR"
+    assert (event["object"]["code"], event["object"]["reason"]) == (504, "Timeout")
+    assert event["object"]["message"].startswith("Too large resource version: 999999999, current: ")
+
+
 def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     listed = http.get(url(local_cluster, path), timeout=TIMEOUT).json()

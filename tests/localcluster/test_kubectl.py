@@ -263,3 +263,20 @@ def test_kubectl_scale_goes_through_the_scale_subresource(kubectl: Kubectl, name
     scale = json.loads(kubectl("-n", namespace, "get", "--raw",
                                f"/apis/apps/v1/namespaces/{namespace}/deployments/web/scale").stdout)
     assert scale["kind"] == "Scale" and scale["spec"] == {"replicas": 4} and scale["status"]["selector"] == "app=web"
+
+
+@pytest.mark.parametrize(("context", "question", "answer"), [
+    pytest.param("admin", ["create", "pods"], "yes", id="admin may create pods"),
+    pytest.param("alice", ["delete", "jobs.batch"], "yes", id="an ordinary user may do ordinary things"),
+    pytest.param("alice", ["impersonate", "users"], "no", id="an ordinary user may not impersonate"),
+    pytest.param("admin", ["impersonate", "users"], "yes", id="admin may impersonate"),
+])
+def test_auth_can_i_answers_through_self_subject_access_reviews(kubectl: Kubectl, context: str, question: list[str],
+                                                                 answer: str) -> None:
+    result = kubectl("--context", context, "auth", "can-i", *question, check=False)
+    assert result.stdout.strip() == answer, result.stderr
+
+
+def test_server_side_dry_run_stores_nothing(kubectl: Kubectl, namespace: str) -> None:
+    assert kubectl("-n", namespace, "create", "configmap", "dry", "--dry-run=server", "-o", "name").stdout == "configmap/dry\n"
+    assert kubectl("-n", namespace, "get", "configmap", "dry", check=False).returncode == 1
