@@ -1,11 +1,15 @@
 """Load on the gateway alone: AdmissionReviews over keep-alive TLS at 1 and 16 connections.
 
 Starts `batchgate webhook` (real gunicorn, TLS, fresh certs) and POSTs the corpus
-PyTorchJob-in-AppWrapper to /mutate from a separate load process: each connection is one thread
-with its own http.client keep-alive connection verifying the CA. Prints requests/s and
-p50/p99/p999 latency per concurrency, with the worker count and the machine. Never asserts.
+PyTorchJob-in-AppWrapper to /mutate (or, with `--review pod-phase`, the creation of a worker pod
+of a laid-out 256-pod pytorch Indexed Job: the frameworks' Pod phase). The load generator is `wrk` (Debian package, C, one thread,
+a Lua script for the POST and p50/p99/p999) when installed, else a separate Python process
+with one thread and one http.client keep-alive connection (verifying the CA) per connection.
+Prints requests/s and p50/p99/p999 latency per concurrency, with the worker count, the machine
+and its load average. Never asserts.
 
     .venv/bin/python bench/webhook_load.py [--seconds 8] [--workers 2] [--threads 4] [--conns 1,16]
+                                           [--client wrk|python] [--review appwrapper|pod-phase]
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ import json
 import multiprocessing
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -28,14 +35,25 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate.clock import SystemClock  # noqa: E402
+from bench.framework_pod_phase import framework_pods  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from webhook.admission_review import review_document  # noqa: E402
 from webhook.client import GatewayClient  # noqa: E402
-from webhook.demo import request_for  # noqa: E402
+from webhook.demo import default_corpus, request_for  # noqa: E402
 from webhook.launch import start_gateway  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 
-MANIFEST = REPO.parent / "shared" / "corpus" / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
+MANIFEST = default_corpus() / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
+
+
+POD_PHASE_PODS = 256
+
+
+def pod_phase_body() -> bytes:
+    """A middle worker's creation, as the Job controller sends it, for a laid-out 256-pod pytorch job."""
+    pod = framework_pods("pytorch", POD_PHASE_PODS)[POD_PHASE_PODS // 2]
+    user = UserInfo("system:serviceaccount:kube-system:job-controller", "uid-job-controller", ("system:serviceaccounts",))
+    return json.dumps(review_document(request_for(pod, user, resource="pods"))).encode()
 
 
 def review_body() -> bytes:
@@ -84,7 +102,39 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[index]
 
 
-def measure(host: str, port: int, ca: str, body: bytes, conns: int, seconds: float, warmup: float) -> dict[str, float]:
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open(os.getenv("BENCH_BODY"), "rb")
+wrk.body = f:read("*a")
+f:close()
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %d %d %d\\n", summary.requests, summary.duration,
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9),
+    e.connect + e.read + e.write + e.status + e.timeout))
+end
+"""
+
+
+def measure_wrk(host: str, port: int, body: bytes, conns: int, seconds: float, warmup: float,
+                workdir: Path) -> dict[str, Any]:
+    """wrk over keep-alive TLS (it does not verify certificates; the Python client does)."""
+    (workdir / "review.json").write_bytes(body)
+    (workdir / "post.lua").write_text(WRK_SCRIPT)
+    env = {**os.environ, "BENCH_BODY": str(workdir / "review.json")}
+    target = f"https://{host}:{port}/mutate"
+    base = ["wrk", "-t1", f"-c{conns}", "--timeout", "10s", "-s", str(workdir / "post.lua")]
+    subprocess.run([*base, f"-d{max(1, round(warmup))}s", target], env=env, capture_output=True, check=True)
+    out = subprocess.run([*base, f"-d{round(seconds)}s", target], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    fields = next(line.split()[1:] for line in out.splitlines() if line.startswith("RESULT "))
+    requests, micros, p50, p99, p999, errors = (int(x) for x in fields)
+    return {"conns": conns, "requests": requests, "errors": errors, "error_sample": [],
+            "rps": requests / (micros / 1e6), "p50": p50 / 1000, "p99": p99 / 1000, "p999": p999 / 1000}
+
+
+def measure_python(host: str, port: int, ca: str, body: bytes, conns: int, seconds: float, warmup: float) -> dict[str, float]:
     queue: multiprocessing.Queue = multiprocessing.Queue()
     proc = multiprocessing.Process(target=load_process, args=(host, port, ca, body, conns, warmup, seconds, queue))
     proc.start()
@@ -96,6 +146,21 @@ def measure(host: str, port: int, ca: str, body: bytes, conns: int, seconds: flo
             "p99": percentile(latencies, 0.99) * 1000, "p999": percentile(latencies, 0.999) * 1000}
 
 
+CLIENTS = {
+    "wrk": "wrk 4.1 (Debian), 1 thread, keep-alive TLS, no certificate verification",
+    "python": "a separate Python process, one thread and one http.client keep-alive TLS connection each",
+}
+
+
+def check_reply(gateway: Any, body: bytes) -> None:
+    """The review really is mutated (a patch comes back), so the figures are for real work."""
+    client = GatewayClient(gateway.host, gateway.port, gateway.cert_dir / "ca.crt")
+    status, reply = client.review("/mutate", json.loads(body))
+    client.close()
+    if status != 200 or not reply["response"]["allowed"] or "patch" not in reply["response"]:
+        raise SystemExit(f"unexpected reply {status}: {reply}")
+
+
 def machine() -> str:
     model = ""
     try:
@@ -103,8 +168,9 @@ def machine() -> str:
                      if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return (f"{os.cpu_count()} CPUs ({model or platform.processor()}), {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}; load generator on the same host")
+            f"Python {platform.python_version()}; load generator on the same host; load average before: {load}")
 
 
 def main() -> int:
@@ -114,11 +180,16 @@ def main() -> int:
     p.add_argument("--workers", default="2")
     p.add_argument("--threads", default="4")
     p.add_argument("--conns", default="1,16")
+    p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
+    p.add_argument("--review", choices=["appwrapper", "pod-phase"], default="appwrapper",
+                   help="what to POST: the corpus AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
     args = p.parse_args()
     if not MANIFEST.is_file():
         print(f"missing corpus manifest {MANIFEST}", file=sys.stderr)
         return 2
-    body = review_body()
+    body = review_body() if args.review == "appwrapper" else pod_phase_body()
+    described = (MANIFEST.name if args.review == "appwrapper"
+                 else f"pod {POD_PHASE_PODS // 2} of a {POD_PHASE_PODS}-pod pytorch Indexed Job (Pod phase)")
     with tempfile.TemporaryDirectory(prefix="batchgate-bench-") as tmp:
         cert_dir = Path(tmp)
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
@@ -126,18 +197,25 @@ def main() -> int:
                                 "--audit-log", str(cert_dir / "audit.log"))
         try:
             print(f"machine: {machine()}")
+            print(f"client: {CLIENTS[args.client]}")
             print(f"gateway: gunicorn gthread, {args.workers} workers x {args.threads} threads, TLS (ECDSA P-256), "
-                  f"audit log to a file, multiprocess metrics on; review: {MANIFEST.name} "
+                  f"audit log to a file, multiprocess metrics on; review: {described} "
                   f"({len(body)} bytes) to /mutate")
             print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6}")
             for conns in (int(c) for c in args.conns.split(",")):
-                r = measure(gateway.host, gateway.port, str(cert_dir / "ca.crt"), body, conns, args.seconds, args.warmup)
+                check_reply(gateway, body)
+                if args.client == "wrk":
+                    r = measure_wrk(gateway.host, gateway.port, body, conns, args.seconds, args.warmup, cert_dir)
+                else:
+                    r = measure_python(gateway.host, gateway.port, str(cert_dir / "ca.crt"), body, conns,
+                                       args.seconds, args.warmup)
                 print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
                       f"{r['p999']:>8.2f} {r['errors']:>6}")
                 for sample in r["error_sample"]:
                     print(f"      error: {sample}")
         finally:
             gateway.stop()
+    print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine skews figures)")
     print("peer (cited, research/perf-reliability.md 5): kopf 1.45.2 mutating webhook, same machine kind: "
           "c=1 ~1,190 req/s p99 1.2 ms; c=16 ~1,550 req/s p99 ~25 ms")
     return 0

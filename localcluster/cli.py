@@ -21,6 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--users-file", type=Path, help="YAML list of users (name, username, uid, groups)")
     parser.add_argument("--speed", type=float, default=1.0, help="simulated time runs this many times faster")
     parser.add_argument("--workdir", type=Path, help="directory for certificates and state (default: a temp dir)")
+    parser.add_argument("--api-only", action="store_true",
+                        help="serve the API without simulated nodes, kubelets, scheduler or controllers")
     nodes = parser.add_argument_group("simulated nodes")
     nodes.add_argument("--nodes", type=int, default=None, help="how many identical nodes (default: 3)")
     nodes.add_argument("--node-cpu", default="16", help="CPU capacity of each node (default: 16)")
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="batchgate-cluster-"))
     try:
         cluster = LocalCluster(workdir, port=args.port, users_file=args.users_file, speed=args.speed,
-                               controllers=DEFAULT_CONTROLLERS, nodes=nodes)
+                               controllers=[] if args.api_only else DEFAULT_CONTROLLERS,
+                               nodes=[] if args.api_only else nodes)
     except UsersFileError as exc:
         print(f"batchgate cluster: {exc}", file=sys.stderr)
         return 2

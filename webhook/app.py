@@ -87,23 +87,24 @@ def _answer(endpoint: str, decide: Callable[[AdmissionRequest, LoadedPolicy, Gat
     operation = review_request.operation if review_request else partial.get("operation", "")
     ctx.metrics.reviews.labels(endpoint, kind, operation, str(reply.allowed).lower(), str(reply.code)).inc()
     ctx.metrics.latency.labels(endpoint).observe(elapsed)
-    ctx.audit.write(audit_record(now=ctx.clock.now(), endpoint=endpoint, reply=reply, request=review_request,
-                                 partial=partial, policy_version=loaded.version, duration_ms=elapsed * 1000))
+    if not ctx.audit.write(audit_record(now=ctx.clock.now(), endpoint=endpoint, reply=reply, request=review_request,
+                                        partial=partial, policy_version=loaded.version, duration_ms=elapsed * 1000)):
+        ctx.metrics.audit_errors.inc()
     if reply.uid:
         return _json(reply.to_review())
-    # Nothing to echo: a plain 400, and the connection closes so an unread body is not drained.
+    # Nothing to echo: a plain 400, and the connection is closed (its stream may be unusable).
     return _json(malformed_body(reply.message), 400, headers={"Connection": "close"})
 
 
 @bp.post("/mutate")
 def mutate() -> Response:
-    return _answer("mutate", lambda req, loaded, ctx: mutate_reply(req, loaded.policy, ctx.store.labels_of(req.namespace)))
+    return _answer("mutate", lambda req, loaded, ctx: mutate_reply(req, loaded.policy, ctx.store.namespace_labels))
 
 
 @bp.post("/validate")
 def validate() -> Response:
     return _answer("validate", lambda req, loaded, ctx: validate_reply(
-        req, loaded.policy, ctx.store.labels_of(req.namespace), ctx.policy_configmap))
+        req, loaded.policy, ctx.store.namespace_labels, ctx.policy_configmap))
 
 
 @bp.get("/healthz")

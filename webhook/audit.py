@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import os
 import sys
 import threading
@@ -15,6 +16,8 @@ from typing import Any, Mapping, Sequence
 
 from webhook.admission_review import Reply
 from webhook.rules.review import AdmissionRequest
+
+log = logging.getLogger("batchgate.webhook.audit")
 
 
 def _object_name(request: AdmissionRequest) -> str:
@@ -79,15 +82,29 @@ class AuditLog:
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if path else None
         self._lock = threading.Lock()
+        self._failing = False
 
-    def write(self, record: Mapping[str, Any]) -> None:
+    def write(self, record: Mapping[str, Any]) -> bool:
+        """Append one line; False (and one logged error per failure streak) when it cannot.
+
+        A full disk or a closed stdout must not turn an admission decision into a 500, so the
+        caller answers the review anyway and counts the lost line.
+        """
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
-        fd = self._fd if self._fd is not None else sys.stdout.fileno()
         with self._lock:
-            view = memoryview(line)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            try:
+                fd = self._fd if self._fd is not None else sys.stdout.fileno()
+                view = memoryview(line)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+            except (OSError, ValueError) as exc:
+                if not self._failing:
+                    log.error("audit log %s not writable, lines are being lost: %s", self.path or "stdout", exc)
+                self._failing = True
+                return False
+            self._failing = False
+            return True
 
     def close(self) -> None:
         if self._fd is not None:

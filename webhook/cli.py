@@ -65,7 +65,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"batchgate webhook: invalid policy: {exc}", file=sys.stderr)
             return 2
         print(f"batchgate webhook: policy {loaded.version} from {args.policy_file} (reloaded on change)", file=sys.stderr)
-    elif args.policy_configmap is None:
+    elif args.policy_configmap is not None:
+        # Imported (and the kubeconfig checked) once in the master: workers inherit the modules
+        # instead of each importing the kubernetes client after fork.
+        from webhook.policy_reloader import api_client
+
+        try:
+            api_client(args.kubeconfig).close()
+        except Exception as exc:  # noqa: BLE001 - any kubeconfig problem is bad input here
+            print(f"batchgate webhook: cannot use the kubeconfig: {exc}", file=sys.stderr)
+            return 2
+        namespace, name = args.policy_configmap
+        print(f"batchgate webhook: policy from ConfigMap {namespace}/{name} (watched)", file=sys.stderr)
+    else:
         print("batchgate webhook: no --policy-file or --policy-configmap given: using the built-in default policy",
               file=sys.stderr)
     # Before anything imports prometheus_client: every worker must write to this run's directory.

@@ -17,6 +17,7 @@ from webhook.admission_review import Reply, json_patch
 from webhook.rules.review import AdmissionRequest, Verdict
 
 log = logging.getLogger("batchgate.webhook")
+NamespaceLabels = Mapping[str, Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def _internal_error(uid: str, stage: str, exc: Exception) -> Decision:
 
 
 def mutate_reply(
-    request: AdmissionRequest, policy: Policy, namespace_labels: Mapping[str, str] | None = None
+    request: AdmissionRequest, policy: Policy, namespace_labels: NamespaceLabels | None = None
 ) -> Decision:
     """What `/mutate` answers: a JSON Patch of the rules' changes, or a denial of bad input."""
     try:
@@ -57,7 +58,7 @@ def mutate_reply(
 def validate_reply(
     request: AdmissionRequest,
     policy: Policy,
-    namespace_labels: Mapping[str, str] | None = None,
+    namespace_labels: NamespaceLabels | None = None,
     policy_configmap: tuple[str, str] = DEFAULT_POLICY_CONFIGMAP,
 ) -> Decision:
     """What `/validate` answers: allowed, or a denial naming the rule and the field."""
@@ -74,7 +75,7 @@ def validate_reply(
 def review_offline(
     request: AdmissionRequest,
     policy: Policy,
-    namespace_labels: Mapping[str, str] | None = None,
+    namespace_labels: NamespaceLabels | None = None,
     policy_configmap: tuple[str, str] = DEFAULT_POLICY_CONFIGMAP,
 ) -> Decision:
     """What the API server would do: `/mutate`, apply its changes, then `/validate` the result."""

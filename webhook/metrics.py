@@ -49,6 +49,12 @@ class GatewayMetrics:
             registry=self.registry,
         )
 
+        self.audit_errors = Counter(
+            "batchgate_audit_write_errors_total",
+            "Audit lines that could not be written (the review was still answered).",
+            registry=self.registry,
+        )
+
     def render(self) -> tuple[bytes, str]:
         """The exposition text: merged over all workers in multiprocess mode."""
         if os.environ.get(MULTIPROC_ENV):

@@ -40,6 +40,7 @@ class PolicyStore:
     current: LoadedPolicy | None = None
     last_error: str = ""
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None
+    """Labels by namespace from a Namespace watch; None without one (every namespace managed)."""
     on_loaded: Callable[[LoadedPolicy], None] = lambda loaded: None
     on_rejected: Callable[[str, str], None] = lambda source, error: None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -65,8 +66,3 @@ class PolicyStore:
             kept = self.current.version if self.current else "none"
         log.error("invalid policy from %s, keeping policy %s: %s", source, kept, error)
         self.on_rejected(source, error)
-
-    def labels_of(self, namespace: str) -> Mapping[str, str] | None:
-        """A namespace's labels when a Namespace watch supplies them, else None (unknown)."""
-        labels = self.namespace_labels
-        return None if labels is None else labels.get(namespace, {})

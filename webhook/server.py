@@ -13,6 +13,7 @@ and `on_exit` removes the run's metrics directory.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
@@ -102,13 +103,21 @@ class GatewayServer(BaseApplication):
             "proc_name": "batchgate-webhook",
             "graceful_timeout": 5,
             "limit_request_line": 8190,
+            # One fixed path per user ($HOME/.gunicorn/gunicorn.ctl) would be shared by every
+            # gateway on the machine (tests run several); nothing here uses gunicornc.
+            "control_socket_disable": True,
         }
         for key, value in settings.items():
             self.cfg.set(key, value)
 
     def load(self) -> Any:
         assert self.context is not None, "post_fork builds the worker's context before the app loads"
-        return create_app(self.context)
+        app = create_app(self.context)
+        # Everything loaded so far (flask, the rules, maybe the kubernetes client) lives as long
+        # as the worker: keep it out of the cyclic collector, whose full passes would otherwise
+        # walk it all and show up as latency spikes under load.
+        gc.freeze()
+        return app
 
     # --- hooks ------------------------------------------------------------------------------
     def _post_fork(self, server: Any, worker: Any) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from localcluster.runtime.client import Api, ApiError
 from localcluster.runner import ControllerContext
-from localcluster.runtime.informers import Informer
+from localcluster.runtime.informers import Informer, SharedInformers
 from localcluster.runtime.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -30,9 +30,10 @@ class Controller:
     component = "controller"
     workers = 4
 
-    def __init__(self, ctx: ControllerContext) -> None:
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         self.ctx = ctx
-        self.api = Api(ctx.url, token=ctx.token, ca_file=str(ctx.ca_file))
+        self.api = api
+        self.shared = shared
         self.queue = WorkQueue()
         self.informers: list[Informer] = []
 
@@ -44,7 +45,7 @@ class Controller:
         return max(simulated.total_seconds(), 0.0) / self.ctx.speed
 
     def informer(self, *args: Any, **kwargs: Any) -> Informer:
-        made = Informer(self.api, *args, **kwargs)
+        made = self.shared.get(*args, **kwargs)
         self.informers.append(made)
         return made
 
@@ -55,17 +56,13 @@ class Controller:
         """Runs once every informer has listed; for work that needs the caches."""
 
     async def run(self) -> None:
-        tasks = [asyncio.create_task(i.run(), name=f"{self.component}-informer") for i in self.informers]
+        """Work once the (shared, separately started) informers have listed."""
         try:
             await asyncio.gather(*(i.synced.wait() for i in self.informers))
             await self.started()
-            workers = [asyncio.create_task(self._work(), name=f"{self.component}-worker") for _ in range(self.workers)]
-            await asyncio.gather(*tasks, *workers)
+            await asyncio.gather(*(self._work() for _ in range(self.workers)))
         finally:
-            for task in tasks:
-                task.cancel()
             self.queue.close()
-            await self.api.close()
 
     async def _work(self) -> None:
         while True:

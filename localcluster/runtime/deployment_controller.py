@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.base import Controller, merge_patch
-from localcluster.runtime.client import DEPLOYMENTS, PODS, REPLICASETS, ApiError, ignore_gone
+from localcluster.runtime.client import DEPLOYMENTS, PODS, REPLICASETS, Api, ApiError, ignore_gone
 from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.runtime.job_controller import owner_key
@@ -18,8 +19,8 @@ from localcluster.sim.replicasets import reconcile_deployment, reconcile_replica
 class DeploymentController(Controller):
     component = "deployment-controller"
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
+        super().__init__(ctx, api, shared)
         self.deployments = self.informer(DEPLOYMENTS, lambda kind, d: self.queue.add("d:" + _key(d)))
         self.replicasets = self.informer(REPLICASETS, self._on_rs)
         self.pods = self.informer(PODS, self._on_pod)

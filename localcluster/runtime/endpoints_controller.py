@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.base import Controller
-from localcluster.runtime.client import ENDPOINTS, ENDPOINTSLICES, PODS, SERVICES, ApiError, ignore_gone
+from localcluster.runtime.client import ENDPOINTS, ENDPOINTSLICES, PODS, SERVICES, Api, ApiError, ignore_gone
 from localcluster.runner import ControllerContext
 from localcluster.sim.endpoints import allocate_cluster_ip, endpoint_slice_for, endpoints_for
 
@@ -15,8 +16,8 @@ from localcluster.sim.endpoints import allocate_cluster_ip, endpoint_slice_for, 
 class EndpointsController(Controller):
     component = "endpoint-controller"
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
+        super().__init__(ctx, api, shared)
         self.services = self.informer(SERVICES, lambda kind, svc: self.queue.add(_key(svc)))
         self.pods = self.informer(PODS, self._on_pod)
         self.endpoints = self.informer(ENDPOINTS, lambda kind, ep: None)

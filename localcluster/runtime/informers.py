@@ -33,16 +33,20 @@ def _rv(obj: Obj) -> int:
 
 
 class Informer:
-    def __init__(self, api: Api, resource: Resource, handler: Handler, *, namespace: str | None = None,
+    def __init__(self, api: Api, resource: Resource, *, namespace: str | None = None,
                  label_selector: str | None = None) -> None:
         self.api = api
         self.resource = resource
-        self.handler = handler
+        self.handlers: list[Handler] = []
         self.path = resource.path(namespace)
         self.params = {"labelSelector": label_selector} if label_selector else {}
         self.cache: dict[str, Obj] = {}
         self.synced = asyncio.Event()
         self._rv = ""
+
+    def handler(self, kind: str, obj: Obj) -> None:
+        for handle in self.handlers:
+            handle(kind, obj)
 
     def get(self, namespace: str, name: str) -> Obj | None:
         return self.cache.get(f"{namespace}/{name}")
@@ -108,6 +112,26 @@ class Informer:
             else:
                 self.cache[key] = obj
             self.handler(kind, obj)
+
+
+class SharedInformers:
+    """One list+watch per resource, shared by every simulated component (client-go's factory):
+    a pod event is decoded once, not once per component."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self._made: dict[tuple[Resource, str | None], Informer] = {}
+
+    def get(self, resource: Resource, handler: Handler, *, namespace: str | None = None) -> Informer:
+        key = (resource, namespace)
+        if key not in self._made:
+            self._made[key] = Informer(self.api, resource, namespace=namespace)
+        informer = self._made[key]
+        informer.handlers.append(handler)
+        return informer
+
+    def all(self) -> list[Informer]:
+        return list(self._made.values())
 
 
 class _Expired(Exception):

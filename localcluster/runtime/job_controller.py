@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.base import Controller, merge_patch
-from localcluster.runtime.client import JOBS, PODS, ignore_gone
+from localcluster.runtime.client import JOBS, PODS, Api, ignore_gone
 from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer
@@ -27,8 +28,8 @@ def owner_key(obj: dict[str, Any], kind: str) -> str | None:
 class JobController(Controller):
     component = "job-controller"
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
+        super().__init__(ctx, api, shared)
         self.jobs = self.informer(JOBS, lambda kind, job: self.queue.add(_key(job)))
         self.pods = self.informer(PODS, self._on_pod)
 

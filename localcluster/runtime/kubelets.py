@@ -10,8 +10,9 @@ import asyncio
 import datetime as dt
 from typing import Any
 
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.base import Controller
-from localcluster.runtime.client import LEASES, NODES, PODS, ApiError, ignore_gone
+from localcluster.runtime.client import LEASES, NODES, PODS, Api, ApiError, ignore_gone
 from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.sim import kubelet as timeline
@@ -25,8 +26,8 @@ class Kubelets(Controller):
     component = "kubelet"
     workers = 8
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
+        super().__init__(ctx, api, shared)
         self.specs: list[NodeSpec] = list(ctx.nodes)
         self.pods = self.informer(PODS, self._on_pod)
         self.nodes = self.informer(NODES, self._on_node)

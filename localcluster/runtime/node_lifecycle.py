@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.base import Controller
-from localcluster.runtime.client import LEASES, NODES, PODS, ignore_gone
+from localcluster.runtime.client import LEASES, NODES, PODS, Api, ignore_gone
 from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.sim.nodes import LEASE_NAMESPACE, evictions, kubelet_health, node_health
@@ -19,8 +20,8 @@ class NodeLifecycle(Controller):
     component = "node-controller"
     workers = 2
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
+        super().__init__(ctx, api, shared)
         self.nodes = self.informer(NODES, lambda kind, node: self.queue.add(node["metadata"]["name"]))
         self.leases = self.informer(LEASES, lambda kind, lease: None, namespace=LEASE_NAMESPACE)
         self.pods = self.informer(PODS, self._on_pod)

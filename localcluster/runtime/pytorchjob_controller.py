@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.base import Controller, merge_patch
-from localcluster.runtime.client import PODS, PYTORCHJOBS, SERVICES, ApiError, ignore_gone
+from localcluster.runtime.client import PODS, PYTORCHJOBS, SERVICES, Api, ApiError, ignore_gone
 from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.runtime.job_controller import owner_key
@@ -15,19 +16,20 @@ from localcluster.runtime.workload_writes import create_pods, delete_pods
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.pytorchjobs import KIND, OPERATOR_LABEL, OPERATOR_NAME, reconcile
 
-SELECTOR = f"{OPERATOR_LABEL}={OPERATOR_NAME}"
 
 
 class PyTorchJobController(Controller):
     component = "pytorchjob-controller"
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
+        super().__init__(ctx, api, shared)
         self.jobs = self.informer(PYTORCHJOBS, lambda kind, job: self.queue.add(_key(job)))
-        self.pods = self.informer(PODS, self._on_child, label_selector=SELECTOR)
-        self.services = self.informer(SERVICES, self._on_child, label_selector=SELECTOR)
+        self.pods = self.informer(PODS, self._on_child)
+        self.services = self.informer(SERVICES, self._on_child)
 
     def _on_child(self, kind: str, obj: dict[str, Any]) -> None:
+        if ((obj.get("metadata") or {}).get("labels") or {}).get(OPERATOR_LABEL) != OPERATOR_NAME:
+            return
         key = owner_key(obj, KIND)
         if key:
             self.queue.add(key)

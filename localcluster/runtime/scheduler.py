@@ -8,8 +8,9 @@ import asyncio
 import datetime as dt
 from typing import Any
 
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.base import Controller
-from localcluster.runtime.client import NODES, PODS, ApiError, ignore_gone
+from localcluster.runtime.client import NODES, PODS, Api, ApiError, ignore_gone
 from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
 from localcluster.sim.scheduling import (
@@ -31,8 +32,8 @@ class Scheduler(Controller):
     component = DEFAULT_SCHEDULER
     workers = 1
 
-    def __init__(self, ctx: ControllerContext) -> None:
-        super().__init__(ctx)
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
+        super().__init__(ctx, api, shared)
         self.pods = self.informer(PODS, self._on_pod)
         self.nodes = self.informer(NODES, lambda kind, obj: self.queue.add(CYCLE))
         self.assumed: dict[str, dict[str, Any]] = {}

@@ -18,10 +18,12 @@ from typing import Any, Iterator
 import jsonpatch
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
-from tests.webhook.server.helpers import ALICE, BOB, corpus, corpus_objects, review_for
+from tests.webhook.server.helpers import ALICE, BOB, corpus, corpus_objects, hostile_reviews, review_for
 from webhook import rules
 from webhook.admission_review import parse_review
 from webhook.launch import RunningGateway, start_gateway
@@ -102,7 +104,7 @@ def test_a_client_that_does_not_trust_our_ca_cannot_talk_to_the_gateway(served: 
     ("body", "message"),
     [
         pytest.param(b"x" * (10 * 1024 * 1024), "over the limit", id="a 10 MB body"),
-        pytest.param(b"[" * 100_000 + b"]" * 100_000, "deeper than", id="JSON nested 100k deep"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, "nests too deeply", id="JSON nested 100k deep"),
         pytest.param(b"\x00\x01 not json", "not JSON", id="binary junk"),
         pytest.param(json.dumps({"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview",
                                  "request": {"uid": "x"}}).encode(), "expected apiVersion", id="a wrong apiVersion"),
@@ -142,3 +144,18 @@ def test_audit_lines_and_metrics_add_up_across_both_workers(served: tuple[Runnin
     counted = sum(float(m) for m in re.findall(r'^batchgate_webhook_reviews_total\{[^}]*endpoint="mutate"[^}]*\} (\S+)$',
                                                metrics, re.M))
     assert counted == total, "every worker's reviews are in /metrics, whichever worker answers it"
+
+
+@settings(max_examples=40, deadline=None)
+@given(review=hostile_reviews(), path=st.sampled_from(["/mutate", "/validate"]))
+def test_hostile_reviews_over_tls_get_clear_answers_from_live_workers(served: tuple[RunningGateway, Path],
+                                                                      session: requests.Session, review: Any,
+                                                                      path: str) -> None:
+    gateway, _ = served
+    reply = session.post(url(gateway, path), data=json.dumps(review), headers={"Content-Type": "application/json"},
+                         timeout=10)
+    assert reply.status_code in (200, 400) and reply.headers["Content-Type"] == "application/json"
+    if reply.status_code == 200:
+        response = reply.json()["response"]
+        assert response["allowed"] or response["status"]["code"] in (400, 403), response
+    assert booted_workers(gateway) == 2, "no worker died and was replaced"

@@ -6,26 +6,18 @@ gunicorn workers must pick the new policy up without a restart.
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import time
 from pathlib import Path
 from typing import Callable
 
-import jsonpatch
 import pytest
 
-from tests.webhook.server.helpers import corpus, review_for, run_cli
+from tests.webhook.server.helpers import policy_text, run_cli, wait_until_every_worker_injects
 from webhook.launch import RunningGateway
 from webhook.policy_file import PolicyFileWatcher
 from webhook.policy_store import PolicyStore
 
-RELOAD_TIMEOUT_SECONDS = 20.0
-
-
-def policy_text(queue: str) -> str:
-    return f"queues:\n  defaultQueueName: {queue}\n"
 
 
 class ConfigMapVolume:
@@ -102,27 +94,6 @@ def test_a_vanished_file_is_reported_once_and_the_policy_kept(tmp_path: Path) ->
     assert not watcher.check() and not watcher.check()
     assert len(rejected) == 1 and "cannot read policy file" in rejected[0]
     assert queue_injected(store) == "q-one"
-
-
-def injected_queue(gateway: RunningGateway) -> str:
-    client = gateway.client()
-    job = corpus("mlbatch/job.yaml")
-    status, reply = client.review("/mutate", review_for(job))
-    client.close()
-    assert status == 200
-    ops = json.loads(base64.b64decode(reply["response"]["patch"]))
-    return jsonpatch.apply_patch(job, ops)["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
-
-
-def wait_until_every_worker_injects(gateway: RunningGateway, queue: str) -> None:
-    """Fresh connections reach either worker; 20 in a row with the new queue means both reloaded."""
-    deadline = time.monotonic() + RELOAD_TIMEOUT_SECONDS
-    streak = 0
-    while streak < 20:
-        assert time.monotonic() < deadline, f"workers still inject an old queue, not {queue!r}"
-        streak = streak + 1 if injected_queue(gateway) == queue else 0
-        if streak == 0:
-            time.sleep(0.1)
 
 
 def test_the_running_server_follows_rewrites_and_symlink_swaps_without_restarting(

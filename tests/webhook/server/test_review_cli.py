@@ -29,7 +29,8 @@ def labels(obj: dict) -> dict:
         pytest.param("mlbatch/pytorchjob-in-appwrapper.yaml", 0, id="a PyTorchJob in an AppWrapper is allowed"),
         pytest.param("mlbatch/pytorchjob.yaml", 0, id="a bare PyTorchJob is allowed"),
         pytest.param("appwrapper/wrapped-jobset.yaml", 1, id="a wrapped JobSet is denied by default policy"),
-        pytest.param("mlbatch/job-with-podgroup.yaml", 1, id="a wrapped PodGroup is denied"),
+        pytest.param("appwrapper/wrapped-leader-worker-set.yaml", 1, id="a wrapped LeaderWorkerSet is denied"),
+        pytest.param("mlbatch/job-with-podgroup.yaml", 0, id="a Job with its PodGroup in an AppWrapper is allowed"),
     ],
 )
 def test_exit_code_says_whether_every_document_is_allowed(capsys: pytest.CaptureFixture[str], manifest: str,
