@@ -19,6 +19,8 @@ SSA_KEYS = {
     ("ServiceSpec", "ports"): ("port", "protocol"),
     ("PodSpec", "topologySpreadConstraints"): ("topologyKey", "whenUnsatisfiable"),
 }
+# Lists that strategic merge merges but server-side apply treats whole (`+listType=atomic`).
+SSA_ATOMIC = {("JobStatus", "conditions")}
 KEY_DEFAULTS = {"protocol": "TCP"}
 # Fields of built-in kinds that hold Go maps or pointers, so they are members of a set in their own
 # right when they appear; other nested objects of built-ins are plain structs.
@@ -67,7 +69,7 @@ def list_kind(node: Node, field: str) -> ListKind:
             return ListKind("map", keys, child.get("items")) if keys else ListKind("atomic")
         return ListKind("set") if list_type == "set" else ListKind("atomic")
     meta = field_meta(node, field)
-    if not meta.merge:
+    if not meta.merge or (node, field) in SSA_ATOMIC:
         return ListKind("atomic")
     if meta.key is None:
         return ListKind("set")

@@ -153,8 +153,7 @@ def test_applying_status_through_the_subresource_owns_only_status() -> None:
                                                                                            False)
     entry = result["metadata"]["managedFields"][-1]
     assert (entry["manager"], entry["subresource"]) == ("controller", "status")
-    assert entry["fieldsV1"] == {"f:status": {"f:active": {}, "f:conditions": {
-        'k:{"type":"Suspended"}': {".": {}, "f:status": {}, "f:type": {}}}}}
+    assert entry["fieldsV1"] == {"f:status": {"f:active": {}, "f:conditions": {}}}  # Job conditions are atomic
 
 
 def client_side_applied(data: dict[str, str]) -> dict[str, Any]:
@@ -240,6 +239,13 @@ QUEUE_SCHEMA = {"type": "object", "properties": {"spec": {"type": "object", "pro
 
 def queue(**spec: Any) -> dict[str, Any]:
     return {"apiVersion": "example.com/v1", "kind": "Queue", "metadata": {"name": "q"}, "spec": spec}
+
+
+def test_job_conditions_are_atomic_for_apply_though_strategic_merge_keys_them() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    updated = record_update(None, job, "job-controller", T0, "batch/v1/Job", "status")
+    assert managed(updated)[("job-controller", "Update")]["f:status"] == {"f:conditions": {}}
 
 
 def test_custom_resource_lists_follow_their_schema_list_types() -> None:

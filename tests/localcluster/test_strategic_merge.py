@@ -137,6 +137,9 @@ CRONJOB = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj
            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
                "restartPolicy": "Never", "containers": [container("w")]}}}}}}
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1", "b": "2"}}
+WEBHOOKS = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "m"}, "webhooks": [{"name": "a.example.com", "sideEffects": "None"},
+                                                    {"name": "b.example.com", "sideEffects": "None"}]}
 
 OTHER_KINDS = [
     pytest.param(POD, "v1/Pod", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
@@ -150,6 +153,11 @@ OTHER_KINDS = [
     pytest.param(CRONJOB, "batch/v1/CronJob", {"spec": {"jobTemplate": {"spec": {"template": {"spec": {
         "containers": [container("extra")]}}}}}}, id="a cron job template container is added"),
     pytest.param(CONFIGMAP, "v1/ConfigMap", {"data": {"a": None, "c": "3"}}, id="configmap data merges"),
+    pytest.param(JOB | {"status": {"conditions": [{"type": "Suspended", "status": "True"}]}}, "batch/v1/Job",
+                 {"status": {"conditions": [{"type": "Complete", "status": "True"}]}},
+                 id="job conditions merge by type"),
+    pytest.param(WEBHOOKS, "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration",
+                 {"webhooks": [{"name": "b.example.com", "timeoutSeconds": 3}]}, id="webhooks merge by name"),
 ]
 
 
