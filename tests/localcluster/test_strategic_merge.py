@@ -280,15 +280,24 @@ PATCH_LABELS = st.dictionaries(st.sampled_from(["app", "tier", "team"]), st.none
                                max_size=2)
 
 
-@settings(max_examples=25, deadline=None)
-@given(LIVE_CONTAINERS, PATCH_CONTAINERS, PATCH_LABELS, st.booleans())
+FINALIZERS = st.lists(st.sampled_from(["a.io/x", "b.io/y", "a.example.com/x"]), unique=True, max_size=3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(LIVE_CONTAINERS, PATCH_CONTAINERS, PATCH_LABELS, st.booleans(), FINALIZERS, FINALIZERS)
 def test_random_container_patches_match_kubectl(tmp_path_factory: pytest.TempPathFactory, live: list, patch: list,
-                                                labels: dict, ordered: bool) -> None:
+                                                labels: dict, ordered: bool, added: list, dropped: list) -> None:
     original = deployment(*live)
     pod_spec: dict[str, Any] = {"containers": patch}
     if ordered:
         pod_spec["$setElementOrder/containers"] = [{"name": c["name"]} for c in reversed(live)]
-    change = {"metadata": {"labels": labels}, **template(**pod_spec)}
+    metadata: dict[str, Any] = {"labels": labels}
+    if added:
+        metadata["finalizers"] = added
+    dropped = [value for value in dropped if value not in added]  # both at once: Go map order decides
+    if dropped:
+        metadata["$deleteFromPrimitiveList/finalizers"] = dropped
+    change = {"metadata": metadata, **template(**pod_spec)}
     expected = kubectl_patch(tmp_path_factory.mktemp("patch"), original, change, check=False)
     if isinstance(expected, str):  # kubectl refused the patch: so must we
         with pytest.raises(PatchError):
