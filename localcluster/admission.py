@@ -28,6 +28,7 @@ from localcluster.admission_match import (
     BadPatch,
     CallError,
     apply_patch,
+    conditions_hold,
     denial_status,
     dry_run_unsupported,
     in_version,
@@ -152,15 +153,20 @@ class WebhookDispatcher:
                        old: dict[str, Any] | None, mutating: bool) -> Answer | None:
         """Call one webhook; None when a call failure is ignored by failurePolicy Ignore."""
         name = hook.get("name", "")
-        if hook.get("matchConditions"):
-            return self._failed(hook, CallError("failed to evaluate match conditions: the local cluster does not "
-                                                "evaluate CEL expressions"))
+        sent = sent_version(hook, attrs)
+        conditions = hook.get("matchConditions")
+        if conditions:
+            try:
+                if not conditions_hold(conditions, review_request("v1", "", attrs, obj, old, sent)["request"]):
+                    return None  # a false condition: the webhook is not called
+            except CallError as err:
+                return self._failed(hook, err)
         if attrs.dry_run and hook.get("sideEffects") not in SAFE_ON_DRY_RUN:
             raise AdmissionDenied(dry_run_unsupported(name))
         try:
             version = review_version(hook)
             uid = str(uuid.uuid4())
-            body = json.dumps(review_request(version, uid, attrs, obj, old, sent_version(hook, attrs))).encode()
+            body = json.dumps(review_request(version, uid, attrs, obj, old, sent)).encode()
             reply = await self._post(hook.get("clientConfig") or {}, body, timeout_seconds(hook))
             return read_answer(reply, version, uid, mutating)
         except BadPatch as err:

@@ -13,6 +13,8 @@ from typing import Any
 
 import jsonpatch
 
+from localcluster.cel import CelError, evaluate
+
 NAMESPACES = ("", "v1", "namespaces")
 NEVER_ADMITTED = {("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
                   ("admissionregistration.k8s.io", "validatingwebhookconfigurations")}
@@ -300,3 +302,27 @@ def apply_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[s
     if not isinstance(patched, dict):
         raise BadPatch("JSONPatch: the patch replaced the object with something that is not an object")
     return patched
+
+
+def conditions_hold(conditions: list[Any], request: dict[str, Any]) -> bool:
+    """matchConditions: any false skips the webhook, all true call it; an error with none false
+    raises CallError (so failurePolicy decides). `request` is the review's request."""
+    variables = {"object": request.get("object"), "oldObject": request.get("oldObject"), "request": request}
+    error: str | None = None
+    for condition in conditions:
+        name = condition.get("name", "") if isinstance(condition, dict) else ""
+        try:
+            expression = condition.get("expression") if isinstance(condition, dict) else None
+            if not isinstance(expression, str):
+                raise CelError("no expression")
+            result = evaluate(expression, variables)
+            if not isinstance(result, bool):
+                raise CelError(f"expected a bool, got {type(result).__name__}")
+        except CelError as err:
+            error = error or f"expression {name!r}: {err}"
+            continue
+        if result is False:
+            return False
+    if error is not None:
+        raise CallError(f"failed to evaluate match conditions: {error}")
+    return True

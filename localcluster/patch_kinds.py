@@ -62,7 +62,8 @@ def _server_side_apply(server: ApiServer, ctx: Context, live: dict[str, Any] | N
     rt = ctx.target.rt
     lifecycle.check_type(rt, body)
     try:
-        return apply(live, body, manager, force, rfc3339(server.clock.now()), kind_key(rt), ctx.target.subresource)
+        return apply(live, body, manager, force, rfc3339(server.clock.now()), kind_key(rt), ctx.target.subresource,
+                     rt.schema)
     except ApplyConflict as exc:
         raise ApiError.from_status(exc.status) from None
     except ApplyError as exc:

@@ -99,7 +99,7 @@ def record_write(server: ApiServer, ctx: Context, old: dict[str, Any] | None, ne
     """`new` with the writer's Update entry in managedFields (server-side apply writes its own)."""
     rt = ctx.target.rt
     return record_update(old, new, field_manager(ctx), rfc3339(server.clock.now()), f"{rt.api_version}/{rt.kind}",
-                         ctx.target.subresource)
+                         ctx.target.subresource, rt.schema)
 
 
 def _skips_admission(server: ApiServer, ctx: Context) -> bool:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localcluster.patching.apply import ApplyConflict, ApplyError, apply, record_update
+from localcluster.patching.apply import LAST_APPLIED, ApplyConflict, ApplyError, apply, record_update
 from localcluster.patching.fieldsets import from_fields_v1, to_fields_v1
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
@@ -152,8 +153,45 @@ def test_applying_status_through_the_subresource_owns_only_status() -> None:
                                                                                            False)
     entry = result["metadata"]["managedFields"][-1]
     assert (entry["manager"], entry["subresource"]) == ("controller", "status")
-    assert entry["fieldsV1"] == {"f:status": {"f:active": {}, "f:conditions": {
-        'k:{"type":"Suspended"}': {".": {}, "f:status": {}, "f:type": {}}}}}
+    assert entry["fieldsV1"] == {"f:status": {"f:active": {}, "f:conditions": {}}}  # Job conditions are atomic
+
+
+def client_side_applied(data: dict[str, str]) -> dict[str, Any]:
+    """A ConfigMap as `kubectl apply` (client side) leaves it: its Update entry and annotation."""
+    config = configmap(**data)
+    obj = copy.deepcopy(config)
+    obj["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(config) + "\n"}
+    return record_update(None, obj, "kubectl-client-side-apply", T0, "v1/ConfigMap")
+
+
+def test_kubectl_takes_over_what_its_client_side_apply_configured_without_conflict() -> None:
+    result = apply(client_side_applied({"a": "1"}), configmap(a="2"), "kubectl", False, T1, "v1/ConfigMap")
+    assert result["data"] == {"a": "2"}
+    assert json.loads(result["metadata"]["annotations"][LAST_APPLIED])["data"] == {"a": "2"}
+
+
+@pytest.mark.parametrize(
+    ("manager", "live"),
+    [
+        pytest.param("other", client_side_applied({"a": "1"}), id="a manager other than kubectl"),
+        pytest.param("kubectl", record_update(None, configmap(a="1"), "kubectl-create", T0, "v1/ConfigMap"),
+                     id="an object never applied client side"),
+    ],
+)
+def test_the_client_side_upgrade_is_only_for_kubectl_on_client_side_applied_objects(manager: str,
+                                                                                    live: dict) -> None:
+    with pytest.raises(ApplyConflict):
+        apply(live, configmap(a="2"), manager, False, T1, "v1/ConfigMap")
+
+
+def test_fields_outside_the_last_applied_configuration_still_conflict() -> None:
+    live = client_side_applied({"a": "1"})
+    edited = copy.deepcopy(live)
+    edited["data"]["b"] = "x"
+    edited = record_update(live, edited, "kubectl-edit", T1, "v1/ConfigMap")
+    with pytest.raises(ApplyConflict) as caught:
+        apply(edited, configmap(a="2", b="y"), "kubectl", False, T2, "v1/ConfigMap")
+    assert caught.value.conflicts == [(".data.b", "kubectl-edit")]
 
 
 def test_an_update_records_new_maps_as_members() -> None:
@@ -189,6 +227,51 @@ def test_an_update_whose_lists_cannot_be_keyed_keeps_the_old_managed_fields() ->
     broken = record_update(created, deployment({"image": "nameless"}), "editor", T1, "apps/v1/Deployment")
     assert broken["metadata"]["managedFields"] == created["metadata"]["managedFields"]
     assert broken["spec"]["template"]["spec"]["containers"] == [{"image": "nameless"}]
+
+
+QUEUE_SCHEMA = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+    "flavors": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"},
+                                                           "quota": {"type": "integer"}}}},
+    "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+    "order": {"type": "array", "items": {"type": "string"}}}}}}
+
+
+def queue(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Queue", "metadata": {"name": "q"}, "spec": spec}
+
+
+def test_job_conditions_are_atomic_for_apply_though_strategic_merge_keys_them() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    updated = record_update(None, job, "job-controller", T0, "batch/v1/Job", "status")
+    assert managed(updated)[("job-controller", "Update")]["f:status"] == {"f:conditions": {}}
+
+
+def test_custom_resource_lists_follow_their_schema_list_types() -> None:
+    obj = apply(None, queue(flavors=[{"name": "gpu", "quota": 8}], tags=["a"], order=["x"]), "alice", False, T0,
+                "example.com/v1/Queue", schema=QUEUE_SCHEMA)
+    assert managed(obj)[("alice", "Apply")]["f:spec"] == {
+        "f:flavors": {'k:{"name":"gpu"}': {".": {}, "f:name": {}, "f:quota": {}}},
+        "f:tags": {'v:"a"': {}}, "f:order": {}}
+    both = apply(obj, queue(flavors=[{"name": "cpu", "quota": 64}], tags=["b"]), "bob", False, T1,
+                 "example.com/v1/Queue", schema=QUEUE_SCHEMA)
+    assert both["spec"]["flavors"] == [{"name": "gpu", "quota": 8}, {"name": "cpu", "quota": 64}]
+    assert both["spec"]["tags"] == ["a", "b"]
+    with pytest.raises(ApplyConflict, match=r'\.spec\.flavors\[name="gpu"\]\.quota'):
+        apply(both, queue(flavors=[{"name": "gpu", "quota": 4}]), "bob", False, T2, "example.com/v1/Queue",
+              schema=QUEUE_SCHEMA)
+
+
+def test_custom_resource_status_conditions_are_owned_by_type_for_updates() -> None:
+    schema = {"type": "object", "properties": {"status": {"type": "object", "properties": {"conditions": {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+        "items": {"type": "object"}}}}}}
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    updated = record_update(None, widget, "controller", T0, "example.com/v1/Widget", "status", schema)
+    assert managed(updated)[("controller", "Update")]["f:status"]["f:conditions"] == {
+        'k:{"type":"Ready"}': {".": {}, "f:status": {}, "f:type": {}}}
 
 
 @pytest.mark.parametrize(

@@ -359,3 +359,34 @@ def test_kubectl_apply_switching_a_deployment_to_recreate_clears_rolling_update(
                                                             "  replicas: 1\n  strategy:\n    type: Recreate\n")
     kubectl("-n", namespace, "apply", "-f", "-", input=recreate)
     assert get(kubectl, namespace, "deployment", "web")["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_moving_from_client_side_to_server_side_apply_keeps_ownership(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "apply", "-f", "-", input=CM.format(a="1"))
+    kubectl("-n", namespace, "apply", "--server-side", "-f", "-", input=CM.format(a="2"))
+    obj = json.loads(kubectl("-n", namespace, "get", "configmap", "cm", "-o", "json", "--show-managed-fields").stdout)
+    assert obj["data"] == {"a": "2"}
+    owners = {(e["manager"], e["operation"]) for e in obj["metadata"]["managedFields"]}
+    assert ("kubectl", "Apply") in owners
+
+
+def test_the_python_client_patches_strategically_and_applies_server_side(kube_api: Any, namespace: str) -> None:
+    from kubernetes import client, dynamic
+
+    apps = client.AppsV1Api(kube_api)
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]}]}}}}
+    apps.create_namespaced_deployment(namespace, body)
+    apps.patch_namespaced_deployment("web", namespace, {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "env": [{"name": "B", "value": "2"}]}]}}}})  # a dict: strategic merge
+    env = apps.read_namespaced_deployment("web", namespace).spec.template.spec.containers[0].env
+    assert [(e.name, e.value) for e in env] == [("B", "2"), ("A", "1")]  # new items first, as the apiserver orders
+    deployments = dynamic.DynamicClient(kube_api).resources.get(api_version="apps/v1", kind="Deployment")
+    applied = {**body, "metadata": {"name": "web", "namespace": namespace, "labels": {"owner": "python"}}}
+    result = deployments.server_side_apply(body=applied, namespace=namespace, field_manager="python-apply",
+                                           force_conflicts=True)
+    stored = result.to_dict()
+    assert stored["metadata"]["labels"] == {"owner": "python"}
+    assert "python-apply" in {entry["manager"] for entry in stored["metadata"]["managedFields"]}
