@@ -1,14 +1,15 @@
 """Load on the gateway alone: AdmissionReviews over keep-alive TLS at 1 and 16 connections.
 
 Starts `batchgate webhook` (real gunicorn, TLS, fresh certs) and POSTs the corpus
-PyTorchJob-in-AppWrapper to /mutate. The load generator is `wrk` (Debian package, C, one thread,
+PyTorchJob-in-AppWrapper to /mutate (or, with `--review pod-phase`, the creation of a worker pod
+of a laid-out 256-pod pytorch Indexed Job: the frameworks' Pod phase). The load generator is `wrk` (Debian package, C, one thread,
 a Lua script for the POST and p50/p99/p999) when installed, else a separate Python process
 with one thread and one http.client keep-alive connection (verifying the CA) per connection.
 Prints requests/s and p50/p99/p999 latency per concurrency, with the worker count, the machine
 and its load average. Never asserts.
 
     .venv/bin/python bench/webhook_load.py [--seconds 8] [--workers 2] [--threads 4] [--conns 1,16]
-                                           [--client wrk|python]
+                                           [--client wrk|python] [--review appwrapper|pod-phase]
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate.clock import SystemClock  # noqa: E402
+from bench.framework_pod_phase import framework_pods  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from webhook.admission_review import review_document  # noqa: E402
 from webhook.client import GatewayClient  # noqa: E402
@@ -42,6 +44,16 @@ from webhook.launch import start_gateway  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 
 MANIFEST = default_corpus() / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
+
+
+POD_PHASE_PODS = 256
+
+
+def pod_phase_body() -> bytes:
+    """A middle worker's creation, as the Job controller sends it, for a laid-out 256-pod pytorch job."""
+    pod = framework_pods("pytorch", POD_PHASE_PODS)[POD_PHASE_PODS // 2]
+    user = UserInfo("system:serviceaccount:kube-system:job-controller", "uid-job-controller", ("system:serviceaccounts",))
+    return json.dumps(review_document(request_for(pod, user, resource="pods"))).encode()
 
 
 def review_body() -> bytes:
@@ -185,11 +197,15 @@ def main() -> int:
     p.add_argument("--conns", default="1,16")
     p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
+    p.add_argument("--review", choices=["appwrapper", "pod-phase"], default="appwrapper",
+                   help="what to POST: the corpus AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
     args = p.parse_args()
     if not MANIFEST.is_file():
         print(f"missing corpus manifest {MANIFEST}", file=sys.stderr)
         return 2
-    body = review_body()
+    body = review_body() if args.review == "appwrapper" else pod_phase_body()
+    described = (MANIFEST.name if args.review == "appwrapper"
+                 else f"pod {POD_PHASE_PODS // 2} of a {POD_PHASE_PODS}-pod pytorch Indexed Job (Pod phase)")
     with tempfile.TemporaryDirectory(prefix="batchgate-bench-") as tmp:
         cert_dir = Path(tmp)
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
@@ -202,7 +218,7 @@ def main() -> int:
             shape = f"{args.workers} workers x {args.threads} threads" if args.worker_class == "gthread" else \
                 f"{args.workers} workers (no keep-alive: a TLS handshake per review)"
             print(f"gateway: gunicorn {args.worker_class}, {shape}, TLS (ECDSA P-256), "
-                  f"audit log to a file, multiprocess metrics on; review: {MANIFEST.name} "
+                  f"audit log to a file, multiprocess metrics on; review: {described} "
                   f"({len(body)} bytes) to /mutate")
             print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
                   f"{'server CPU us/review':>8}")

@@ -74,7 +74,10 @@ def owner_decision(gr: GroupResource, owner: dict[str, Any],
     if ORPHAN in finalizers:
         for dep_gr, dep in dependents:
             kept = [r for r in _refs(dep) if r.get("uid") != uid]
-            out.append(Rewrite(dep_gr, {**dep, "metadata": {**dep["metadata"], "ownerReferences": kept}}))
+            dep_meta = {k: v for k, v in dep["metadata"].items() if k != "ownerReferences"}
+            if kept:
+                dep_meta["ownerReferences"] = kept
+            out.append(Rewrite(dep_gr, {**dep, "metadata": dep_meta}))
         out.append(Rewrite(gr, _without_finalizer(owner, ORPHAN)))
         return out
     if FOREGROUND in finalizers:

@@ -28,6 +28,16 @@ _NO_GENERATION = {("", p) for p in ("configmaps", "secrets", "events", "endpoint
 SYSTEM_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
+_OMIT_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields", "generateName")
+
+
+def drop_empty_metadata(meta: dict[str, Any]) -> None:
+    """Go's `omitempty`: empty lists and maps in ObjectMeta are not stored."""
+    for key in _OMIT_EMPTY:
+        if key in meta and not meta[key]:
+            del meta[key]
+
+
 def tracks_generation(rt: ResourceType) -> bool:
     return rt.group_resource not in _NO_GENERATION
 
@@ -123,6 +133,7 @@ def prepare_create(rt: ResourceType, obj: dict[str, Any], now: _dt.datetime) -> 
     meta.pop("selfLink", None)
     if not meta.get("managedFields"):
         meta.pop("managedFields", None)
+    drop_empty_metadata(meta)
     kinds.prepare_for_create(rt, obj)
     errors = validate_metadata(rt, obj, creating=True) + kinds.validate(rt, obj, None)
     if errors:
@@ -195,6 +206,7 @@ def prepare_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any], s
                 "Forbidden", "metadata.finalizers",
                 "no new finalizers can be added if the object is being deleted, found new finalizers "
                 + "[]string{" + ", ".join(f'"{f}"' for f in added) + "}")])
+    drop_empty_metadata(meta)
     kinds.prepare_for_update(rt, new, old)
     errors = validate_metadata(rt, new, creating=False) + kinds.validate(rt, new, old)
     if errors:

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from localcluster import codec, lifecycle, views
 from localcluster.clock import rfc3339
-from localcluster.errors import ApiError, already_exists, conflict, unsupported_media_type
+from localcluster.errors import ApiError, already_exists, unsupported_media_type
 from localcluster.patches import json_patch, merge_patch
 from localcluster.reads import view_bytes
 from localcluster.responses import Context, raw_response
@@ -60,7 +60,7 @@ def apply_patch(server: ApiServer, ctx: Context, kind: str, live: dict[str, Any]
 
 def _server_side_apply(server: ApiServer, ctx: Context, live: dict[str, Any] | None, body: dict[str, Any]) -> dict[str, Any]:
     try:
-        from localcluster.patching.apply import ApplyConflict, apply
+        from localcluster.patching.apply import ApplyConflict, ApplyError, apply
     except ImportError:
         raise unsupported_media_type(codec.APPLY_PATCH, [codec.JSON_PATCH, codec.MERGE_PATCH]) from None
     manager = _field_manager(ctx, required=True)
@@ -70,14 +70,10 @@ def _server_side_apply(server: ApiServer, ctx: Context, live: dict[str, Any] | N
     try:
         return apply(live, body, manager, force, rfc3339(server.clock.now()), _kind_key(ctx))
     except ApplyConflict as exc:
-        fields = exc.conflicts
-        noun = "conflict" if len(fields) == 1 else f"{len(fields)} conflicts"
-        lines = "\n".join(f'- conflict with "{who}": {path}' for path, who in fields)
-        err = conflict(rt.group, rt.plural, ctx.target.name, f"Apply failed with {noun}: {lines}")
-        err.message = f"Apply failed with {noun}: {lines}"
-        err.details["causes"] = [{"reason": "FieldManagerConflict",
-                                  "message": f'conflict with "{who}"', "field": path} for path, who in fields]
-        raise err from None
+        raise ApiError.from_status(exc.status) from None
+    except ApplyError as exc:
+        raise ApiError(400, "BadRequest", f"failed to create typed patch object ({rt.api_version}, Kind={rt.kind}): "
+                       f"{exc}") from None
 
 
 async def apply_create(server: ApiServer, ctx: Context, body: Any) -> web.Response:

@@ -72,7 +72,7 @@ ALL = ("all",)
 BUILTINS: tuple[ResourceType, ...] = (
     _r("", "v1", "namespaces", "Namespace", False, short=("ns",), sub=("status", "finalize"),
        verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    _r("", "v1", "pods", "Pod", True, short=("po",), cats=ALL, sub=("status", "binding")),
+    _r("", "v1", "pods", "Pod", True, short=("po",), cats=ALL, sub=("status", "binding", "log")),
     _r("", "v1", "bindings", "Binding", True, verbs=CREATE_ONLY),
     _r("", "v1", "configmaps", "ConfigMap", True, short=("cm",)),
     _r("", "v1", "secrets", "Secret", True),
@@ -93,6 +93,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _r("batch", "v1", "jobs", "Job", True, cats=ALL, sub=("status",)),
     _r("batch", "v1", "cronjobs", "CronJob", True, short=("cj",), cats=ALL, sub=("status",)),
     _r("coordination.k8s.io", "v1", "leases", "Lease", True),
+    _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
     _r("events.k8s.io", "v1", "events", "Event", True, short=("ev",)),
     _r("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
        False, cats=("api-extensions",)),
@@ -118,7 +119,7 @@ VIRTUAL = {("", "bindings"), ("authentication.k8s.io", "selfsubjectreviews"),
 # Group order as a real server lists them in /apis.
 GROUP_ORDER = ("apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch",
                "policy", "rbac.authorization.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
-               "scheduling.k8s.io", "coordination.k8s.io")
+               "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io")
 
 
 class Registry:

@@ -78,6 +78,8 @@ def parse_label_selector(text: str | None) -> Predicate | None:
             if tokens[i] != ",":
                 raise bad_request(f"unable to parse requirement: found '{tokens[i]}', expected: ','")
             i += 1
+            if i == len(tokens):
+                raise bad_request("found '', expected: identifier after ','")
 
     def matches(obj: dict[str, Any]) -> bool:
         labels = obj.get("metadata", {}).get("labels") or {}

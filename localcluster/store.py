@@ -213,6 +213,12 @@ class Store:
         if bucket is not None:
             bucket.watchers.discard(watcher)
 
+    def close_watches(self) -> None:
+        """End every watch stream (server shutdown)."""
+        for bucket in self._buckets.values():
+            for watcher in bucket.watchers:
+                watcher.close()
+
     def watcher_count(self) -> int:
         return sum(len(b.watchers) for b in self._buckets.values())
 

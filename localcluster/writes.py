@@ -14,6 +14,7 @@ from aiohttp import web
 
 from localcluster import codec, crd_schema, lifecycle, special, views
 from localcluster.admission import AdmissionAttributes, AdmissionDenied
+from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, already_exists, bad_request, forbidden, not_found
 from localcluster.reads import matching_entries, view_bytes
 from localcluster.responses import Context, json_response, raw_response, status_success
@@ -74,6 +75,20 @@ def _attributes(ctx: Context, operation: str, obj: dict[str, Any] | None, old: d
         options={"apiVersion": "meta.k8s.io/v1", "kind": options_kind})
 
 
+def field_manager(ctx: Context) -> str:
+    """The manager of a write: `fieldManager`, else the User-Agent's product, as kube-apiserver derives it."""
+    return ctx.query.get("fieldManager") or ctx.request.headers.get("User-Agent", "").split("/")[0]
+
+
+def record_write(server: ApiServer, ctx: Context, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """`new` with the writer's Update entry in managedFields (server-side apply writes its own)."""
+    from localcluster.patching.apply import record_update
+
+    rt = ctx.target.rt
+    return record_update(old, new, field_manager(ctx), rfc3339(server.clock.now()), f"{rt.api_version}/{rt.kind}",
+                         ctx.target.subresource)
+
+
 def _skips_admission(server: ApiServer, ctx: Context) -> bool:
     return server.webhooks is None or ctx.target.rt.group_resource in NO_ADMISSION
 
@@ -130,6 +145,7 @@ async def create(server: ApiServer, ctx: Context) -> web.Response:
     if server.store.get(views.storage_key(t.rt), namespace, name) is not None:
         raise already_exists(t.rt.group, t.rt.plural, name)
     check_namespace(server, t.rt, namespace, name)
+    candidate = record_write(server, ctx, None, candidate)
     if is_dry:
         return json_response(candidate, status=201, warnings=warnings)
     entry = server.store.put(views.storage_key(t.rt), views.to_storage(t.rt, candidate))
@@ -152,8 +168,9 @@ def _unchanged(new: dict[str, Any], old: dict[str, Any]) -> bool:
 
 
 async def store_update(server: ApiServer, ctx: Context, old_entry: Entry, new: dict[str, Any],
-                       warnings: list[str] | None = None) -> web.Response:
-    """Admit and store an updated object (PUT and PATCH end here)."""
+                       warnings: list[str] | None = None, applied: bool = False) -> web.Response:
+    """Admit and store an updated object (PUT and PATCH end here); `applied` when server-side
+    apply already wrote managedFields."""
     t = ctx.target
     warnings = [] if warnings is None else warnings
     old_view = views.from_storage(t.rt, old_entry.copy())
@@ -162,6 +179,8 @@ async def store_update(server: ApiServer, ctx: Context, old_entry: Entry, new: d
     if admitted is not new:
         new = lifecycle.prepare_update(t.rt, old_view, lifecycle.check_type(t.rt, admitted), t.subresource)
     await validate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
+    if not applied:
+        new = record_write(server, ctx, old_view, new)
     latest = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
     if latest is None:
         raise not_found(t.rt.group, t.rt.plural, t.name)
@@ -215,7 +234,7 @@ async def patch(server: ApiServer, ctx: Context) -> web.Response:
     warnings = _prune_custom(ctx, t.rt, patched)
     if not patched["metadata"].get("resourceVersion"):
         patched["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
-    return await store_update(server, ctx, current, patched, warnings)
+    return await store_update(server, ctx, current, patched, warnings, applied=kind == codec.APPLY_PATCH)
 
 
 async def delete(server: ApiServer, ctx: Context) -> web.Response:

@@ -43,16 +43,20 @@ def kube_api(local_cluster: LocalCluster):
 
 @pytest.fixture(scope="session")
 def kubectl(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run the real kubectl against the cluster: kubectl("get", "ns", input=None, check=True)."""
+    """Run the real kubectl against the cluster: kubectl("get", "ns", input=None, check=True).
+
+    `kubectl.command` is the argv prefix, for tests that need a long-running kubectl (get -w, wait).
+    """
     cache = tmp_path_factory.mktemp("kubectl-cache")
+    command = [KUBECTL, "--kubeconfig", str(local_cluster.kubeconfig), "--cache-dir", str(cache)]
 
     def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([KUBECTL, "--kubeconfig", str(local_cluster.kubeconfig), "--cache-dir", str(cache), *args],
-                                input=input, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run([*command, *args], input=input, capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
         return result
 
+    run.command = command  # type: ignore[attr-defined]  # for tests that start kubectl themselves
     return run
 
 

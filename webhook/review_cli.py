@@ -21,6 +21,7 @@ import yaml
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError, load_policy_document
 from webhook.audit import patch_paths
 from webhook.gateway import Decision, review_offline
+from webhook.rules.frameworks.preview import workload_pod_previews
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 DEFAULT_GROUPS = ("system:authenticated",)
@@ -118,7 +119,8 @@ class Outcome:
         return {"kind": self.obj["kind"], "name": _identity(self.obj)[3], "namespace": _identity(self.obj)[2],
                 "allowed": reply.allowed, "code": reply.code, "reason": reply.reason, "message": reply.message,
                 "changes": list(self.decision.changes), "patch": list(reply.patch), "warnings": list(reply.warnings),
-                "object": self.decision.mutated if reply.allowed else None}
+                "object": self.decision.mutated if reply.allowed else None,
+                "pods": workload_pod_previews(self.decision.mutated) if reply.allowed else []}
 
 
 def review_all(objects: Sequence[dict[str, Any]], olds: Sequence[dict[str, Any]], operation: str,
@@ -145,6 +147,10 @@ def _print(outcomes: list[Outcome], output: str) -> None:
             print(json.dumps(list(o.decision.reply.patch)))
     else:
         print(yaml.safe_dump_all([o.decision.mutated for o in allowed], sort_keys=False), end="")
+    for o in allowed:
+        for pod in workload_pod_previews(o.decision.mutated):
+            env = " ".join(f"{name}={value}" for name, value in pod["env"].items())
+            print(f"Pod {pod['host']} of {o.label}: {pod['role']}, rank {pod['rank']}: {env}", file=sys.stderr)
     for o in outcomes:
         reply = o.decision.reply
         for warning in reply.warnings:

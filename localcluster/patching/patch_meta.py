@@ -80,6 +80,20 @@ ROOTS = {
 }
 
 
+BUILTIN_GROUPS = {
+    "", "apps", "batch", "autoscaling", "policy", "coordination.k8s.io", "events.k8s.io", "scheduling.k8s.io",
+    "admissionregistration.k8s.io", "apiextensions.k8s.io", "rbac.authorization.k8s.io", "networking.k8s.io",
+    "authentication.k8s.io", "authorization.k8s.io", "storage.k8s.io", "discovery.k8s.io", "node.k8s.io",
+    "certificates.k8s.io", "flowcontrol.apiserver.k8s.io", "resource.k8s.io",
+}
+
+
+def is_builtin(kind_key: str) -> bool:
+    """Whether `kind_key` names a built-in kind (typed in Go) rather than a custom resource."""
+    parts = kind_key.split("/")
+    return (parts[0] if len(parts) == 3 else "") in BUILTIN_GROUPS
+
+
 def root_type(kind_key: str) -> str:
     return ROOTS.get(kind_key, "Plain")
 

@@ -2,7 +2,7 @@
 
 It is a JSON merge patch that knows, from patch_meta, which lists merge by a key (containers by
 name, ports by containerPort, ...) and understands the directives kubectl writes: `$patch`
-(replace, delete, merge), `$retainKeys`, `$deleteFromPrimitiveList/<field>` and
+(replace, delete), `$retainKeys`, `$deleteFromPrimitiveList/<field>` and
 `$setElementOrder/<field>`. A null value deletes a field.
 """
 

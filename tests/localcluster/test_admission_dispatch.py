@@ -44,6 +44,11 @@ class Cluster:
         self.services = {("hooks", "stub", 443): ("127.0.0.1", stub.port)}
         self.dispatcher = WebhookDispatcher(lambda kind: self.configurations[kind],
                                             lambda ns: self.labels.get(ns, {}), self._resolve)
+        self.loop = asyncio.new_event_loop()
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.dispatcher.close())
+        self.loop.close()
 
     def _resolve(self, namespace: str, name: str, port: int) -> tuple[str, int]:
         return self.services[(namespace, name, port)]
@@ -68,12 +73,14 @@ class Cluster:
                                     dry_run, CREATE_OPTIONS)
         obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "team-a"}} \
             if obj is None and operation != "DELETE" else obj
-        return asyncio.run(asyncio.wait_for(self.dispatcher.admit(attrs, obj, old, warnings), 40))
+        return self.loop.run_until_complete(asyncio.wait_for(self.dispatcher.admit(attrs, obj, old, warnings), 40))
 
 
 @pytest.fixture
-def cluster(stub: WebhookStub) -> Cluster:
-    return Cluster(stub)
+def cluster(stub: WebhookStub) -> Iterator[Cluster]:
+    cluster = Cluster(stub)
+    yield cluster
+    cluster.close()
 
 
 def denial(cluster: Cluster, **admit: Any) -> dict[str, Any]:
@@ -111,6 +118,24 @@ def test_each_call_gets_a_fresh_uid(cluster: Cluster, stub: WebhookStub) -> None
     cluster.mutating("m", cluster.hook("a", "/allow"), cluster.hook("b", "/allow"))
     cluster.admit()
     assert len({r.review["request"]["uid"] for r in stub.received}) == 2
+
+
+def test_connections_to_a_webhook_are_kept_alive_across_requests(cluster: Cluster, stub: WebhookStub) -> None:
+    cluster.validating("v", cluster.hook("a", "/allow"))
+    for _ in range(3):
+        cluster.admit()
+    assert len({r.peer for r in stub.received}) == 1
+
+
+def test_a_kept_alive_connection_is_not_reused_for_another_service_name(cluster: Cluster,
+                                                                       stub: WebhookStub) -> None:
+    cluster.validating("v", cluster.hook("a", "/allow"))
+    cluster.admit()
+    cluster.services[("hooks", "impostor", 443)] = ("127.0.0.1", stub.port)
+    hook = cluster.hook("name.batchgate.dev", "/allow")
+    hook["clientConfig"]["service"]["name"] = "impostor"
+    cluster.configurations["ValidatingWebhookConfiguration"] = [{"metadata": {"name": "v"}, "webhooks": [hook]}]
+    assert "impostor.hooks.svc" in denial(cluster)["message"]
 
 
 def test_reinvocation_if_needed_calls_an_earlier_webhook_again_after_a_later_change(cluster: Cluster,
@@ -313,3 +338,15 @@ def test_a_ca_bundle_that_is_not_base64_pem_is_a_call_failure(cluster: Cluster) 
     hook["clientConfig"]["caBundle"] = base64.b64encode(b"not a certificate").decode()
     cluster.validating("v", hook)
     assert "invalid caBundle" in denial(cluster)["message"]
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+def test_match_conditions_cannot_be_evaluated_and_follow_the_failure_policy(cluster: Cluster, stub: WebhookStub,
+                                                                         policy: str) -> None:
+    cluster.validating("v", cluster.hook("cel.batchgate.dev", "/deny", failurePolicy=policy, matchConditions=[
+        {"name": "not-system", "expression": "!request.userInfo.username.startsWith('system:')"}]))
+    if policy == "Ignore":
+        assert cluster.admit() is not None
+    else:
+        assert "does not evaluate CEL" in denial(cluster)["message"]
+    assert stub.received == []

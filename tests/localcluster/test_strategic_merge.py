@@ -227,3 +227,22 @@ def test_a_merged_finalizer_list_holds_each_value_once_and_loses_none(live: list
     result = strategic_merge({"metadata": {"finalizers": live}}, {"metadata": {"finalizers": added}}, "v1/Pod")
     merged = result["metadata"]["finalizers"]
     assert sorted(merged) == sorted(set(live) | set(added))
+
+
+DIRECTIVE_KEYS = st.sampled_from(["$patch", "$retainKeys", "$setElementOrder/containers",
+                                  "$deleteFromPrimitiveList/finalizers", "containers", "name", "env", "image",
+                                  "finalizers", "metadata", "spec", "template", "labels"])
+DIRECTIVE_VALUES = st.sampled_from(["replace", "delete", "merge", "app", "sidecar", "x"]) | st.none() | st.integers()
+HOSTILE = st.recursive(DIRECTIVE_VALUES, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(DIRECTIVE_KEYS, inner, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(DIRECTIVE_KEYS, HOSTILE, max_size=4), st.booleans())
+def test_hostile_patches_merge_or_raise_patch_error_never_anything_else(pod_spec: dict, nested: bool) -> None:
+    patch = template(**pod_spec) if nested else pod_spec
+    try:
+        result = strategic_merge(BASE, patch, "apps/v1/Deployment")
+    except PatchError:
+        return
+    assert isinstance(result, dict)

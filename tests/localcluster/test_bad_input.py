@@ -1,0 +1,174 @@
+"""Bad input over raw HTTPS gets the code and metav1.Status a real API server sends: never a
+500, a traceback or a hung connection."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from localcluster.runner import LocalCluster
+
+TIMEOUT = 10
+
+
+@pytest.fixture(scope="module")
+def http(local_cluster: LocalCluster) -> Iterator[requests.Session]:
+    session = requests.Session()
+    session.trust_env = False  # REQUESTS_CA_BUNDLE would override the cluster CA
+    session.verify = str(local_cluster.ca_file)
+    session.headers["Authorization"] = f"Bearer {local_cluster.token('admin')}"
+    yield session
+    session.close()
+
+
+def url(cluster: LocalCluster, path: str) -> str:
+    return cluster.url + path
+
+
+CM_PATH = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "content_type", "code", "reason"), [
+    pytest.param("POST", CM_PATH, b"{not json", "application/json", 400, "BadRequest", id="malformed JSON"),
+    pytest.param("POST", CM_PATH, b"a: [b", "application/yaml", 400, "BadRequest", id="malformed YAML"),
+    pytest.param("POST", CM_PATH, b"\x0a\x0bgarbage", "application/vnd.kubernetes.protobuf", 415,
+                 "UnsupportedMediaType", id="protobuf that is not a Kubernetes object"),
+    pytest.param("POST", CM_PATH, b"<x/>", "application/xml", 415, "UnsupportedMediaType", id="an unknown media type"),
+    pytest.param("POST", CM_PATH, b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"}}', "application/json",
+                 400, "BadRequest", id="the wrong kind for the resource"),
+    pytest.param("POST", CM_PATH, b'{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"x"}}', "application/json",
+                 400, "BadRequest", id="the wrong apiVersion"),
+    pytest.param("POST", CM_PATH, b'[1,2]', "application/json", 400, "BadRequest", id="a JSON array instead of an object"),
+    pytest.param("POST", CM_PATH, b'{"metadata":{"name":"x","resourceVersion":"5"}}', "application/json", 400,
+                 "BadRequest", id="a create that carries a resourceVersion"),
+    pytest.param("POST", "/api/v1/namespaces/default/gizmos", b"{}", "application/json", 404, "NotFound",
+                 id="an unknown resource"),
+    pytest.param("GET", "/apis/nope.example.com/v1", None, None, 404, "NotFound", id="an unknown group"),
+    pytest.param("GET", CM_PATH + "?watch=true&resourceVersion=abc", None, None, 400, "BadRequest",
+                 id="a garbage watch resourceVersion"),
+    pytest.param("GET", CM_PATH + "?watch=maybe", None, None, 400, "BadRequest", id="a watch flag Go cannot parse"),
+    pytest.param("GET", CM_PATH + "?labelSelector=a%20in%20b", None, None, 400, "BadRequest", id="a malformed label selector"),
+    pytest.param("GET", CM_PATH + "?fieldSelector=spec.nodeName%3Dx", None, None, 400, "BadRequest",
+                 id="a field selector the resource does not support"),
+    pytest.param("GET", CM_PATH + "?limit=ten", None, None, 400, "BadRequest", id="a limit that is not a number"),
+    pytest.param("PATCH", CM_PATH + "/missing", b"{}", "application/merge-patch+json", 404, "NotFound",
+                 id="a patch of a missing object"),
+    pytest.param("PUT", CM_PATH + "/missing", b'{"metadata":{"name":"missing"}}', "application/json", 404, "NotFound",
+                 id="an update of a missing object"),
+    pytest.param("DELETE", CM_PATH + "/missing", None, None, 404, "NotFound", id="a delete of a missing object"),
+    pytest.param("PATCH", CM_PATH + "/fixture", b"{}", "text/plain", 415, "UnsupportedMediaType",
+                 id="a patch in an unknown format"),
+    pytest.param("PATCH", CM_PATH + "/fixture", b'[{"op":"nonsense","path":"/x"}]', "application/json-patch+json", 422,
+                 "Invalid", id="a JSON patch with an unknown operation"),
+    pytest.param("PUT", CM_PATH + "/fixture", b'{"metadata":{"name":"other"}}', "application/json", 400, "BadRequest",
+                 id="an update whose name differs from the URL"),
+    pytest.param("DELETE", CM_PATH + "/fixture", b'{"propagationPolicy":"Sometimes"}', "application/json", 422, "Invalid",
+                 id="an unknown propagation policy"),
+    pytest.param("DELETE", CM_PATH + "/fixture", b'{"preconditions":{"uid":"nope"}}', "application/json", 409, "Conflict",
+                 id="a delete whose uid precondition fails"),
+])
+def test_bad_requests_get_a_status(http: requests.Session, local_cluster: LocalCluster, method: str, path: str,
+                                   body: bytes | None, content_type: str | None, code: int, reason: str) -> None:
+    http.post(url(local_cluster, CM_PATH), json={"metadata": {"name": "fixture"}}, timeout=TIMEOUT)
+    headers = {"Content-Type": content_type} if content_type else {}
+    reply = http.request(method, url(local_cluster, path), data=body, headers=headers, timeout=TIMEOUT)
+    status = reply.json()
+    assert (reply.status_code, status["kind"], status["status"], status["reason"], status["code"]) == (
+        code, "Status", "Failure", reason, code), status
+
+
+@pytest.mark.parametrize(("token", "code"), [
+    pytest.param(None, 401, id="no token"),
+    pytest.param("Bearer wrong", 401, id="a token nobody has"),
+    pytest.param("Basic YWRtaW46YWRtaW4=", 401, id="basic auth"),
+])
+def test_unauthenticated_requests_are_401(local_cluster: LocalCluster, token: str | None, code: int) -> None:
+    headers = {"Authorization": token} if token else {}
+    reply = requests.get(url(local_cluster, CM_PATH), headers=headers, verify=str(local_cluster.ca_file), timeout=TIMEOUT)
+    assert (reply.status_code, reply.json()["reason"]) == (code, "Unauthorized")
+
+
+def test_version_is_public_and_within_one_minor_of_kubectl(local_cluster: LocalCluster) -> None:
+    reply = requests.get(url(local_cluster, "/version"), verify=str(local_cluster.ca_file), timeout=TIMEOUT)
+    assert reply.json()["major"] == "1" and reply.json()["minor"] in ("31", "32", "33")
+
+
+def test_a_chunked_body_without_content_length_is_read(http: requests.Session, local_cluster: LocalCluster) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"metadata":{"name":"chunked"},'
+        yield b'"data":{"a":"b"}}'
+
+    reply = http.post(url(local_cluster, CM_PATH), data=chunks(), timeout=TIMEOUT)
+    assert reply.status_code == 201 and reply.json()["data"] == {"a": "b"}
+
+
+def test_a_body_over_3_mib_is_413(http: requests.Session, local_cluster: LocalCluster) -> None:
+    big = json.dumps({"metadata": {"name": "big"}, "data": {"a": "x" * (3 * 1024 * 1024)}})
+    reply = http.post(url(local_cluster, CM_PATH), data=big, timeout=TIMEOUT)
+    assert (reply.status_code, reply.json()["reason"]) == (413, "RequestEntityTooLarge")
+
+
+def test_a_too_old_watch_is_a_200_stream_with_one_expired_error_event(http: requests.Session, local_cluster: LocalCluster,
+                                                                      namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    http.post(url(local_cluster, path), json={"metadata": {"name": "churn"}}, timeout=TIMEOUT)
+    for i in range(1001):
+        http.patch(url(local_cluster, f"{path}/churn"), data=json.dumps({"data": {"i": str(i)}}),
+                   headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT)
+    reply = http.get(url(local_cluster, f"{path}?watch=1&resourceVersion=2"), timeout=TIMEOUT)
+    assert reply.status_code == 200 and reply.text.endswith("\n")
+    lines = reply.text.splitlines()
+    event = json.loads(lines[0])
+    assert len(lines) == 1 and event["type"] == "ERROR"
+    assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
+    assert event["object"]["message"].startswith("too old resource version: 2 (")
+
+
+def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    listed = http.get(url(local_cluster, path), timeout=TIMEOUT).json()
+    reply = http.get(url(local_cluster, f"{path}?watch=true&allowWatchBookmarks=true&timeoutSeconds=1"
+                                        f"&resourceVersion={listed['metadata']['resourceVersion']}"), timeout=TIMEOUT)
+    events = [json.loads(line) for line in reply.text.splitlines()]
+    assert [e["type"] for e in events] == ["BOOKMARK"]
+    assert events[0]["object"]["kind"] == "ConfigMap" and events[0]["object"]["metadata"]["resourceVersion"]
+
+
+def test_lists_page_with_limit_and_continue(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for i in range(5):
+        http.post(url(local_cluster, path), json={"metadata": {"name": f"page-{i}"}}, timeout=TIMEOUT)
+    names, token, pages = [], "", 0
+    while True:
+        page = http.get(url(local_cluster, f"{path}?limit=2&continue={token}"), timeout=TIMEOUT).json()
+        names += [item["metadata"]["name"] for item in page["items"]]
+        pages += 1
+        token = page["metadata"].get("continue", "")
+        if not token:
+            break
+    assert names == [f"page-{i}" for i in range(5)] and pages == 3
+    empty = http.get(url(local_cluster, f"{path}?labelSelector=none%3Dhere"), timeout=TIMEOUT).json()
+    assert empty["items"] == [] and empty["kind"] == "ConfigMapList"
+
+
+def test_a_slow_watcher_does_not_stall_writes(local_cluster: LocalCluster, http: requests.Session, namespace: str) -> None:
+    """A watch whose client never reads: writes and other requests still complete promptly."""
+    context = ssl.create_default_context(cafile=str(local_cluster.ca_file))
+    raw = context.wrap_socket(socket.create_connection(("127.0.0.1", local_cluster.port), timeout=TIMEOUT),
+                              server_hostname="127.0.0.1")
+    raw.sendall((f"GET /api/v1/namespaces/{namespace}/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {local_cluster.token('admin')}\r\n\r\n").encode())
+    try:
+        path = f"/api/v1/namespaces/{namespace}/configmaps"
+        payload = "x" * 100_000
+        for i in range(80):
+            reply = http.post(url(local_cluster, path), json={"metadata": {"name": f"fat-{i}"}, "data": {"p": payload}},
+                              timeout=TIMEOUT)
+            assert reply.status_code == 201
+    finally:
+        raw.close()
