@@ -90,7 +90,9 @@ class GatewayServer(BaseApplication):
             "workers": o.workers,
             "worker_class": o.worker_class,
             "threads": o.threads,
-            "keepalive": 75,  # longer than the API server's idle connection timeout (90 s is Go's)
+            # Longer than the client's idle timeout (Go's http.Transport: 90 s), so the API server closes
+            # idle connections first and never sends a review into one we are closing.
+            "keepalive": 120,
             "certfile": str(o.certfile),
             "keyfile": str(o.keyfile),
             "ssl_context": self._ssl_context,
