@@ -98,6 +98,7 @@ class GatewayServer(BaseApplication):
             "ssl_context": self._ssl_context,
             "post_fork": self._post_fork,
             "child_exit": self._child_exit,
+            "worker_exit": self._worker_exit,
             "when_ready": self._when_ready,
             "on_exit": self._on_exit,
             "accesslog": None,
@@ -138,6 +139,13 @@ class GatewayServer(BaseApplication):
         if self.tls is None:  # the master never serves, but be safe
             self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
         return self.tls.get()
+
+    def _worker_exit(self, server: Any, worker: Any) -> None:
+        """In the worker, on its way out: stop watching and close the audit descriptor."""
+        if self.policy_source is not None:
+            self.policy_source.stop()
+        if self.context is not None:
+            self.context.audit.close()
 
     def _child_exit(self, server: Any, worker: Any) -> None:
         worker_exited(worker.pid)
