@@ -116,6 +116,11 @@ end
 """
 
 
+def warmup_seconds(warmup: float) -> int:
+    """wrk takes whole seconds."""
+    return max(1, round(warmup))
+
+
 def measure_wrk(host: str, port: int, body: bytes, conns: int, seconds: float, warmup: float,
                 workdir: Path) -> dict[str, Any]:
     """wrk over keep-alive TLS (it does not verify certificates; the Python client does)."""
@@ -124,7 +129,7 @@ def measure_wrk(host: str, port: int, body: bytes, conns: int, seconds: float, w
     env = {**os.environ, "BENCH_BODY": str(workdir / "review.json")}
     target = f"https://{host}:{port}/mutate"
     base = ["wrk", "-t1", f"-c{conns}", "--timeout", "10s", "-s", str(workdir / "post.lua")]
-    subprocess.run([*base, f"-d{max(1, round(warmup))}s", target], env=env, capture_output=True, check=True)
+    subprocess.run([*base, f"-d{warmup_seconds(warmup)}s", target], env=env, capture_output=True, check=True)
     out = subprocess.run([*base, f"-d{round(seconds)}s", target], env=env, capture_output=True, text=True,
                          check=True).stdout
     fields = next(line.split()[1:] for line in out.splitlines() if line.startswith("RESULT "))
@@ -196,6 +201,7 @@ def main() -> int:
     p.add_argument("--conns", default="1,16")
     p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
+    p.add_argument("--repeat", type=int, default=1, help="runs per concurrency (each printed): others' load varies")
     p.add_argument("--review", choices=["appwrapper", "pod-phase"], default="appwrapper",
                    help="what to POST: the corpus AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
     args = p.parse_args()
@@ -221,7 +227,7 @@ def main() -> int:
                   f"({len(body)} bytes) to /mutate")
             print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
                   f"{'server CPU us/review':>8}")
-            for conns in (int(c) for c in args.conns.split(",")):
+            for conns in [int(c) for c in args.conns.split(",") for _ in range(args.repeat)]:
                 check_reply(gateway, body)
                 cpu_before = process_tree_cpu_seconds(gateway.process.pid)
                 if args.client == "wrk":
@@ -230,8 +236,8 @@ def main() -> int:
                     r = measure_python(gateway.host, gateway.port, str(cert_dir / "ca.crt"), body, conns,
                                        args.seconds, args.warmup)
                 cpu = process_tree_cpu_seconds(gateway.process.pid) - cpu_before
-                # wrk's warm-up requests are not in r["requests"]; the CPU figure counts them at the measured rate.
-                served = r["requests"] * (1 + args.warmup / args.seconds)
+                # Warm-up requests are not in r["requests"]; the CPU figure counts them at the measured rate.
+                served = r["requests"] * (1 + warmup_seconds(args.warmup) / args.seconds)
                 print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
                       f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f}")
                 for sample in r["error_sample"]:
