@@ -33,8 +33,6 @@ from webhook.policy_file import PolicyFileWatcher
 from webhook.policy_store import DEFAULTS, PolicyStore
 from webhook.tls import ReloadingContext
 
-log = logging.getLogger("batchgate.webhook")
-
 GC_YOUNG_THRESHOLD = 20_000
 """Allocations between young-generation collections (CPython's default is 700). One review
 allocates thousands of short-lived objects, so the default ran the collector several times per
