@@ -37,3 +37,20 @@ def test_without_a_policy_source_the_gateway_says_it_uses_the_defaults(cert_dir:
         gateway.stop()
     assert status == 200 and b"built-in defaults" in body
     assert any("using the built-in default policy" in line for line in gateway.stderr_lines)
+
+
+def test_each_run_gets_its_own_metrics_directory_and_removes_it_on_exit(
+        cert_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))  # where the gateway makes its PROMETHEUS_MULTIPROC_DIR
+    gateway = start_gateway(cert_dir, "--workers", "2")
+    try:
+        client = gateway.client()
+        assert client.request("GET", "/metrics")[0] == 200
+        client.close()
+        (metrics_dir,) = tmpdir.glob("batchgate-metrics-*")
+        assert list(metrics_dir.glob("*.db")), "workers write their samples there"
+    finally:
+        assert gateway.stop() == 0
+    assert list(tmpdir.glob("batchgate-metrics-*")) == []
