@@ -124,12 +124,16 @@ class Simulation:
                     self.preemptions += 1
                     self._report.preempted.append({"name": target.workload, "reason": target.reason,
                                                    "by": preempt.preemptor})
+        resumed = 0  # workloads that will try later flavors next cycle: another cycle may differ
+        for key, progress in result.flavor_progress.items():
+            resumed += progress is not None and any(i >= 0 for tried in progress.tried for i in tried.values())
+            self.state.set_progress(key, progress)
         parked = 0
         for requeue in result.requeue:
             before = self.state.pending.state_of(requeue.workload)
             self.state.requeue(requeue.workload, requeue.queue, requeue.reason)
             parked += before == "active" and requeue.queue == "inadmissible"
-        self._changed = bool(result.admit or self.evicting or parked)
+        self._changed = bool(result.admit or self.evicting or parked or resumed)
         return result
 
     def run(self, cycles: int | None) -> None:

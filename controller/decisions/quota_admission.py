@@ -17,7 +17,7 @@ from controller.decisions.flavor_assignment import FIT, NO_FIT, PREEMPT, FlavorA
 from controller.decisions.outcomes import Admit, CycleResult, Preempt, PreemptionTarget, QueueName, Requeue
 from controller.decisions.preemption import get_targets
 from controller.state.quota_book import UsageOverlay
-from controller.state.quota_state import QuotaState, WorkloadInfo
+from controller.state.quota_state import FlavorProgress, QuotaState, WorkloadInfo
 
 # Why a head goes back (Kueue's RequeueReason); decides heap vs inadmissible set.
 GENERIC, NAMESPACE_MISMATCH, FAILED_AFTER_NOMINATION, PENDING_PREEMPTION = (
@@ -34,6 +34,8 @@ class _Entry:
     targets: list[PreemptionTarget] = field(default_factory=list)
     nominated: bool = False  # reached processing (Kueue: status nominated or skipped)
     share: int = 0  # dominant resource share with this workload admitted (fair sharing only)
+    progress: FlavorProgress | None = None  # where flavor assignment resumes next time
+    progress_changed: bool = False
 
     @property
     def mode(self) -> int:
@@ -75,13 +77,15 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
         if e.mode == PREEMPT:
             e.message += f". Pending the preemption of {len(e.targets)} workload(s)"
             e.cause = PENDING_PREEMPTION
+            e.progress = None  # once victims are gone, every flavor is worth trying again
             preempted.append(Preempt(e.info.key, tuple(e.targets), e.message))
             continue
         admitted.append(Admit(e.info.key, cq.name, e.assignment.to_assignment()))
     done = {a.workload for a in admitted}
     requeued = tuple(Requeue(e.info.key, _queue_for(state, e), e.message)
                      for e in entries if e.info.key not in done)
-    return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped)
+    progress = {e.info.key: e.progress for e in entries if e.progress_changed and e.info.key not in done}
+    return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped, progress)
 
 
 def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime) -> _Entry:
@@ -107,8 +111,11 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
         return all(t.cluster_queue != cq.name for t in targets)
 
     fair = state.fair_sharing.enable
-    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair)
+    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair,
+                                      state.current_progress(key, cq_name))
     entry.message = entry.assignment.message
+    entry.progress = FlavorProgress(state.generation.get(cq_name, 0), entry.assignment.tried)
+    entry.progress_changed = True
     if fair and entry.assignment.mode != NO_FIT:
         entry.share = view.dominant_resource_share(cq.name, entry.assignment.usage)
     if entry.assignment.mode == PREEMPT:
@@ -120,6 +127,7 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
 def _skip(entry: _Entry, message: str) -> None:
     entry.message = message
     entry.nominated = True
+    entry.progress = None  # retry every flavor next time
 
 
 def _net_usage(entry: _Entry, state: QuotaState) -> dict[tuple[str, str], int]:

@@ -65,6 +65,15 @@ class AdmittedWorkload:
     evicted: bool = False
 
 
+@dataclass(frozen=True)
+class FlavorProgress:
+    """Kueue's LastAssignment: where flavor assignment stopped, valid while the ClusterQueue's
+    generation (bumped when its quota changes or one of its workloads leaves) is unchanged."""
+
+    generation: int
+    tried: tuple[Mapping[str, int], ...]
+
+
 @dataclass
 class QuotaState:
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
@@ -83,6 +92,8 @@ class QuotaState:
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
     fair_sharing: FairSharing = FairSharing()
     draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
+    generation: dict[str, int] = field(default_factory=dict)  # per ClusterQueue, for FlavorProgress
+    flavor_progress: dict[str, FlavorProgress] = field(default_factory=dict)
 
     # --- lookups -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -135,6 +146,9 @@ class QuotaState:
         self._inactive.clear()
         self._track_draining()
         self.book.set_cluster_queue(cq)
+        for member in {cq.name, *self.book.cohort_members(cq.name),
+                       *(self.book.members.get(old.cohort, ()) if old is not None and old.cohort else ())}:
+            self._bump(member)
         if old is None:  # workloads observed holding quota here before the queue itself
             for held in self.admitted_by_cq.get(cq.name, {}).values():
                 self.book.add_usage(cq.name, held.usage)
@@ -152,10 +166,14 @@ class QuotaState:
 
     def put_workload(self, wl: Workload) -> None:
         """Create or replace a Workload as observed (pending, holding quota, or finished)."""
-        if wl.key in self.workloads:
+        previous = self.workloads.get(wl.key)
+        progress = self.flavor_progress.get(wl.key)
+        if previous is not None:
             self.forget(wl.key)
         info = self._info(wl)
         self.workloads[wl.key] = info
+        if progress is not None and info == previous:  # e.g. only its status was rewritten
+            self.flavor_progress[wl.key] = progress
         if wl.is_true(keys.COND_FINISHED):
             self.finished.add(wl.key)
         elif wl.holds_quota and wl.admission is not None:
@@ -195,6 +213,7 @@ class QuotaState:
         self.pending.remove(workload)
         self.blocked.pop(workload, None)
         self.messages.pop(workload, None)
+        self.flavor_progress.pop(workload, None)
         self._hold(AdmittedWorkload(self.workloads[workload], cluster_queue, dict(usage),
                                     {k: dict(v) for k, v in flavors.items()}, now))
 
@@ -209,7 +228,9 @@ class QuotaState:
     def release(self, workload: str, *, requeue: bool) -> None:
         """Quota is freed (eviction completed, finished, deleted); the cohort's parked work returns."""
         held = self.admitted.pop(workload, None)
+        self.flavor_progress.pop(workload, None)
         if held is not None:
+            self._bump(held.cluster_queue)
             self.admitted_by_cq[held.cluster_queue].pop(workload, None)
             if held.cluster_queue in self.book.quotas:
                 self.book.add_usage(held.cluster_queue, {fr: -v for fr, v in held.usage.items()})
@@ -227,11 +248,27 @@ class QuotaState:
     def forget(self, workload: str) -> None:
         """The workload is gone (deleted, or replaced by a newer observation)."""
         self.release(workload, requeue=False)
+        self.flavor_progress.pop(workload, None)
         self.pending.remove(workload)
         self.blocked.pop(workload, None)
         self.messages.pop(workload, None)
         self.finished.discard(workload)
         self.workloads.pop(workload, None)
+
+    def current_progress(self, workload: str, cluster_queue: str) -> FlavorProgress | None:
+        progress = self.flavor_progress.get(workload)
+        if progress is None or progress.generation < self.generation.get(cluster_queue, 0):
+            return None
+        return progress
+
+    def set_progress(self, workload: str, progress: FlavorProgress | None) -> None:
+        if progress is None:
+            self.flavor_progress.pop(workload, None)
+        else:
+            self.flavor_progress[workload] = progress
+
+    def _bump(self, cluster_queue: str) -> None:
+        self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
 
     def requeue(self, workload: str, queue: str, message: str) -> None:
         self.messages[workload] = message
