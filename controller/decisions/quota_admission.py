@@ -4,8 +4,9 @@
 The caller assumes each `Admit` in the state (and writes it to the API), marks `Preempt`
 targets evicted, and requeues the rest where each `Requeue` says. The phases are Kueue's:
 nominate every head against the same snapshot, order the entries (non-borrowing first, then
-priority, then queue-order time), then process them in order on a running overlay of usage,
-so two heads that compete for the same cohort capacity are settled by that order.
+the lower dominant resource share under fair sharing, then priority, then queue-order time),
+then process them in order on a running overlay of usage, so two heads that compete for the
+same cohort capacity are settled by that order.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ class _Entry:
     nominated: bool = False  # reached processing (Kueue: status nominated or skipped)
     share: int = 0  # dominant resource share with this workload admitted (fair sharing only)
     progress: FlavorProgress | None = None  # where flavor assignment resumes next time
-    progress_changed: bool = False
 
     @property
     def mode(self) -> int:
@@ -84,7 +84,7 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
     done = {a.workload for a in admitted}
     requeued = tuple(Requeue(e.info.key, _queue_for(state, e), e.message)
                      for e in entries if e.info.key not in done)
-    progress = {e.info.key: e.progress for e in entries if e.progress_changed and e.info.key not in done}
+    progress = {e.info.key: e.progress for e in entries if e.assignment is not None and e.info.key not in done}
     return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped, progress)
 
 
@@ -115,7 +115,6 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
                                       state.current_progress(key, cq_name))
     entry.message = entry.assignment.message
     entry.progress = FlavorProgress(state.generation.get(cq_name, 0), entry.assignment.tried)
-    entry.progress_changed = True
     if fair and entry.assignment.mode != NO_FIT:
         entry.share = view.dominant_resource_share(cq.name, entry.assignment.usage)
     if entry.assignment.mode == PREEMPT:
