@@ -128,11 +128,17 @@ class QuotaState:
                 and workload not in self.finished)
 
     # --- objects -----------------------------------------------------------------------------
+    # Each put returns early when the spec it models is unchanged (a status update, a resync),
+    # so only real changes bump generations and move parked workloads back.
     def put_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        if self.namespaces.get(name) == dict(labels):
+            return
         self.namespaces[name] = dict(labels)
         self._unpark_all()
 
     def put_flavor(self, flavor: ResourceFlavor) -> None:
+        if self.flavors.get(flavor.name) == flavor:
+            return
         self.flavors[flavor.name] = flavor
         self._inactive.clear()
         self._unpark_all()
@@ -142,6 +148,8 @@ class QuotaState:
 
     def put_cluster_queue(self, cq: ClusterQueue) -> None:
         old = self.cluster_queues.get(cq.name)
+        if old == cq:
+            return
         self.cluster_queues[cq.name] = cq
         self._inactive.clear()
         self._track_draining()
@@ -158,6 +166,8 @@ class QuotaState:
             self._unpark_cohort_named(old.cohort)
 
     def put_local_queue(self, lq: LocalQueue) -> None:
+        if self.local_queues.get((lq.namespace, lq.name)) == lq:
+            return
         self.local_queues[(lq.namespace, lq.name)] = lq
         self._track_draining()
         for key in [k for k, info in self.workloads.items()
@@ -165,31 +175,46 @@ class QuotaState:
             self._route(key)
 
     def put_workload(self, wl: Workload) -> None:
-        """Create or replace a Workload as observed (pending, holding quota, or finished)."""
+        """Create or replace a Workload as observed (pending, holding quota, or finished).
+
+        Seeing again what is already known (our own status writes coming back) changes nothing:
+        a parked workload stays parked and an admitted one does not release and retake its quota.
+        """
         previous = self.workloads.get(wl.key)
-        progress = self.flavor_progress.get(wl.key)
+        info = self._info(wl)
+        finished = wl.is_true(keys.COND_FINISHED)
+        held = None if finished or not wl.holds_quota else self._held_from(wl, info)
+        if previous == info and not finished and wl.key not in self.finished:
+            old = self.admitted.get(wl.key)
+            if held is None and old is None:
+                return  # still pending where it waits
+            if held is not None and old is not None and (held.cluster_queue, held.usage) == (old.cluster_queue, old.usage):
+                self._set_held(replace(held, evicted=held.evicted or old.evicted))
+                return
         if previous is not None:
             self.forget(wl.key)
-        info = self._info(wl)
         self.workloads[wl.key] = info
-        if progress is not None and info == previous:  # e.g. only its status was rewritten
-            self.flavor_progress[wl.key] = progress
-        if wl.is_true(keys.COND_FINISHED):
+        if finished:
             self.finished.add(wl.key)
-        elif wl.holds_quota and wl.admission is not None:
-            usage: Usage = {}
-            flavors: dict[str, dict[str, str]] = {}
-            for psa in wl.admission.pod_set_assignments:
-                flavors[psa.name] = dict(psa.flavors)
-                for resource, value in psa.resource_usage.items():
-                    fr = (psa.flavors.get(resource, ""), resource)
-                    usage[fr] = usage.get(fr, 0) + to_units(resource, value)
-            reserved = wl.condition(keys.COND_QUOTA_RESERVED)
-            self._hold(AdmittedWorkload(info, wl.admission.cluster_queue, usage, flavors,
-                                        reserved.last_transition_time if reserved else None,
-                                        evicted=wl.is_true(keys.COND_EVICTED)))
+        elif held is not None:
+            self._hold(held)
         else:
             self._route(wl.key)
+
+    @staticmethod
+    def _held_from(wl: Workload, info: WorkloadInfo) -> AdmittedWorkload:
+        assert wl.admission is not None
+        usage: Usage = {}
+        flavors: dict[str, dict[str, str]] = {}
+        for psa in wl.admission.pod_set_assignments:
+            flavors[psa.name] = dict(psa.flavors)
+            for resource, value in psa.resource_usage.items():
+                fr = (psa.flavors.get(resource, ""), resource)
+                usage[fr] = usage.get(fr, 0) + to_units(resource, value)
+        reserved = wl.condition(keys.COND_QUOTA_RESERVED)
+        return AdmittedWorkload(info, wl.admission.cluster_queue, usage, flavors,
+                                reserved.last_transition_time if reserved else None,
+                                evicted=wl.is_true(keys.COND_EVICTED))
 
     def _info(self, wl: Workload) -> WorkloadInfo:
         priority = wl.priority
