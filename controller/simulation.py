@@ -53,6 +53,7 @@ class Simulation:
         self.cycles = 0
         self.preemptions = 0
         self._report = StepReport()
+        self._changed = False  # did the last cycle change anything another cycle could build on
 
     # --- inputs ------------------------------------------------------------------------------
     def apply(self, raw: Mapping[str, Any], *, created: _dt.datetime | None = None) -> None:
