@@ -7,9 +7,53 @@ import pytest
 
 from controller.simulation import run_trace
 from tests.controller.decisions.scenario_check import check, expect
-from tests.controller.decisions.trace_builders import cluster_queue, flavor, group, local_queue, trace, workload
+from tests.controller.decisions.trace_builders import (
+    cluster_queue, flavor, group, local_queue, pod_set, quota, trace, workload,
+)
+
+TAINT = {"key": "instance", "value": "spot", "effect": "NoSchedule"}
+TOLERATION = {"key": "instance", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}
 
 SCENARIOS = [
+    pytest.param(
+        trace([flavor("on-demand"), flavor("spot-untainted"),
+               cluster_queue("prod-cq", group({"on-demand": {"cpu": 2}, "spot-untainted": {"cpu": 2}}), cohort="all",
+                             strategy="StrictFIFO", within="LowerPriority", when_can_preempt="Preempt"),
+               local_queue("prod-queue", "prod-cq"),
+               workload("wl-1", queue="prod-queue", cpu=1), workload("wl-2", queue="prod-queue", cpu=1)],
+              {}, {"apply": [workload("wl-3", queue="prod-queue", cpu=1, created=1)]}),
+        [expect(admitted=["ns/wl-1", "ns/wl-2"], flavors={"ns/wl-1": {"main": {"cpu": "on-demand"}},
+                                                          "ns/wl-2": {"main": {"cpu": "on-demand"}}}),
+         expect(admitted=["ns/wl-3"], preempted=[], flavors={"ns/wl-3": {"main": {"cpu": "spot-untainted"}}})],
+        id="Should try next flavor if can't preempt on first",
+    ),
+    pytest.param(
+        trace([flavor("on-demand"), flavor("spot-tainted", taints=[TAINT]),
+               cluster_queue("prod-cq", group({"on-demand": {"cpu": quota(10, borrow=10)}}), cohort="all"),
+               cluster_queue("dev-cq", group({"on-demand": {"cpu": quota(10, borrow=10)}, "spot-tainted": {"cpu": 11}}),
+                             cohort="all", when_can_borrow="TryNextFlavor"),
+               local_queue("prod-queue", "prod-cq"), local_queue("dev-queue", "dev-cq"),
+               workload("wl-1", queue="prod-queue", cpu=9)],
+              {}, {"apply": [workload("wl-2", queue="dev-queue", created=1,
+                                      pod_sets=[pod_set(cpu=11, tolerations=[TOLERATION])])]}),
+        [expect(admitted=["ns/wl-1"]),
+         expect(admitted=["ns/wl-2"], flavors={"ns/wl-2": {"main": {"cpu": "spot-tainted"}}})],
+        id="Should try next flavor instead of borrowing",
+    ),
+    pytest.param(
+        trace([flavor("on-demand"), flavor("spot-untainted"),
+               cluster_queue("prod-cq", group({"on-demand": {"cpu": quota(10, borrow=10)}, "spot-untainted": {"cpu": 11}}),
+                             cohort="all", reclaim="Any", when_can_preempt="Preempt"),
+               cluster_queue("dev-cq", group({"on-demand": {"cpu": quota(10, borrow=10)}}), cohort="all",
+                             when_can_borrow="TryNextFlavor"),
+               local_queue("prod-queue", "prod-cq"), local_queue("dev-queue", "dev-cq"),
+               workload("wl-1", queue="dev-queue", cpu=9, priority=0), workload("wl-2", queue="dev-queue", cpu=9, priority=1)],
+              {}, {"apply": [workload("wl-3", queue="prod-queue", cpu=5, created=1)], "cycles": 1}, {}),
+        [expect(admitted=["ns/wl-1", "ns/wl-2"]),
+         expect(admitted=[], preempted=[("ns/wl-1", "InCohortReclamation", "ns/wl-3")]),
+         expect(admitted=["ns/wl-3"], flavors={"ns/wl-3": {"main": {"cpu": "on-demand"}}})],
+        id="Should preempt before try next flavor",
+    ),
     pytest.param(
         trace([flavor("on-demand"), cluster_queue("prod", group({"on-demand": {"cpu": 5}})), local_queue("prod", "prod"),
                workload("big-wl", queue="prod", cpu=5)],
