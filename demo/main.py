@@ -88,8 +88,11 @@ def explore(stack: Stack, narrator: Narrator) -> None:
     narrator.say("it keeps running until Ctrl-C; in another shell:")
     narrator.quote(f"export KUBECONFIG={stack.cluster.kubeconfig}\n"
                    "kubectl get clusterqueues; kubectl get workloads -A; kubectl get pods -A -o wide\n"
-                   "kubectl --context alice -n team-a apply -f ../shared/corpus/mlbatch/short.yaml\n"
-                   "kubectl describe workload -n team-a; kubectl get events -n team-a")
+                   "kubectl describe workload -n team-a; kubectl get events -n team-a\n"
+                   "kubectl --context alice -n team-a delete job alice-urgent   # a waiting job is admitted\n"
+                   "kubectl --context alice -n team-a create job x --image=busybox   # denied: no queue label\n"
+                   ".venv/bin/batchgate check   # capacity against quotas, and why work waits\n"
+                   "docs/demo.md has more")
     print(f"export KUBECONFIG={stack.cluster.kubeconfig}", flush=True)
     threading.Event().wait()
 
@@ -103,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"batchgate demo: {problem}", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
-    signal.signal(signal.SIGTERM, _interrupt)
+    for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too: a shell's `&` starts us with it ignored
+        signal.signal(signum, _interrupt)
     clock = SystemClock()
     narrator = Narrator(clock)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="batchgate-demo-"))
