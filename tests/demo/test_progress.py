@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from demo.progress import JobState, job_state, job_states, queue_table, transitions
 
@@ -116,3 +118,26 @@ def test_the_queue_table_shows_reserved_over_nominal_gpus_borrowing_and_counts()
         "team-a-cq     16/8  8         2         1",
         "empty         0/0   0         0         0",
     ]
+
+
+CONDITIONS = [RESERVED, WAITING, EVICTED, RECLAIMED, FINISHED, condition("Admitted", "True", "Admitted")]
+snapshots = st.lists(
+    st.tuples(st.sampled_from(["a/j1", "a/j2", "b/k1"]), st.lists(st.sampled_from(CONDITIONS), max_size=4, unique_by=id),
+              st.sampled_from(["", "a-cq", "b-cq"])),
+    max_size=5, unique_by=lambda t: t[0],
+).map(lambda items: states(*(workload(job, *conds, cq=cq) for job, conds, cq in items)))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots)
+def test_a_snapshot_compared_with_itself_says_nothing(snapshot: dict[str, JobState]) -> None:
+    assert transitions(snapshot, dict(snapshot), {"a-cq": borrowing("a-cq", "8")}) == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots, snapshots)
+def test_every_line_is_about_one_job_of_the_later_snapshot(before: dict[str, JobState],
+                                                           after: dict[str, JobState]) -> None:
+    lines = transitions(before, after, {})
+    assert len(lines) <= len(after)
+    assert all(line.split()[1].rstrip(":") in after for line in lines)
