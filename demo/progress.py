@@ -81,30 +81,42 @@ def _preemptor(state: JobState, by_uid: Mapping[str, str]) -> str:
     return by_uid.get(match["uid"], "") if match else ""
 
 
+def _line(was: JobState | None, now: JobState, by_uid: Mapping[str, str]) -> str:
+    """What to say about one job given its previous state, or "" when nothing worth saying changed."""
+    job = now.job
+    if was is not None and (was.state, was.reason) == (now.state, now.reason):
+        return ""
+    if now.state == "admitted":
+        return f"admitted   {job} into {now.cluster_queue}"
+    if now.state == "evicting" or (now.state == "pending" and now.reason in PREEMPTION_REASONS):
+        if was is not None and was.state == "evicting" and now.state == "pending":
+            return f"requeued   {job}: its pods are gone, its quota is free, it waits again"
+        by = _preemptor(now, by_uid)
+        return f"preempted  {job}: {now.reason}{f' (to make room for {by})' if by else ''}"
+    if now.state == "pending" and now.message and (was is None or was.state != "pending" or not was.message):
+        return f"pending    {job}: {now.message}"
+    if now.state == "finished":
+        return f"finished   {job}: {now.reason}"
+    return ""
+
+
 def transitions(before: Mapping[str, JobState], after: Mapping[str, JobState],
                 cluster_queues: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per job whose state changed between two snapshots, in the after-snapshot's order."""
+    """A line per job whose state changed, in the later snapshot's order, then one per ClusterQueue
+    that admitted something while holding GPUs beyond its nominal quota."""
     by_uid = {s.uid: s.job for s in [*before.values(), *after.values()]}
-    lines = []
+    lines: list[str] = []
+    admitted_into: list[str] = []
     for job, now in after.items():
-        was = before.get(job)
-        if was is not None and (was.state, was.reason) == (now.state, now.reason):
-            continue
-        if now.state == "admitted":
-            queue = cluster_queues.get(now.cluster_queue, {})
-            borrowed = borrowed_gpus(queue)
-            note = f" (the queue now borrows {borrowed} GPUs from its cohort)" if borrowed != "0" else ""
-            lines.append(f"admitted   {job} into {now.cluster_queue}{note}")
-        elif now.state == "evicting" or (now.state == "pending" and now.reason in PREEMPTION_REASONS):
-            if was is not None and was.state == "evicting" and now.state == "pending":
-                lines.append(f"requeued   {job}: its pods are gone, its quota is free, it waits again")
-                continue
-            by = _preemptor(now, by_uid)
-            lines.append(f"preempted  {job}: {now.reason}{f' (to make room for {by})' if by else ''}")
-        elif now.state == "pending" and now.message and (was is None or was.state != "pending" or not was.message):
-            lines.append(f"pending    {job}: {now.message}")
-        elif now.state == "finished":
-            lines.append(f"finished   {job}: {now.reason}")
+        line = _line(before.get(job), now, by_uid)
+        if line:
+            lines.append(line)
+        if line and now.state == "admitted" and now.cluster_queue not in admitted_into:
+            admitted_into.append(now.cluster_queue)
+    for name in admitted_into:
+        borrowed = borrowed_gpus(cluster_queues.get(name, {}))
+        if borrowed != "0":
+            lines.append(f"borrowing  {name} now holds {borrowed} GPUs beyond its nominal quota, lent by its cohort")
     return lines
 
 

@@ -77,8 +77,13 @@ def states(*wls: dict[str, Any]) -> dict[str, JobState]:
     ("before", "after", "lines"),
     [
         pytest.param(states(), states(workload("a/j", RESERVED, cq="a-cq")),
-                     ["admitted   a/j into a-cq (the queue now borrows 8 GPUs from its cohort)"],
-                     id="an admission into a borrowing queue says how much it borrows"),
+                     ["admitted   a/j into a-cq",
+                      "borrowing  a-cq now holds 8 GPUs beyond its nominal quota, lent by its cohort"],
+                     id="an admission into a borrowing queue is followed by how much the queue borrows"),
+        pytest.param(states(), states(workload("a/j", RESERVED, cq="a-cq"), workload("a/k", RESERVED, cq="a-cq")),
+                     ["admitted   a/j into a-cq", "admitted   a/k into a-cq",
+                      "borrowing  a-cq now holds 8 GPUs beyond its nominal quota, lent by its cohort"],
+                     id="several admissions into one queue are followed by one borrowing line"),
         pytest.param(states(), states(workload("b/k", RESERVED, cq="b-cq")), ["admitted   b/k into b-cq"],
                      id="an admission within nominal quota says nothing of borrowing"),
         pytest.param(states(), states(workload("a/j", WAITING)),
@@ -136,8 +141,10 @@ def test_a_snapshot_compared_with_itself_says_nothing(snapshot: dict[str, JobSta
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots, snapshots)
-def test_every_line_is_about_one_job_of_the_later_snapshot(before: dict[str, JobState],
+def test_every_line_is_about_one_job_of_the_later_snapshot_or_a_borrowing_queue(before: dict[str, JobState],
                                                            after: dict[str, JobState]) -> None:
-    lines = transitions(before, after, {})
-    assert len(lines) <= len(after)
-    assert all(line.split()[1].rstrip(":") in after for line in lines)
+    lines = transitions(before, after, {"a-cq": borrowing("a-cq", "8")})
+    jobs = [line for line in lines if not line.startswith("borrowing ")]
+    assert len(jobs) <= len(after)
+    assert all(line.split()[1].rstrip(":") in after for line in jobs)
+    assert all(line.split()[1] == "a-cq" for line in lines if line.startswith("borrowing "))
