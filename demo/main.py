@@ -72,6 +72,7 @@ def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path, worke
     narrator.say("registered: manifests/webhook (Mutating + Validating configurations, caBundle = the gateway's CA), "
                  "Service batchgate-webhook; CRDs from manifests/crds")
     stack.kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
+    narrator.say("admin creates the team namespaces team-a and team-b (demo/manifests/teams.yaml)")
     corpus_scene.run(stack.kubectl, narrator, corpus)
 
     narrator.section("2. the controller: queues, borrowing and preemption, live")
@@ -93,6 +94,7 @@ def explore(stack: Stack, narrator: Narrator) -> None:
                    "kubectl --context alice -n team-a create job x --image=busybox   # denied: no queue label\n"
                    ".venv/bin/batchgate check   # capacity against quotas, and why work waits\n"
                    "docs/demo.md has more")
+    narrator.say(f"the gateway's audit log (a JSON line per decision): {stack.workdir / 'audit.log'}")
     print(f"export KUBECONFIG={stack.cluster.kubeconfig}", flush=True)
     threading.Event().wait()
 
