@@ -307,11 +307,14 @@ def resource_types(crd: dict[str, Any]) -> list[ResourceType]:
     for version in versions:
         subresources = version.get("subresources") or {}
         sub = tuple(name for name in ("status", "scale") if name in subresources)
+        scale = subresources.get("scale") or {}
         out.append(ResourceType(
             group=spec["group"], version=version["name"], plural=names["plural"], kind=names["kind"],
             namespaced=spec["scope"] == "Namespaced", short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()), subresources=sub, builtin=False,
             schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage,
+            scale_paths=(str(scale.get("specReplicasPath", "")), str(scale.get("statusReplicasPath", "")),
+                         str(scale.get("labelSelectorPath", ""))) if scale else (),
         ))
     return out

@@ -15,7 +15,7 @@ from typing import Any
 
 from localcluster import kinds
 from localcluster.clock import rfc3339
-from localcluster.errors import STALE, ApiError, FieldError, bad_request, conflict, invalid
+from localcluster.errors import STALE, FieldError, bad_request, conflict, invalid
 from localcluster.names import generate_name, validate_annotations, validate_labels
 from localcluster.resources import ResourceType
 

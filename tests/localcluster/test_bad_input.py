@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 import requests
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from localcluster.runner import LocalCluster
 
@@ -71,6 +73,8 @@ CM_PATH = "/api/v1/namespaces/default/configmaps"
                  id="an unknown propagation policy"),
     pytest.param("DELETE", CM_PATH + "/fixture", b'{"preconditions":{"uid":"nope"}}', "application/json", 409, "Conflict",
                  id="a delete whose uid precondition fails"),
+    pytest.param("DELETE", "/api/v1/namespaces/kube-system", None, None, 403, "Forbidden",
+                 id="deleting a system namespace"),
 ])
 def test_bad_requests_get_a_status(http: requests.Session, local_cluster: LocalCluster, method: str, path: str,
                                    body: bytes | None, content_type: str | None, code: int, reason: str) -> None:
@@ -129,6 +133,15 @@ def test_a_too_old_watch_is_a_200_stream_with_one_expired_error_event(http: requ
     assert event["object"]["message"].startswith("too old resource version: 2 (")
 
 
+def test_a_watch_from_a_version_the_server_never_reached_is_told_it_is_too_large(
+        http: requests.Session, local_cluster: LocalCluster) -> None:
+    reply = http.get(url(local_cluster, f"{CM_PATH}?watch=true&resourceVersion=999999999"), timeout=TIMEOUT)
+    event = json.loads(reply.text)
+    assert reply.status_code == 200 and event["type"] == "ERROR"
+    assert (event["object"]["code"], event["object"]["reason"]) == (504, "Timeout")
+    assert event["object"]["message"].startswith("Too large resource version: 999999999, current: ")
+
+
 def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     listed = http.get(url(local_cluster, path), timeout=TIMEOUT).json()
@@ -137,6 +150,16 @@ def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: Loc
     events = [json.loads(line) for line in reply.text.splitlines()]
     assert [e["type"] for e in events] == ["BOOKMARK"]
     assert events[0]["object"]["kind"] == "ConfigMap" and events[0]["object"]["metadata"]["resourceVersion"]
+
+
+def test_a_watch_on_one_object_sees_only_that_object(http: requests.Session, local_cluster: LocalCluster,
+                                                    namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("one", "other"):
+        http.post(url(local_cluster, path), json={"metadata": {"name": name}}, timeout=TIMEOUT)
+    reply = http.get(url(local_cluster, f"{path}/one?watch=true&timeoutSeconds=1"), timeout=TIMEOUT)
+    assert [(json.loads(line)["type"], json.loads(line)["object"]["metadata"]["name"])
+            for line in reply.text.splitlines()] == [("ADDED", "one")]
 
 
 def test_lists_page_with_limit_and_continue(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
@@ -172,3 +195,31 @@ def test_a_slow_watcher_does_not_stall_writes(local_cluster: LocalCluster, http:
             assert reply.status_code == 201
     finally:
         raw.close()
+
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.sampled_from(["metadata", "spec", "name", "labels", "data", "x", "template",
+                                                              "containers", "status", "apiVersion", "kind"]) | st.text(max_size=5),
+                                             inner, max_size=4), max_leaves=12)
+paths = st.sampled_from([CM_PATH, CM_PATH + "/fixture", "/api/v1/namespaces/default/pods",
+                         "/apis/batch/v1/namespaces/default/jobs", "/apis/batch/v1/namespaces/default/jobs/fixture",
+                         "/api/v1/namespaces", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                         "/apis/coordination.k8s.io/v1/namespaces/default/leases", "/api/v1/nodes/x/status"])
+content_types = st.sampled_from(["application/json", "application/yaml", "application/merge-patch+json",
+                                 "application/json-patch+json", "application/strategic-merge-patch+json",
+                                 "application/apply-patch+yaml", "application/vnd.kubernetes.protobuf", ""])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(["POST", "PUT", "PATCH", "DELETE", "GET"]), path=paths, content_type=content_types,
+       body=json_values, query=st.sampled_from(["", "?dryRun=All", "?watch=1&timeoutSeconds=0", "?fieldManager=fuzz",
+                                                "?fieldValidation=Strict", "?limit=1"]))
+def test_no_request_is_answered_with_a_server_error(http: requests.Session, local_cluster: LocalCluster, method: str,
+                                                    path: str, content_type: str, body: object, query: str) -> None:
+    data = json.dumps(body).encode()
+    headers = {"Content-Type": content_type} if content_type else {}
+    reply = http.request(method, url(local_cluster, path + query), data=data, headers=headers, timeout=TIMEOUT)
+    assert reply.status_code < 500, reply.text
+    if reply.status_code >= 400:
+        assert reply.json()["kind"] == "Status"

@@ -131,6 +131,26 @@ def test_a_created_job_gets_defaults_and_its_controller_uid_selector() -> None:
     assert job["metadata"]["generation"] == 1 and job["status"] == {}
 
 
+def pod_template(restart: str) -> dict:
+    return {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": restart,
+                                                         "containers": [{"name": "c", "image": "i"}]}}
+
+
+REPORTED = {"replicas": 3, "capacity": {"cpu": "4"}}
+
+
+@pytest.mark.parametrize(("resource", "spec", "kept"), [
+    pytest.param(rt("apps", "v1", "deployments"), {"selector": {"matchLabels": {"a": "b"}}, "template": pod_template("Always")},
+                 False, id="a deployment's status is the controller's to write"),
+    pytest.param(JOBS, {"template": pod_template("Never")}, False, id="a job starts with an empty status"),
+    pytest.param(rt("", "v1", "nodes"), {}, True, id="a node keeps the status its kubelet registers"),
+])
+def test_create_drops_status_unless_the_creator_owns_it(resource: ResourceType, spec: dict, kept: bool) -> None:
+    obj = {"metadata": {"name": "x", "namespace": "default"}, "spec": spec, "status": dict(REPORTED)}
+    stored = created(resource, obj)
+    assert (stored.get("status") == REPORTED) is kept
+
+
 def test_generation_moves_on_spec_changes_only() -> None:
     job = created(JOBS, {"metadata": {"name": "j", "namespace": "default"}, "spec": {"suspend": True, "template": {"spec": {
         "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}})
@@ -267,3 +287,11 @@ def test_history_is_bounded_and_older_versions_are_too_old() -> None:
     with pytest.raises(TooOld):
         store.since(("", "configmaps"), 3)
     assert len(store.since(("", "configmaps"), store.rv - 10)) == 10
+
+
+def test_stored_entries_serve_managed_fields_but_keep_them_out_of_the_working_copy() -> None:
+    store = Store()
+    entry = store.put(("", "configmaps"), {"metadata": {"name": "c", "namespace": "d", "managedFields": [
+        {"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]}})
+    assert "managedFields" not in entry.obj["metadata"]
+    assert entry.copy()["metadata"]["managedFields"][0]["manager"] == "kubectl"
