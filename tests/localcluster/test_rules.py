@@ -295,3 +295,26 @@ def test_stored_entries_serve_managed_fields_but_keep_them_out_of_the_working_co
         {"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]}})
     assert "managedFields" not in entry.obj["metadata"]
     assert entry.copy()["metadata"]["managedFields"][0]["manager"] == "kubectl"
+
+
+schemas = st.recursive(
+    st.fixed_dictionaries({}, optional={
+        "type": st.sampled_from(["object", "array", "string", "integer", "number", "boolean", "weird"]) | st.integers(),
+        "minimum": json_values, "maximum": json_values, "maxLength": json_values, "minItems": json_values,
+        "pattern": json_values, "enum": json_values, "required": json_values, "nullable": st.booleans(),
+        "x-kubernetes-int-or-string": st.booleans(), "x-kubernetes-preserve-unknown-fields": st.booleans(),
+        "x-kubernetes-embedded-resource": st.booleans(), "properties": json_values, "items": json_values,
+        "additionalProperties": json_values, "default": json_values}),
+    lambda inner: st.fixed_dictionaries({}, optional={
+        "type": st.just("object"), "properties": st.dictionaries(st.sampled_from(["a", "b", "spec"]), inner, max_size=3),
+        "additionalProperties": inner | st.booleans(), "items": inner, "anyOf": st.lists(inner, max_size=2)}),
+    max_leaves=8)
+
+
+@given(schemas, json_objects)
+def test_any_schema_and_object_validate_to_field_errors_never_exceptions(schema: dict, obj: dict) -> None:
+    resource = ResourceType("example.com", "v1", "things", "Thing", True, builtin=False, schema=schema, storage_version="v1")
+    crd_schema.prepare_custom(resource, obj, creating=True)
+    crd_schema.prune_custom(resource, obj)
+    for error in crd_schema.validate_custom(resource, obj):
+        assert str(error)
