@@ -280,10 +280,12 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
     names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
     if not group:
         errors.append(FieldError("Required", "spec.group", ""))
-    elif "." not in str(group):
+    elif not isinstance(group, str):
+        errors.append(FieldError("Invalid", "spec.group", "must be a string", group))
+    elif "." not in group:
         errors.append(FieldError("Invalid", "spec.group", "should be a domain with at least one dot", group))
     else:
-        errors += [FieldError("Invalid", "spec.group", m, group) for m in subdomain_errors(str(group))]
+        errors += [FieldError("Invalid", "spec.group", m, group) for m in subdomain_errors(group)]
     for key in ("plural", "kind"):
         if not names.get(key):
             errors.append(FieldError("Required", f"spec.names.{key}", ""))
@@ -310,7 +312,7 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
     if len(storage) != 1:
         errors.append(FieldError("Invalid", "spec.versions", "must have exactly one version marked as storage version", ""))
     for i, version in enumerate(versions):
-        if not isinstance(version, dict) or not version.get("name"):
+        if not isinstance(version, dict) or not isinstance(version.get("name"), str) or not version.get("name"):
             errors.append(FieldError("Required", f"spec.versions[{i}].name", ""))
             continue
         schema = (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version.get("schema"), dict) else None
