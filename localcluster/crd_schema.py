@@ -322,10 +322,29 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
         subresources = version.get("subresources")
         if subresources is not None and not isinstance(subresources, dict):
             errors.append(FieldError("Invalid", f"spec.versions[{i}].subresources", "must be an object", subresources))
+        elif isinstance(subresources, dict) and "scale" in subresources:
+            errors += _scale_errors(subresources["scale"], f"spec.versions[{i}].subresources.scale")
     if old is not None:
         old_spec = old.get("spec") or {}
         if old_spec.get("scope") and spec.get("scope") != old_spec.get("scope"):
             errors.append(FieldError("Invalid", "spec.scope", "field is immutable", spec.get("scope")))
+    return errors
+
+
+def _scale_errors(scale: Any, path: str) -> list[FieldError]:
+    """Replica paths must name fields under .spec and .status, as apiextensions requires."""
+    if not isinstance(scale, dict):
+        return [FieldError("Invalid", path, "must be an object", scale)]
+    errors = []
+    for key, root in (("specReplicasPath", ".spec."), ("statusReplicasPath", ".status.")):
+        value = scale.get(key)
+        if not isinstance(value, str) or not value:
+            errors.append(FieldError("Required", f"{path}.{key}", ""))
+        elif not value.startswith(root) or len(value) == len(root):
+            errors.append(FieldError("Invalid", f"{path}.{key}", f"should be a json path under {root[:-1]}", value))
+    selector = scale.get("labelSelectorPath")
+    if selector is not None and not (isinstance(selector, str) and selector.startswith((".spec.", ".status."))):
+        errors.append(FieldError("Invalid", f"{path}.labelSelectorPath", "should be a json path under either .spec or .status", selector))
     return errors
 
 
