@@ -264,3 +264,21 @@ def test_odd_crds_and_their_objects_never_cause_a_server_error(http: requests.Se
     replies.append(http.get(url(local_cluster, "/openapi/v3/apis/fuzz.example.com/v1"), timeout=TIMEOUT))
     replies.append(http.delete(url(local_cluster, f"{CRD_PATH}/oddities.fuzz.example.com"), timeout=TIMEOUT))
     assert all(reply.status_code < 500 for reply in replies), [r.text for r in replies if r.status_code >= 500]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(resource=st.sampled_from([("/api/v1", "pods", {"containers": [{"name": "c", "image": "i"}]}),
+                                 ("/apis/batch/v1", "jobs", {"template": {"spec": {"restartPolicy": "Never",
+                                                                                    "containers": [{"name": "c", "image": "i"}]}}}),
+                                 ("/apis/apps/v1", "deployments", {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                                     "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}})]),
+       status=json_values)
+def test_any_status_still_prints_as_a_table(http: requests.Session, local_cluster: LocalCluster,
+                                            resource: tuple[str, str, dict], status: object) -> None:
+    root, plural, spec = resource
+    path = f"{root}/namespaces/default/{plural}"
+    http.post(url(local_cluster, path), json={"metadata": {"name": "odd-status"}, "spec": spec}, timeout=TIMEOUT)
+    http.patch(url(local_cluster, f"{path}/odd-status/status"), data=json.dumps({"status": status}),
+               headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT)
+    reply = http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT)
+    assert reply.status_code == 200 and reply.json()["kind"] == "Table"
