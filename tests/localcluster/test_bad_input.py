@@ -282,3 +282,30 @@ def test_any_status_still_prints_as_a_table(http: requests.Session, local_cluste
                headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT)
     reply = http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT)
     assert reply.status_code == 200 and reply.json()["kind"] == "Table"
+
+
+shaped = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["containers", "initContainers", "template", "spec", "metadata", "labels", "name", "image",
+                     "ports", "selector", "matchLabels", "restartPolicy", "webhooks", "rules", "clientConfig",
+                     "service", "finalizers", "completions", "parallelism", "completionMode", "replicas",
+                     "resources", "requests", "data", "involvedObject", "type", "x"]), inner, max_size=5), max_leaves=25)
+ANY_KIND = ["/api/v1/namespaces/default/pods", "/apis/batch/v1/namespaces/default/jobs",
+            "/apis/apps/v1/namespaces/default/deployments", "/api/v1/namespaces/default/services",
+            "/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/events", "/api/v1/namespaces",
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            "/apis/events.k8s.io/v1/namespaces/default/events", "/apis/scheduling.k8s.io/v1/priorityclasses"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(ANY_KIND), spec=shaped, metadata=shaped, extra=shaped)
+def test_objects_of_any_shape_are_refused_or_stored_never_a_server_error(
+        http: requests.Session, local_cluster: LocalCluster, path: str, spec: object, metadata: object, extra: object) -> None:
+    meta = metadata if isinstance(metadata, dict) else {}
+    body = {"metadata": {**meta, "name": "shaped"}, "spec": spec, "webhooks": extra, "data": extra}
+    created = http.post(url(local_cluster, path), json=body, timeout=TIMEOUT)
+    updated = http.put(url(local_cluster, f"{path}/shaped"), json={**body, "spec": extra}, timeout=TIMEOUT)
+    listed = http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT)
+    deleted = http.delete(url(local_cluster, f"{path}/shaped"), timeout=TIMEOUT)
+    for reply in (created, updated, listed, deleted):
+        assert reply.status_code < 500, reply.text

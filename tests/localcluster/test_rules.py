@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localcluster import crd_schema, lifecycle, tables
+from localcluster import crd_schema, lifecycle, shapes, tables
 from localcluster.codec import parse_bool
 from localcluster.errors import ApiError
 from localcluster.patches import merge_patch
@@ -318,3 +318,21 @@ def test_any_schema_and_object_validate_to_field_errors_never_exceptions(schema:
     crd_schema.prune_custom(resource, obj)
     for error in crd_schema.validate_custom(resource, obj):
         assert str(error)
+
+
+@pytest.mark.parametrize(("resource", "body", "field"), [
+    pytest.param(PODS, {"spec": {"containers": "nginx"}}, "Pod.spec.containers", id="containers as a string"),
+    pytest.param(JOBS, {"spec": {"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "80"}]}]}}}},
+                 "Job.spec.template.spec.containers.ports.containerPort", id="a port number as a string"),
+    pytest.param(NAMESPACES, {"spec": True}, "Namespace.spec", id="a spec that is not an object"),
+    pytest.param(rt("", "v1", "events"), {"involvedObject": ["job"]}, "Event.involvedObject", id="a reference as a list"),
+])
+def test_fields_of_the_wrong_json_type_are_bad_requests_like_the_go_decoder(resource: ResourceType, body: dict,
+                                                                           field: str) -> None:
+    with pytest.raises(ApiError) as err:
+        shapes.check(resource, body)
+    assert err.value.code == 400 and f"Go struct field {field} " in err.value.message
+
+
+def test_nulls_and_undeclared_fields_pass_the_shape_check() -> None:
+    shapes.check(PODS, {"spec": {"containers": None, "anything": {"else": [1, "x"]}}, "status": None})
