@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from localcluster import codec, lifecycle, views
+from localcluster import codec, lifecycle, shapes, views
 from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, already_exists
 from localcluster.patching.apply import ApplyConflict, ApplyError, apply
@@ -80,6 +80,7 @@ async def apply_create(server: ApiServer, ctx: Context, body: Any) -> web.Respon
         raise ApiError(400, "BadRequest", "error decoding YAML: expected an object")
     obj = _server_side_apply(server, ctx, None, body)
     obj = lifecycle.check_type(t.rt, obj)
+    shapes.check(t.rt, obj)
     meta = obj["metadata"]
     if meta.get("name") and meta["name"] != t.name:
         raise ApiError(400, "BadRequest", f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})")

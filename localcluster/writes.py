@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from localcluster import codec, crd_schema, lifecycle, patch_kinds, scale, special, views
+from localcluster import codec, crd_schema, lifecycle, patch_kinds, scale, shapes, special, views
 from localcluster.admission import AdmissionAttributes, AdmissionDenied
 from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, already_exists, bad_request, forbidden, not_found, unsupported_media_type
@@ -133,6 +133,7 @@ async def create(server: ApiServer, ctx: Context) -> web.Response:
     if t.rt.group_resource in special.VIRTUAL_CREATES or t.subresource == "binding":
         return await special.create(server, ctx)
     obj = lifecycle.check_type(t.rt, codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body))
+    shapes.check(t.rt, obj)
     lifecycle.place_in_namespace(t.rt, obj, t.namespace)
     namespace = obj["metadata"].get("namespace", "")
     check_namespace(server, t.rt, namespace, str(obj["metadata"].get("name") or ""))
@@ -251,6 +252,7 @@ async def update(server: ApiServer, ctx: Context) -> web.Response:
         body = codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body)
         return await store_update(server, ctx, current, scale.apply_scale(t.rt, views.from_storage(t.rt, current.copy()), body))
     obj = lifecycle.check_type(t.rt, codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body))
+    shapes.check(t.rt, obj, t.subresource)
     current = _current(server, ctx)
     if t.subresource == "finalize":
         return await special.finalize_namespace(server, ctx, current, obj)
@@ -279,6 +281,7 @@ async def patch(server: ApiServer, ctx: Context) -> web.Response:
         return await store_update(server, ctx, current, scale.apply_scale(t.rt, live, patched_scale))
     patched = patch_kinds.apply_patch(server, ctx, kind, live, body)
     patched = lifecycle.check_type(t.rt, patched)
+    shapes.check(t.rt, patched, t.subresource)
     warnings = _prune_custom(ctx, t.rt, patched)
     if not patched["metadata"].get("resourceVersion"):
         patched["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
