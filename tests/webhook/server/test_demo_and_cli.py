@@ -13,18 +13,24 @@ from webhook.launch import start_gateway
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--port", "0"], "tls.crt not found", id="a cert dir without certificates"),
         pytest.param(["--port", "70000"], "port must be 0..65535", id="a port out of range"),
         pytest.param(["--port", "0", "--policy-configmap", "no-slash"], "expected NAMESPACE/NAME",
                      id="a ConfigMap reference without a namespace"),
         pytest.param(["--port", "0", "--workers", "0"], "must be at least 1", id="zero workers"),
         pytest.param(["--port", "0", "--policy-file", "a", "--policy-configmap", "ns/n"], "not allowed with",
                      id="two policy sources"),
+        pytest.param(["--port", "0", "--policy-configmap", "ns/n", "--kubeconfig", "/no/kubeconfig"],
+                     "cannot use the kubeconfig", id="a kubeconfig that does not exist"),
     ],
 )
-def test_the_webhook_command_refuses_bad_options_with_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    result = run_cli("webhook", "--cert-dir", str(tmp_path), *args)
+def test_the_webhook_command_refuses_bad_options_with_exit_2(cert_dir: Path, args: list[str], message: str) -> None:
+    result = run_cli("webhook", "--cert-dir", str(cert_dir), *args)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_webhook_command_needs_certificates(tmp_path: Path) -> None:
+    result = run_cli("webhook", "--cert-dir", str(tmp_path), "--port", "0")
+    assert result.returncode == 2 and "tls.crt not found" in result.stderr and "batchgate certs init" in result.stderr
 
 
 def test_without_a_policy_source_the_gateway_says_it_uses_the_defaults(cert_dir: Path) -> None:

@@ -266,3 +266,26 @@ def test_an_appwrapper_component_template_that_is_not_an_object_is_denied_naming
     response = body["response"]
     assert status == 200 and response["allowed"] is False and response["status"]["code"] in (400, 403)
     assert "spec.components[0].template" in response["status"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("configmap", "allowed"),
+    [
+        pytest.param(("ops", "gate-policy"), False, id="the configured policy ConfigMap is checked"),
+        pytest.param(("ops", "other-config"), True, id="another ConfigMap is not a policy"),
+    ],
+)
+def test_an_invalid_edit_of_the_policy_configmap_is_denied_with_line_and_field(
+        tmp_path: Path, configmap: tuple[str, str], allowed: bool) -> None:
+    store = PolicyStore()
+    store.install(DEFAULTS)
+    context = GatewayContext(store=store, audit=AuditLog(str(tmp_path / "audit.log")), clock=FakeClock(),
+                             policy_configmap=("ops", "gate-policy"))
+    client = create_app(context).test_client()
+    edit = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": configmap[1], "namespace": configmap[0]},
+            "data": {"policy.yaml": "queues:\n  defaultQueueName: [a, b]\n"}}
+    _, body, _ = post(client, "/validate", review_for(edit, namespace=configmap[0]))
+    response = body["response"]
+    assert response["allowed"] is allowed
+    if not allowed:
+        assert "queues.defaultQueueName" in response["status"]["message"] and ":2" in response["status"]["message"]
