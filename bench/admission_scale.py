@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,7 +71,7 @@ class Run:
     busy: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # cq -> (time, +/-cpu)
 
 
-def start(cmd: list[str], pattern: str, env: dict[str, str], on_stdout: bool) -> subprocess.Popen[str]:
+def start(cmd: list[str], pattern: str, env: dict[str, str], on_stdout: bool) -> tuple[subprocess.Popen[str], re.Match[str]]:
     """Start a process and wait for the line (on stdout or stderr) that says it is up."""
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     watched, other = (proc.stdout, proc.stderr) if on_stdout else (proc.stderr, proc.stdout)
@@ -79,9 +80,10 @@ def start(cmd: list[str], pattern: str, env: dict[str, str], on_stdout: bool) ->
     lines: list[str] = []
     for line in watched:
         lines.append(line)
-        if re.search(pattern, line):
+        match = re.search(pattern, line)
+        if match:
             threading.Thread(target=lambda: [None for _ in watched], daemon=True).start()
-            return proc
+            return proc, match
     proc.kill()
     raise RuntimeError(f"{cmd[3]} did not start: {''.join(lines)[-2000:]}")
 
@@ -211,7 +213,7 @@ def main() -> int:
     args = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     work = Path(tempfile.mkdtemp(prefix="bench-admission-"))
-    cluster = start([sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(work)], r"KUBECONFIG=", env,
+    cluster, _ = start([sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(work)], r"KUBECONFIG=", env,
                     on_stdout=True)
     kubeconfig = work / "kubeconfig"
     controller = None
@@ -220,10 +222,10 @@ def main() -> int:
                         str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
         client = KubeClient.from_kubeconfig(str(kubeconfig))
         queues = setup(client, args.cohorts, args.queues)
-        controller = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig", str(kubeconfig),
+        controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig", str(kubeconfig),
                                "--no-leader-elect", "--metrics-address", "127.0.0.1", "--metrics-port", "0",
                                "--qps", str(args.qps), "--burst", str(args.burst), "--log-level", "warning"],
-                           r"probes on", env, on_stdout=False)
+                           r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
         time.sleep(2)  # caches synced
         cpu0 = proc_cpu_seconds(controller.pid)
         total = sum(len(queues) * max(1, round(c.count * args.scale)) for c in BASELINE)
@@ -236,6 +238,7 @@ def main() -> int:
         t1 = time.monotonic()
         cpu = proc_cpu_seconds(controller.pid) - cpu0
         rss = proc_peak_rss_mb(controller.pid)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{announced.group(1)}/metrics", timeout=10).read().decode()
     finally:
         for proc in (controller, cluster):
             if proc is not None:
@@ -257,6 +260,10 @@ def main() -> int:
         mean = sum(values) / len(values) if values else float("nan")
         print(f"time to admission {name:<6}: mean {mean:7.2f} s over {len(values)} workloads")
     print(f"controller: {1000 * cpu / (t1 - t0):.0f} mCPU average, peak RSS {rss:.0f} MB")
+    for name in ("batchgate_status_conflicts_total", "batchgate_admission_cycle_duration_seconds_count",
+                 "batchgate_admission_cycle_duration_seconds_sum"):
+        value = sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", metrics, re.M))
+        print(f"  {name}: {value:g}")
     print(KUEUE_FIGURES)
     return 0
 
