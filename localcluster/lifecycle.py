@@ -242,6 +242,8 @@ def plan_delete(rt: ResourceType, current: dict[str, Any], options: dict[str, An
     meta = current["metadata"]
     name = meta["name"]
     pre = options.get("preconditions") or {}
+    if not isinstance(pre, dict):
+        raise bad_request("json: cannot unmarshal into Go struct field DeleteOptions.preconditions of type v1.Preconditions")
     if pre.get("uid") and pre["uid"] != meta.get("uid"):
         raise conflict(rt.group, rt.plural, name,
                        f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}")

@@ -64,7 +64,12 @@ def apply_scale(rt: ResourceType, obj: dict[str, Any], scale: Any) -> dict[str, 
     target: Any = result
     parts = [p for p in paths(rt)[0].split(".") if p]
     for part in parts[:-1]:
-        target = target.setdefault(part, {})
+        if target.get(part) is None:
+            target[part] = {}
+        target = target[part]
+        if not isinstance(target, dict):
+            raise invalid(rt.group, rt.kind, name, [FieldError(
+                "Invalid", paths(rt)[0].strip("."), "the scale subresource's replicas path is not an object path", target)])
     target[parts[-1]] = replicas
     result["metadata"]["resourceVersion"] = rv or obj["metadata"]["resourceVersion"]
     return result

@@ -39,7 +39,9 @@ def _access_review(ctx: Context) -> web.Response:
     if not isinstance(body, dict):
         raise bad_request("expected a SelfSubjectAccessReview")
     spec = body.get("spec") or {}
-    attrs = spec.get("resourceAttributes") or {}
+    attrs = spec.get("resourceAttributes") if isinstance(spec, dict) else None
+    if not isinstance(attrs, dict):
+        attrs = {}
     allowed = attrs.get("verb") != "impersonate" or MASTERS in ctx.user.groups
     status: dict[str, Any] = {"allowed": allowed}
     return json_response({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
@@ -52,6 +54,8 @@ async def bind(server: ApiServer, ctx: Context) -> web.Response:
     if not isinstance(body, dict) or body.get("kind") not in (None, "Binding"):
         raise bad_request("the object provided is unrecognized (must be of type Binding)")
     meta = body.get("metadata") or {}
+    if not isinstance(meta, dict) or not isinstance(body.get("target") or {}, dict):
+        raise bad_request("json: cannot unmarshal into Go struct field Binding.target of type v1.ObjectReference")
     name = ctx.target.name or meta.get("name") or ""
     if ctx.target.name and meta.get("name") and meta["name"] != ctx.target.name:
         raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({ctx.target.name})")

@@ -197,7 +197,7 @@ def test_a_slow_watcher_does_not_stall_writes(local_cluster: LocalCluster, http:
         raw.close()
 
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
 json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
                            | st.dictionaries(st.sampled_from(["metadata", "spec", "name", "labels", "data", "x", "template",
                                                               "containers", "status", "apiVersion", "kind"]) | st.text(max_size=5),
@@ -223,3 +223,89 @@ def test_no_request_is_answered_with_a_server_error(http: requests.Session, loca
     assert reply.status_code < 500, reply.text
     if reply.status_code >= 400:
         assert reply.json()["kind"] == "Status"
+
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+printer_columns = st.lists(st.fixed_dictionaries({
+    "name": st.text(min_size=1, max_size=5), "type": st.sampled_from(["string", "integer", "number", "boolean", "date"]),
+    "jsonPath": st.text(max_size=12) | st.sampled_from([".spec", ".spec.a[0]", ".spec.a[*]", "{.spec}", ".[", "..a",
+                                                        '.status.conditions[?(@.type=="x")].status', ".metadata.name"])}),
+    max_size=3)
+subresource_sets = st.sampled_from([None, {}, {"status": {}}, {"status": {}, "scale": {
+    "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}])
+schema_bodies = st.just({"type": "object", "x-kubernetes-preserve-unknown-fields": True}) | json_values
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(schema=schema_bodies, columns=printer_columns, subresources=subresource_sets, instance=json_values)
+def test_odd_crds_and_their_objects_never_cause_a_server_error(http: requests.Session, local_cluster: LocalCluster,
+                                                               schema: object, columns: object, subresources: object,
+                                                               instance: object) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "oddities.fuzz.example.com"},
+           "spec": {"group": "fuzz.example.com", "scope": "Namespaced",
+                    "names": {"plural": "oddities", "kind": "Oddity"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": schema if isinstance(schema, dict) else {"type": "object"}},
+                                  "additionalPrinterColumns": columns, "subresources": subresources}]}}
+    if subresources is None:
+        del crd["spec"]["versions"][0]["subresources"]
+    replies = [http.post(url(local_cluster, CRD_PATH), json=crd, timeout=TIMEOUT)]
+    path = "/apis/fuzz.example.com/v1/namespaces/default/oddities"
+    body = {"apiVersion": "fuzz.example.com/v1", "kind": "Oddity", "metadata": {"name": "o1"}, "spec": instance}
+    replies.append(http.post(url(local_cluster, path), json=body, timeout=TIMEOUT))
+    replies.append(http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT))
+    replies.append(http.get(url(local_cluster, f"{path}/o1/scale"), timeout=TIMEOUT))
+    replies.append(http.patch(url(local_cluster, f"{path}/o1/scale"), data='{"spec":{"replicas":2}}',
+                              headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT))
+    replies.append(http.get(url(local_cluster, "/openapi/v3/apis/fuzz.example.com/v1"), timeout=TIMEOUT))
+    replies.append(http.delete(url(local_cluster, f"{CRD_PATH}/oddities.fuzz.example.com"), timeout=TIMEOUT))
+    assert all(reply.status_code < 500 for reply in replies), [r.text for r in replies if r.status_code >= 500]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(resource=st.sampled_from([("/api/v1", "pods", {"containers": [{"name": "c", "image": "i"}]}),
+                                 ("/apis/batch/v1", "jobs", {"template": {"spec": {"restartPolicy": "Never",
+                                                                                    "containers": [{"name": "c", "image": "i"}]}}}),
+                                 ("/apis/apps/v1", "deployments", {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                                     "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}})]),
+       status=json_values)
+def test_any_status_still_prints_as_a_table(http: requests.Session, local_cluster: LocalCluster,
+                                            resource: tuple[str, str, dict], status: object) -> None:
+    root, plural, spec = resource
+    path = f"{root}/namespaces/default/{plural}"
+    http.post(url(local_cluster, path), json={"metadata": {"name": "odd-status"}, "spec": spec}, timeout=TIMEOUT)
+    http.patch(url(local_cluster, f"{path}/odd-status/status"), data=json.dumps({"status": status}),
+               headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT)
+    reply = http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT)
+    assert reply.status_code == 200 and reply.json()["kind"] == "Table"
+
+
+shaped = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["containers", "initContainers", "template", "spec", "metadata", "labels", "name", "image",
+                     "ports", "selector", "matchLabels", "restartPolicy", "webhooks", "rules", "clientConfig",
+                     "service", "finalizers", "completions", "parallelism", "completionMode", "replicas",
+                     "resources", "requests", "data", "involvedObject", "type", "x"]), inner, max_size=5), max_leaves=25)
+ANY_KIND = ["/api/v1/namespaces/default/pods", "/apis/batch/v1/namespaces/default/jobs",
+            "/apis/apps/v1/namespaces/default/deployments", "/api/v1/namespaces/default/services",
+            "/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/events", "/api/v1/namespaces",
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            "/apis/events.k8s.io/v1/namespaces/default/events", "/apis/scheduling.k8s.io/v1/priorityclasses"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(ANY_KIND), spec=shaped, metadata=shaped, extra=shaped)
+def test_objects_of_any_shape_are_refused_or_stored_never_a_server_error(
+        http: requests.Session, local_cluster: LocalCluster, path: str, spec: object, metadata: object, extra: object) -> None:
+    meta = metadata if isinstance(metadata, dict) else {}
+    body = {"metadata": {**meta, "name": "shaped"}, "spec": spec, "webhooks": extra, "data": extra}
+    created = http.post(url(local_cluster, path), json=body, timeout=TIMEOUT)
+    updated = http.put(url(local_cluster, f"{path}/shaped"), json={**body, "spec": extra}, timeout=TIMEOUT)
+    listed = http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT)
+    deleted = http.delete(url(local_cluster, f"{path}/shaped"), timeout=TIMEOUT)
+    for reply in (created, updated, listed, deleted):
+        assert reply.status_code < 500, reply.text

@@ -290,3 +290,27 @@ def test_concurrent_read_modify_write_loses_no_update(local_cluster: LocalCluste
     with api_client(local_cluster) as check:
         final = client.CoreV1Api(check).read_namespaced_config_map("counter", namespace)
     assert int(final.data["n"]) == threads * per_thread
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    pytest.param({"names": {"plural": "widgets", "kind": "Thing"}}, "metadata.name",
+                 id="a name that is not plural.group"),
+    pytest.param({"versions": [{"name": "v1", "served": True, "storage": True,
+                                "schema": {"openAPIV3Schema": {"type": "object"}},
+                                "additionalPrinterColumns": [{"name": "Size", "type": "color", "jsonPath": ".spec.size"}]}]},
+                 "spec.versions[0].additionalPrinterColumns[0].type", id="a printer column of an unknown type"),
+    pytest.param({"versions": [{"name": "v1", "served": True, "storage": False,
+                                "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+                 "spec.versions", id="no storage version"),
+    pytest.param({"scope": "Galaxy"}, "spec.scope", id="an unknown scope"),
+])
+def test_malformed_crds_are_invalid(kube_api: client.ApiClient, change: dict, field: str) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "things.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+    crd["spec"].update(change)
+    with pytest.raises(ApiException) as err:
+        client.ApiextensionsV1Api(kube_api).create_custom_resource_definition(crd, _preload_content=False)
+    assert err.value.status == 422 and field in [c["field"] for c in status_of(err.value)["details"]["causes"]]
