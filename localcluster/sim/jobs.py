@@ -99,7 +99,7 @@ def finished_condition(status: Obj) -> Obj | None:
     return None
 
 
-def _ttl(job: Obj, spec: JobSpec, status: dict[str, Any], now: dt.datetime) -> JobStep:
+def _ttl(spec: JobSpec, status: dict[str, Any], now: dt.datetime) -> JobStep:
     step = JobStep(status)
     cond = finished_condition(status)
     if spec.ttl_after_finished is None or cond is None:
@@ -118,7 +118,7 @@ def reconcile(job: Obj, pods: Sequence[Obj], now: dt.datetime) -> JobStep:
     status: dict[str, Any] = {k: v for k, v in (job.get("status") or {}).items()}
     status.setdefault("uncountedTerminatedPods", {})
     if finished_condition(status):
-        step = _ttl(job, spec, status, now)
+        step = _ttl(spec, status, now)
         step.uncount = [_name(p) for p in pods if _tracked(p) and not _active(p)]
         step.deletes = [_name(p) for p in pods if _active(p)]
         return step
