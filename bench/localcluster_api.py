@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
-    print(f"localcluster API benchmark on {machine()}")
+    print(f"localcluster API benchmark on {machine()}, load average {os.getloadavg()[0]:.1f}")
+    print("(the measured process is `batchgate cluster`: API server plus its simulated nodes and controllers)")
     with tempfile.TemporaryDirectory() as work:
         server = Server(Path(work))
         try:
