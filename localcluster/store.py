@@ -204,14 +204,15 @@ class Store:
         return entry
 
     def drop_resource(self, gr: GroupResource) -> None:
-        """Forget a whole resource (a CRD that is gone) and end its watches."""
-        bucket = self._buckets.pop(gr, None)
+        """Delete every object of a resource (its CRD is gone), announcing each, then end its watches."""
+        bucket = self._buckets.get(gr)
         if bucket is None:
             return
-        for key, entry in bucket.objects.items():
-            self._unindex(gr, key, entry.obj)
+        for namespace, name in list(bucket.keys):
+            self.remove(gr, namespace, name)
         for watcher in bucket.watchers:
             watcher.close()
+        del self._buckets[gr]
 
     # watches
 
