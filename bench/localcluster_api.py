@@ -6,7 +6,7 @@ and 8 client threads; list latency at 10,000 and 50,000 objects; watch delivery 
 concurrent watchers; server memory per 10,000 objects; and 15,000 Jobs (the quota-admission
 scale) created and listed. Prints figures and the machine; asserts nothing.
 
-    .venv/bin/python bench/localcluster_api.py [--quick]
+    .venv/bin/python bench/localcluster_api.py [--quick] [--api-only]
 """
 
 from __future__ import annotations
@@ -48,12 +48,30 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cpus ({cpu}), Python {platform.python_version()}"
 
 
+# The bare API server, without simulated nodes and controllers, in its own process.
+API_ONLY = """
+import sys, threading
+from pathlib import Path
+from localcluster.runner import LocalCluster
+cluster = LocalCluster(Path(sys.argv[1])).start()
+print("press Ctrl-C to stop", flush=True)
+try:
+    threading.Event().wait()
+except KeyboardInterrupt:
+    cluster.stop()
+"""
+
+
 class Server:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, api_only: bool = False) -> None:
         self.kubeconfig = workdir / "kubeconfig"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen([sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(workdir),
-                                         "--kubeconfig", str(self.kubeconfig)], stdout=subprocess.PIPE, text=True, env=env)
+        if api_only:
+            command = [sys.executable, "-c", API_ONLY, str(workdir)]
+        else:
+            command = [sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(workdir),
+                       "--kubeconfig", str(self.kubeconfig)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
         assert self.process.stdout is not None
         for line in self.process.stdout:
             if line.startswith("press Ctrl-C"):
@@ -191,11 +209,17 @@ def percentile(values: list[float], p: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
+    parser.add_argument("--api-only", action="store_true",
+                        help="measure the bare API server (no simulated nodes and controllers)")
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
-    print(f"localcluster API benchmark on {machine()}")
+    print(f"localcluster API benchmark on {machine()}, load average {os.getloadavg()[0]:.1f}")
+    if args.api_only:
+        print("(the measured process is the bare API server: LocalCluster without controllers)")
+    else:
+        print("(the measured process is `batchgate cluster`: API server plus its simulated nodes and controllers)")
     with tempfile.TemporaryDirectory() as work:
-        server = Server(Path(work))
+        server = Server(Path(work), api_only=args.api_only)
         try:
             core = client.CoreV1Api(api(server))
             for ns in ("bench-rate", "bench-10k", "bench-50k", "bench-watch", "bench-jobs"):

@@ -238,6 +238,9 @@ def prepare_for_update(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any
         if "spec" not in obj and "spec" in old:
             obj["spec"] = old["spec"]
         obj["status"] = old.get("status", {})
+        labels = obj["metadata"].get("labels")
+        if labels is None or isinstance(labels, dict):
+            obj["metadata"]["labels"] = {**(labels or {}), "kubernetes.io/metadata.name": obj["metadata"]["name"]}
 
 
 def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:

@@ -42,7 +42,7 @@ def tracks_generation(rt: ResourceType) -> bool:
     return rt.group_resource not in _NO_GENERATION
 
 
-def check_type(rt: ResourceType, obj: Any, *, served_versions: tuple[str, ...] = ()) -> dict[str, Any]:
+def check_type(rt: ResourceType, obj: Any) -> dict[str, Any]:
     """The body must be an object of this resource's kind; missing apiVersion/kind are filled in."""
     if not isinstance(obj, dict):
         raise bad_request(f"the object provided is unrecognized (must be of type {rt.kind}): "
@@ -54,13 +54,14 @@ def check_type(rt: ResourceType, obj: Any, *, served_versions: tuple[str, ...] =
     if api_version is not None and api_version != rt.api_version:
         raise bad_request(f"the API version in the data ({api_version}) does not match the expected "
                           f"API version ({rt.api_version})")
-    obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
-    meta = obj.setdefault("metadata", {})
+    meta = obj.get("metadata")
     if meta is None:
-        meta = obj["metadata"] = {}
+        meta = {}
     if not isinstance(meta, dict):
         raise bad_request("metadata: expected an object")
-    return obj
+    # Field order as a Go server writes it; explicit nulls are zero values, i.e. absent.
+    rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata") and v is not None}
+    return {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": meta, **rest}
 
 
 def place_in_namespace(rt: ResourceType, obj: dict[str, Any], namespace: str | None) -> None:

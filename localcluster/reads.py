@@ -102,24 +102,16 @@ def matching_entries(server: ApiServer, ctx: Context, after: tuple[str, str] | N
     of what remains after the page when no selector makes it unknowable without a full scan.
     """
     t = ctx.target
-    entries = server.store.list(views.storage_key(t.rt), t.namespace)
-    if after is not None:
-        low, high = 0, len(entries)
-        while low < high:
-            mid = (low + high) // 2
-            if _key(entries[mid]) <= after:
-                low = mid + 1
-            else:
-                high = mid
-        entries = entries[low:]
+    key = views.storage_key(t.rt)
+    keys = server.store.keys(key, t.namespace, after)
     match = selector(ctx)
     if match is None:
-        if limit > 0 and len(entries) > limit:
-            return entries[:limit + 1], len(entries) - limit
-        return entries, None
+        if limit > 0 and len(keys) > limit:
+            return server.store.entries(key, keys[:limit + 1]), len(keys) - limit
+        return server.store.entries(key, keys), None
     plain = views.is_plain(t.rt)
     found = []
-    for entry in entries:
+    for entry in server.store.entries(key, keys):
         if match(entry.obj if plain else views.from_storage(t.rt, entry.obj)):
             found.append(entry)
             if limit > 0 and len(found) > limit:

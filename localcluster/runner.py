@@ -165,6 +165,10 @@ class LocalCluster:
             loop.run_until_complete(self._wait_for_stop())
         finally:
             loop.run_until_complete(self._shutdown(runner))
+            leftovers = asyncio.all_tasks(loop)  # keep-alive connections still being served
+            for task in leftovers:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
             loop.close()
 
     async def _startup(self, cert: Path, key: Path) -> web.AppRunner:

@@ -139,10 +139,25 @@ class Store:
         bucket = self._buckets.get(gr)
         if bucket is None:
             return []
-        keys = bucket.keys
-        if namespace is not None:
-            keys = keys[bisect.bisect_left(keys, (namespace, "")):bisect.bisect_left(keys, (namespace + "\x00", ""))]
         objects = bucket.objects
+        return [objects[key] for key in self.keys(gr, namespace)]
+
+    def keys(self, gr: GroupResource, namespace: str | None = None, after: Key | None = None) -> list[Key]:
+        """Keys in order, of one namespace if given, strictly after `after` if given (paging)."""
+        bucket = self._buckets.get(gr)
+        if bucket is None:
+            return []
+        keys = bucket.keys
+        low, high = 0, len(keys)
+        if namespace is not None:
+            low = bisect.bisect_left(keys, (namespace, ""))
+            high = bisect.bisect_left(keys, (namespace + "\x00", ""))
+        if after is not None:
+            low = max(low, bisect.bisect_right(keys, after))
+        return keys[low:high]
+
+    def entries(self, gr: GroupResource, keys: list[Key]) -> list[Entry]:
+        objects = self.bucket(gr).objects
         return [objects[key] for key in keys]
 
     def by_uid(self, uid: str) -> tuple[GroupResource, Entry] | None:
@@ -204,14 +219,15 @@ class Store:
         return entry
 
     def drop_resource(self, gr: GroupResource) -> None:
-        """Forget a whole resource (a CRD that is gone) and end its watches."""
-        bucket = self._buckets.pop(gr, None)
+        """Delete every object of a resource (its CRD is gone), announcing each, then end its watches."""
+        bucket = self._buckets.get(gr)
         if bucket is None:
             return
-        for key, entry in bucket.objects.items():
-            self._unindex(gr, key, entry.obj)
+        for namespace, name in list(bucket.keys):
+            self.remove(gr, namespace, name)
         for watcher in bucket.watchers:
             watcher.close()
+        del self._buckets[gr]
 
     # watches
 

@@ -305,7 +305,12 @@ def test_objects_of_any_shape_are_refused_or_stored_never_a_server_error(
     body = {"metadata": {**meta, "name": "shaped"}, "spec": spec, "webhooks": extra, "data": extra}
     created = http.post(url(local_cluster, path), json=body, timeout=TIMEOUT)
     updated = http.put(url(local_cluster, f"{path}/shaped"), json={**body, "spec": extra}, timeout=TIMEOUT)
+    merged = http.patch(url(local_cluster, f"{path}/shaped"), data=json.dumps({"spec": spec, "metadata": metadata}),
+                        headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT)
+    strategic = http.patch(url(local_cluster, f"{path}/shaped"), data=json.dumps({"spec": extra}),
+                           headers={"Content-Type": "application/strategic-merge-patch+json"}, timeout=TIMEOUT)
+    status = http.put(url(local_cluster, f"{path}/shaped/status"), json={**body, "status": extra}, timeout=TIMEOUT)
     listed = http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT)
     deleted = http.delete(url(local_cluster, f"{path}/shaped"), timeout=TIMEOUT)
-    for reply in (created, updated, listed, deleted):
+    for reply in (created, updated, merged, strategic, status, listed, deleted):
         assert reply.status_code < 500, reply.text

@@ -314,3 +314,21 @@ def test_malformed_crds_are_invalid(kube_api: client.ApiClient, change: dict, fi
     with pytest.raises(ApiException) as err:
         client.ApiextensionsV1Api(kube_api).create_custom_resource_definition(crd, _preload_content=False)
     assert err.value.status == 422 and field in [c["field"] for c in status_of(err.value)["details"]["causes"]]
+
+
+def test_deleting_a_crd_deletes_its_objects_and_their_dependents(kube_api: client.ApiClient, core: client.CoreV1Api,
+                                                                namespace: str) -> None:
+    crd = json.loads(json.dumps(WIDGET_CRD).replace("widgets", "doomeds").replace("Widget", "Doomed")
+                     .replace('"wd"', '"dd"'))
+    ext = client.ApiextensionsV1Api(kube_api)
+    ext.create_custom_resource_definition(crd)
+    custom = client.CustomObjectsApi(kube_api)
+    owner = custom.create_namespaced_custom_object("example.com", "v1", namespace, "doomeds", {
+        "apiVersion": "example.com/v1", "kind": "Doomed", "metadata": {"name": "d1"}, "spec": {"size": 1}})
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "child", "ownerReferences": [{
+        "apiVersion": "example.com/v1", "kind": "Doomed", "name": "d1", "uid": owner["metadata"]["uid"]}]}})
+    ext.delete_custom_resource_definition("doomeds.example.com")
+    wait_until(lambda: "child" not in names(core, namespace))
+    with pytest.raises(ApiException) as err:
+        custom.list_namespaced_custom_object("example.com", "v1", namespace, "doomeds")
+    assert err.value.status == 404
