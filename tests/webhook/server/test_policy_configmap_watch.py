@@ -96,11 +96,9 @@ def test_a_watch_resumed_after_its_history_is_gone_lists_again(tmp_path: Path) -
         thread.start()
         try:
             wait_for(lambda: watch.lists == 1)
-            # Other ConfigMaps push the policy's version out of history; written straight into the
-            # cluster's store (as etcd would take any client's writes) to be quick about it.
-            cluster.call(lambda: [cluster.store.put(("", "configmaps"), {
-                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"noise-{i}", "namespace": "busy"}})
-                for i in range(HISTORY_PER_RESOURCE + 10)])
+            # Other ConfigMaps push the policy's version out of the server's bounded history.
+            for i in range(HISTORY_PER_RESOURCE + 10):
+                core.create_namespaced_config_map("busy", {"metadata": {"name": f"noise-{i}"}})
             wait_for(lambda: watch.expired >= 1 and watch.lists >= 2,
                      lambda: f"expired={watch.expired} lists={watch.lists}")  # the idle watch broke, 410, listed
             core.patch_namespaced_config_map("policy", "busy", {"data": {"policy.yaml": "changed"}})
