@@ -8,8 +8,9 @@ with one thread and one http.client keep-alive connection (verifying the CA) per
 Prints requests/s and p50/p99/p999 latency per concurrency, with the worker count, the machine
 and its load average. Never asserts.
 
-    .venv/bin/python bench/webhook_load.py [--seconds 8] [--workers 2] [--threads 4] [--conns 1,16]
+    .venv/bin/python bench/webhook_load.py [--seconds 8] [--workers 2] [--threads 4] [--conns 1,16] [--repeat N]
                                            [--client wrk|python] [--review appwrapper|pod-phase]
+                                           [--peer-python VENV/bin/python]   # also the kopf peer
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from bench.framework_pod_phase import framework_pods  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from webhook.admission_review import review_document  # noqa: E402
 from webhook.client import GatewayClient  # noqa: E402
-from webhook.demo import default_corpus, request_for  # noqa: E402
+from demo.gateway_only import default_corpus, request_for  # noqa: E402
 from webhook.launch import start_gateway  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 
@@ -117,6 +117,11 @@ end
 """
 
 
+def warmup_seconds(warmup: float) -> int:
+    """wrk takes whole seconds."""
+    return max(1, round(warmup))
+
+
 def measure_wrk(host: str, port: int, body: bytes, conns: int, seconds: float, warmup: float,
                 workdir: Path) -> dict[str, Any]:
     """wrk over keep-alive TLS (it does not verify certificates; the Python client does)."""
@@ -125,7 +130,7 @@ def measure_wrk(host: str, port: int, body: bytes, conns: int, seconds: float, w
     env = {**os.environ, "BENCH_BODY": str(workdir / "review.json")}
     target = f"https://{host}:{port}/mutate"
     base = ["wrk", "-t1", f"-c{conns}", "--timeout", "10s", "-s", str(workdir / "post.lua")]
-    subprocess.run([*base, f"-d{max(1, round(warmup))}s", target], env=env, capture_output=True, check=True)
+    subprocess.run([*base, f"-d{warmup_seconds(warmup)}s", target], env=env, capture_output=True, check=True)
     out = subprocess.run([*base, f"-d{round(seconds)}s", target], env=env, capture_output=True, text=True,
                          check=True).stdout
     fields = next(line.split()[1:] for line in out.splitlines() if line.startswith("RESULT "))
@@ -152,13 +157,28 @@ CLIENTS = {
 }
 
 
-def check_reply(gateway: Any, body: bytes) -> None:
+def check_reply(host: str, port: int, cert_dir: Path, body: bytes) -> None:
     """The review really is mutated (a patch comes back), so the figures are for real work."""
-    client = GatewayClient(gateway.host, gateway.port, gateway.cert_dir / "ca.crt")
+    client = GatewayClient(host, port, cert_dir / "ca.crt")
     status, reply = client.review("/mutate", json.loads(body))
     client.close()
     if status != 200 or not reply["response"]["allowed"] or "patch" not in reply["response"]:
         raise SystemExit(f"unexpected reply {status}: {reply}")
+
+
+def process_tree_cpu_seconds(root: int) -> float:
+    """User + system CPU of `root` and its children (the gunicorn master and workers), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        if pid == root or ppid == root:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def machine() -> str:
@@ -173,6 +193,46 @@ def machine() -> str:
             f"Python {platform.python_version()}; load generator on the same host; load average before: {load}")
 
 
+def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: bytes, cert_dir: Path) -> None:
+    """One line per run: throughput, latency percentiles, and the server's CPU per review."""
+    print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
+          f"{'server CPU us/review':>8}")
+    for conns in [int(c) for c in args.conns.split(",") for _ in range(args.repeat)]:
+        check_reply(host, port, cert_dir, body)
+        cpu_before = process_tree_cpu_seconds(pid)
+        if args.client == "wrk":
+            r = measure_wrk(host, port, body, conns, args.seconds, args.warmup, cert_dir)
+        else:
+            r = measure_python(host, port, str(cert_dir / "ca.crt"), body, conns, args.seconds, args.warmup)
+        cpu = process_tree_cpu_seconds(pid) - cpu_before
+        # Warm-up requests are not in r["requests"]; the CPU figure counts them at the measured rate.
+        served = r["requests"] * (1 + warmup_seconds(args.warmup) / args.seconds)
+        print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
+              f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f}")
+        for sample in r["error_sample"]:
+            print(f"      error: {sample}")
+
+
+def _drain(stream: Any) -> None:
+    """Read a child's stderr to the end so a chatty child never blocks on a full pipe."""
+    for _ in stream:
+        pass
+
+
+def start_peer(python: str, cert_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """bench/peer_kopf_webhook.py under `python` (one with kopf), once it listens."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([python, str(REPO / "bench" / "peer_kopf_webhook.py"), str(cert_dir)],
+                            stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    for raw in proc.stderr:
+        line = raw.decode(errors="replace")
+        if line.startswith("peer serving https://127.0.0.1:"):
+            threading.Thread(target=_drain, args=(proc.stderr,), daemon=True).start()
+            return proc, int(line.rsplit(":", 1)[1].split("/")[0])
+    raise SystemExit(f"the kopf peer did not start (exit {proc.wait()})")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=8.0)
@@ -180,7 +240,11 @@ def main() -> int:
     p.add_argument("--workers", default="2")
     p.add_argument("--threads", default="4")
     p.add_argument("--conns", default="1,16")
+    p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
+    p.add_argument("--peer-python", default=os.environ.get("BATCHGATE_PEER_PYTHON"),
+                   help="a Python with kopf installed (bench/requirements.txt): also measure the kopf peer")
+    p.add_argument("--repeat", type=int, default=1, help="runs per concurrency (each printed): others' load varies")
     p.add_argument("--review", choices=["appwrapper", "pod-phase"], default="appwrapper",
                    help="what to POST: the corpus AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
     args = p.parse_args()
@@ -193,31 +257,33 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="batchgate-bench-") as tmp:
         cert_dir = Path(tmp)
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
+        print(f"machine: {machine()}")
+        print(f"client: {CLIENTS[args.client]}")
         gateway = start_gateway(cert_dir, "--workers", args.workers, "--threads", args.threads,
+                                "--worker-class", args.worker_class,
                                 "--audit-log", str(cert_dir / "audit.log"))
         try:
-            print(f"machine: {machine()}")
-            print(f"client: {CLIENTS[args.client]}")
-            print(f"gateway: gunicorn gthread, {args.workers} workers x {args.threads} threads, TLS (ECDSA P-256), "
+            shape = f"{args.workers} workers x {args.threads} threads" if args.worker_class == "gthread" else \
+                f"{args.workers} workers (no keep-alive: a TLS handshake per review)"
+            print(f"gateway: gunicorn {args.worker_class}, {shape}, TLS (ECDSA P-256), "
                   f"audit log to a file, multiprocess metrics on; review: {described} "
                   f"({len(body)} bytes) to /mutate")
-            print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6}")
-            for conns in (int(c) for c in args.conns.split(",")):
-                check_reply(gateway, body)
-                if args.client == "wrk":
-                    r = measure_wrk(gateway.host, gateway.port, body, conns, args.seconds, args.warmup, cert_dir)
-                else:
-                    r = measure_python(gateway.host, gateway.port, str(cert_dir / "ca.crt"), body, conns,
-                                       args.seconds, args.warmup)
-                print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-                      f"{r['p999']:>8.2f} {r['errors']:>6}")
-                for sample in r["error_sample"]:
-                    print(f"      error: {sample}")
+            run_table(args, gateway.host, gateway.port, gateway.process.pid, body, cert_dir)
         finally:
             gateway.stop()
+        if args.peer_python and args.review == "appwrapper":
+            peer = start_peer(args.peer_python, cert_dir)
+            try:
+                print("peer: kopf 1.45.2 WebhookServer (aiohttp, one process), same rules via @kopf.on.mutate, "
+                      "same certificate, no audit log or metrics")
+                run_table(args, "127.0.0.1", peer[1], peer[0].pid, body, cert_dir)
+            finally:
+                peer[0].terminate()
+                peer[0].wait(10)
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine skews figures)")
-    print("peer (cited, research/perf-reliability.md 5): kopf 1.45.2 mutating webhook, same machine kind: "
-          "c=1 ~1,190 req/s p99 1.2 ms; c=16 ~1,550 req/s p99 ~25 ms")
+    if not args.peer_python:
+        print("peer (cited, research/perf-reliability.md 5): kopf 1.45.2 mutating webhook, same machine kind: "
+              "c=1 ~1,190 req/s p99 1.2 ms; c=16 ~1,550 req/s p99 ~25 ms")
     return 0
 
 

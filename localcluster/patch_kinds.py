@@ -59,13 +59,16 @@ def apply_patch(server: ApiServer, ctx: Context, kind: str, live: dict[str, Any]
 def _server_side_apply(server: ApiServer, ctx: Context, live: dict[str, Any] | None, body: dict[str, Any]) -> dict[str, Any]:
     manager = _field_manager(ctx, required=True)
     force = codec.parse_bool(ctx.query.get("force"), "force")
-    lifecycle.check_type(ctx.target.rt, body)
+    rt = ctx.target.rt
+    lifecycle.check_type(rt, body)
     try:
-        return apply(live, body, manager, force, rfc3339(server.clock.now()), kind_key(ctx.target.rt))
+        return apply(live, body, manager, force, rfc3339(server.clock.now()), kind_key(rt), ctx.target.subresource,
+                     rt.schema)
     except ApplyConflict as exc:
         raise ApiError.from_status(exc.status) from None
     except ApplyError as exc:
-        raise ApiError(400, "BadRequest", f"failed to create typed patch object: {exc}") from None
+        raise ApiError(400, "BadRequest", f"failed to create typed patch object ({rt.api_version}, Kind={rt.kind}): "
+                       f"{exc}") from None
 
 
 async def apply_create(server: ApiServer, ctx: Context, body: Any) -> web.Response:

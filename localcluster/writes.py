@@ -74,8 +74,20 @@ def _attributes(ctx: Context, operation: str, obj: dict[str, Any] | None, old: d
     return AdmissionAttributes(
         operation=operation, group=rt.group, version=rt.version, kind=rt.kind, resource=rt.plural,
         subresource=ctx.target.subresource, namespace=namespace, name=name, user_info=ctx.user.info(),
-        dry_run=bool(ctx.query.getall("dryRun", [])),
-        options={"apiVersion": "meta.k8s.io/v1", "kind": options_kind})
+        dry_run=bool(ctx.query.getall("dryRun", [])), options=_options(ctx, options_kind))
+
+
+def _options(ctx: Context, kind: str) -> dict[str, Any]:
+    """The Create/Update/DeleteOptions an AdmissionReview carries, from the request's query."""
+    options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    dry = ctx.query.getall("dryRun", [])
+    if dry:
+        options["dryRun"] = list(dry)
+    if kind != "DeleteOptions":
+        for key in ("fieldManager", "fieldValidation"):
+            if ctx.query.get(key):
+                options[key] = ctx.query[key]
+    return options
 
 
 def field_manager(ctx: Context) -> str:
@@ -87,7 +99,7 @@ def record_write(server: ApiServer, ctx: Context, old: dict[str, Any] | None, ne
     """`new` with the writer's Update entry in managedFields (server-side apply writes its own)."""
     rt = ctx.target.rt
     return record_update(old, new, field_manager(ctx), rfc3339(server.clock.now()), f"{rt.api_version}/{rt.kind}",
-                         ctx.target.subresource)
+                         ctx.target.subresource, rt.schema)
 
 
 def _skips_admission(server: ApiServer, ctx: Context) -> bool:
@@ -202,6 +214,7 @@ async def store_update(server: ApiServer, ctx: Context, old_entry: Entry, new: d
 async def commit_update(server: ApiServer, ctx: Context, old_entry: Entry, new: dict[str, Any],
                         warnings: list[str], applied: bool) -> Written:
     t = ctx.target
+    applied_fields = new.get("metadata", {}).get("managedFields") if applied else None
     old_view = views.from_storage(t.rt, old_entry.copy())
     new = lifecycle.prepare_update(t.rt, old_view, new, t.subresource)
     admitted = await mutate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
@@ -210,6 +223,8 @@ async def commit_update(server: ApiServer, ctx: Context, old_entry: Entry, new: 
     await validate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
     if not applied:
         new = record_write(server, ctx, old_view, new)
+    elif applied_fields:
+        new["metadata"]["managedFields"] = applied_fields  # a status write starts from the old object
     latest = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
     if latest is None:
         raise not_found(t.rt.group, t.rt.plural, t.name)

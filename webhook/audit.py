@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from webhook.admission_review import Reply
 from webhook.rules.review import AdmissionRequest
@@ -107,11 +107,9 @@ class AuditLog:
             return True
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Close the file; later writes fail (and are counted) rather than go to stdout."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = -1
 
-
-def patch_paths(patch: Sequence[Mapping[str, Any]]) -> list[str]:
-    """`op path` strings, for one-line summaries (demo, review)."""
-    return [f"{op.get('op')} {op.get('path')}" for op in patch]

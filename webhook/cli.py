@@ -43,6 +43,8 @@ def parser() -> argparse.ArgumentParser:
                         help="watch this ConfigMap (key policy.yaml) with the kubernetes client")
     p.add_argument("--workers", type=_positive, default=2, help="gunicorn worker processes (default 2)")
     p.add_argument("--threads", type=_positive, default=4, help="threads per worker (default 4)")
+    p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread",
+                   help="gunicorn worker class: gthread keeps connections alive (default); sync is for comparison")
     p.add_argument("--audit-log", help="append audit lines to this file (default stdout)")
     p.add_argument("--kubeconfig", help="kubeconfig for --policy-configmap (default in-cluster or ~/.kube/config)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
     GatewayServer(ServerOptions(
         cert_dir=args.cert_dir, port=args.port, host=args.host, workers=args.workers, threads=args.threads,
+        worker_class=args.worker_class,
         policy_file=args.policy_file, policy_configmap=args.policy_configmap, audit_log=args.audit_log,
         kubeconfig=args.kubeconfig, log_level=args.log_level,
     )).run()

@@ -27,6 +27,8 @@ log = logging.getLogger("batchgate.webhook.policy")
 
 WATCH_SECONDS = 240
 """Server-side timeout of one watch request; the watch then resumes from its last version."""
+REQUEST_TIMEOUT = (10, WATCH_SECONDS + 30)
+"""(connect, read) seconds: a watch whose server vanished without closing is noticed and redone."""
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
 """Seconds to wait after a failed list or watch, doubling up to the maximum."""
 GONE = 410
@@ -59,13 +61,17 @@ class ListWatch:
 
     def __init__(self, name: str, list_fn: Callable[..., Any], stop: threading.Event,
                  on_list: Callable[[list[dict[str, Any]]], None],
-                 on_event: Callable[[str, dict[str, Any]], None], **selectors: Any):
+                 on_event: Callable[[str, dict[str, Any]], None], *,
+                 watch_seconds: int = WATCH_SECONDS, request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
+                 **selectors: Any):
         self.name, self.list_fn, self.stop = name, list_fn, stop
         self.on_list, self.on_event, self.selectors = on_list, on_event, selectors
+        self.watch_seconds, self.request_timeout = watch_seconds, request_timeout
         self.lists = 0
+        self.expired = 0
 
     def _list(self) -> str:
-        listing = self.list_fn(**self.selectors, _preload_content=False)
+        listing = self.list_fn(**self.selectors, _preload_content=False, _request_timeout=self.request_timeout)
         body = json.loads(listing.data)
         self.on_list(body.get("items") or [])
         self.lists += 1
@@ -78,9 +84,11 @@ class ListWatch:
             try:
                 if not version:
                     version = self._list()
+                    backoff = BACKOFF_FIRST
                 watcher = watch.Watch()
-                for event in watcher.stream(self.list_fn, resource_version=version, timeout_seconds=WATCH_SECONDS,
-                                            allow_watch_bookmarks=True, **self.selectors):
+                for event in watcher.stream(self.list_fn, resource_version=version,
+                                            timeout_seconds=self.watch_seconds, allow_watch_bookmarks=True,
+                                            _request_timeout=self.request_timeout, **self.selectors):
                     if self.stop.is_set():
                         watcher.stop()
                         break
@@ -92,6 +100,7 @@ class ListWatch:
             except ApiException as exc:
                 if exc.status == GONE:
                     log.info("%s watch expired (410), listing again", self.name)
+                    self.expired += 1
                     version = ""
                     continue
                 log.warning("%s list/watch failed (%s %s), retrying in %.1fs", self.name, exc.status, exc.reason, backoff)

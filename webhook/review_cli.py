@@ -19,7 +19,6 @@ from typing import Any, NoReturn, Sequence
 import yaml
 
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError, load_policy_document
-from webhook.audit import patch_paths
 from webhook.gateway import Decision, review_offline
 from webhook.rules.frameworks.preview import workload_pod_previews
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo

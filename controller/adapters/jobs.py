@@ -1,0 +1,122 @@
+"""The job integration adapter: applies `decisions/job_integration.reconcile_job` to the cluster.
+
+Each queued AppWrapper, Job, PyTorchJob, RayJob and RayCluster is reconciled by key when it or
+its Workload changes; the decision comes from the cache, and each action value maps to one write
+and one Event.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from batchgate.clock import Clock, format_time
+from controller.adapters.events import EventRecorder
+from controller.adapters.kube import RESOURCES, ApiError
+from controller.adapters.store import SharedStore
+from controller.adapters.writer import Writer
+from controller.decisions import job_integration as ji
+from controller.decisions.podsets import JOB_KINDS, JobKind
+from controller.decisions.workloads import PriorityClasses, controller_owner, owner_kind, workload_name
+from controller.state.cache import Change, ObjectKey
+
+log = logging.getLogger(__name__)
+WORKLOADS = RESOURCES["Workload"]
+
+
+class JobReconciler:
+    def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock) -> None:
+        self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
+
+    @staticmethod
+    def keys_for(change: Change) -> list[ObjectKey]:
+        """Which jobs a change concerns: the job itself, or the owner of a Workload."""
+        if change.key.kind in JOB_KINDS:
+            return [change.key]
+        if change.key.kind == "Workload":
+            obj = change.new or change.old or {}
+            ref = controller_owner(obj)
+            if ref is not None and owner_kind(ref) is not None:
+                return [ObjectKey(str(ref["kind"]), change.key.namespace, str(ref["name"]))]
+        return []
+
+    def all_keys(self) -> list[ObjectKey]:
+        keys: list[ObjectKey] = []
+        for kind in JOB_KINDS:
+            for obj in self.store.list(kind):
+                meta = obj.get("metadata") or {}
+                keys.append(ObjectKey(kind, meta.get("namespace") or "", meta.get("name") or ""))
+        return keys
+
+    def _classes(self) -> PriorityClasses:
+        workload = {o["metadata"]["name"]: int(o.get("value") or 0) for o in self.store.list("WorkloadPriorityClass")}
+        pod = {o["metadata"]["name"]: int(o.get("value") or 0) for o in self.store.list("PriorityClass")}
+        default = next((o["metadata"]["name"] for o in self.store.list("PriorityClass") if o.get("globalDefault")), None)
+        return PriorityClasses(workload, pod, default)
+
+    def _decide(self, job: Mapping[str, Any], kind: JobKind, workload: Mapping[str, Any] | None) -> list[ji.Action]:
+        owner = None
+        ref = controller_owner(job)
+        if ref is not None and owner_kind(ref) is not None:
+            owner = self.store.get(str(ref["kind"]), job["metadata"].get("namespace") or "", str(ref["name"]))
+        flavors = {o["metadata"]["name"]: o for o in self.store.list("ResourceFlavor")}
+        return ji.reconcile_job(job, kind, workload, owner=owner, classes=self._classes(), flavors=flavors,
+                                now=format_time(self.clock.now()))
+
+    def reconcile(self, key: ObjectKey) -> None:
+        kind = JOB_KINDS[key.kind]
+        job = self.store.get(key.kind, key.namespace, key.name)
+        if job is None:
+            return  # deleted: its Workload goes with it (ownerReference garbage collection)
+        meta = job.get("metadata") or {}
+        workload = self.store.get("Workload", key.namespace, workload_name(kind, key.name, meta.get("uid", "")))
+        for action in self._decide(job, kind, workload):
+            self._apply(action, job, kind, workload)
+
+    def _apply(self, action: ji.Action, job: Mapping[str, Any], kind: JobKind,
+               workload: Mapping[str, Any] | None) -> None:
+        res = RESOURCES[kind.kind]
+        if isinstance(action, ji.CreateWorkload):
+            meta = action.workload["metadata"]
+            try:
+                created = self.writer.create(WORKLOADS, action.workload)
+                self.store.assume("Workload", created)
+            except ApiError as exc:
+                if not exc.already_exists:
+                    raise
+            self.recorder.normal(job, action.reason, f"Created Workload: {meta['namespace']}/{meta['name']}")
+        elif isinstance(action, ji.ReplaceWorkload):
+            assert workload is not None
+            self.writer.delete(WORKLOADS, action.old_name, job["metadata"]["namespace"], workload["metadata"].get("uid"))
+            self.recorder.normal(job, action.reason, f"Deleted stale Workload {action.old_name}: the job changed")
+        elif isinstance(action, (ji.StartJob, ji.StopJob)):
+            written = self.writer.replace(res, action.job)
+            self.store.assume(kind.kind, written)
+            self.recorder.normal(job, action.reason, action.message)
+        elif isinstance(action, ji.RestoreJob):
+            if kind.kind == "Job" and (job.get("status") or {}).get("startTime"):
+                # Kubernetes lets a suspended Job's scheduling directives change only once it has not started.
+                job = self.writer.update_status(res, job, lambda cur: {"status": {"startTime": None}}
+                                                if (cur.get("status") or {}).get("startTime") else None) or job
+                update = dict(action.job)
+                update["metadata"] = {**update["metadata"], "resourceVersion": job["metadata"]["resourceVersion"]}
+                written = self.writer.replace(res, update)
+            else:
+                written = self.writer.replace(res, action.job)
+            self.store.assume(kind.kind, written)
+        elif isinstance(action, (ji.ReleaseQuota, ji.FinishWorkload)):
+            assert workload is not None
+            wanted = type(action)
+
+            def recompute(current: Mapping[str, Any]) -> Mapping[str, Any] | None:
+                again = self._decide(job, kind, current)
+                return next((a.status_patch for a in again if isinstance(a, wanted)), None)  # type: ignore[union-attr]
+
+            written = self.writer.update_status(WORKLOADS, workload, recompute)
+            if written is not None:
+                self.store.assume("Workload", written)
+                self.recorder.normal(workload, action.reason, action.message)
+                if isinstance(action, ji.FinishWorkload):
+                    self.recorder.normal(job, "FinishedWorkload", f"Workload finished: {action.message}")
+        elif isinstance(action, ji.Invalid):
+            self.recorder.warning(job, action.reason, action.message)

@@ -1,0 +1,180 @@
+"""Wires the runtime together: informers -> store -> work queue -> reconcilers, gated by the Lease.
+
+Informers run in every process, leader or not, so a standby's cache is warm when it takes over;
+reconcile workers only act while this process leads, and on becoming leader every job is queued
+once so nothing that changed during the handover is missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from batchgate.clock import Clock
+from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, parse_policy
+from controller.adapters.admission import AdmissionLoop
+from controller.adapters.events import EventRecorder
+from controller.adapters.informer import Informer
+from controller.adapters.jobs import JobReconciler
+from controller.adapters.kube import RESOURCES, KubeClient
+from controller.adapters.leader import LeaderElector
+from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.ratelimit import TokenBucket
+from controller.adapters.store import SharedStore
+from controller.adapters.workqueue import WorkQueue
+from controller.adapters.writer import NotLeader, Writer
+from controller.decisions.leader_election import LeaseTiming
+from controller.decisions.podsets import JOB_KINDS
+from controller.state.cache import Change
+
+log = logging.getLogger(__name__)
+
+# Namespaced kinds follow --namespace; cluster-scoped ones are always watched cluster-wide.
+WATCHED_KINDS = (*JOB_KINDS, "Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor",
+                 "WorkloadPriorityClass", "PriorityClass", "Namespace")
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    namespace: str | None = None
+    identity: str = "batchgate-controller"
+    leader_elect: bool = True
+    lease_namespace: str = "batchgate-system"
+    lease_name: str = "batchgate-controller"
+    timing: LeaseTiming = LeaseTiming()
+    workers: int = 2
+    watch_timeout: int = 300
+    policy_configmap: tuple[str, str] = ("batchgate-system", "batchgate-policy")
+
+
+class Controller:
+    def __init__(self, client: KubeClient, clock: Clock, options: ControllerOptions,
+                 metrics: ControllerMetrics | None = None) -> None:
+        self.client, self.clock, self.options = client, clock, options
+        self.metrics = metrics or ControllerMetrics()
+        self.store = SharedStore()
+        self.queue = WorkQueue(clock)
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            self.elector = LeaderElector(client, options.lease_namespace, options.lease_name, options.identity,
+                                         clock=clock, timing=options.timing, on_started=self._on_leading,
+                                         on_stopped=self._on_standby)
+        self.writer = Writer(client, self.is_leader, on_conflict=self.metrics.status_conflicts.inc)
+        events_client = client.with_limiter(
+            TokenBucket(client.limiter.qps, client.limiter.burst, clock) if client.limiter is not None else None)
+        self.recorder = EventRecorder(Writer(events_client, self.is_leader), clock, options.identity)
+        self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
+        self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
+                                       spare_capacity=client.spare_capacity,
+                                       reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
+        self.informers = [
+            Informer(client, RESOURCES[kind], self.store, self._on_change, clock=clock,
+                     namespace=options.namespace if RESOURCES[kind].namespaced else None,
+                     watch_timeout=options.watch_timeout,
+                     on_relist=lambda kind: self.metrics.relists.labels(kind).inc())
+            for kind in WATCHED_KINDS
+        ]
+        policy_ns, policy_name = options.policy_configmap
+        self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change, clock=clock,
+                                       namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
+                                       watch_timeout=options.watch_timeout))
+        self.policy: Policy = DEFAULT_POLICY
+        self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change, self._on_policy]
+        self._stop = threading.Event()
+        self._workers: list[threading.Thread] = []
+
+    def is_leader(self) -> bool:
+        return self.elector.is_leader if self.elector is not None else True
+
+    def _on_policy(self, change: Change) -> None:
+        """A new policy ConfigMap: parse it; an invalid one keeps the last good policy (DESIGN 5)."""
+        namespace, name = self.options.policy_configmap
+        if (change.key.kind, change.key.namespace, change.key.name) != ("ConfigMap", namespace, name):
+            return
+        text = ((change.new or {}).get("data") or {}).get(POLICY_KEY)
+        if text is None:
+            self.policy = DEFAULT_POLICY
+            return
+        try:
+            self.policy = parse_policy(text, f"{namespace}/{name}:{POLICY_KEY}")
+            log.info("policy %s loaded from %s/%s", self.policy.version, namespace, name)
+        except PolicyError as exc:
+            self.metrics.policy_errors.inc()
+            log.error("invalid policy, keeping version %s: %s", self.policy.version, exc)
+
+    def ready(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers)
+
+    def healthy(self) -> bool:
+        return not self._stop.is_set() and all(i.alive() for i in self.informers)
+
+    def start(self) -> None:
+        for informer in self.informers:
+            informer.start()
+        for index in range(self.options.workers):
+            thread = threading.Thread(target=self._work, name=f"reconcile-{index}", daemon=True)
+            thread.start()
+            self._workers.append(thread)
+        self.admission.start()
+        if self.elector is not None:
+            self.elector.start()
+        else:
+            self._on_leading()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.elector is not None:
+            self.elector.stop(release=True)
+        self.queue.shutdown()
+        self.admission.stop()
+        for informer in self.informers:
+            informer.stop()
+        for thread in self._workers:
+            thread.join(timeout=10)
+
+    def wait_synced(self, timeout: float) -> bool:
+        return all(i.synced.wait(timeout) for i in self.informers)
+
+    def _on_change(self, change: Change) -> None:
+        for key in self.jobs.keys_for(change):
+            self.queue.add(key)
+        for listener in self.change_listeners:
+            listener(change)
+
+    def _on_leading(self) -> None:
+        """Queue every job once, off the elector's thread (waiting for caches must not delay renewals)."""
+        self.metrics.leader.set(1)
+
+        def resync() -> None:
+            for informer in self.informers:
+                informer.synced.wait(30)
+            for key in self.jobs.all_keys():
+                self.queue.add(key)
+            self.admission.wake()
+
+        threading.Thread(target=resync, name="leader-resync", daemon=True).start()
+
+    def _on_standby(self) -> None:
+        self.metrics.leader.set(0)
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            key = self.queue.get(timeout=0.5)
+            self.metrics.queue_depth.set(len(self.queue))
+            if key is None:
+                continue
+            try:
+                if self.is_leader():
+                    self.jobs.reconcile(key)  # type: ignore[arg-type]
+                    self.metrics.reconciles.labels(key.kind, "ok").inc()  # type: ignore[attr-defined]
+                self.queue.forget(key)
+            except NotLeader:
+                self.queue.forget(key)
+            except Exception as exc:
+                delay = self.queue.add_rate_limited(key)
+                self.metrics.reconciles.labels(getattr(key, "kind", "?"), "error").inc()
+                log.warning("reconcile %s failed (%s); retry in %.3fs", key, exc, delay)
+            finally:
+                self.queue.done(key)

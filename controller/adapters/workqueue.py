@@ -1,0 +1,111 @@
+"""A work queue keyed by object: each key waits at most once, is worked on by one worker at a time,
+and comes back after failures with exponential backoff (client-go's workqueue semantics).
+
+A key added while queued is not queued twice; a key added while being processed is queued again
+when its worker calls `done`, so no change is lost and no object is reconciled concurrently.
+Delays are measured on the injected Clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections import deque
+from typing import Hashable
+
+from batchgate.clock import Clock
+
+
+class WorkQueue:
+    def __init__(self, clock: Clock, *, base_delay: float = 0.005, max_delay: float = 300.0) -> None:
+        self.clock = clock
+        self.base_delay, self.max_delay = base_delay, max_delay
+        self._queue: deque[Hashable] = deque()
+        self._dirty: set[Hashable] = set()
+        self._processing: set[Hashable] = set()
+        self._waiting: list[tuple[float, int, Hashable]] = []
+        self._failures: dict[Hashable, int] = {}
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._shutdown = False
+
+    def add(self, key: Hashable) -> None:
+        with self._cond:
+            self._add(key)
+
+    def _add(self, key: Hashable) -> None:
+        if self._shutdown or key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key not in self._processing:
+            self._queue.append(key)
+            self._cond.notify()
+
+    def add_after(self, key: Hashable, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        with self._cond:
+            heapq.heappush(self._waiting, (self.clock.monotonic() + delay, next(self._seq), key))
+            self._cond.notify()
+
+    def add_rate_limited(self, key: Hashable) -> float:
+        with self._cond:
+            failures = self._failures.get(key, 0)
+            self._failures[key] = failures + 1
+            delay = min(self.max_delay, self.base_delay * (2**failures))
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: Hashable) -> None:
+        with self._cond:
+            self._failures.pop(key, None)
+
+    def _promote_due(self) -> float | None:
+        """Move due delayed keys into the queue; return seconds until the next one, if any."""
+        now = self.clock.monotonic()
+        while self._waiting and self._waiting[0][0] <= now:
+            _, _, key = heapq.heappop(self._waiting)
+            self._add(key)
+        return self._waiting[0][0] - now if self._waiting else None
+
+    def get(self, timeout: float | None = None) -> Hashable | None:
+        """The next key to work on, or None after `timeout` seconds (or at shutdown)."""
+        deadline = None if timeout is None else self.clock.monotonic() + timeout
+        with self._cond:
+            while True:
+                next_due = self._promote_due()
+                if self._queue:
+                    key = self._queue.popleft()
+                    self._processing.add(key)
+                    self._dirty.discard(key)
+                    return key
+                if self._shutdown:
+                    return None
+                remaining = None if deadline is None else deadline - self.clock.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                waits = [w for w in (next_due, remaining) if w is not None]
+                self._cond.wait(min(waits) if waits else None)
+
+    def done(self, key: Hashable) -> None:
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._queue.append(key)
+                self._cond.notify()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._queue) + len(self._waiting)
+
+    def idle(self) -> bool:
+        """Nothing queued, delayed or being worked on."""
+        with self._cond:
+            return not (self._queue or self._waiting or self._processing)
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()

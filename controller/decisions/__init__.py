@@ -1,0 +1,1 @@
+"""Pure decisions: functions of observed state, policy and `now` that return values with reasons."""

@@ -1,0 +1,72 @@
+"""What a quota admission cycle decides, as values with the reasons users will read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+from controller.state.quota_state import FlavorProgress
+
+FlavorResource = tuple[str, str]
+QueueName = Literal["active", "inadmissible"]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Flavors per pod set and resource, and the quota they take (integer units)."""
+
+    flavors: Mapping[str, Mapping[str, str]]  # pod set -> resource -> flavor
+    usage: Mapping[FlavorResource, int]
+    borrows: bool = False
+
+
+@dataclass(frozen=True)
+class Admit:
+    workload: str
+    cluster_queue: str
+    assignment: Assignment
+
+
+@dataclass(frozen=True)
+class PreemptionTarget:
+    workload: str
+    cluster_queue: str
+    reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
+
+
+@dataclass(frozen=True)
+class Preempt:
+    """Evict `targets` so that `preemptor` fits later; `reason` is the Preempted message."""
+
+    preemptor: str
+    targets: tuple[PreemptionTarget, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """A head that was not admitted: where it waits now, and the message users see."""
+
+    workload: str
+    queue: QueueName = "inadmissible"
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Evict:
+    """Evict an admitted workload for a reason other than preemption (a stopped queue)."""
+
+    workload: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    admit: tuple[Admit, ...] = ()
+    preempt: tuple[Preempt, ...] = ()
+    requeue: tuple[Requeue, ...] = ()
+    skipped_preemptions: Mapping[str, int] = field(default_factory=dict)  # per CQ, for the metric
+    # where flavor assignment resumes for each requeued workload (None: from the first flavor),
+    # kept by the caller with QuotaState.set_progress
+    flavor_progress: Mapping[str, FlavorProgress | None] = field(default_factory=dict)

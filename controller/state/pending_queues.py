@@ -1,0 +1,110 @@
+"""Per-ClusterQueue pending workloads: an ordered heap plus the inadmissible set.
+
+Order is Kueue's: higher priority first, then the older queue-order timestamp (creation time;
+a preempted workload keeps its place). The heap is lazy: removing a workload only forgets it,
+and stale heap entries are dropped when they reach the top, so every operation is O(log n).
+Parked (inadmissible) workloads wait outside the heap until a quota-freeing event moves them back.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import heapq
+from dataclasses import dataclass, field
+from typing import Callable
+
+SortKey = tuple[int, _dt.datetime, str]
+
+
+def sort_key(priority: int, timestamp: _dt.datetime, workload: str) -> SortKey:
+    return (-priority, timestamp, workload)
+
+
+@dataclass
+class ClusterQueuePending:
+    """The queue of one ClusterQueue. `heap` holds (key, workload) with lazy deletion."""
+
+    heap: list[SortKey] = field(default_factory=list)
+    active: dict[str, SortKey] = field(default_factory=dict)
+    inadmissible: dict[str, SortKey] = field(default_factory=dict)
+
+    def push(self, workload: str, key: SortKey) -> None:
+        self.inadmissible.pop(workload, None)
+        if self.active.get(workload) == key:
+            return
+        self.active[workload] = key
+        heapq.heappush(self.heap, key)
+
+    def park(self, workload: str) -> None:
+        key = self.active.pop(workload, None) or self.inadmissible.get(workload)
+        if key is not None:
+            self.inadmissible[workload] = key
+
+    def remove(self, workload: str) -> None:
+        self.active.pop(workload, None)
+        self.inadmissible.pop(workload, None)
+
+    def head(self) -> str | None:
+        while self.heap:
+            key = self.heap[0]
+            if self.active.get(key[2]) == key:
+                return key[2]
+            heapq.heappop(self.heap)
+        return None
+
+    def unpark(self, eligible: Callable[[str], bool]) -> list[str]:
+        """Move parked workloads that pass `eligible` back into the heap."""
+        moved = [w for w in self.inadmissible if eligible(w)]
+        for workload in moved:
+            self.push(workload, self.inadmissible[workload])
+        return moved
+
+    def __contains__(self, workload: str) -> bool:
+        return workload in self.active or workload in self.inadmissible
+
+    def __len__(self) -> int:
+        return len(self.active) + len(self.inadmissible)
+
+
+class PendingQueues:
+    """All ClusterQueues' pending queues, keyed by ClusterQueue name."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, ClusterQueuePending] = {}
+        self.where: dict[str, str] = {}  # workload -> ClusterQueue whose queue holds it
+
+    def queue(self, cq: str) -> ClusterQueuePending:
+        return self.queues.setdefault(cq, ClusterQueuePending())
+
+    def push(self, cq: str, workload: str, key: SortKey) -> None:
+        previous = self.where.get(workload)
+        if previous is not None and previous != cq:
+            self.queues[previous].remove(workload)
+        self.where[workload] = cq
+        self.queue(cq).push(workload, key)
+
+    def park(self, workload: str) -> None:
+        cq = self.where.get(workload)
+        if cq is not None:
+            self.queues[cq].park(workload)
+
+    def remove(self, workload: str) -> None:
+        cq = self.where.pop(workload, None)
+        if cq is not None:
+            self.queues[cq].remove(workload)
+
+    def heads(self, active: Callable[[str], bool]) -> list[str]:
+        """One head per ClusterQueue that `active` accepts, in ClusterQueue name order."""
+        out = []
+        for name in sorted(n for n, q in self.queues.items() if q.active):
+            if active(name):
+                head = self.queues[name].head()
+                if head is not None:
+                    out.append(head)
+        return out
+
+    def state_of(self, workload: str) -> str | None:
+        cq = self.where.get(workload)
+        if cq is None:
+            return None
+        return "inadmissible" if workload in self.queues[cq].inadmissible else "active"

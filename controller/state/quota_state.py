@@ -1,0 +1,369 @@
+"""The in-memory mirror quota admission reads: objects, admitted usage and pending queues.
+
+It is fed object by object (as a watch would feed it) and by the effects of decisions
+(`assume`, `mark_evicted`, `release`). Every quota-freeing event moves the parked workloads of
+the affected cohort back into their heaps, as Kueue's queue manager does. Nothing here decides
+who gets quota; `controller.decisions.quota_admission` does, reading this state.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from batchgate import keys
+from batchgate.api.kueue import (
+    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass, WPC_SOURCE,
+)
+from controller.state.pending_queues import PendingQueues, sort_key
+from controller.state.quota_book import QuotaBook, Usage, to_units
+
+EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+@dataclass(frozen=True)
+class FairSharing:
+    """Kueue's `fairSharing` configuration: off by default, as in Kueue (MLBatch turns it on)."""
+
+    enable: bool = False
+    preemption_strategies: tuple[str, ...] = STRATEGIES
+
+
+@dataclass(frozen=True)
+class PodSetRequest:
+    name: str
+    count: int
+    total: Mapping[str, int]  # count x per-pod request, integer units
+    tolerations: tuple[Mapping[str, object], ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkloadInfo:
+    """A Workload reduced to what admission compares: priority, queue order and requests."""
+
+    key: str
+    namespace: str
+    queue_name: str
+    priority: int
+    timestamp: _dt.datetime
+    uid: str
+    pod_sets: tuple[PodSetRequest, ...]
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class AdmittedWorkload:
+    """A workload holding quota in `cluster_queue` (until its eviction completes)."""
+
+    info: WorkloadInfo
+    cluster_queue: str
+    usage: Mapping[tuple[str, str], int]
+    flavors: Mapping[str, Mapping[str, str]]
+    reserved_at: _dt.datetime | None
+    evicted: bool = False
+
+
+@dataclass(frozen=True)
+class FlavorProgress:
+    """Kueue's LastAssignment: where flavor assignment stopped, valid while the ClusterQueue's
+    generation (bumped when its quota changes or one of its workloads leaves) is unchanged."""
+
+    generation: int
+    tried: tuple[Mapping[str, int], ...]
+
+
+@dataclass
+class QuotaState:
+    namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    flavors: dict[str, ResourceFlavor] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
+    local_queues: dict[tuple[str, str], LocalQueue] = field(default_factory=dict)
+    priority_classes: dict[str, WorkloadPriorityClass] = field(default_factory=dict)
+    workloads: dict[str, WorkloadInfo] = field(default_factory=dict)
+    admitted: dict[str, AdmittedWorkload] = field(default_factory=dict)
+    admitted_by_cq: dict[str, dict[str, AdmittedWorkload]] = field(default_factory=dict)
+    finished: set[str] = field(default_factory=set)
+    book: QuotaBook = field(default_factory=QuotaBook)
+    pending: PendingQueues = field(default_factory=PendingQueues)
+    blocked: dict[str, str] = field(default_factory=dict)  # pending outside any heap, with why
+    messages: dict[str, str] = field(default_factory=dict)  # last cycle's reason per pending workload
+    _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
+    fair_sharing: FairSharing = FairSharing()
+    draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
+    generation: dict[str, int] = field(default_factory=dict)  # per ClusterQueue, for FlavorProgress
+    flavor_progress: dict[str, FlavorProgress] = field(default_factory=dict)
+
+    # --- lookups -----------------------------------------------------------------------------
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        return self.namespaces.get(namespace, {})
+
+    def cluster_queue_of(self, workload: str) -> str | None:
+        info = self.workloads[workload]
+        lq = self.local_queues.get((info.namespace, info.queue_name))
+        return None if lq is None else lq.cluster_queue
+
+    def missing_flavors(self, cq: ClusterQueue) -> list[str]:
+        return [name for name in cq.flavor_names if name not in self.flavors]
+
+    def inactive_reason(self, name: str) -> str | None:
+        """Why a ClusterQueue admits nothing now, in the words of the Workload condition."""
+        if name not in self._inactive:
+            self._inactive[name] = self._inactive_reason(name)
+        return self._inactive[name]
+
+    def _inactive_reason(self, name: str) -> str | None:
+        cq = self.cluster_queues.get(name)
+        if cq is None:
+            return f"ClusterQueue {name} doesn't exist"
+        if cq.stop_policy != "None":
+            return f"ClusterQueue {name} is stopped"
+        if self.missing_flavors(cq):
+            return f"ClusterQueue {name} is inactive"
+        return None
+
+    def is_pending(self, workload: str) -> bool:
+        return (workload in self.workloads and workload not in self.admitted
+                and workload not in self.finished)
+
+    # --- objects -----------------------------------------------------------------------------
+    # Each put returns early when the spec it models is unchanged (a status update, a resync),
+    # so only real changes bump generations and move parked workloads back.
+    def put_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        if self.namespaces.get(name) == dict(labels):
+            return
+        self.namespaces[name] = dict(labels)
+        self._unpark_all()
+
+    def put_flavor(self, flavor: ResourceFlavor) -> None:
+        if self.flavors.get(flavor.name) == flavor:
+            return
+        self.flavors[flavor.name] = flavor
+        self._inactive.clear()
+        self._unpark_all()
+
+    def put_priority_class(self, wpc: WorkloadPriorityClass) -> None:
+        self.priority_classes[wpc.name] = wpc
+
+    def put_cluster_queue(self, cq: ClusterQueue) -> None:
+        old = self.cluster_queues.get(cq.name)
+        if old == cq:
+            return
+        self.cluster_queues[cq.name] = cq
+        self._inactive.clear()
+        self._track_draining()
+        self.book.set_cluster_queue(cq)
+        for member in {cq.name, *self.book.cohort_members(cq.name),
+                       *(self.book.members.get(old.cohort, ()) if old is not None and old.cohort else ())}:
+            self._bump(member)
+        if old is None:  # workloads observed holding quota here before the queue itself
+            for held in self.admitted_by_cq.get(cq.name, {}).values():
+                self.book.add_usage(cq.name, held.usage)
+        self._reroute_blocked()
+        self.unpark_cohort(cq.name)
+        if old is not None and old.cohort and old.cohort != cq.cohort:
+            self._unpark_cohort_named(old.cohort)
+
+    def put_local_queue(self, lq: LocalQueue) -> None:
+        if self.local_queues.get((lq.namespace, lq.name)) == lq:
+            return
+        self.local_queues[(lq.namespace, lq.name)] = lq
+        self._track_draining()
+        for key in [k for k, info in self.workloads.items()
+                    if (info.namespace, info.queue_name) == (lq.namespace, lq.name) and self.is_pending(k)]:
+            self._route(key)
+
+    def put_workload(self, wl: Workload) -> None:
+        """Create or replace a Workload as observed (pending, holding quota, or finished).
+
+        Seeing again what is already known (our own status writes coming back) changes nothing:
+        a parked workload stays parked and an admitted one does not release and retake its quota.
+        """
+        previous = self.workloads.get(wl.key)
+        info = self._info(wl)
+        finished = wl.is_true(keys.COND_FINISHED)
+        held = None if finished or not wl.holds_quota else self._held_from(wl, info)
+        if previous == info and not finished and wl.key not in self.finished:
+            old = self.admitted.get(wl.key)
+            if held is None and old is None:
+                return  # still pending where it waits
+            if held is not None and old is not None and (held.cluster_queue, held.usage) == (old.cluster_queue, old.usage):
+                self._set_held(replace(held, evicted=held.evicted or old.evicted))
+                return
+        if previous is not None:
+            self.forget(wl.key)
+        self.workloads[wl.key] = info
+        if finished:
+            self.finished.add(wl.key)
+        elif held is not None:
+            self._hold(held)
+        else:
+            self._route(wl.key)
+
+    @staticmethod
+    def _held_from(wl: Workload, info: WorkloadInfo) -> AdmittedWorkload:
+        assert wl.admission is not None
+        usage: Usage = {}
+        flavors: dict[str, dict[str, str]] = {}
+        for psa in wl.admission.pod_set_assignments:
+            flavors[psa.name] = dict(psa.flavors)
+            for resource, value in psa.resource_usage.items():
+                fr = (psa.flavors.get(resource, ""), resource)
+                usage[fr] = usage.get(fr, 0) + to_units(resource, value)
+        reserved = wl.condition(keys.COND_QUOTA_RESERVED)
+        return AdmittedWorkload(info, wl.admission.cluster_queue, usage, flavors,
+                                reserved.last_transition_time if reserved else None,
+                                evicted=wl.is_true(keys.COND_EVICTED))
+
+    def _info(self, wl: Workload) -> WorkloadInfo:
+        priority = wl.priority
+        if priority is None and wl.priority_class_name and wl.priority_class_source in ("", WPC_SOURCE):
+            wpc = self.priority_classes.get(wl.priority_class_name)
+            priority = wpc.value if wpc else None
+        pod_sets = tuple(
+            PodSetRequest(ps.name, ps.count,
+                          {r: to_units(r, v) for r, v in ps.total().items() if v}, ps.tolerations)
+            for ps in wl.pod_sets
+        )
+        return WorkloadInfo(wl.key, wl.namespace, wl.queue_name, priority or 0,
+                            wl.creation_timestamp or EPOCH, wl.uid or wl.key, pod_sets, wl.active)
+
+    # --- effects of decisions ----------------------------------------------------------------
+    def assume(self, workload: str, cluster_queue: str, usage: Mapping[tuple[str, str], int],
+               flavors: Mapping[str, Mapping[str, str]], now: _dt.datetime) -> None:
+        """Record an admission; the caller writes it to the API and calls `forget` on failure."""
+        if workload in self.admitted:
+            raise ValueError(f"workload {workload} already holds quota")
+        self.pending.remove(workload)
+        self.blocked.pop(workload, None)
+        self.messages.pop(workload, None)
+        self.flavor_progress.pop(workload, None)
+        self._hold(AdmittedWorkload(self.workloads[workload], cluster_queue, dict(usage),
+                                    {k: dict(v) for k, v in flavors.items()}, now))
+
+    def mark_evicted(self, workload: str) -> bool:
+        """Evicted=True: it still holds quota until its pods are gone. False if already so."""
+        held = self.admitted[workload]
+        if held.evicted:
+            return False
+        self._set_held(replace(held, evicted=True))
+        return True
+
+    def release(self, workload: str, *, requeue: bool) -> None:
+        """Quota is freed (eviction completed, finished, deleted); the cohort's parked work returns."""
+        held = self.admitted.pop(workload, None)
+        self.flavor_progress.pop(workload, None)
+        if held is not None:
+            self._bump(held.cluster_queue)
+            self.admitted_by_cq[held.cluster_queue].pop(workload, None)
+            if held.cluster_queue in self.book.quotas:
+                self.book.add_usage(held.cluster_queue, {fr: -v for fr, v in held.usage.items()})
+            self.unpark_cohort(held.cluster_queue)
+        if requeue:
+            self._route(workload)
+
+    def finish(self, workload: str) -> None:
+        self.release(workload, requeue=False)
+        self.pending.remove(workload)
+        self.blocked.pop(workload, None)
+        self.messages.pop(workload, None)
+        self.finished.add(workload)
+
+    def forget(self, workload: str) -> None:
+        """The workload is gone (deleted, or replaced by a newer observation)."""
+        self.release(workload, requeue=False)
+        self.flavor_progress.pop(workload, None)
+        self.pending.remove(workload)
+        self.blocked.pop(workload, None)
+        self.messages.pop(workload, None)
+        self.finished.discard(workload)
+        self.workloads.pop(workload, None)
+
+    def current_progress(self, workload: str, cluster_queue: str) -> FlavorProgress | None:
+        progress = self.flavor_progress.get(workload)
+        if progress is None or progress.generation < self.generation.get(cluster_queue, 0):
+            return None
+        return progress
+
+    def set_progress(self, workload: str, progress: FlavorProgress | None) -> None:
+        if progress is None:
+            self.flavor_progress.pop(workload, None)
+        else:
+            self.flavor_progress[workload] = progress
+
+    def _bump(self, cluster_queue: str) -> None:
+        self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
+
+    def requeue(self, workload: str, queue: str, message: str) -> None:
+        self.messages[workload] = message
+        if queue == "inadmissible":
+            self.pending.park(workload)
+
+    # --- queue movement ----------------------------------------------------------------------
+    def unpark_cohort(self, cluster_queue: str) -> None:
+        for member in list(self.book.cohort_members(cluster_queue)):
+            self._unpark(member)
+        self._unpark(cluster_queue)
+
+    def _unpark_cohort_named(self, cohort: str) -> None:
+        for member in list(self.book.members.get(cohort, ())):
+            self._unpark(member)
+
+    def _unpark_all(self) -> None:
+        for name in list(self.pending.queues):
+            self._unpark(name)
+
+    def _unpark(self, cluster_queue: str) -> None:
+        queue = self.pending.queues.get(cluster_queue)
+        cq = self.cluster_queues.get(cluster_queue)
+        if queue is None or cq is None:
+            return
+
+        def eligible(workload: str) -> bool:
+            selector = cq.namespace_selector
+            labels = self.namespace_labels(self.workloads[workload].namespace)
+            return selector is not None and selector.matches(labels)
+
+        queue.unpark(eligible)
+
+    def _route(self, workload: str) -> None:
+        """Put a pending workload where it waits: its ClusterQueue's heap, or blocked with why."""
+        info = self.workloads[workload]
+        lq = self.local_queues.get((info.namespace, info.queue_name))
+        reason = None
+        if not info.active:
+            reason = "The workload is deactivated"
+        elif lq is None:
+            reason = f"LocalQueue {info.queue_name} doesn't exist"
+        elif lq.stop_policy != "None":
+            reason = f"LocalQueue {info.queue_name} is stopped"
+        elif lq.cluster_queue not in self.cluster_queues:
+            reason = f"ClusterQueue {lq.cluster_queue} doesn't exist"
+        if reason is not None:
+            self.pending.remove(workload)
+            self.blocked[workload] = reason
+            return
+        self.blocked.pop(workload, None)
+        assert lq is not None
+        self.pending.push(lq.cluster_queue, workload, sort_key(info.priority, info.timestamp, workload))
+
+    def _reroute_blocked(self) -> None:
+        for workload in list(self.blocked):
+            self._route(workload)
+
+    def _hold(self, held: AdmittedWorkload) -> None:
+        self.pending.remove(held.info.key)
+        self.blocked.pop(held.info.key, None)
+        self.admitted[held.info.key] = held
+        self.admitted_by_cq.setdefault(held.cluster_queue, {})[held.info.key] = held
+        if held.cluster_queue in self.book.quotas:
+            self.book.add_usage(held.cluster_queue, held.usage)
+
+    def _track_draining(self) -> None:
+        self.draining = {name for name, cq in self.cluster_queues.items() if cq.stop_policy == "HoldAndDrain"}
+        self.draining |= {lq.cluster_queue for lq in self.local_queues.values() if lq.stop_policy == "HoldAndDrain"}
+
+    def _set_held(self, held: AdmittedWorkload) -> None:
+        self.admitted[held.info.key] = held
+        self.admitted_by_cq[held.cluster_queue][held.info.key] = held

@@ -1,0 +1,37 @@
+"""A local cluster for the controller's runtime tests, with the CRDs installed by `kubectl apply`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = "/usr/bin/kubectl"
+T = TypeVar("T")
+
+
+def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cache = kubeconfig.parent / "kubectl-cache"
+    return subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={cache}", *args],
+                          capture_output=True, text=True, timeout=60, check=check)
+
+
+def eventually(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05,
+               what: "str | Callable[[], str]" = "") -> T:
+    """Poll until `probe` returns something truthy; fail with `what` (or what it returns) after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    told = what() if callable(what) else what
+    raise AssertionError(f"timed out after {timeout}s waiting for {told or probe}; last: {last!r}")
+
+
+def subprocess_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -1,0 +1,92 @@
+"""Kueue's quota arithmetic for flat cohorts (research/kueue.md 2.3), and the pending queues."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+import pytest
+
+from batchgate.api.kueue import ClusterQueue
+from batchgate.quantity import parse_quantity
+from controller.state.pending_queues import ClusterQueuePending, sort_key
+from controller.state.quota_book import QuotaBook, UsageOverlay, format_units, to_units
+
+FR = ("default", "cpu")
+
+
+def cq(name: str, nominal: int, cohort: str = "c", borrow: int | None = None, lend: int | None = None) -> ClusterQueue:
+    res = {"name": "cpu", "nominalQuota": nominal}
+    if borrow is not None:
+        res["borrowingLimit"] = borrow
+    if lend is not None:
+        res["lendingLimit"] = lend
+    return ClusterQueue.from_dict({"metadata": {"name": name}, "spec": {"cohort": cohort, "resourceGroups": [
+        {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [res]}]}]}})
+
+
+def book_of(*queues: ClusterQueue, usage: dict[str, int] | None = None) -> QuotaBook:
+    book = QuotaBook()
+    for q in queues:
+        book.set_cluster_queue(q)
+    for name, used in (usage or {}).items():
+        book.add_usage(name, {FR: used * 1000})
+    return book
+
+
+@pytest.mark.parametrize(("queues", "usage", "available", "potential"), [
+    pytest.param([cq("a", 10, cohort="")], {"a": 4}, 6, 10, id="without a cohort only the nominal quota counts"),
+    pytest.param([cq("a", 5), cq("b", 10)], {}, 15, 15, id="a cohort member can use all unused cohort quota"),
+    pytest.param([cq("a", 5), cq("b", 10)], {"b": 7}, 8, 15, id="what others use is not available"),
+    pytest.param([cq("a", 5, borrow=2), cq("b", 10)], {}, 7, 7, id="borrowingLimit caps above nominal"),
+    pytest.param([cq("a", 5, borrow=2), cq("b", 10)], {"a": 6}, 1, 7, id="borrowingLimit counts what is already borrowed"),
+    pytest.param([cq("a", 5), cq("b", 10, lend=4)], {}, 9, 9, id="lendingLimit caps what a member lends"),
+    pytest.param([cq("a", 5), cq("b", 10, lend=4)], {"b": 6}, 9, 9,
+                 id="a lender's use of its guaranteed part takes nothing from the cohort"),
+    pytest.param([cq("a", 5, lend=0), cq("b", 10)], {"b": 10}, 5, 15,
+                 id="a queue that lends nothing keeps its quota and may still borrow"),
+    pytest.param([cq("a", 5), cq("b", 10)], {"b": 15}, 0, 15, id="available never goes below zero"),
+])
+def test_available_and_potential_follow_kueue(queues: list, usage: dict, available: int, potential: int) -> None:
+    view = UsageOverlay(book_of(*queues, usage=usage))
+    assert view.available("a", FR) == available * 1000
+    assert view.potential_available("a", FR) == potential * 1000
+
+
+def test_an_overlay_never_writes_to_the_book() -> None:
+    book = book_of(cq("a", 5), cq("b", 10), usage={"b": 3})
+    view = UsageOverlay(book)
+    view.add("a", {FR: 9000})
+    assert view.available("b", FR) == 3000 and view.usage("a", FR) == 9000
+    assert book.usage["a"] == {} and book.cohort_usage["c"] == {FR: 3000}
+
+
+def test_editing_a_queue_keeps_its_usage_and_moves_it_between_cohorts() -> None:
+    book = book_of(cq("a", 5), cq("b", 10), usage={"a": 8})
+    book.set_cluster_queue(cq("a", 5, cohort="other"))
+    assert book.usage["a"] == {FR: 8000}
+    assert book.cohort_usage["c"][FR] == 0 and book.cohort_usage["other"] == {FR: 8000}
+
+
+@pytest.mark.parametrize(("resource", "value", "units", "text"), [
+    pytest.param("cpu", "1.5", 1500, "1500m", id="cpu counts in millicores"),
+    pytest.param("cpu", "0.0001", 1, "1m", id="a fraction of a millicore rounds up"),
+    pytest.param("memory", "1Gi", 2**30, "1Gi", id="memory counts in bytes"),
+    pytest.param("nvidia.com/gpu", "2", 2, "2", id="extended resources count whole units"),
+])
+def test_units_round_trip(resource: str, value: str, units: int, text: str) -> None:
+    assert to_units(resource, parse_quantity(value)) == units
+    assert format_units(resource, units) == text
+
+
+def test_a_pending_queue_orders_by_priority_then_time_and_parks_aside() -> None:
+    t0 = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
+    queue = ClusterQueuePending()
+    queue.push("old-low", sort_key(0, t0, "old-low"))
+    queue.push("new-high", sort_key(5, t0 + _dt.timedelta(seconds=9), "new-high"))
+    queue.push("new-low", sort_key(0, t0 + _dt.timedelta(seconds=1), "new-low"))
+    assert queue.head() == "new-high"
+    queue.park("new-high")
+    assert queue.head() == "old-low" and "new-high" in queue and len(queue) == 3
+    queue.remove("old-low")
+    assert queue.head() == "new-low"
+    assert queue.unpark(lambda w: True) == ["new-high"] and queue.head() == "new-high"

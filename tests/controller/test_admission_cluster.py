@@ -1,0 +1,153 @@
+"""Quota admission on the local cluster with the real controller: jobs beyond the quota wait with
+the reason, a finished job lets the next one in, a higher-priority job preempts, ClusterQueue
+status and metrics follow, and kubectl tells the story."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Iterator
+
+import pytest
+import requests
+
+from batchgate.clock import SystemClock
+from controller.adapters.kube import RESOURCES, KubeClient
+from controller.adapters.manager import Controller, ControllerOptions
+from controller.adapters.metrics import ProbeServer
+from tests.controller.builders import a_job
+from tests.controller.cluster import ROOT, eventually, kubectl
+from tests.controller.test_jobs_cluster import cond, workload_of
+
+pytestmark = pytest.mark.timeout(120)
+JOBS, WL, CQ, LQ = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
+KUEUE = "kueue.x-k8s.io/v1beta1"
+
+
+@pytest.fixture(scope="module")
+def cluster(local_cluster: Any) -> Any:
+    kubectl(local_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
+    return local_cluster
+
+
+@pytest.fixture(scope="module")
+def client(cluster: Any) -> Iterator[KubeClient]:
+    c = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def controller(client: KubeClient) -> Iterator[Controller]:
+    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2))
+    ctl.start()
+    assert ctl.wait_synced(20)
+    yield ctl
+    ctl.stop()
+
+
+@pytest.fixture
+def team(client: KubeClient, controller: Controller) -> dict[str, str]:
+    """A namespace with LocalQueue `default-queue` on its own ClusterQueue of 4 cpu (flavor `default`)."""
+    suffix = uuid.uuid4().hex[:6]
+    ns, cq = f"team-{suffix}", f"cq-{suffix}"
+    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        client.create(RESOURCES["ResourceFlavor"], {"apiVersion": KUEUE, "kind": "ResourceFlavor",
+                                                    "metadata": {"name": "default"}})
+    except Exception:  # another test made it already
+        pass
+    client.create(CQ, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
+        "namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}})
+    client.create(LQ, {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "default-queue", "namespace": ns},
+                       "spec": {"clusterQueue": cq}})
+    return {"ns": ns, "cq": cq}
+
+
+def submit(client: KubeClient, ns: str, name: str, cpu: str, **kw: Any) -> dict[str, Any]:
+    job = a_job(name, parallelism=1, cpu=cpu, **kw)
+    job["metadata"]["namespace"] = ns
+    job["metadata"].pop("uid")
+    return client.create(JOBS, job)
+
+
+def running(client: KubeClient, ns: str, name: str) -> bool:
+    return client.get(JOBS, name, ns)["spec"]["suspend"] is False
+
+
+def reason(client: KubeClient, job: dict[str, Any]) -> str:
+    wl = workload_of(client, "Job", job) or {}
+    return next((c["message"] for c in wl.get("status", {}).get("conditions", []) if c["type"] == "QuotaReserved"), "")
+
+
+def test_work_beyond_the_quota_waits_with_its_reason_and_runs_when_room_frees(
+        cluster: Any, client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+    ns, cq = team["ns"], team["cq"]
+    first = submit(client, ns, "first", "3")
+    eventually(lambda: running(client, ns, "first"), what="the first job to be admitted and started")
+    second = submit(client, ns, "second", "2")
+    message = eventually(lambda: reason(client, second), what="the second job's pending reason")
+    assert message == "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed"
+    assert not running(client, ns, "second")
+
+    status = eventually(lambda: (s := client.get(CQ, cq, None).get("status") or {}).get("pendingWorkloads") == 1 and s,
+                        what="the ClusterQueue status")
+    assert (status["reservingWorkloads"], status["admittedWorkloads"]) == (1, 1)
+    assert status["flavorsUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3", "borrowed": "0"}]}]
+    table = kubectl(cluster.kubeconfig, "get", "cq", cq).stdout.splitlines()
+    assert table[1].split()[-1] == "1", "kubectl get cq shows one pending workload"
+    lq = eventually(lambda: (s := (client.get(LQ, "default-queue", ns).get("status") or {})).get("pendingWorkloads") == 1 and s,
+                    what="the LocalQueue status")
+    assert (lq["reservingWorkloads"], lq["admittedWorkloads"]) == (1, 1)
+    assert lq["flavorUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3"}]}]
+
+    client.patch(JOBS, "first", ns, {"status": {"conditions": [
+        {"type": "Complete", "status": "True", "reason": "Done", "message": "done"}]}}, subresource="status")
+    eventually(lambda: running(client, ns, "second"), what="the second job once the first finished")
+    assert cond(workload_of(client, "Job", first), "Finished") == "True"
+    wl = workload_of(client, "Job", second)
+    assert wl["status"]["admission"]["podSetAssignments"] == [
+        {"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}, "count": 1}]
+    described = kubectl(cluster.kubeconfig, "describe", "workload", wl["metadata"]["name"], "-n", ns).stdout
+    assert "Quota reserved in ClusterQueue " + cq in described
+    assert "insufficient unused quota for cpu in flavor default" in described, "the wait is part of the story"
+
+
+def test_a_higher_priority_job_preempts_and_the_victim_waits_again(
+        client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+    ns = team["ns"]
+    client.create(RESOURCES["WorkloadPriorityClass"], {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass",
+                                                       "metadata": {"name": f"high-{ns}"}, "value": 1000})
+    low = submit(client, ns, "low", "4")
+    eventually(lambda: running(client, ns, "low"),
+               what=lambda: f"the low-priority job to run; its Workload: {workload_of(client, 'Job', low)}")
+    high = submit(client, ns, "high", "4", labels={"kueue.x-k8s.io/priority-class": f"high-{ns}"})
+    eventually(lambda: running(client, ns, "high"), timeout=20, what="the high-priority job to run")
+    assert not running(client, ns, "low")
+    victim = workload_of(client, "Job", low)
+    assert cond(victim, "Evicted") == "True" and cond(victim, "Preempted") == "True"
+    (preempted,) = [c for c in victim["status"]["conditions"] if c["type"] == "Preempted"]
+    assert preempted["reason"] == "InClusterQueue"
+    assert preempted["message"] == (f"Preempted to accommodate a workload (UID: {workload_of(client, 'Job', high)['metadata']['uid']})"
+                                    " due to prioritization in the ClusterQueue")
+    assert cond(victim, "QuotaReserved") == "False" and "admission" not in victim["status"]
+
+
+def test_metrics_count_admissions_pending_and_evictions(client: KubeClient, controller: Controller,
+                                                         team: dict[str, str]) -> None:
+    ns, cq = team["ns"], team["cq"]
+    submit(client, ns, "big", "4")
+    submit(client, ns, "waits", "4")
+    eventually(lambda: running(client, ns, "big"))
+    probes = ProbeServer(controller.metrics, controller.healthy, controller.ready, "127.0.0.1", 0)
+    probes.start()
+    try:
+        body = eventually(lambda: (t := requests.get(f"http://127.0.0.1:{probes.port}/metrics", timeout=5).text)
+                          and f'batchgate_pending_workloads{{cluster_queue="{cq}",status="inadmissible"}} 1.0' in t and t,
+                          what="the pending gauge")
+        assert f'batchgate_admitted_workloads_total{{cluster_queue="{cq}"}} 1.0' in body
+        assert "batchgate_admission_cycle_duration_seconds_count" in body
+        assert requests.get(f"http://127.0.0.1:{probes.port}/readyz", timeout=5).status_code == 200
+    finally:
+        probes.stop()

@@ -1,0 +1,164 @@
+"""Kueue's job reconciler as a table: given a job and its Workload, what happens next."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from controller.decisions import job_integration as ji
+from controller.decisions.podsets import JOB_KINDS
+from controller.decisions.workloads import PriorityClasses, desired_workload
+from tests.controller.builders import a_job, corpus
+
+NOW = "2026-01-01T00:00:00Z"
+FLAVORS = {
+    "a100": {"spec": {"nodeLabels": {"gpu": "a100"},
+                      "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}},
+    "default": {"spec": {}},
+}
+
+
+def workload_for(job: dict[str, Any], *conditions: tuple[str, str, str], flavor: str = "a100") -> dict[str, Any]:
+    wl = desired_workload(job, JOB_KINDS[job["kind"]], PriorityClasses())
+    wl["status"] = {"conditions": [{"type": t, "status": s, "reason": r, "message": f"{t} {r}",
+                                    "lastTransitionTime": "2025-12-31T00:00:00Z"} for t, s, r in conditions]}
+    if any(t == "QuotaReserved" and s == "True" for t, s, _ in conditions):
+        wl["status"]["admission"] = {"clusterQueue": "cq-a", "podSetAssignments": [
+            {"name": ps["name"], "flavors": {"cpu": flavor}, "count": ps["count"]} for ps in wl["spec"]["podSets"]]}
+    return wl
+
+
+ADMITTED = (("QuotaReserved", "True", "QuotaReserved"), ("Admitted", "True", "Admitted"))
+EVICTED = (*ADMITTED, ("Evicted", "True", "Preempted"))
+
+
+def running(job: dict[str, Any], active: int = 2) -> dict[str, Any]:
+    job = copy.deepcopy(job)
+    job["spec"]["suspend"] = False
+    job["status"] = {"active": active}
+    return job
+
+
+def done(job: dict[str, Any], type_: str) -> dict[str, Any]:
+    job = copy.deepcopy(job)
+    job["status"] = {"conditions": [{"type": type_, "status": "True", "message": f"job {type_}"}]}
+    return job
+
+
+def decide(job: dict[str, Any], workload: dict[str, Any] | None, **kw: Any) -> list[ji.Action]:
+    return ji.reconcile_job(job, JOB_KINDS[job["kind"]], workload, owner=kw.get("owner"),
+                            classes=PriorityClasses(), flavors=kw.get("flavors", FLAVORS), now=NOW)
+
+
+JOB = a_job()
+
+
+def admitted_then_stopped() -> dict[str, Any]:
+    job = copy.deepcopy(JOB)
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"gpu": "a100"}
+    return job
+
+
+@pytest.mark.parametrize(
+    "job,workload,expected",
+    [
+        pytest.param(JOB, None, ["CreateWorkload"], id="a new suspended job gets a Workload"),
+        pytest.param(running(JOB, 0), None, ["StopJob", "CreateWorkload"],
+                     id="a job found running without a Workload is stopped and gets one"),
+        pytest.param(a_job(queue=None), None, [], id="a job without a queue is left alone"),
+        pytest.param(JOB, workload_for(JOB), [], id="a pending job stays suspended"),
+        pytest.param(running(JOB), workload_for(JOB), ["StopJob"], id="a job running without admission is stopped"),
+        pytest.param(JOB, workload_for(JOB, *ADMITTED), ["StartJob"], id="an admitted job is started"),
+        pytest.param(running(JOB), workload_for(JOB, *ADMITTED), [], id="an admitted running job is left alone"),
+        pytest.param(running(JOB), workload_for(JOB, *EVICTED), ["StopJob"], id="an evicted job is stopped first"),
+        pytest.param(running(JOB, active=2) | {"spec": {**JOB["spec"], "suspend": True}}, workload_for(JOB, *EVICTED), [],
+                     id="an evicted job whose pods still run keeps its quota"),
+        pytest.param(JOB, workload_for(JOB, *EVICTED), ["ReleaseQuota"],
+                     id="an evicted job whose pods are gone releases its quota"),
+        pytest.param(admitted_then_stopped(), workload_for(JOB, *EVICTED), ["RestoreJob", "ReleaseQuota"],
+                     id="a stopped job gets its submitted templates back once suspended"),
+        pytest.param(done(running(JOB, 0), "Complete"), workload_for(JOB, *ADMITTED), ["FinishWorkload"],
+                     id="a completed job finishes its Workload"),
+        pytest.param(done(running(JOB, 0), "Failed"), workload_for(JOB, *ADMITTED), ["FinishWorkload"],
+                     id="a failed job finishes its Workload too"),
+        pytest.param(done(JOB, "Complete"), workload_for(JOB, *ADMITTED, ("Finished", "True", "Succeeded")), [],
+                     id="a finished Workload is left alone"),
+        pytest.param(a_job(parallelism=5), workload_for(JOB), ["ReplaceWorkload"],
+                     id="a waiting job resized since gets a fresh Workload"),
+        pytest.param(a_job(parallelism=5), workload_for(JOB, *ADMITTED), ["StartJob"],
+                     id="a Workload holding quota is never replaced"),
+        pytest.param(a_job(cpu="plenty"), None, ["Invalid"], id="a job with unreadable requests gets a warning"),
+    ],
+)
+def test_reconcile_job(job: dict[str, Any], workload: dict[str, Any] | None, expected: list[str]) -> None:
+    assert [type(a).__name__ for a in decide(job, workload)] == expected
+
+
+def test_starting_injects_the_flavor_node_labels_and_tolerations() -> None:
+    (start,) = decide(JOB, workload_for(JOB, *ADMITTED))
+    assert isinstance(start, ji.StartJob) and start.message == "Admitted by clusterQueue cq-a"
+    pod = start.job["spec"]["template"]["spec"]
+    assert start.job["spec"]["suspend"] is False
+    assert pod["nodeSelector"] == {"gpu": "a100"}
+    assert pod["tolerations"] == [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert "nodeSelector" not in JOB["spec"]["template"]["spec"], "the observed job is not modified"
+
+
+def test_stopping_suspends_first_and_restores_the_submitted_templates_after() -> None:
+    (start,) = decide(JOB, workload_for(JOB, *ADMITTED))
+    started = running(dict(start.job))
+    (stop,) = decide(started, workload_for(JOB, *EVICTED))
+    assert isinstance(stop, ji.StopJob) and stop.job["spec"]["suspend"] is True
+    assert stop.job["spec"]["template"] == started["spec"]["template"], "a running job's template cannot change"
+    restore, _ = decide(running(dict(stop.job), active=0) | {"spec": stop.job["spec"]}, workload_for(JOB, *EVICTED))
+    assert isinstance(restore, ji.RestoreJob)
+    assert restore.job["spec"]["template"] == JOB["spec"]["template"]
+
+
+def test_an_admitted_appwrapper_gets_pod_set_infos_per_component() -> None:
+    aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
+    aw["spec"]["suspend"] = True
+    (start,) = decide(aw, workload_for(aw, *ADMITTED))
+    assert isinstance(start, ji.StartJob)
+    infos = start.job["spec"]["components"][0]["podSetInfos"]
+    assert infos == [{"nodeSelector": {"gpu": "a100"}, "tolerations": [FLAVORS["a100"]["spec"]["tolerations"][0]]}] * 2
+    assert start.job["spec"]["suspend"] is False
+
+
+def test_a_pytorchjob_is_started_through_its_run_policy() -> None:
+    job = corpus("mlbatch/pytorchjob.yaml")
+    job["spec"]["runPolicy"] = {"suspend": True}
+    (start,) = decide(job, workload_for(job, *ADMITTED, flavor="default"))
+    assert isinstance(start, ji.StartJob) and start.job["spec"]["runPolicy"]["suspend"] is False
+
+
+def test_releasing_quota_after_preemption_marks_the_workload_requeued() -> None:
+    (release,) = decide(JOB, workload_for(JOB, *EVICTED))
+    assert isinstance(release, ji.ReleaseQuota)
+    status = release.status_patch["status"]
+    assert status["admission"] is None
+    by_type = {c["type"]: c for c in status["conditions"]}
+    assert (by_type["QuotaReserved"]["status"], by_type["QuotaReserved"]["reason"]) == ("False", "Pending")
+    assert by_type["Requeued"]["status"] == "True"
+    assert by_type["Evicted"]["status"] == "True", "eviction stays recorded"
+
+
+def test_finishing_copies_the_job_outcome() -> None:
+    (finish,) = decide(done(JOB, "Failed"), workload_for(JOB, *ADMITTED))
+    assert isinstance(finish, ji.FinishWorkload) and finish.reason == "Failed"
+    (cond,) = [c for c in finish.status_patch["status"]["conditions"] if c["type"] == "Finished"]
+    assert (cond["status"], cond["reason"], cond["message"], cond["lastTransitionTime"]) == ("True", "Failed", "job Failed", NOW)
+
+
+def test_a_missing_flavor_is_reported_not_crashed_on() -> None:
+    (invalid,) = decide(JOB, workload_for(JOB, *ADMITTED), flavors={})
+    assert isinstance(invalid, ji.Invalid) and invalid.message == 'ResourceFlavor "a100" not found'
+
+
+def test_a_condition_keeps_its_time_unless_its_status_changes() -> None:
+    wl = {"status": {"conditions": [{"type": "A", "status": "True", "lastTransitionTime": "old"}]}}
+    merged = ji.merge_conditions(wl, [{"type": "A", "status": "True", "lastTransitionTime": "new"},
+                                      {"type": "B", "status": "False", "lastTransitionTime": "new"}])
+    assert [(c["type"], c["lastTransitionTime"]) for c in merged] == [("A", "old"), ("B", "new")]

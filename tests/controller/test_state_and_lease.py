@@ -1,0 +1,114 @@
+"""The pure cache (events, relists, assumptions) and the Lease decision."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.decisions.leader_election import LeaseTiming, decide_lease, micro_time
+from controller.state.cache import ObjectCache, ObjectKey
+
+
+def obj(name: str, rv: str, ns: str = "ns", **extra: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, "resourceVersion": rv}, **extra}
+
+
+def test_events_become_changes_and_replays_do_not() -> None:
+    cache = ObjectCache()
+    first = cache.apply("Job", "ADDED", obj("a", "1"))
+    assert first is not None and (first.type, first.old) == ("ADDED", None)
+    assert cache.apply("Job", "MODIFIED", obj("a", "1")) is None, "same version twice is no news"
+    second = cache.apply("Job", "MODIFIED", obj("a", "2"))
+    assert second is not None and second.type == "MODIFIED" and second.old["metadata"]["resourceVersion"] == "1"
+    gone = cache.apply("Job", "DELETED", obj("a", "3"))
+    assert gone is not None and gone.type == "DELETED" and cache.get("Job", "ns", "a") is None
+    assert cache.apply("Job", "DELETED", obj("a", "3")) is None
+
+
+def test_a_relist_reports_exactly_what_changed_while_we_were_away() -> None:
+    cache = ObjectCache()
+    cache.replace("Job", [obj("kept", "1"), obj("edited", "1"), obj("deleted", "1")])
+    changes = cache.replace("Job", [obj("kept", "1"), obj("edited", "5"), obj("new", "6")])
+    assert sorted((c.type, c.key.name) for c in changes) == [("ADDED", "new"), ("DELETED", "deleted"), ("MODIFIED", "edited")]
+    assert sorted(o["metadata"]["name"] for o in cache.list("Job")) == ["edited", "kept", "new"]
+
+
+def test_an_assumption_shadows_the_observed_object_until_its_next_event() -> None:
+    cache = ObjectCache()
+    cache.apply("Workload", "ADDED", obj("w", "1"))
+    cache.assume("Workload", obj("w", "1", status={"admission": {"clusterQueue": "cq"}}))
+    assert cache.get("Workload", "ns", "w")["status"]["admission"]["clusterQueue"] == "cq"
+    assert cache.snapshot(["Workload"])["Workload"][ObjectKey("Workload", "ns", "w")]["status"]
+    cache.apply("Workload", "MODIFIED", obj("w", "2"))
+    assert "status" not in cache.get("Workload", "ns", "w")
+
+
+def test_forget_drops_an_assumption_whose_write_failed() -> None:
+    cache = ObjectCache()
+    cache.assume("Workload", obj("w", "1"))
+    assert [o["metadata"]["name"] for o in cache.list("Workload")] == ["w"]
+    cache.forget(ObjectKey("Workload", "ns", "w"))
+    assert cache.list("Workload") == []
+
+
+def test_snapshots_are_read_only() -> None:
+    cache = ObjectCache()
+    cache.apply("Job", "ADDED", obj("a", "1"))
+    view = cache.snapshot()
+    with pytest.raises(TypeError):
+        view["Job"][ObjectKey("Job", "ns", "b")] = {}  # type: ignore[index]
+
+
+events = st.lists(st.tuples(st.sampled_from(["ADDED", "MODIFIED", "DELETED"]), st.sampled_from("abc"),
+                            st.integers(1, 50)), max_size=30)
+
+
+@given(history=events)
+def test_after_any_history_a_relist_of_the_truth_converges(history: list[tuple[str, str, int]]) -> None:
+    truth: dict[str, dict[str, Any]] = {}
+    cache = ObjectCache()
+    for index, (kind, name, _) in enumerate(history):
+        o = obj(name, str(index))
+        if kind == "DELETED":
+            truth.pop(name, None)
+        else:
+            truth[name] = o
+        if index % 3:  # some events are missed, as when a watch breaks
+            cache.apply("Job", kind, o)
+    cache.replace("Job", list(truth.values()))
+    assert sorted(map(repr, cache.list("Job"))) == sorted(map(repr, truth.values()))
+
+
+NOW = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+T = LeaseTiming()
+
+
+def lease(holder: str, renewed: dt.datetime, transitions: int = 0) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": "7"}, "spec": {
+        "holderIdentity": holder, "leaseDurationSeconds": 15, "acquireTime": micro_time(renewed),
+        "renewTime": micro_time(renewed), "leaseTransitions": transitions}}
+
+
+@pytest.mark.parametrize(
+    "observed,expected_action,expected_holder,transitions",
+    [
+        pytest.param(None, "create", "me", 0, id="with no lease the candidate creates it"),
+        pytest.param(lease("me", NOW - dt.timedelta(seconds=5)), "renew", "me", 0, id="the holder renews"),
+        pytest.param(lease("other", NOW - dt.timedelta(seconds=10)), "wait", "other", None,
+                     id="a live lease held by another makes the candidate wait"),
+        pytest.param(lease("other", NOW - dt.timedelta(seconds=16), 2), "acquire", "me", 3,
+                     id="an expired lease is taken over and the transition counted"),
+        pytest.param(lease("", NOW), "acquire", "me", 0, id="a released lease is free"),
+    ],
+)
+def test_lease_decisions(observed: dict[str, Any] | None, expected_action: str, expected_holder: str,
+                         transitions: int | None) -> None:
+    decision = decide_lease(observed, "me", NOW, T)
+    assert (decision.action, decision.holder) == (expected_action, expected_holder)
+    if transitions is not None:
+        assert decision.spec is not None and decision.spec["leaseTransitions"] == transitions
+        assert decision.spec["renewTime"] == "2026-01-01T12:00:00.000000Z"
