@@ -1,6 +1,7 @@
-"""The node lifecycle controller and taint manager: taints nodes that are NotReady, silent or
-cordoned, marks silent nodes Ready=Unknown, and evicts pods that do not tolerate a NoExecute
-taint once their toleration time is up (marking them DisruptionTarget first, as v1.32 does)."""
+"""The node lifecycle controller, taint manager and pod GC: taints nodes that are NotReady, silent
+or cordoned, marks silent nodes Ready=Unknown, evicts pods that do not tolerate a NoExecute taint
+once their toleration time is up (marking them DisruptionTarget first, as v1.32 does), and fails
+and removes pods bound to a node that was deleted."""
 
 from __future__ import annotations
 
@@ -47,16 +48,23 @@ class NodeLifecycle(Controller):
 
     async def sync(self, key: str) -> dt.timedelta | None:
         node = self.nodes.get("", key)
-        if node is None:
-            return None
         now = self.now()
+        if node is None:  # pod GC: pods bound to a node that no longer exists fail and go
+            for pod in [p for p in self.pods.values() if (p.get("spec") or {}).get("nodeName") == key]:
+                meta = pod["metadata"]
+                await self._evict(meta.get("namespace", ""), meta["name"], "PodGC: node no longer exists", True, now,
+                                  reason="DeletionByPodGC", component="pod-garbage-collector")
+            return None
         disrupted = full_disruption([unhealthy(n, self._renewed(n), now) for n in self.nodes.values()])
         if disrupted and not self.disrupted:
             log.warning("all nodes are not ready: entering full disruption mode, no evictions")
         self.disrupted = disrupted
         health = node_health(node, self._renewed(node), now, disrupted=disrupted)
         if _taint_keys(health.taints) != _taint_keys((node.get("spec") or {}).get("taints") or []):
-            self.nodes.remember(await ignore_gone(self.api.patch(NODES.path(None, key), {"spec": {"taints": health.taints}})))
+            # conditional on the version read, so a taint a user adds meanwhile is not lost (409: try again)
+            body = {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion")},
+                    "spec": {"taints": health.taints}}
+            self.nodes.remember(await self.api.patch(NODES.path(None, key), body))
         if health.ready_unknown:
             conditions = [
                 {**c, "status": "Unknown", "reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status.",
@@ -74,19 +82,21 @@ class NodeLifecycle(Controller):
         waits = [t - now for t in (health.wake_at, wake) if t is not None]
         return min(waits) if waits else None
 
-    async def _evict(self, namespace: str, name: str, message: str, silent: bool, now: dt.datetime) -> None:
+    async def _evict(self, namespace: str, name: str, message: str, silent: bool, now: dt.datetime, *,
+                     reason: str = "DeletionByTaintManager", component: str = "taint-eviction-controller") -> None:
         pod = self.pods.get(namespace, name)
         if pod is None:
             return
         conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+        conditions.append({"type": "DisruptionTarget", "status": "True", "reason": reason,
                            "message": message, "lastTransitionTime": format_time(now)})
         status: dict[str, Any] = {"conditions": conditions}
         if silent:  # nobody on that node will stop the pod: mark it failed, as pod GC would
             status["phase"] = "Failed"
         await ignore_gone(self.api.patch(PODS.path(namespace, name, "status"), {"status": status}))
-        await record(self.api, pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {namespace}/{name}",
-                     "taint-eviction-controller", now)
+        if reason == "DeletionByTaintManager":
+            await record(self.api, pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {namespace}/{name}",
+                         component, now)
         await ignore_gone(self.api.delete(PODS.path(namespace, name)))
 
 

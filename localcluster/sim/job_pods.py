@@ -39,6 +39,7 @@ class JobSpec:
     suspend: bool
     ttl_after_finished: int | None
     pod_failure_rules: tuple[Obj, ...]
+    replace_terminating: bool  # podReplacementPolicy TerminatingOrFailed (the default without a podFailurePolicy)
 
 
 def job_spec(job: Obj) -> JobSpec:
@@ -61,6 +62,8 @@ def job_spec(job: Obj) -> JobSpec:
         suspend=bool(spec.get("suspend")),
         ttl_after_finished=spec.get("ttlSecondsAfterFinished"),
         pod_failure_rules=tuple(((spec.get("podFailurePolicy") or {}).get("rules")) or ()),
+        replace_terminating=(spec.get("podReplacementPolicy")
+                             or ("Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")) != "Failed",
     )
 
 

@@ -99,7 +99,7 @@ def finished_condition(status: Obj) -> Obj | None:
     return None
 
 
-def _ttl(job: Obj, spec: JobSpec, status: dict[str, Any], now: dt.datetime) -> JobStep:
+def _ttl(spec: JobSpec, status: dict[str, Any], now: dt.datetime) -> JobStep:
     step = JobStep(status)
     cond = finished_condition(status)
     if spec.ttl_after_finished is None or cond is None:
@@ -118,7 +118,7 @@ def reconcile(job: Obj, pods: Sequence[Obj], now: dt.datetime) -> JobStep:
     status: dict[str, Any] = {k: v for k, v in (job.get("status") or {}).items()}
     status.setdefault("uncountedTerminatedPods", {})
     if finished_condition(status):
-        step = _ttl(job, spec, status, now)
+        step = _ttl(spec, status, now)
         step.uncount = [_name(p) for p in pods if _tracked(p) and not _active(p)]
         step.deletes = [_name(p) for p in pods if _active(p)]
         return step
@@ -205,10 +205,11 @@ def reconcile(job: Obj, pods: Sequence[Obj], now: dt.datetime) -> JobStep:
 
     # 5. Keep the right number of pods running, after the failure backoff.
     wait = _backoff_left(pods, failed, succeeded, now)
+    held = [] if spec.replace_terminating else terminating  # podReplacementPolicy Failed: wait for them to end
     if spec.indexed:
-        _sync_indexed(job, spec, active, pods, completed | failed_indexes, step, wait)
+        _sync_indexed(job, spec, active, held, pods, completed | failed_indexes, step, wait)
     else:
-        _sync_plain(job, spec, active, succeeded, step, wait)
+        _sync_plain(job, spec, active, len(held), succeeded, step, wait)
     remaining = [p for p in active if _name(p) not in step.deletes]
     return _finish_status(step, status, conditions, remaining, terminating + [p for p in active if _name(p) in step.deletes])
 
@@ -254,11 +255,12 @@ def _backoff_left(pods: Sequence[Obj], failed: int, succeeded: int, now: dt.date
 
 def _surplus(active: Sequence[Obj], count: int) -> list[str]:
     """The pods to remove first: not ready, then newest."""
-    ranked = sorted(active, key=lambda p: (_ready(p), (p.get("metadata") or {}).get("creationTimestamp") or ""), )
+    ranked = sorted(active, key=lambda p: (_ready(p), (p.get("metadata") or {}).get("creationTimestamp") or ""))
     return [_name(p) for p in ranked[:count]]
 
 
-def _sync_plain(job: Obj, spec: JobSpec, active: Sequence[Obj], succeeded: int, step: JobStep, wait: dt.timedelta) -> None:
+def _sync_plain(job: Obj, spec: JobSpec, active: Sequence[Obj], held: int, succeeded: int, step: JobStep,
+                wait: dt.timedelta) -> None:
     if spec.completions is None:
         wanted = spec.parallelism if succeeded == 0 else 0
     else:
@@ -266,15 +268,15 @@ def _sync_plain(job: Obj, spec: JobSpec, active: Sequence[Obj], succeeded: int, 
     if len(active) > wanted:
         step.deletes = _surplus(active, len(active) - wanted)
         step.uncount += step.deletes
-    elif len(active) < wanted:
+    elif len(active) + held < wanted:
         if wait > dt.timedelta(0):
             step.wake(wait)
             return
-        step.creates = [new_pod(job, None) for _ in range(wanted - len(active))]
+        step.creates = [new_pod(job, None) for _ in range(wanted - len(active) - held)]
 
 
-def _sync_indexed(job: Obj, spec: JobSpec, active: Sequence[Obj], pods: Sequence[Obj], finished: set[int],
-                  step: JobStep, wait: dt.timedelta) -> None:
+def _sync_indexed(job: Obj, spec: JobSpec, active: Sequence[Obj], held: Sequence[Obj], pods: Sequence[Obj],
+                  finished: set[int], step: JobStep, wait: dt.timedelta) -> None:
     completions = spec.completions or 0
     by_index: dict[int, list[Obj]] = {}
     for pod in active:
@@ -286,7 +288,8 @@ def _sync_indexed(job: Obj, spec: JobSpec, active: Sequence[Obj], pods: Sequence
             step.deletes += _surplus(group, len(group) - keep)
     step.uncount += step.deletes
     running = sum(1 for i in by_index if 0 <= i < completions and i not in finished)
-    missing = [i for i in range(completions) if i not in finished and i not in by_index]
+    waiting = {pod_index(p) for p in held}
+    missing = [i for i in range(completions) if i not in finished and i not in by_index and i not in waiting]
     room = max(spec.parallelism - running, 0)
     if not missing or not room:
         return

@@ -290,7 +290,7 @@ def reconcile(job: Obj, pods: Sequence[Obj], services: Sequence[Obj], now: dt.da
                 tally["succeeded"] += 1
             elif phase == "Failed":
                 tally["failed"] += 1
-    conditions = _job_conditions(job, ref, specs, counts, conditions, status, now, step)
+    conditions = _job_conditions(ref, specs, counts, conditions, status, now, step)
     if _true(conditions, "Succeeded") or _true(conditions, "Failed"):
         step.delete_pods = sorted(set(step.delete_pods) | set(_cleanup(run_policy, live)))
         step.create_pods, step.create_services = [], []
@@ -300,7 +300,7 @@ def reconcile(job: Obj, pods: Sequence[Obj], services: Sequence[Obj], now: dt.da
     return step
 
 
-def _job_conditions(job: Obj, ref: str, specs: Mapping[str, Obj], counts: Mapping[str, Mapping[str, int]],
+def _job_conditions(ref: str, specs: Mapping[str, Obj], counts: Mapping[str, Mapping[str, int]],
                     conditions: list, status: dict[str, Any], now: dt.datetime, step: PyTorchStep) -> list:
     has_master = "Master" in specs
     for rtype, spec in specs.items():

@@ -1,6 +1,6 @@
 """We test nodes on the running cluster: registration with capacity and leases, a node turned
 NotReady or unreachable by a label getting the upstream taints and its pods evicted after their
-toleration time, recovery, and kubectl drain."""
+toleration time, recovery, kubectl drain/taint/label, and pod GC for a deleted node."""
 
 from __future__ import annotations
 
@@ -104,3 +104,16 @@ def test_kubectl_taint_and_label_node(sim_api, sim_kubectl, ns):
         sim_kubectl("taint", "node", "cpu-0", "maintenance-")
         sim_kubectl("label", "node", "cpu-0", "team-")
     assert eventually(lambda: core(sim_api).read_namespaced_pod("p", ns).spec.node_name == "cpu-0")
+
+
+def test_pods_of_a_deleted_node_fail_and_go(sim_api, ns):
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"ghost-{ns}"}}
+    core(sim_api).create_node(node)
+    core(sim_api).patch_node_status(node["metadata"]["name"], {"status": {"capacity": {"cpu": "4", "pods": "10"},
+                                                                          "allocatable": {"cpu": "4", "pods": "10"}}})
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"nodeName": node["metadata"]["name"], "containers": [{"name": "main", "image": "busybox"}]}}
+    core(sim_api).create_namespaced_pod(ns, body)
+    eventually(lambda: core(sim_api).read_namespaced_pod("p", ns).status.phase == "Running")
+    core(sim_api).delete_node(node["metadata"]["name"])
+    assert eventually(lambda: pod_names(sim_api, ns) == [])

@@ -153,7 +153,7 @@ def test_kubectl_delete_stops_a_running_pod_within_its_grace_period(sim_api, sim
     assert pod.metadata.deletion_grace_period_seconds == 30 and pod.metadata.deletion_timestamp
     stopped = eventually(lambda: (p := read(sim_api, ns, "held")).status.phase == "Failed" and p)
     assert stopped.status.container_statuses[0].state.terminated.exit_code == 143
-    assert "Killing" in [r for r, _ in events(sim_api, ns, "held")]
+    assert eventually(lambda: "Killing" in [r for r, _ in events(sim_api, ns, "held")])
     client.CoreV1Api(sim_api).patch_namespaced_pod("held", ns, {"metadata": {"finalizers": None}})
     assert eventually(lambda: [p.metadata.name for p in client.CoreV1Api(sim_api).list_namespaced_pod(ns).items] == [])
 

@@ -247,3 +247,24 @@ def test_never_more_active_pods_than_parallelism_nor_than_completions_left(phase
     running = sum(1 for p in phases if p == "Running") - len(step.deletes) + len(step.creates)
     assert running <= parallelism
     assert running <= max(completions - step.status["succeeded"], 0)
+
+
+@pytest.mark.parametrize(
+    ("spec", "created"),
+    [
+        pytest.param(dict(), 1, id="by default a terminating pod is replaced at once"),
+        pytest.param(dict(podReplacementPolicy="Failed"), 0, id="podReplacementPolicy Failed waits for it to end"),
+        pytest.param(dict(podFailurePolicy={"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}),
+                     0, id="a podFailurePolicy makes Failed the default"),
+    ],
+)
+def test_pod_replacement_policy(spec, created):
+    job = a_job(**spec)
+    step = reconcile(job, [job_pod(job, "leaving", deleting=True)], at(5))
+    assert (len(step.creates), step.status["terminating"]) == (created, 1)
+
+
+def test_an_indexed_job_waits_for_a_terminating_index_under_policy_failed():
+    job = a_job(completions=2, parallelism=2, completionMode="Indexed", podReplacementPolicy="Failed")
+    step = reconcile(job, [job_pod(job, "i0", index=0, deleting=True), job_pod(job, "i1", index=1)], at(5))
+    assert step.creates == []
