@@ -93,7 +93,9 @@ def indexed_job(name: str, framework: str, completions: int, args: dict[str, Any
 def pods_env(kubectl: Kubectl, job: str, count: int, timeout: float = 30.0) -> dict[str, dict[str, str]]:
     """Wait for the Job's pods, then read hostname and env with jsonpath: {hostname: {name: value}}.
 
-    Only literal values: the Job controller's own JOB_COMPLETION_INDEX is a fieldRef.
+    Only literal values: the Job controller's own JOB_COMPLETION_INDEX is a fieldRef. A loaded
+    machine can stall the sped-up kubelets long enough for a pod to fail and be replaced; the
+    replacement of an index must then carry exactly the same env as the pod it replaces.
     """
     jsonpath = '{range .items[*]}{.spec.hostname}{"\\t"}{.spec.containers[0].env}{"\\n"}{end}'
     deadline = time.monotonic() + timeout
@@ -101,11 +103,17 @@ def pods_env(kubectl: Kubectl, job: str, count: int, timeout: float = 30.0) -> d
         out = kubectl("get", "pods", "-n", NAMESPACE, "-l", f"{keys.JOB_NAME_LABEL}={job}",
                       "-o", f"jsonpath={jsonpath}").stdout
         rows = [line.split("\t", 1) for line in out.splitlines() if line.strip()]
-        if len(rows) >= count or time.monotonic() > deadline:
+        by_host: dict[str, list[dict[str, str]]] = {}
+        for host, env in rows:
+            literal = {e["name"]: e["value"] for e in json.loads(env or "[]") if "value" in e}
+            by_host.setdefault(host, []).append(literal)
+        if len(by_host) >= count or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert len(rows) == count, out
-    return {host: {e["name"]: e["value"] for e in json.loads(env or "[]") if "value" in e} for host, env in rows}
+    assert len(by_host) == count, out
+    for host, envs in by_host.items():
+        assert all(env == envs[0] for env in envs), f"pods of {host} disagree: {envs}"
+    return {host: envs[0] for host, envs in by_host.items()}
 
 
 def test_a_pytorch_indexed_job_on_the_local_cluster_gets_master_world_size_and_ranks(kubectl: Kubectl) -> None:
