@@ -14,13 +14,12 @@ import functools
 import json
 import ssl
 import uuid
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
-import jsonpatch
 
 from localcluster.admission_match import (
     AdmissionAttributes,
@@ -28,12 +27,16 @@ from localcluster.admission_match import (
     Answer,
     BadPatch,
     CallError,
+    apply_patch,
+    conditions_hold,
     denial_status,
     dry_run_unsupported,
+    in_version,
     internal_error,
     read_answer,
     review_request,
     review_version,
+    sent_version,
     timeout_seconds,
     webhook_matches,
 )
@@ -116,7 +119,7 @@ class WebhookDispatcher:
                 continue
             _collect(warnings, result)
             if not result.allowed:
-                raise AdmissionDenied(denial_status(hook["name"], result.status))
+                raise AdmissionDenied(denial_status(hook.get("name", ""), result.status))
 
     def _matching(self, kind: str, attrs: AdmissionAttributes, obj: dict[str, Any] | None,
                   old: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -127,38 +130,43 @@ class WebhookDispatcher:
 
     async def _mutate_once(self, hook: dict[str, Any], attrs: AdmissionAttributes, obj: dict[str, Any] | None,
                            old: dict[str, Any] | None, warnings: list[str] | None) -> dict[str, Any] | None:
+        name = hook.get("name", "")
         answer = await self._consult(hook, attrs, obj, old, mutating=True)
         if answer is None:
             return obj
         _collect(warnings, answer)
         if not answer.allowed:
-            raise AdmissionDenied(denial_status(hook["name"], answer.status))
+            raise AdmissionDenied(denial_status(name, answer.status))
         if not answer.patch:
             return obj
         if obj is None or attrs.operation == "DELETE":
-            raise AdmissionDenied(internal_error(f'admission webhook "{hook["name"]}" returned a patch '
-                                                 f"for a {attrs.operation} request, which has no object to patch"))
+            raise AdmissionDenied(internal_error(f'admission webhook "{name}" returned a patch for a '
+                                                 f"{attrs.operation} request, which has no object to patch"))
+        sent = sent_version(hook, attrs)
         try:
-            patched = jsonpatch.JsonPatch(answer.patch).apply(obj)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as err:
-            raise AdmissionDenied(internal_error(f"JSONPatch from webhook \"{hook['name']}\" failed: {err}")) from None
-        if not isinstance(patched, dict):
-            raise AdmissionDenied(internal_error(f"JSONPatch from webhook \"{hook['name']}\" replaced the object"))
-        return patched
+            patched = apply_patch(in_version(obj, attrs.group, sent) or {}, answer.patch)
+        except BadPatch as err:
+            raise AdmissionDenied(internal_error(f'webhook "{name}": {err}')) from None
+        return in_version(patched, attrs.group, attrs.version)
 
     async def _consult(self, hook: dict[str, Any], attrs: AdmissionAttributes, obj: dict[str, Any] | None,
                        old: dict[str, Any] | None, mutating: bool) -> Answer | None:
         """Call one webhook; None when a call failure is ignored by failurePolicy Ignore."""
         name = hook.get("name", "")
-        if hook.get("matchConditions"):
-            return self._failed(hook, CallError("failed to evaluate match conditions: the local cluster does not "
-                                                "evaluate CEL expressions"))
+        sent = sent_version(hook, attrs)
+        conditions = hook.get("matchConditions")
+        if conditions:
+            try:
+                if not conditions_hold(conditions, review_request("v1", "", attrs, obj, old, sent)["request"]):
+                    return None  # a false condition: the webhook is not called
+            except CallError as err:
+                return self._failed(hook, err)
         if attrs.dry_run and hook.get("sideEffects") not in SAFE_ON_DRY_RUN:
             raise AdmissionDenied(dry_run_unsupported(name))
         try:
             version = review_version(hook)
             uid = str(uuid.uuid4())
-            body = json.dumps(review_request(version, uid, attrs, obj, old)).encode()
+            body = json.dumps(review_request(version, uid, attrs, obj, old, sent)).encode()
             reply = await self._post(hook.get("clientConfig") or {}, body, timeout_seconds(hook))
             return read_answer(reply, version, uid, mutating)
         except BadPatch as err:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from localcluster import tables, views
+from localcluster import scale, tables, views
 from localcluster.codec import parse_bool, parse_int, wants_table
 from localcluster.errors import bad_request, expired, not_found
 from localcluster.responses import Context, json_response, raw_response
@@ -29,10 +29,11 @@ def view_bytes(rt: ResourceType, entry: Entry) -> bytes:
     """The stored object as this resource version shows it, serialised."""
     if views.is_plain(rt):
         return entry.raw
-    return json.dumps(views.from_storage(rt, entry.obj), separators=(",", ":")).encode()
+    return json.dumps(views.from_storage(rt, entry.copy()), separators=(",", ":")).encode()
 
 
 def view_obj(rt: ResourceType, entry: Entry) -> dict[str, Any]:
+    """The object as this version shows it, without managedFields (tables, scale, selectors)."""
     return views.from_storage(rt, entry.obj) if not views.is_plain(rt) else entry.obj
 
 
@@ -45,6 +46,8 @@ def get_object(server: ApiServer, ctx: Context) -> web.Response:
         raise not_found(t.rt.group, t.rt.plural, t.name)
     if t.subresource == "log":
         return pod_log(entry.obj, ctx.query.get("container"), server.clock.now())
+    if t.subresource == "scale":
+        return json_response(scale.to_scale(t.rt, view_obj(t.rt, entry)))
     if wants_table(ctx.accept):
         return json_response(tables.table(t.rt, [view_obj(t.rt, entry)], server.clock.now(), str(entry.rv),
                                           ctx.query.get("includeObject", "Metadata")), "application/json")
@@ -86,16 +89,42 @@ def _parse_continue(token: str) -> tuple[int, tuple[str, str]]:
         raise bad_request("continue key is not valid: illegal base64 data at input byte 0") from None
 
 
-def matching_entries(server: ApiServer, ctx: Context) -> list[Entry]:
+def _key(entry: Entry) -> tuple[str, str]:
+    meta = entry.obj["metadata"]
+    return (meta.get("namespace", ""), meta["name"])
+
+
+def matching_entries(server: ApiServer, ctx: Context, after: tuple[str, str] | None = None,
+                     limit: int = 0) -> tuple[list[Entry], int | None]:
+    """Objects in key order that the selectors match, after the `continue` key if one is given.
+
+    With a limit, at most limit+1 are returned (the extra one says there is more), and the count
+    of what remains after the page when no selector makes it unknowable without a full scan.
+    """
     t = ctx.target
     entries = server.store.list(views.storage_key(t.rt), t.namespace)
+    if after is not None:
+        low, high = 0, len(entries)
+        while low < high:
+            mid = (low + high) // 2
+            if _key(entries[mid]) <= after:
+                low = mid + 1
+            else:
+                high = mid
+        entries = entries[low:]
     match = selector(ctx)
-    if match is not None:
-        if views.is_plain(t.rt):
-            entries = [e for e in entries if match(e.obj)]
-        else:
-            entries = [e for e in entries if match(views.from_storage(t.rt, e.obj))]
-    return entries
+    if match is None:
+        if limit > 0 and len(entries) > limit:
+            return entries[:limit + 1], len(entries) - limit
+        return entries, None
+    plain = views.is_plain(t.rt)
+    found = []
+    for entry in entries:
+        if match(entry.obj if plain else views.from_storage(t.rt, entry.obj)):
+            found.append(entry)
+            if limit > 0 and len(found) > limit:
+                break
+    return found, None
 
 
 def list_objects(server: ApiServer, ctx: Context) -> web.Response:
@@ -111,22 +140,19 @@ def list_objects(server: ApiServer, ctx: Context) -> web.Response:
     limit = parse_int(ctx.query.get("limit"), "limit") or 0
     token = ctx.query.get("continue", "")
     list_rv = server.store.rv
-    entries = matching_entries(server, ctx)
-    entries.sort(key=lambda e: (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]))
+    after: tuple[str, str] | None = None
     if token:
         list_rv, after = _parse_continue(token)
         if list_rv < server.store.rv - 100_000:
             raise expired("The provided continue parameter is too old to display a consistent list result. "
                           "You can start a new list without the continue parameter.")
-        entries = [e for e in entries
-                   if (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]) > after]
+    entries, remaining = matching_entries(server, ctx, after, limit)
     meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
     if limit > 0 and len(entries) > limit:
-        rest = len(entries) - limit
         entries = entries[:limit]
-        last = entries[-1].obj["metadata"]
-        meta["continue"] = _continue_token(list_rv, (last.get("namespace", ""), last["name"]))
-        meta["remainingItemCount"] = rest
+        meta["continue"] = _continue_token(list_rv, _key(entries[-1]))
+        if remaining is not None:
+            meta["remainingItemCount"] = remaining
     if wants_table(ctx.accept):
         objects = [view_obj(rt, e) for e in entries]
         doc = tables.table(rt, objects, server.clock.now(), str(list_rv), ctx.query.get("includeObject", "Metadata"))

@@ -29,6 +29,7 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     storage_version: str = ""
+    scale_paths: tuple[str, str, str] = ()  # CRD scale: specReplicasPath, statusReplicasPath, labelSelectorPath
 
     @property
     def singular(self) -> str:
@@ -85,9 +86,9 @@ BUILTINS: tuple[ResourceType, ...] = (
     _r("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, short=("pvc",), sub=("status",)),
     _r("", "v1", "resourcequotas", "ResourceQuota", True, short=("quota",), sub=("status",)),
     _r("", "v1", "limitranges", "LimitRange", True, short=("limits",)),
-    _r("apps", "v1", "deployments", "Deployment", True, short=("deploy",), cats=ALL, sub=("status",)),
-    _r("apps", "v1", "replicasets", "ReplicaSet", True, short=("rs",), cats=ALL, sub=("status",)),
-    _r("apps", "v1", "statefulsets", "StatefulSet", True, short=("sts",), cats=ALL, sub=("status",)),
+    _r("apps", "v1", "deployments", "Deployment", True, short=("deploy",), cats=ALL, sub=("status", "scale")),
+    _r("apps", "v1", "replicasets", "ReplicaSet", True, short=("rs",), cats=ALL, sub=("status", "scale")),
+    _r("apps", "v1", "statefulsets", "StatefulSet", True, short=("sts",), cats=ALL, sub=("status", "scale")),
     _r("apps", "v1", "daemonsets", "DaemonSet", True, short=("ds",), cats=ALL, sub=("status",)),
     _r("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     _r("batch", "v1", "jobs", "Job", True, cats=ALL, sub=("status",)),
@@ -111,10 +112,6 @@ BUILTINS: tuple[ResourceType, ...] = (
     _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
 )
-
-# Resources with no storage of their own: they act on a request and answer it.
-VIRTUAL = {("", "bindings"), ("authentication.k8s.io", "selfsubjectreviews"),
-           ("authorization.k8s.io", "selfsubjectaccessreviews")}
 
 # Group order as a real server lists them in /apis.
 GROUP_ORDER = ("apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch",
@@ -149,13 +146,7 @@ class Registry:
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
         return [rt for rt in self._by_gvr.values() if rt.group == group and rt.version == version]
 
-    def by_kind(self, group: str, version: str, kind: str) -> ResourceType | None:
-        for rt in self._by_gvr.values():
-            if rt.group == group and rt.version == version and rt.kind == kind:
-                return rt
-        return None
-
-    def set_crd(self, crd_name: str, types: list[ResourceType], preferred_first: bool = True) -> None:
+    def set_crd(self, crd_name: str, types: list[ResourceType]) -> None:
         self.remove_crd(crd_name)
         keys = []
         for rt in types:
@@ -167,9 +158,6 @@ class Registry:
     def remove_crd(self, crd_name: str) -> None:
         for key in self._crd_gvrs.pop(crd_name, []):
             self._by_gvr.pop(key, None)
-
-    def crd_names(self) -> set[str]:
-        return set(self._crd_gvrs)
 
     def for_storage(self, group: str, plural: str) -> ResourceType | None:
         """Any served version of a stored GroupResource (for in-process controllers)."""

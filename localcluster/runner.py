@@ -125,13 +125,6 @@ class LocalCluster:
     def token(self, user: str) -> str:
         return self.auth.tokens[user]
 
-    def call(self, fn: Callable[[], Any]) -> Any:
-        """Run `fn` on the cluster's loop thread and return its result (for tests and tools)."""
-        if self._loop is None:
-            return fn()
-        future: Any = asyncio.run_coroutine_threadsafe(_call(fn), self._loop)
-        return future.result(timeout=30)
-
     # internals
 
     def _seed(self) -> None:
@@ -214,10 +207,6 @@ class LocalCluster:
         await runner.cleanup()
         if self.server.webhooks is not None:
             await self.server.webhooks.close()
-
-
-async def _call(fn: Callable[[], Any]) -> Any:
-    return fn()
 
 
 async def _guarded(factory: ControllerFactory, context: ControllerContext) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
@@ -41,7 +42,8 @@ QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQ
 class AdmissionLoop:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
                  metrics: ControllerMetrics, is_leader: Callable[[], bool], *, tick: float = 1.0,
-                 local_queue_interval: float = 1.0) -> None:
+                 status_interval: float = 1.0, spare_capacity: Callable[[], float] = lambda: float("inf"),
+                 reserve: float = 0.0, writers: int = 8) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
         self.metrics, self.is_leader, self.tick = metrics, is_leader, tick
         self.state = QuotaState()
@@ -53,8 +55,16 @@ class AdmissionLoop:
         self._dirty: set[str] = set()  # workloads whose pending condition may need a write
         self._written_cq: dict[str, Mapping[str, Any]] = {}
         self._written_lq: dict[tuple[str, str], Mapping[str, Any]] = {}
-        self.local_queue_interval = local_queue_interval  # LocalQueue status takes a pass over all workloads
-        self._lq_written_at = float("-inf")
+        # Reasons and queue status are informative: they are flushed at most every `status_interval`
+        # and only from the rate limiter's spare capacity, so they never delay an admission.
+        self.status_interval = status_interval
+        self.spare_capacity, self.reserve = spare_capacity, reserve
+        self._reasons: dict[str, str] = {}
+        # Decisions are written in parallel, as Kueue does: the assumption already holds the quota,
+        # so the next cycle need not wait for the API.
+        self._writers = ThreadPoolExecutor(writers, thread_name_prefix="admission-write")
+        self._in_flight: set[str] = set()
+        self._flusher: threading.Thread | None = None
         self._bad: set[tuple[str, str]] = set()
 
     # --- inputs ------------------------------------------------------------------------------
@@ -105,12 +115,27 @@ class AdmissionLoop:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="admission", daemon=True)
         self._thread.start()
+        self._flusher = threading.Thread(target=self._flush_loop, name="status-flush", daemon=True)
+        self._flusher.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        for thread in (self._thread, self._flusher):
+            if thread is not None:
+                thread.join(timeout=10)
+        self._writers.shutdown(wait=True, cancel_futures=True)
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(self.status_interval):
+            if not self.is_leader():
+                continue
+            try:
+                self._flush_status(self.clock.now())
+            except NotLeader:
+                continue
+            except Exception:
+                log.exception("status flush failed")
 
     def wake(self) -> None:
         self._wake.set()
@@ -152,24 +177,61 @@ class AdmissionLoop:
                 self._dirty.add(requeue.workload)
             infos = {a.workload: self.state.workloads[a.workload] for a in result.admit}
             uids = {p.preemptor: self.state.workloads[p.preemptor].uid for p in result.preempt}
-            pending = {key: self._pending_message(key) for key in self._dirty if self.state.is_pending(key)}
+            for key in self._dirty:
+                if self.state.is_pending(key):
+                    self._reasons[key] = self._pending_message(key)
             self._dirty.clear()
             self.cycles += 1
         self.metrics.cycle_duration.observe(self.clock.monotonic() - started)
         for admit in result.admit:
-            self._write_admission(admit, infos[admit.workload], now)
+            self._submit(admit.workload, self._write_admission, admit, infos[admit.workload], now)
         for preempt, target in victims:
-            self._write(target.workload, lambda wl, t=target, p=preempt: status.preemption_patch(wl, t, uids[p.preemptor], now),
-                        event=("Normal", "Preempted", keys.COND_PREEMPTED))
+            self._submit(target.workload, self._write, target.workload,
+                         lambda wl, t=target, p=preempt: status.preemption_patch(wl, t, uids[p.preemptor], now),
+                         ("Normal", "Preempted", keys.COND_PREEMPTED))
             self.metrics.evictions.labels(target.cluster_queue, "Preempted").inc()
         for evict in drains:
-            self._write(evict.workload, lambda wl, e=evict: status.stop_eviction_patch(wl, e, now), event=("Normal", "Evicted", keys.COND_EVICTED))
-        for key, message in pending.items():
-            self._write(key, lambda wl, m=message: status.pending_patch(wl, m, now), event=("Warning", "Pending", keys.COND_QUOTA_RESERVED))
+            self._submit(evict.workload, self._write, evict.workload,
+                         lambda wl, e=evict: status.stop_eviction_patch(wl, e, now), ("Normal", "Evicted", keys.COND_EVICTED))
         self._release_ownerless(now)
-        self._write_cluster_queues(now)
-        self._write_local_queues(now)
         return bool(result.admit or victims or drains)
+
+    def _submit(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Write in the background; one write per workload at a time."""
+        with self._lock:
+            if key in self._in_flight:
+                return
+            self._in_flight.add(key)
+
+        def run() -> None:
+            try:
+                fn(*args)
+            except NotLeader:
+                pass
+            except Exception as exc:
+                log.warning("writing %s failed: %s", key, exc)
+            finally:
+                with self._lock:
+                    self._in_flight.discard(key)
+
+        self._writers.submit(run)
+
+    def _flush_status(self, now: Any) -> None:
+        """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
+        floor = max(1.0, self.reserve)
+        while True:
+            if self.spare_capacity() < floor:
+                return
+            with self._lock:
+                if not self._reasons:
+                    break
+                key, message = self._reasons.popitem()
+                if not self.state.is_pending(key):
+                    continue
+            self._write(key, lambda wl, m=message: status.pending_patch(wl, m, now),
+                        ("Warning", "Pending", keys.COND_QUOTA_RESERVED))
+        self._write_cluster_queues(now, floor)
+        self._write_local_queues(now, floor)
 
     def _pending_message(self, key: str) -> str:
         if key in self.state.blocked:
@@ -203,7 +265,7 @@ class AdmissionLoop:
     def _write_admission(self, admit: Any, info: Any, now: Any) -> None:
         try:
             ok = self._write(admit.workload, lambda wl: status.admission_patch(wl, admit, info, now),
-                             event=("Normal", "QuotaReserved", keys.COND_QUOTA_RESERVED))
+                             ("Normal", "QuotaReserved", keys.COND_QUOTA_RESERVED))
         except NotLeader:
             ok = False
         except Exception as exc:
@@ -222,10 +284,11 @@ class AdmissionLoop:
             evicted = [key for key, held in self.state.admitted.items() if held.evicted]
         for key in evicted:
             observed = self._observed(key)
-            if observed is not None and controller_owner(observed) is None:
-                self._write(key, lambda wl: status.release_patch(wl, now), event=("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
+            if observed is not None and controller_owner(observed) is None and (observed.get("status") or {}).get("admission"):
+                self._submit(key, self._write, key, lambda wl: status.release_patch(wl, now),
+                             ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
 
-    def _write_cluster_queues(self, now: Any) -> None:
+    def _write_cluster_queues(self, now: Any, floor: float) -> None:
         with self._lock:
             wanted = {name: queue_status.cluster_queue_status(self.state, name) for name in self.state.cluster_queues}
             for name, cq_status in wanted.items():
@@ -235,6 +298,8 @@ class AdmissionLoop:
         for name, cq_status in wanted.items():
             if self._written_cq.get(name) == cq_status:
                 continue
+            if self.spare_capacity() < floor:
+                return
             observed = self.store.get("ClusterQueue", "", name)
             if observed is None:
                 continue
@@ -248,15 +313,14 @@ class AdmissionLoop:
             if written is not None:
                 self.store.assume("ClusterQueue", written)
 
-    def _write_local_queues(self, now: Any) -> None:
-        if self.clock.monotonic() - self._lq_written_at < self.local_queue_interval:
-            return
-        self._lq_written_at = self.clock.monotonic()
+    def _write_local_queues(self, now: Any, floor: float) -> None:
         with self._lock:
             wanted = {key: queue_status.local_queue_status(self.state, *key) for key in self.state.local_queues}
         for (namespace, name), lq_status in wanted.items():
             if self._written_lq.get((namespace, name)) == lq_status:
                 continue
+            if self.spare_capacity() < floor:
+                return
             observed = self.store.get("LocalQueue", namespace, name)
             if observed is None:
                 continue

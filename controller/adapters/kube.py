@@ -131,6 +131,15 @@ class KubeClient:
         configuration.connection_pool_maxsize = pool_size
         return cls(k8s_client.ApiClient(configuration), limiter)
 
+    def with_limiter(self, limiter: TokenBucket | None) -> "KubeClient":
+        """The same connection pool and credentials behind another rate limiter (client-go gives the
+        event recorder its own client, so Events never delay the writes that carry decisions)."""
+        return KubeClient(self.api_client, limiter, self.request_timeout)
+
+    def spare_capacity(self) -> float:
+        """Requests that could be sent now without waiting (unlimited: infinity)."""
+        return self.limiter.spare() if self.limiter is not None else float("inf")
+
     def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
               content_type: str | None, timeout: Any) -> Any:
         if self.limiter is not None:

@@ -21,6 +21,7 @@ from controller.adapters.jobs import JobReconciler
 from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.leader import LeaderElector
 from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.ratelimit import TokenBucket
 from controller.adapters.store import SharedStore
 from controller.adapters.workqueue import WorkQueue
 from controller.adapters.writer import NotLeader, Writer
@@ -61,9 +62,13 @@ class Controller:
                                          clock=clock, timing=options.timing, on_started=self._on_leading,
                                          on_stopped=self._on_standby)
         self.writer = Writer(client, self.is_leader, on_conflict=self.metrics.status_conflicts.inc)
-        self.recorder = EventRecorder(self.writer, clock, options.identity)
+        events_client = client.with_limiter(
+            TokenBucket(client.limiter.qps, client.limiter.burst, clock) if client.limiter is not None else None)
+        self.recorder = EventRecorder(Writer(events_client, self.is_leader), clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
-        self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader)
+        self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
+                                       spare_capacity=client.spare_capacity,
+                                       reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
         self.informers = [
             Informer(client, RESOURCES[kind], self.store, self._on_change, clock=clock,
                      namespace=options.namespace if RESOURCES[kind].namespaced else None,

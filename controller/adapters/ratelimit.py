@@ -38,3 +38,9 @@ class TokenBucket:
         wait = self.reserve()
         if wait > 0:
             self._sleep(wait)
+
+    def spare(self) -> float:
+        """Tokens available right now (negative while callers wait), without taking one."""
+        with self._lock:
+            now = self._clock.monotonic()
+            return min(float(self.burst), self._tokens + (now - self._last) * self.qps)

@@ -37,10 +37,6 @@ class SharedStore:
         with self._lock:
             return self._cache.list(kind, namespace)
 
-    def count(self, kind: str) -> int:
-        with self._lock:
-            return self._cache.count(kind)
-
     def snapshot(self, kinds: Iterable[str] | None = None) -> Mapping[str, Mapping[ObjectKey, Any]]:
         with self._lock:
             return self._cache.snapshot(kinds)

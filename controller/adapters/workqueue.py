@@ -50,11 +50,6 @@ class WorkQueue:
             heapq.heappush(self._waiting, (self.clock.monotonic() + delay, next(self._seq), key))
             self._cond.notify()
 
-    def backoff(self, key: Hashable) -> float:
-        """The delay the key's next failure earns: base * 2^failures, capped."""
-        with self._cond:
-            return min(self.max_delay, self.base_delay * (2 ** self._failures.get(key, 0)))
-
     def add_rate_limited(self, key: Hashable) -> float:
         with self._cond:
             failures = self._failures.get(key, 0)
@@ -66,10 +61,6 @@ class WorkQueue:
     def forget(self, key: Hashable) -> None:
         with self._cond:
             self._failures.pop(key, None)
-
-    def failures(self, key: Hashable) -> int:
-        with self._cond:
-            return self._failures.get(key, 0)
 
     def _promote_due(self) -> float | None:
         """Move due delayed keys into the queue; return seconds until the next one, if any."""

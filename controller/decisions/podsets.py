@@ -9,7 +9,7 @@ the path of its template inside the job object.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api.errors import FieldError as ApiFieldError
@@ -205,7 +205,3 @@ def pod_sets(job: Mapping[str, Any], kind: JobKind) -> list[PodSetSource]:
 
 def is_suspended(job: Mapping[str, Any], kind: JobKind) -> bool:
     return get_path(job, kind.suspend_path) is True
-
-
-def pod_set_paths(sets: Sequence[PodSetSource]) -> dict[str, Path | None]:
-    return {ps.name: ps.path for ps in sets}

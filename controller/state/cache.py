@@ -105,9 +105,6 @@ class ObjectCache:
             if key.kind == kind and key not in self._objects.get(kind, {}):
                 yield key, obj
 
-    def count(self, kind: str) -> int:
-        return len(self._objects.get(kind, {}))
-
     def snapshot(self, kinds: Iterable[str] | None = None) -> Mapping[str, Mapping[ObjectKey, Obj]]:
         """Read-only views per kind (assumptions included), safe to hand to a decision."""
         chosen = self._objects.keys() if kinds is None else kinds

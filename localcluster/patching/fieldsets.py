@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from localcluster.patching.patch_meta import field_meta, is_builtin, root_type
 
@@ -19,41 +19,68 @@ SSA_KEYS = {
     ("ServiceSpec", "ports"): ("port", "protocol"),
     ("PodSpec", "topologySpreadConstraints"): ("topologyKey", "whenUnsatisfiable"),
 }
+# Lists that strategic merge merges but server-side apply treats whole (`+listType=atomic`).
+SSA_ATOMIC = {("JobStatus", "conditions")}
 KEY_DEFAULTS = {"protocol": "TCP"}
 # Fields of built-in kinds that hold Go maps or pointers, so they are members of a set in their own
 # right when they appear; other nested objects of built-ins are plain structs.
 MAP_FIELDS = {"labels", "annotations", "data", "binaryData", "stringData", "nodeSelector", "matchLabels",
               "selector", "limits", "requests", "hard", "rollingUpdate", "resources"}
-# System fields no manager owns.
-IGNORED: set[Path] = {("f:apiVersion",), ("f:kind",)} | {
-    ("f:metadata", f"f:{name}") for name in ("name", "namespace", "uid", "resourceVersion", "generation",
-                                             "creationTimestamp", "deletionTimestamp",
-                                             "deletionGracePeriodSeconds", "managedFields", "selfLink")}
-
-
 class ApplyError(ValueError):
     """An applied configuration that cannot be turned into a field set (e.g. a list item without its key)."""
+
+
+# Where a value sits in its type: a built-in type's name (patch_meta), a CRD's openAPIV3Schema
+# node, or None when nothing is known (maps merge, lists are atomic).
+Node = Union[str, dict[str, Any], None]
 
 
 @dataclass(frozen=True)
 class ListKind:
     kind: str  # "map" | "set" | "atomic"
     keys: tuple[str, ...] = ()
-    element_type: str | None = None
+    element: Node = None
 
 
-def list_kind(type_name: str | None, field: str) -> ListKind:
-    meta = field_meta(type_name, field)
-    if not meta.merge:
+def root_node(kind_key: str, schema: dict[str, Any] | None = None) -> Node:
+    """Built-ins by their type tables; custom resources by their schema, metadata always typed."""
+    if is_builtin(kind_key) or not isinstance(schema, dict):
+        return root_type(kind_key)
+    return {**schema, "properties": {**(schema.get("properties") or {}), "metadata": "ObjectMeta"}}
+
+
+def child_node(node: Node, field: str) -> Node:
+    if isinstance(node, dict):
+        properties = node.get("properties") or {}
+        if field in properties:
+            return properties[field]
+        extra = node.get("additionalProperties")
+        return extra if isinstance(extra, dict) else None
+    return field_meta(node, field).type
+
+
+def list_kind(node: Node, field: str) -> ListKind:
+    """How server-side apply keys a list: `+listType` of built-ins, `x-kubernetes-list-type` of CRDs."""
+    if isinstance(node, dict):
+        child = child_node(node, field)
+        list_type = child.get("x-kubernetes-list-type") if isinstance(child, dict) else None
+        if list_type == "map" and isinstance(child, dict):
+            keys = tuple(k for k in child.get("x-kubernetes-list-map-keys") or () if isinstance(k, str))
+            return ListKind("map", keys, child.get("items")) if keys else ListKind("atomic")
+        return ListKind("set") if list_type == "set" else ListKind("atomic")
+    meta = field_meta(node, field)
+    if not meta.merge or (node, field) in SSA_ATOMIC:
         return ListKind("atomic")
     if meta.key is None:
         return ListKind("set")
-    return ListKind("map", SSA_KEYS.get((type_name or "", field), (meta.key,)), meta.type)
+    return ListKind("map", SSA_KEYS.get((node or "", field), (meta.key,)), meta.type)
 
 
-def item_key(item: Any, keys: tuple[str, ...], where: str) -> dict[str, Any]:
+def item_key(item: Any, keys: tuple[str, ...], path: Path, index: int) -> dict[str, Any]:
+    """The key fields of a list-map item (protocol defaulting to TCP); `path[index]` names it in errors."""
     if not isinstance(item, dict):
-        raise ApplyError(f"{where}: expected an object in an associative list keyed by {', '.join(keys)}")
+        raise ApplyError(f"{_show(path)}[{index}]: expected an object in an associative list keyed by "
+                         f"{', '.join(keys)}")
     found = {}
     for key in keys:
         if key in item:
@@ -61,8 +88,8 @@ def item_key(item: Any, keys: tuple[str, ...], where: str) -> dict[str, Any]:
         elif key in KEY_DEFAULTS:
             found[key] = KEY_DEFAULTS[key]
         else:
-            raise ApplyError(f'{where}: associative list with keys has an element that omits key field "{key}" '
-                             "(and doesn't have default value)")
+            raise ApplyError(f'{_show(path)}[{index}]: associative list with keys has an element that omits key '
+                             f'field "{key}" (and doesn\'t have default value)')
     return found
 
 
@@ -74,42 +101,50 @@ def value_token(value: Any) -> str:
     return "v:" + json.dumps(value, separators=(",", ":"))
 
 
-def field_set(obj: dict[str, Any], kind_key: str, maps_are_members: bool) -> set[Path]:
-    """Every owned path of `obj`: leaves, list items, and (for updates) map-like objects themselves."""
-    out: set[Path] = set()
-    _walk_map(obj, root_type(kind_key), (), out, maps_are_members, custom=not is_builtin(kind_key))
-    out.discard(("f:metadata",))
-    return {path for path in out if not any(path[:len(ignored)] == ignored for ignored in IGNORED)}
+OBJECT = object()  # the value recorded for an owned object: objects compare by their fields
+TOP_IGNORED = {"apiVersion", "kind"}
+METADATA_IGNORED = {"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+                    "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"}
 
 
-def _walk_map(obj: dict[str, Any], type_name: str | None, path: Path, out: set[Path], members: bool,
+def field_values(obj: dict[str, Any], kind_key: str, maps_are_members: bool,
+                 schema: dict[str, Any] | None = None) -> dict[Path, Any]:
+    """Every owned path of `obj` (leaves, list items and, for updates, map-like objects themselves)
+    with its value (OBJECT for objects), so two versions of an object compare in one walk each."""
+    out: dict[Path, Any] = {}
+    _walk_map(obj, root_node(kind_key, schema), (), out, maps_are_members, not is_builtin(kind_key))
+    return out
+
+
+def _walk_map(obj: dict[str, Any], node: Node, path: Path, out: dict[Path, Any], members: bool,
               custom: bool) -> None:
     for name, value in obj.items():
+        if (not path and name in TOP_IGNORED) or (path == ("f:metadata",) and name in METADATA_IGNORED):
+            continue
         child = path + (f"f:{name}",)
-        meta = field_meta(type_name, name)
         if isinstance(value, dict) and value:
-            if members and (custom or name in MAP_FIELDS):
-                out.add(child)
-            _walk_map(value, meta.type, child, out, members, custom)
-        elif isinstance(value, list):
-            kind = list_kind(type_name, name)
+            if members and (custom or name in MAP_FIELDS) and child != ("f:metadata",):
+                out[child] = OBJECT
+            _walk_map(value, child_node(node, name), child, out, members, custom)
+        elif isinstance(value, list) and value:
+            kind = list_kind(node, name)
             if kind.kind == "atomic":
-                out.add(child)
+                out[child] = value
                 continue
-            seen: set[str] = set()
             for index, item in enumerate(value):
                 if kind.kind == "set":
                     token = value_token(item)
                 else:
-                    token = key_token(item_key(item, kind.keys, f"{_show(child)}[{index}]"))
-                if token in seen:
+                    token = key_token(item_key(item, kind.keys, child, index))
+                if child + (token,) in out:
                     raise ApplyError(f"{_show(child)}: duplicate entries for key {token[2:]}")
-                seen.add(token)
-                out.add(child + (token,))
                 if kind.kind == "map":
-                    _walk_map(item, kind.element_type, child + (token,), out, members, custom)
+                    out[child + (token,)] = OBJECT
+                    _walk_map(item, kind.element, child + (token,), out, members, custom)
+                else:
+                    out[child + (token,)] = item
         else:
-            out.add(child)
+            out[child] = value
 
 
 def get(obj: Any, path: Path) -> Any:

@@ -63,7 +63,11 @@ TYPES: dict[str, dict[str, Meta]] = {
     "DaemonSet": {**OBJECT, "spec": Meta("DaemonSetSpec"), "status": Meta("Conditioned")},
     "DaemonSetSpec": {**POD_TEMPLATE, "updateStrategy": Meta(retain_keys=True)},
     "WorkloadSpec": POD_TEMPLATE,
-    "Job": {**OBJECT, "spec": Meta("WorkloadSpec"), "status": Meta("Conditioned")},
+    "Job": {**OBJECT, "spec": Meta("WorkloadSpec"), "status": Meta("JobStatus")},
+    "JobStatus": CONDITIONS,
+    "PersistentVolumeClaim": {**OBJECT, "status": Meta("Conditioned")},
+    "PodDisruptionBudget": {**OBJECT, "status": Meta("Conditioned")},
+    "WebhookConfiguration": {**OBJECT, "webhooks": _merge("name")},
     "CronJob": {**OBJECT, "spec": Meta("CronJobSpec")},
     "CronJobSpec": {"jobTemplate": Meta("JobTemplateSpec")},
     "JobTemplateSpec": {**OBJECT, "spec": Meta("WorkloadSpec")},
@@ -77,6 +81,9 @@ ROOTS = {
     "apps/v1/Deployment": "Deployment", "apps/v1/ReplicaSet": "ReplicaSet",
     "apps/v1/StatefulSet": "StatefulSet", "apps/v1/DaemonSet": "DaemonSet",
     "batch/v1/Job": "Job", "batch/v1/CronJob": "CronJob",
+    "v1/PersistentVolumeClaim": "PersistentVolumeClaim", "policy/v1/PodDisruptionBudget": "PodDisruptionBudget",
+    "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": "WebhookConfiguration",
+    "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": "WebhookConfiguration",
 }
 
 

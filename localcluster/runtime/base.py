@@ -8,8 +8,8 @@ import datetime as dt
 import logging
 from typing import Any, Mapping
 
-from localcluster.runtime.client import Api, ApiError
 from localcluster.runner import ControllerContext
+from localcluster.runtime.client import Api, ApiError
 from localcluster.runtime.informers import Informer, SharedInformers
 from localcluster.runtime.workqueue import WorkQueue
 

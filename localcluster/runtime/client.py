@@ -15,7 +15,6 @@ from typing import Any, AsyncIterator, Mapping
 import aiohttp
 
 MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
 
 
 @dataclass(frozen=True)
@@ -96,9 +95,6 @@ class Api:
 
     async def create(self, path: str, body: Any) -> Any:
         return await self.request("POST", path, body)
-
-    async def replace(self, path: str, body: Any) -> Any:
-        return await self.request("PUT", path, body)
 
     async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> Any:
         return await self.request("PATCH", path, body, content_type=content_type)

@@ -7,6 +7,7 @@ controllers share a client and informer factory: each pod event is watched and d
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
@@ -20,6 +21,7 @@ from localcluster.runtime.node_lifecycle import NodeLifecycle
 from localcluster.runtime.pytorchjob_controller import PyTorchJobController
 from localcluster.runtime.scheduler import Scheduler
 
+log = logging.getLogger(__name__)
 COMPONENTS: tuple[type[Controller], ...] = (
     Kubelets,
     Scheduler,
@@ -36,7 +38,7 @@ async def simulated_cluster(ctx: ControllerContext) -> None:
     api = Api(ctx.url, token=ctx.token, ca_file=str(ctx.ca_file))
     shared = SharedInformers(api)
     components = [component(ctx, api, shared) for component in COMPONENTS]
-    tasks = [asyncio.create_task(c.run(), name=c.component) for c in components]
+    tasks = [asyncio.create_task(_alone(c), name=c.component) for c in components]
     tasks += [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in shared.all()]
     try:
         await asyncio.gather(*tasks)
@@ -45,6 +47,16 @@ async def simulated_cluster(ctx: ControllerContext) -> None:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await api.close()
+
+
+async def _alone(component: Controller) -> None:
+    """Run one component; if it breaks, say so and let the others go on."""
+    try:
+        await component.run()
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # noqa: BLE001 - one broken component must not stop the cluster
+        log.exception("simulated %s stopped with an error", component.component)
 
 
 RUNTIME_CONTROLLERS = [simulated_cluster]

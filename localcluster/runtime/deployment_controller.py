@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from localcluster.runtime.informers import SharedInformers
+from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller, merge_patch
 from localcluster.runtime.client import DEPLOYMENTS, PODS, REPLICASETS, Api, ApiError, ignore_gone
-from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.job_controller import owner_key
 from localcluster.runtime.workload_writes import create_pods, delete_pods
 from localcluster.sim.conditions import controlled_by

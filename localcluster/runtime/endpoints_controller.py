@@ -6,10 +6,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from localcluster.runtime.informers import SharedInformers
+from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import ENDPOINTS, ENDPOINTSLICES, PODS, SERVICES, Api, ApiError, ignore_gone
-from localcluster.runner import ControllerContext
+from localcluster.runtime.informers import SharedInformers
 from localcluster.sim.endpoints import allocate_cluster_ip, endpoint_slice_for, endpoints_for
 
 

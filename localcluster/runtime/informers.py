@@ -18,6 +18,7 @@ from localcluster.runtime.client import Api, ApiError, Resource
 Obj = dict[str, Any]
 Handler = Callable[[str, Obj], None]  # (event type, object)
 log = logging.getLogger(__name__)
+TOMBSTONES = 10_000
 
 
 def key_of(obj: Obj) -> str:
@@ -41,6 +42,7 @@ class Informer:
         self.path = resource.path(namespace)
         self.params = {"labelSelector": label_selector} if label_selector else {}
         self.cache: dict[str, Obj] = {}
+        self.gone: dict[str, int] = {}  # key -> resourceVersion of its deletion: stale writes stay out
         self.synced = asyncio.Event()
         self._rv = ""
 
@@ -60,11 +62,16 @@ class Informer:
             return
         key = key_of(obj)
         old = self.cache.get(key)
+        if _rv(obj) <= self.gone.get(key, -1):
+            return
         if old is None or _rv(obj) >= _rv(old):
             self.cache[key] = obj
 
     def forget(self, namespace: str, name: str) -> None:
-        self.cache.pop(f"{namespace}/{name}", None)
+        key = f"{namespace}/{name}"
+        old = self.cache.pop(key, None)
+        if old is not None:
+            self._bury(key, old)
 
     async def _list(self) -> None:
         body = await self.api.get(self.path, self.params)
@@ -72,6 +79,7 @@ class Informer:
         for key, old in list(self.cache.items()):
             if key not in fresh:
                 del self.cache[key]
+                self._bury(key, old)
                 self.handler("DELETED", old)
         for key, obj in fresh.items():
             kind = "MODIFIED" if key in self.cache else "ADDED"
@@ -109,9 +117,16 @@ class Informer:
             key = key_of(obj)
             if kind == "DELETED":
                 self.cache.pop(key, None)
+                self._bury(key, obj)
             else:
                 self.cache[key] = obj
             self.handler(kind, obj)
+
+    def _bury(self, key: str, obj: Obj) -> None:
+        if len(self.gone) >= TOMBSTONES:
+            for stale in list(self.gone)[: TOMBSTONES // 2]:
+                del self.gone[stale]
+        self.gone[key] = max(_rv(obj), self.gone.get(key, 0))
 
 
 class SharedInformers:

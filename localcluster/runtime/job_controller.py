@@ -7,11 +7,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from localcluster.runtime.informers import SharedInformers
+from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller, merge_patch
 from localcluster.runtime.client import JOBS, PODS, Api, ignore_gone
-from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
+from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.job_pods import TRACKING_FINALIZER

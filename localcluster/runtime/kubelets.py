@@ -8,18 +8,31 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 from typing import Any
 
-from localcluster.runtime.informers import SharedInformers
+import aiohttp
+
+from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import LEASES, NODES, PODS, Api, ApiError, ignore_gone
-from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
+from localcluster.runtime.informers import SharedInformers
 from localcluster.sim import kubelet as timeline
-from localcluster.sim.nodes import HEARTBEAT, LEASE_NAMESPACE, NodeSpec, kubelet_conditions, kubelet_health, lease, new_node
+from localcluster.sim.nodes import (
+    HEARTBEAT,
+    LEASE_NAMESPACE,
+    NodeSpec,
+    kubelet_conditions,
+    kubelet_health,
+    lease,
+    new_node,
+)
 from localcluster.sim.units import format_micro_time, parse_time
 
+log = logging.getLogger(__name__)
 STATUS_REPORT = dt.timedelta(minutes=1)  # Ready is re-posted at least this often even when unchanged
+HEARTBEAT_BATCH = 25
 
 
 class Kubelets(Controller):
@@ -35,9 +48,10 @@ class Kubelets(Controller):
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName"):
-            if kind == "DELETED":
+            finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if kind == "DELETED" or finished:  # its sandbox is gone: the address is free again
                 self.ips.get(pod["spec"]["nodeName"], {}).pop(pod["metadata"].get("uid", ""), None)
-            else:
+            if kind != "DELETED":
                 self.queue.add(_key(pod))
 
     def _on_node(self, kind: str, node: dict[str, Any]) -> None:
@@ -59,32 +73,44 @@ class Kubelets(Controller):
         for index, spec in enumerate(self.specs):
             node = new_node(spec, index, now)
             try:
-                await self.api.create(NODES.path(), node)
-            except ApiError as err:
-                if err.reason != "AlreadyExists":
-                    raise
-            await self.api.patch(NODES.path(None, spec.name, "status"), {"status": node["status"]})
-            await self._renew(spec.name, now)
+                try:
+                    await self.api.create(NODES.path(), node)
+                except ApiError as err:
+                    if err.reason != "AlreadyExists":
+                        raise
+                await self.api.patch(NODES.path(None, spec.name, "status"), {"status": node["status"]})
+                await self._renew(spec.name, now)
+            except ApiError as err:  # this node stays away; the others register
+                log.error("kubelet on %s could not register: %s", spec.name, err)
 
     async def heartbeat_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time()
         while True:
-            await asyncio.sleep(self.wall_seconds(HEARTBEAT))
-            await self.heartbeat(self.now())
+            due += self.wall_seconds(HEARTBEAT)
+            await asyncio.sleep(max(due - loop.time(), 0))
+            try:
+                await self.heartbeat(self.now())
+            except (ApiError, aiohttp.ClientError, asyncio.TimeoutError) as err:  # try again next beat
+                log.warning("kubelet heartbeat failed: %s", err)
 
     async def heartbeat(self, now: dt.datetime) -> None:
-        for node in self.nodes.values():
-            health = kubelet_health(node)
-            if health == "unreachable":
-                continue
-            name = node["metadata"]["name"]
-            await self._renew(name, now)
-            conditions = (node.get("status") or {}).get("conditions") or []
-            ready = next((c for c in conditions if c.get("type") == "Ready"), {})
-            want = "True" if health == "ok" else "False"
-            beat = ready.get("lastHeartbeatTime")
-            if ready.get("status") != want or not beat or now - parse_time(beat) >= STATUS_REPORT:
-                body = {"status": {"conditions": kubelet_conditions(conditions, health == "ok", now)}}
-                self.nodes.remember(await ignore_gone(self.api.patch(NODES.path(None, name, "status"), body)))
+        """Every live kubelet renews its Lease (and re-posts Ready when due), all at once."""
+        nodes = [n for n in self.nodes.values() if kubelet_health(n) != "unreachable"]
+        for i in range(0, len(nodes), HEARTBEAT_BATCH):
+            await asyncio.gather(*(self._beat(node, now) for node in nodes[i:i + HEARTBEAT_BATCH]))
+
+    async def _beat(self, node: dict[str, Any], now: dt.datetime) -> None:
+        name = node["metadata"]["name"]
+        health = kubelet_health(node)
+        await self._renew(name, now)
+        conditions = (node.get("status") or {}).get("conditions") or []
+        ready = next((c for c in conditions if c.get("type") == "Ready"), {})
+        want = "True" if health == "ok" else "False"
+        beat = ready.get("lastHeartbeatTime")
+        if ready.get("status") != want or not beat or now - parse_time(beat) >= STATUS_REPORT:
+            body = {"status": {"conditions": kubelet_conditions(conditions, health == "ok", now)}}
+            self.nodes.remember(await ignore_gone(self.api.patch(NODES.path(None, name, "status"), body)))
 
     async def _renew(self, name: str, now: dt.datetime) -> None:
         path = LEASES.path(LEASE_NAMESPACE, name)
@@ -97,14 +123,15 @@ class Kubelets(Controller):
 
     def _pod_ip(self, node: dict[str, Any], pod: dict[str, Any]) -> str:
         current = (pod.get("status") or {}).get("podIP")
+        taken = self.ips.setdefault(node["metadata"]["name"], {})
         if current:
+            taken.setdefault(pod["metadata"].get("uid", ""), current)
             return current
         if (pod.get("spec") or {}).get("hostNetwork"):
             return _host_ip(node)
         cidr = ((node.get("spec") or {}).get("podCIDR") or "10.244.0.0/24").split("/")[0].rsplit(".", 1)[0]
-        taken = self.ips.setdefault(node["metadata"]["name"], {})
         used = set(taken.values())
-        address = next(f"{cidr}.{i}" for i in range(2, 255) if f"{cidr}.{i}" not in used)
+        address = next((f"{cidr}.{i}" for i in range(2, 255) if f"{cidr}.{i}" not in used), f"{cidr}.254")
         taken[pod["metadata"].get("uid", "")] = address
         return address
 

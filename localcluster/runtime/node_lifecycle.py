@@ -5,15 +5,19 @@ taint once their toleration time is up (marking them DisruptionTarget first, as 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Any
 
-from localcluster.runtime.informers import SharedInformers
+from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import LEASES, NODES, PODS, Api, ignore_gone
-from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
-from localcluster.sim.nodes import LEASE_NAMESPACE, evictions, kubelet_health, node_health
+from localcluster.runtime.informers import SharedInformers
+from localcluster.sim.nodes import LEASE_NAMESPACE, evictions, full_disruption, kubelet_health, node_health, unhealthy
 from localcluster.sim.units import format_time, parse_time
+
+
+log = logging.getLogger(__name__)
 
 
 class NodeLifecycle(Controller):
@@ -25,6 +29,7 @@ class NodeLifecycle(Controller):
         self.nodes = self.informer(NODES, lambda kind, node: self.queue.add(node["metadata"]["name"]))
         self.leases = self.informer(LEASES, lambda kind, lease: None, namespace=LEASE_NAMESPACE)
         self.pods = self.informer(PODS, self._on_pod)
+        self.disrupted = False
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         node = (pod.get("spec") or {}).get("nodeName")
@@ -35,14 +40,21 @@ class NodeLifecycle(Controller):
         for node in self.nodes.values():
             self.queue.add(node["metadata"]["name"])
 
+    def _renewed(self, node: dict[str, Any]) -> dt.datetime | None:
+        lease = self.leases.get(LEASE_NAMESPACE, node["metadata"]["name"])
+        renew = ((lease or {}).get("spec") or {}).get("renewTime")
+        return parse_time(renew) if renew else None
+
     async def sync(self, key: str) -> dt.timedelta | None:
         node = self.nodes.get("", key)
         if node is None:
             return None
         now = self.now()
-        lease = self.leases.get(LEASE_NAMESPACE, key)
-        renew = ((lease or {}).get("spec") or {}).get("renewTime")
-        health = node_health(node, parse_time(renew) if renew else None, now)
+        disrupted = full_disruption([unhealthy(n, self._renewed(n), now) for n in self.nodes.values()])
+        if disrupted and not self.disrupted:
+            log.warning("all nodes are not ready: entering full disruption mode, no evictions")
+        self.disrupted = disrupted
+        health = node_health(node, self._renewed(node), now, disrupted=disrupted)
         if _taint_keys(health.taints) != _taint_keys((node.get("spec") or {}).get("taints") or []):
             self.nodes.remember(await ignore_gone(self.api.patch(NODES.path(None, key), {"spec": {"taints": health.taints}})))
         if health.ready_unknown:

@@ -8,11 +8,12 @@ import asyncio
 import datetime as dt
 from typing import Any
 
-from localcluster.runtime.informers import SharedInformers
+from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import NODES, PODS, Api, ApiError, ignore_gone
-from localcluster.runner import ControllerContext
 from localcluster.runtime.events import record
+from localcluster.runtime.informers import SharedInformers
+from localcluster.sim.resources import Resources, pod_requests
 from localcluster.sim.scheduling import (
     DEFAULT_SCHEDULER,
     Bind,
@@ -20,12 +21,13 @@ from localcluster.sim.scheduling import (
     holds_resources,
     needs_scheduling,
     node_states,
+    queue_order,
     schedule_cycle,
 )
-from localcluster.sim.units import format_time
+from localcluster.sim.units import UnitError, format_time
 
 CYCLE = "cycle"
-BATCH = 32
+CHUNK = 32  # pods decided, then bound, per step: binding starts early and the loop stays responsive
 
 
 class Scheduler(Controller):
@@ -37,11 +39,24 @@ class Scheduler(Controller):
         self.pods = self.informer(PODS, self._on_pod)
         self.nodes = self.informer(NODES, lambda kind, obj: self.queue.add(CYCLE))
         self.assumed: dict[str, dict[str, Any]] = {}
+        self._requests: dict[str, Resources] = {}
+
+    def requests_of(self, pod: dict[str, Any]) -> Resources:
+        """A pod's requests, parsed once per pod (they do not change); unparsable ones hold nothing."""
+        uid = pod["metadata"].get("uid", "")
+        if uid not in self._requests:
+            try:
+                self._requests[uid] = pod_requests(pod)
+            except UnitError:
+                self._requests[uid] = {}
+        return self._requests[uid]
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         key = f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"
         if kind == "DELETED" or (pod.get("spec") or {}).get("nodeName"):
             self.assumed.pop(key, None)
+        if kind == "DELETED":
+            self._requests.pop(pod["metadata"].get("uid", ""), None)
         if needs_scheduling(pod) or kind == "DELETED" or not holds_resources(pod):
             self.queue.add(CYCLE)
 
@@ -54,11 +69,12 @@ class Scheduler(Controller):
         if not pending:
             return None
         states = node_states(self.nodes.values(), [p for p in pods if _key(p) not in self.assumed]
-                             + list(self.assumed.values()))
-        decisions = schedule_cycle(pending, states)
+                             + list(self.assumed.values()), self.requests_of)
+        ordered = sorted(pending, key=queue_order)
         by_key = {_key(p): p for p in pending}
-        for i in range(0, len(decisions), BATCH):
-            await asyncio.gather(*(self._apply(d, by_key[f"{d.namespace}/{d.name}"]) for d in decisions[i:i + BATCH]))
+        for i in range(0, len(ordered), CHUNK):
+            decisions = schedule_cycle(ordered[i:i + CHUNK], states)
+            await asyncio.gather(*(self._apply(d, by_key[f"{d.namespace}/{d.name}"]) for d in decisions))
         return None
 
     async def _apply(self, decision: Bind | Unschedulable, pod: dict[str, Any]) -> None:

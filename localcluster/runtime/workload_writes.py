@@ -36,7 +36,10 @@ async def delete_pods(api: Api, owner: dict[str, Any], namespace: str, names: It
     for name in names:
         gone = await ignore_gone(api.delete(PODS.path(namespace, name)))
         if gone is not None:
-            cache.remember(gone if gone.get("kind") == "Pod" else None)
+            if gone.get("kind") == "Pod" and (gone.get("metadata") or {}).get("deletionTimestamp"):
+                cache.remember(gone)  # still there, terminating
+            else:
+                cache.forget(namespace, name)
             await record(api, owner, "Normal", "SuccessfulDelete", f"Deleted pod: {name}", component, now)
 
 

@@ -51,9 +51,6 @@ class WorkQueue:
             self._again.discard(key)
             self.add(key)
 
-    def __len__(self) -> int:
-        return self._ready.qsize()
-
     def close(self) -> None:
         for timer in self._timers.values():
             timer.cancel()

@@ -184,8 +184,8 @@ def observe(pod: Obj, *, start_time: dt.datetime, host_ip: str, pod_ip: str, now
         behavior = parse_behavior((pod.get("metadata") or {}).get("annotations"))
     except BehaviorError as err:
         return _invalid(pod, str(err), start_time, host_ip, pod_ip)
-    run = behavior.run()
-    m = moment(start_time + behavior.start_after, run, spec.get("restartPolicy") or "Always", now)
+    first_start = start_time + behavior.start_after
+    m = moment(first_start, behavior.run(), spec.get("restartPolicy") or "Always", now)
     ready = m.stage == "running" and not behavior.never_ready
     not_ready = f"containers with unready status: [{' '.join(c['name'] for c in containers)}]"
     started = m.stage != "creating"
@@ -193,7 +193,7 @@ def observe(pod: Obj, *, start_time: dt.datetime, host_ip: str, pod_ip: str, now
     status["phase"] = _phase(m)
     status["conditions"] = [
         _condition("PodReadyToStartContainers", True, start_time),
-        _initialized(spec, started, start_time, start_time + behavior.start_after),
+        _initialized(spec, started, start_time, first_start),
         _condition("Ready", ready, _ready_since(m, start_time), "ContainersNotReady", not_ready),
         _condition("ContainersReady", ready, _ready_since(m, start_time), "ContainersNotReady", not_ready),
         _condition("PodScheduled", True, start_time),
@@ -203,7 +203,6 @@ def observe(pod: Obj, *, start_time: dt.datetime, host_ip: str, pod_ip: str, now
             cond["reason"] = "PodCompleted"
             cond.pop("message", None)
     status["containerStatuses"] = [_container_status(pod, c, m, behavior) for c in containers]
-    first_start = start_time + behavior.start_after
     if spec.get("initContainers"):
         status["initContainerStatuses"] = [_init_status(pod, c, m, first_start) for c in spec["initContainers"]]
     return KubeletView(status, m.next_change, m)

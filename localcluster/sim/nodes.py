@@ -202,7 +202,10 @@ class NodeHealth:
     wake_at: dt.datetime | None
 
 
-def node_health(node: Obj, renew_time: dt.datetime | None, now: dt.datetime) -> NodeHealth:
+def node_health(node: Obj, renew_time: dt.datetime | None, now: dt.datetime, *, disrupted: bool = False) -> NodeHealth:
+    """Taints and Ready for one node. `disrupted` (every node unhealthy at once, which points at the
+    control plane rather than the nodes) keeps NoExecute taints off, as the node lifecycle
+    controller's full-disruption mode does, so nothing is evicted."""
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = next((c for c in conditions if c.get("type") == "Ready"), {})
     heard = renew_time
@@ -218,6 +221,8 @@ def node_health(node: Obj, renew_time: dt.datetime | None, now: dt.datetime) -> 
         managed = [{"key": NOT_READY_TAINT, "effect": "NoSchedule"}, {"key": NOT_READY_TAINT, "effect": "NoExecute"}]
     elif status == "Unknown":
         managed = [{"key": UNREACHABLE_TAINT, "effect": "NoSchedule"}, {"key": UNREACHABLE_TAINT, "effect": "NoExecute"}]
+    if disrupted:
+        managed = [t for t in managed if t["effect"] != "NoExecute"]
     if (node.get("spec") or {}).get("unschedulable"):
         managed.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
     current = {(t.get("key"), t.get("effect")): t for t in (node.get("spec") or {}).get("taints") or []}
@@ -227,6 +232,16 @@ def node_health(node: Obj, renew_time: dt.datetime | None, now: dt.datetime) -> 
             taint["timeAdded"] = (kept or {}).get("timeAdded") or format_time(now)
     wake = None if stale or heard is None else heard + GRACE
     return NodeHealth(old + managed, stale and ready.get("status") != "Unknown", wake)
+
+
+def unhealthy(node: Obj, renew_time: dt.datetime | None, now: dt.datetime) -> bool:
+    """Ready is not True, or nothing was heard from the kubelet for the grace period."""
+    return any(t["effect"] == "NoExecute" for t in node_health(node, renew_time, now).taints
+               if t["key"] in (NOT_READY_TAINT, UNREACHABLE_TAINT))
+
+
+def full_disruption(unhealthy_flags: Sequence[bool]) -> bool:
+    return bool(unhealthy_flags) and all(unhealthy_flags)
 
 
 def with_default_tolerations(pod: Obj) -> list[dict[str, Any]]:

@@ -56,7 +56,8 @@ def reconcile_replicaset(rs: Obj, pods: Sequence[Obj]) -> ReplicaSetStep:
     wanted = int((rs.get("spec") or {}).get("replicas", 1))
     step = ReplicaSetStep({})
     if len(live) > wanted:
-        ranked = sorted(live, key=lambda p: (_ready(p), -_created(p)))
+        newest_first = sorted(live, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", reverse=True)
+        ranked = sorted(newest_first, key=_ready)
         step.deletes = [p["metadata"]["name"] for p in ranked[: len(live) - wanted]]
     elif len(live) < wanted:
         step.creates = [_pod(rs) for _ in range(wanted - len(live))]
@@ -70,11 +71,6 @@ def reconcile_replicaset(rs: Obj, pods: Sequence[Obj]) -> ReplicaSetStep:
         "observedGeneration": rs["metadata"].get("generation", 1),
     }
     return step
-
-
-def _created(pod: Obj) -> float:
-    stamp = (pod.get("metadata") or {}).get("creationTimestamp") or ""
-    return float(stamp.replace("-", "").replace(":", "").replace("T", "").replace("Z", "") or 0)
 
 
 def _pod(rs: Obj) -> dict[str, Any]:

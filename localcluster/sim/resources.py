@@ -9,7 +9,7 @@ sidecars started before it) plus the pod overhead.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from localcluster.sim.units import parse_quantity
 
@@ -68,10 +68,10 @@ def node_allocatable(node: Mapping[str, Any]) -> Resources:
     return {r: parse_quantity(v, f"node {name} allocatable {r}") for r, v in raw.items()}
 
 
-def sum_requests(pods: Iterable[Pod]) -> Resources:
+def sum_requests(pods: Iterable[Pod], requests_of: Callable[[Pod], Resources] = pod_requests) -> Resources:
     """What the given pods hold, counting one `pods` slot each."""
     used: Resources = {}
     for pod in pods:
-        _add(used, pod_requests(pod))
+        _add(used, requests_of(pod))
         _add(used, {"pods": Decimal(1)})
     return used

@@ -12,14 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from localcluster.sim.matching import (
-    node_matches_pod_affinity,
-    preferred_affinity_score,
-    tolerates,
-    untolerated_taints,
-)
+from localcluster.sim.matching import node_matches_pod_affinity, preferred_affinity_score, tolerates, untolerated_taints
 from localcluster.sim.resources import Resources, node_allocatable, pod_requests, sum_requests
 from localcluster.sim.units import UnitError
 
@@ -95,7 +90,9 @@ def holds_resources(pod: Obj) -> bool:
     )
 
 
-def node_states(nodes: Iterable[Obj], pods: Iterable[Obj]) -> list[NodeState]:
+def node_states(nodes: Iterable[Obj], pods: Iterable[Obj],
+                requests_of: Callable[[Obj], Resources] = pod_requests) -> list[NodeState]:
+    """Each node with what its bound, unfinished pods hold (`requests_of` lets callers memoise)."""
     by_node: dict[str, list[Obj]] = {}
     for pod in pods:
         if holds_resources(pod):
@@ -103,7 +100,7 @@ def node_states(nodes: Iterable[Obj], pods: Iterable[Obj]) -> list[NodeState]:
     states = []
     for node in nodes:
         name = node["metadata"]["name"]
-        states.append(NodeState(node, node_allocatable(node), sum_requests(by_node.get(name, []))))
+        states.append(NodeState(node, node_allocatable(node), sum_requests(by_node.get(name, []), requests_of)))
     return sorted(states, key=lambda s: s.name)
 
 

@@ -1,4 +1,4 @@
-"""Go durations, Kubernetes quantities and a speed-scaled clock, for the simulation only.
+"""Go durations, Kubernetes quantities and timestamps, for the simulation only.
 
 `localcluster/` plays Kubernetes and may not import the product, so it keeps its own small
 parsers: behaviour annotations use Go durations (`2s`, `1m30s`) and node capacities quantities.
@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Callable
 
 from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 
@@ -73,30 +71,3 @@ def format_micro_time(instant: dt.datetime) -> str:
 def parse_time(text: str) -> dt.datetime:
     value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class ScaledClock:
-    """Simulated time running `speed` times faster than `source` from `origin` on.
-
-    Behaviours, heartbeats and backoffs are all read from this clock, so `--speed 10` turns a
-    `runFor: 30s` pod into three wall seconds while every timestamp the API shows stays coherent.
-    """
-
-    source: Callable[[], dt.datetime]
-    speed: float = 1.0
-    origin: dt.datetime | None = None
-
-    def __post_init__(self) -> None:
-        if not self.speed > 0:
-            raise UnitError(f"speed must be a positive number, got {self.speed!r}")
-        if self.origin is None:
-            object.__setattr__(self, "origin", self.source())
-
-    def now(self) -> dt.datetime:
-        assert self.origin is not None
-        return self.origin + (self.source() - self.origin) * self.speed
-
-    def wall_seconds(self, simulated: dt.timedelta) -> float:
-        """How long to sleep in real time for `simulated` to pass."""
-        return max(simulated.total_seconds(), 0.0) / self.speed

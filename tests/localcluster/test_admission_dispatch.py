@@ -285,9 +285,9 @@ def test_v1beta1_reviews_are_sent_to_webhooks_that_ask_for_them(cluster: Cluster
 
 
 def test_validating_webhooks_are_called_concurrently(cluster: Cluster, stub: WebhookStub) -> None:
-    cluster.validating("v", *(cluster.hook(f"slow-{i}", "/slow/0.4") for i in range(3)))
+    cluster.validating("v", *(cluster.hook(f"slow-{i}", "/slow/1") for i in range(3)))
     cluster.admit()
-    assert stub.most_in_flight["/slow/0.4"] == 3
+    assert stub.most_in_flight["/slow/1"] == 3
 
 
 def test_validating_webhooks_see_the_mutated_object(cluster: Cluster, stub: WebhookStub) -> None:
@@ -340,13 +340,43 @@ def test_a_ca_bundle_that_is_not_base64_pem_is_a_call_failure(cluster: Cluster) 
     assert "invalid caBundle" in denial(cluster)["message"]
 
 
-@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
-def test_match_conditions_cannot_be_evaluated_and_follow_the_failure_policy(cluster: Cluster, stub: WebhookStub,
-                                                                         policy: str) -> None:
-    cluster.validating("v", cluster.hook("cel.batchgate.dev", "/deny", failurePolicy=policy, matchConditions=[
-        {"name": "not-system", "expression": "!request.userInfo.username.startsWith('system:')"}]))
-    if policy == "Ignore":
-        assert cluster.admit() is not None
+MATCH_CONDITIONS = [
+    pytest.param([{"name": "alice", "expression": "request.userInfo.username == 'alice'"}], "Fail", "called",
+                 id="a true condition calls the webhook"),
+    pytest.param([{"name": "not-alice", "expression": "!request.userInfo.groups.exists(g, g == 'team-a')"}],
+                 "Fail", "skipped", id="a false condition skips it"),
+    pytest.param([{"name": "labelled", "expression": "object.metadata.labels['gpu'] == 'true'"}], "Fail",
+                 "failed", id="an error with failure policy Fail rejects the request"),
+    pytest.param([{"name": "labelled", "expression": "object.metadata.labels['gpu'] == 'true'"}], "Ignore",
+                 "skipped", id="an error with failure policy Ignore skips the webhook"),
+    pytest.param([{"name": "labelled", "expression": "object.metadata.labels['gpu'] == 'true'"},
+                  {"name": "create", "expression": "request.operation == 'DELETE'"}], "Fail", "skipped",
+                 id="a false condition wins over another condition's error"),
+]
+
+
+@pytest.mark.parametrize(("conditions", "policy", "outcome"), MATCH_CONDITIONS)
+def test_match_conditions_decide_whether_a_webhook_is_called(cluster: Cluster, stub: WebhookStub, conditions: list,
+                                                             policy: str, outcome: str) -> None:
+    cluster.validating("v", cluster.hook("cel.batchgate.dev", "/deny", failurePolicy=policy,
+                                         matchConditions=conditions))
+    if outcome == "skipped":
+        assert cluster.admit() is not None and stub.received == []
+    elif outcome == "called":
+        assert "no GPUs on Tuesdays" in denial(cluster)["message"]
     else:
-        assert "does not evaluate CEL" in denial(cluster)["message"]
-    assert stub.received == []
+        status = denial(cluster)
+        assert (status["code"], stub.received) == (500, [])
+        assert "failed to evaluate match conditions: expression 'labelled': no such key: labels" in status["message"]
+
+
+def test_an_equivalent_webhook_patches_the_object_in_its_version_and_the_request_keeps_its_own(
+        cluster: Cluster, stub: WebhookStub) -> None:
+    hook = cluster.hook("old.batchgate.dev", "/label/seen/v1beta1")
+    hook["rules"][0]["apiVersions"] = ["v1beta1"]
+    cluster.mutating("m", hook)
+    result = cluster.admit()
+    sent = stub.received[-1].review["request"]
+    assert (sent["kind"]["version"], sent["requestKind"]["version"], sent["object"]["apiVersion"]) == (
+        "v1beta1", "v1", "v1beta1")
+    assert result is not None and (result["apiVersion"], result["metadata"]["labels"]) == ("v1", {"seen": "v1beta1"})

@@ -21,32 +21,38 @@ def get(kubectl: Kubectl, namespace: str, *what: str) -> dict[str, Any]:
 
 
 GENERATED = [
-    pytest.param(["create", "configmap", "cm", "--from-literal=a=1"], ["configmap", "cm"], "data", {"a": "1"},
+    pytest.param(["create", "configmap", "cm", "--from-literal=a=1"], "configmap/cm", "{.data.a}", "1",
                  id="a configmap from a literal"),
-    pytest.param(["create", "secret", "generic", "s", "--from-literal=k=v"], ["secret", "s"], "data", {"k": "dg=="},
+    pytest.param(["create", "secret", "generic", "s", "--from-literal=k=v"], "secret/s", "{.data.k}", "dg==",
                  id="a secret whose data arrives as bytes"),
-    pytest.param(["create", "deployment", "web", "--image=nginx", "--replicas=2"], ["deployment", "web"], "spec",
-                 None, id="a deployment"),
-    pytest.param(["create", "job", "once", "--image=busybox", "--", "echo", "hi"], ["job", "once"], "spec", None,
-                 id="a job with a command"),
-    pytest.param(["create", "serviceaccount", "robot"], ["serviceaccount", "robot"], "metadata", None,
+    pytest.param(["create", "deployment", "web", "--image=nginx", "--replicas=2"], "deployment/web",
+                 "{.spec.replicas} {.spec.template.spec.containers[0].image}", "2 nginx", id="a deployment"),
+    pytest.param(["create", "job", "once", "--image=busybox", "--", "echo", "hi"], "job/once",
+                 "{.spec.template.spec.containers[0].command}", '["echo","hi"]', id="a job with a command"),
+    pytest.param(["create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *"], "cronjob/nightly",
+                 "{.spec.schedule}", "0 3 * * *", id="a cron job"),
+    pytest.param(["create", "serviceaccount", "robot"], "serviceaccount/robot", "{.metadata.name}", "robot",
                  id="a service account"),
+    pytest.param(["create", "service", "clusterip", "api", "--tcp=80:8080"], "service/api",
+                 "{.spec.ports[0].port} {.spec.ports[0].targetPort}", "80 8080",
+                 id="a service with an integer target port"),
+    pytest.param(["create", "quota", "gpus", "--hard=requests.nvidia.com/gpu=8,pods=20"], "resourcequota/gpus",
+                 "{.spec.hard.requests\\.nvidia\\.com/gpu} {.spec.hard.pods}", "8 20", id="a resource quota"),
+    pytest.param(["create", "role", "reader", "--verb=get,list", "--resource=pods"], "role/reader",
+                 "{.rules[0].verbs}", '["get","list"]', id="a role"),
+    pytest.param(["create", "rolebinding", "readers", "--role=reader", "--user=alice"], "rolebinding/readers",
+                 "{.roleRef.name} {.subjects[0].name}", "reader alice", id="a role binding"),
+    pytest.param(["create", "poddisruptionbudget", "keep", "--selector=app=x", "--min-available=50%"],
+                 "poddisruptionbudget/keep", "{.spec.minAvailable}", "50%", id="a disruption budget"),
 ]
 
 
-@pytest.mark.parametrize(("args", "target", "field", "expected"), GENERATED)
+@pytest.mark.parametrize(("args", "target", "jsonpath", "expected"), GENERATED)
 def test_kubectl_create_generators_send_protobuf_the_cluster_stores(kubectl: Kubectl, namespace: str,
-                                                                     args: list[str], target: list[str], field: str,
-                                                                     expected: Any) -> None:
+                                                                     args: list[str], target: str, jsonpath: str,
+                                                                     expected: str) -> None:
     kubectl("-n", namespace, *args)
-    obj = get(kubectl, namespace, *target)
-    if expected is not None:
-        assert obj[field] == expected
-    if target[0] == "deployment":
-        assert obj["spec"]["replicas"] == 2
-        assert obj["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
-    if target[0] == "job":
-        assert obj["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
+    assert kubectl("-n", namespace, "get", target, "-o", f"jsonpath={jsonpath}").stdout == expected
 
 
 def test_kubectl_create_namespace_and_auth_whoami(kubectl: Kubectl) -> None:
@@ -172,6 +178,8 @@ def test_a_mutating_webhook_patches_what_kubectl_creates(kubectl: Kubectl, names
     assert (review["userInfo"]["username"], review["namespace"], review["operation"]) == ("admin", namespace,
                                                                                          "CREATE")
     assert review["object"]["data"] == {"a": "1"} and "uid" not in review["object"]["metadata"]
+    assert review["options"] == {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1",
+                                 "fieldManager": "kubectl-create", "fieldValidation": "Strict"}
 
 
 def test_a_validating_denial_reads_in_kubectl_as_on_a_real_cluster(kubectl: Kubectl, namespace: str,
@@ -206,6 +214,7 @@ def test_a_server_dry_run_reaches_a_webhook_as_dry_and_stores_nothing(kubectl: K
     webhooks("ValidatingWebhookConfiguration", "/allow", sideEffects="NoneOnDryRun")
     kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1", "--dry-run=server")
     assert stub.received[-1].review["request"]["dryRun"] is True
+    assert stub.received[-1].review["request"]["options"]["dryRun"] == ["All"]
     assert kubectl("-n", namespace, "get", "configmap", "cm", check=False).returncode != 0
 
 
@@ -269,3 +278,115 @@ def test_server_side_apply_of_a_custom_resource_replaces_its_lists_whole(kubectl
                     input=widget(sizes=[5]), check=False)
     assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.sizes' in clash.stderr
     kubectl("delete", "crd", f"widgets.{group}", "--wait=false")
+
+
+def test_an_update_and_a_delete_reach_webhooks_with_the_old_object(kubectl: Kubectl, namespace: str,
+                                                                  stub: WebhookStub,
+                                                                  webhooks: Callable[..., None]) -> None:
+    kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1")
+    webhooks("MutatingWebhookConfiguration", "/label/touched/yes")
+    webhooks("ValidatingWebhookConfiguration", "/deny", rules=[{
+        "operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}])
+    kubectl("-n", namespace, "annotate", "configmap", "cm", "note=hi")
+    update = stub.received[-1].review["request"]
+    assert (update["operation"], update["oldObject"]["metadata"].get("annotations")) == ("UPDATE", None)
+    assert update["object"]["metadata"]["annotations"] == {"note": "hi"}
+    assert get(kubectl, namespace, "configmap", "cm")["metadata"]["labels"] == {"touched": "yes"}
+    refused = kubectl("-n", namespace, "delete", "configmap", "cm", check=False)
+    assert refused.stderr.strip() == ('Error from server (Forbidden): admission webhook "deny.batchgate.dev" '
+                                      "denied the request: no GPUs on Tuesdays")
+    delete = stub.received[-1].review["request"]
+    assert (delete["operation"], delete["object"], delete["oldObject"]["metadata"]["name"]) == ("DELETE", None, "cm")
+    assert delete["options"]["kind"] == "DeleteOptions"
+
+
+def test_webhooks_see_the_impersonated_user(kubectl: Kubectl, namespace: str, stub: WebhookStub,
+                                            webhooks: Callable[..., None]) -> None:
+    webhooks("ValidatingWebhookConfiguration", "/allow")
+    kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1", "--as=alice",
+            "--as-group=team-a")
+    user = stub.received[-1].review["request"]["userInfo"]
+    assert (user["username"], "team-a" in user["groups"]) == ("alice", True)
+
+
+def test_server_side_apply_of_status_through_the_subresource(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx")
+    status = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+              "spec": {"replicas": 7}, "status": {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1}}
+    kubectl("-n", namespace, "apply", "--server-side", "--subresource=status", "--field-manager=fake-controller",
+            "-f", "-", input=json.dumps(status))
+    obj = json.loads(kubectl("-n", namespace, "get", "deployment", "web", "-o", "json",
+                             "--show-managed-fields").stdout)
+    assert (obj["spec"]["replicas"], obj["status"]["readyReplicas"]) == (1, 1)
+    entry = next(e for e in obj["metadata"]["managedFields"] if e["manager"] == "fake-controller")
+    assert (entry["operation"], entry["subresource"], set(entry["fieldsV1"])) == ("Apply", "status", {"f:status"})
+
+
+def test_kubectl_set_and_rollout_commands_patch_containers_by_name(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "apply", "-f", "-", input=deployment_yaml("app:1", {"A": "1", "B": "2"}))
+    kubectl("-n", namespace, "set", "image", "deployment/web", "app=app:2")
+    kubectl("-n", namespace, "set", "env", "deployment/web", "C=3", "A-")
+    kubectl("-n", namespace, "set", "resources", "deployment/web", "--limits=nvidia.com/gpu=2")
+    kubectl("-n", namespace, "rollout", "restart", "deployment/web")
+    template = get(kubectl, namespace, "deployment", "web")["spec"]["template"]
+    container = template["spec"]["containers"][0]
+    assert container["image"] == "app:2"
+    assert [e["name"] for e in container["env"]] == ["B", "C"]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize("server_side", [False, True], ids=["client side apply", "server side apply"])
+def test_kubectl_diff_shows_what_apply_would_change_without_changing_it(kubectl: Kubectl, namespace: str,
+                                                                       server_side: bool) -> None:
+    mode = ["--server-side"] if server_side else []
+    kubectl("-n", namespace, "apply", *mode, "-f", "-", input=deployment_yaml("app:1", {"A": "1"}))
+    same = kubectl("-n", namespace, "diff", *mode, "-f", "-", input=deployment_yaml("app:1", {"A": "1"}), check=False)
+    changed = kubectl("-n", namespace, "diff", *mode, "-f", "-", input=deployment_yaml("app:2", {"A": "1"}),
+                      check=False)
+    assert (same.returncode, changed.returncode) == (0, 1), changed.stderr
+    assert "-        image: app:1" in changed.stdout and "+        image: app:2" in changed.stdout
+    assert get(kubectl, namespace, "deployment", "web")["spec"]["template"]["spec"]["containers"][0]["image"] == \
+        "app:1"
+
+
+def test_kubectl_apply_switching_a_deployment_to_recreate_clears_rolling_update(kubectl: Kubectl,
+                                                                               namespace: str) -> None:
+    rolling = deployment_yaml("app:1", {"A": "1"}).replace(
+        "  replicas: 1\n", "  replicas: 1\n  strategy:\n    type: RollingUpdate\n    rollingUpdate: {maxSurge: 2}\n")
+    kubectl("-n", namespace, "apply", "-f", "-", input=rolling)
+    recreate = deployment_yaml("app:1", {"A": "1"}).replace("  replicas: 1\n",
+                                                            "  replicas: 1\n  strategy:\n    type: Recreate\n")
+    kubectl("-n", namespace, "apply", "-f", "-", input=recreate)
+    assert get(kubectl, namespace, "deployment", "web")["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_moving_from_client_side_to_server_side_apply_keeps_ownership(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "apply", "-f", "-", input=CM.format(a="1"))
+    kubectl("-n", namespace, "apply", "--server-side", "-f", "-", input=CM.format(a="2"))
+    obj = json.loads(kubectl("-n", namespace, "get", "configmap", "cm", "-o", "json", "--show-managed-fields").stdout)
+    assert obj["data"] == {"a": "2"}
+    owners = {(e["manager"], e["operation"]) for e in obj["metadata"]["managedFields"]}
+    assert ("kubectl", "Apply") in owners
+
+
+def test_the_python_client_patches_strategically_and_applies_server_side(kube_api: Any, namespace: str) -> None:
+    from kubernetes import client, dynamic
+
+    apps = client.AppsV1Api(kube_api)
+    body = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]}]}}}}
+    apps.create_namespaced_deployment(namespace, body)
+    apps.patch_namespaced_deployment("web", namespace, {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "env": [{"name": "B", "value": "2"}]}]}}}})  # a dict: strategic merge
+    env = apps.read_namespaced_deployment("web", namespace).spec.template.spec.containers[0].env
+    assert [(e.name, e.value) for e in env] == [("B", "2"), ("A", "1")]  # new items first, as the apiserver orders
+    deployments = dynamic.DynamicClient(kube_api).resources.get(api_version="apps/v1", kind="Deployment")
+    applied = {**body, "metadata": {"name": "web", "namespace": namespace, "labels": {"owner": "python"}}}
+    result = deployments.server_side_apply(body=applied, namespace=namespace, field_manager="python-apply",
+                                           force_conflicts=True)
+    stored = result.to_dict()
+    assert stored["metadata"]["labels"] == {"owner": "python"}
+    assert "python-apply" in {entry["manager"] for entry in stored["metadata"]["managedFields"]}

@@ -139,3 +139,26 @@ def test_a_pod_for_another_scheduler_waits_for_someone_to_bind_it(sim_api, ns):
     body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "cpu-0"}}
     client.CoreV1Api(sim_api).create_namespaced_binding(ns, body, _preload_content=False)
     assert eventually(lambda: read(sim_api, ns, "p").status.phase == "Succeeded")
+
+
+def test_kubectl_delete_stops_a_running_pod_within_its_grace_period(sim_api, sim_kubectl, ns):
+    manifest = pod_manifest("held", restart="Always")
+    manifest["metadata"]["finalizers"] = ["example.com/hold"]
+    create(sim_api, ns, manifest)
+    create(sim_api, ns, pod_manifest("plain", restart="Always"))
+    eventually(lambda: all(p.status.phase == "Running" for p in client.CoreV1Api(sim_api).list_namespaced_pod(ns).items))
+    sim_kubectl("delete", "pod", "-n", ns, "plain", "--timeout=20s")
+    sim_kubectl("delete", "pod", "-n", ns, "held", "--wait=false")
+    pod = read(sim_api, ns, "held")
+    assert pod.metadata.deletion_grace_period_seconds == 30 and pod.metadata.deletion_timestamp
+    stopped = eventually(lambda: (p := read(sim_api, ns, "held")).status.phase == "Failed" and p)
+    assert stopped.status.container_statuses[0].state.terminated.exit_code == 143
+    assert "Killing" in [r for r, _ in events(sim_api, ns, "held")]
+    client.CoreV1Api(sim_api).patch_namespaced_pod("held", ns, {"metadata": {"finalizers": None}})
+    assert eventually(lambda: [p.metadata.name for p in client.CoreV1Api(sim_api).list_namespaced_pod(ns).items] == [])
+
+
+def test_an_unbound_pod_is_deleted_at_once(sim_api, sim_kubectl, ns):
+    create(sim_api, ns, pod_manifest("waiting", schedulerName="nobody"))
+    sim_kubectl("delete", "pod", "-n", ns, "waiting", "--wait=false")
+    assert client.CoreV1Api(sim_api).list_namespaced_pod(ns).items == []

@@ -10,11 +10,13 @@ import pytest
 from localcluster.sim.nodes import (
     NodesError,
     evictions,
+    full_disruption,
     kubelet_conditions,
     new_node,
     node_health,
     nodes_from_flags,
     parse_nodes_file,
+    unhealthy,
 )
 from tests.localcluster.runtime.builders import a_node, a_pod, at
 
@@ -141,3 +143,23 @@ def test_an_untolerated_no_execute_taint_evicts_at_once():
     node = a_node("n1", taints=[{"key": "maintenance", "effect": "NoExecute"}])
     due, _ = evictions(node, [a_pod("p", node="n1")], at(0))
     assert [(e.name, e.taint) for e in due] == [("p", "maintenance")]
+
+
+def test_when_every_node_is_unhealthy_nothing_is_evicted():
+    nodes = [heartbeating(a_node(f"n{i}"), 0) for i in range(3)]
+    flags = [unhealthy(n, None, at(100)) for n in nodes]
+    assert full_disruption(flags) is True
+    health = node_health(nodes[0], None, at(100), disrupted=True)
+    assert [(t["key"], t["effect"]) for t in health.taints] == [("node.kubernetes.io/unreachable", "NoSchedule")]
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        pytest.param([True, False, True], False, id="one healthy node is no full disruption"),
+        pytest.param([True], True, id="a single unhealthy node is"),
+        pytest.param([], False, id="no nodes is not"),
+    ],
+)
+def test_full_disruption(flags, expected):
+    assert full_disruption(flags) is expected

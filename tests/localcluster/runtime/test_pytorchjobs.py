@@ -158,3 +158,43 @@ def test_suspend_removes_pods_and_services_and_resume_recreates_them():
     resumed = reconcile(job, [], [], at(9))
     assert conditions(resumed)["Suspended"] == ("False", "PyTorchJobResumed")
     assert len(resumed.create_pods) == 2 and resumed.status["startTime"] == "2026-01-01T00:00:09Z"
+
+
+def finished(job, seconds):
+    first = reconcile(job, [], [], at(0))
+    job["status"] = first.status
+    pods = [running(p, phase="Succeeded") for p in first.create_pods[:1]] + [running(p) for p in first.create_pods[1:]]
+    done = reconcile(job, pods, first.create_services, at(seconds))
+    job["status"] = done.status
+    return pods, first.create_services
+
+
+@pytest.mark.parametrize(
+    ("policy", "deleted"),
+    [
+        pytest.param(None, [], id="cleanPodPolicy None keeps the pods"),
+        pytest.param("Running", ["sample-pytorchjob-worker-0"], id="cleanPodPolicy Running deletes the running pods"),
+        pytest.param("All", ["sample-pytorchjob-master-0", "sample-pytorchjob-worker-0"], id="cleanPodPolicy All deletes every pod"),
+    ],
+)
+def test_clean_pod_policy_after_success(policy, deleted):
+    job = sample(**({"cleanPodPolicy": policy} if policy else {}))
+    pods, services = finished(job, 10)
+    assert reconcile(job, pods, services, at(11)).delete_pods == deleted
+
+
+def test_ttl_after_finished_deletes_the_job_when_it_expires():
+    job = sample(ttlSecondsAfterFinished=30)
+    pods, services = finished(job, 10)
+    assert reconcile(job, pods, services, at(20)).requeue_after.total_seconds() == 20
+    assert reconcile(job, pods, services, at(40)).delete_job is True
+
+
+def test_active_deadline_fails_the_job():
+    job = sample(activeDeadlineSeconds=60)
+    first = reconcile(job, [], [], at(0))
+    assert first.requeue_after.total_seconds() == 60
+    job["status"] = first.status
+    late = reconcile(job, [running(p) for p in first.create_pods], first.create_services, at(60))
+    assert conditions(late)["Failed"] == ("True", "PyTorchJobFailed")
+    assert late.status["conditions"][-1]["message"] == "Job sample-pytorchjob has failed because it was active longer than specified deadline"

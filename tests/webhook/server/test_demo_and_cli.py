@@ -1,4 +1,4 @@
-"""`batchgate demo` end to end, and `batchgate webhook`'s start-up checks and messages."""
+"""`batchgate webhook`'s start-up checks and messages (the demo's tests are in tests/demo/)."""
 
 from __future__ import annotations
 
@@ -6,48 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.webhook.server.helpers import corpus_dir, corpus_objects, run_cli
-from webhook.demo import describe_patch
+from tests.webhook.server.helpers import run_cli
 from webhook.launch import start_gateway
-
-
-def test_the_demo_sends_every_corpus_object_from_two_users_through_the_real_gateway() -> None:
-    result = run_cli("demo", "--exit-when-done", "--corpus", str(corpus_dir()), timeout=120)
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    decisions = [line for line in lines if line.startswith(("alice ", "bob "))]
-    objects = corpus_objects()
-    assert len(decisions) == 2 * len(objects)
-    assert sum(line.startswith("alice ") for line in decisions) == len(objects)
-    assert any("allowed user=alice, userid=uid-alice-1001" in line for line in decisions)
-    assert any("allowed user=bob, userid=uid-bob-1002" in line for line in decisions)
-    assert any("DENIED" in line and "allowedKinds.wrapped" in line for line in decisions)
-    assert lines[0].startswith("gateway: gunicorn over TLS at https://127.0.0.1:")
-    allowed = sum(" allowed " in line for line in decisions)
-    assert lines[-1] == (f"{len(decisions)} decisions: {allowed} allowed, {len(decisions) - allowed} denied; "
-                         f"{len(decisions) * 2} audit lines "
-                         "(one per /mutate and /validate call)")
-
-
-def test_the_demo_fails_loudly_without_a_corpus(tmp_path: Path) -> None:
-    result = run_cli("demo", "--corpus", str(tmp_path / "nowhere"))
-    assert result.returncode == 2 and "not found" in result.stderr
-
-
-@pytest.mark.parametrize(
-    ("ops", "summary"),
-    [
-        pytest.param([], "no change", id="an empty patch is no change"),
-        pytest.param([{"op": "add", "path": "/metadata/labels", "value": {"a/user": "x", "b": "y"}}], "user=x, b=y",
-                     id="a whole labels map reads as its labels"),
-        pytest.param([{"op": "add", "path": "/spec/a/schedulerName", "value": "s"},
-                      {"op": "add", "path": "/spec/b/schedulerName", "value": "s"}], "schedulerName=s (x2)",
-                     id="repeats are counted"),
-        pytest.param([{"op": "remove", "path": "/spec/x"}], "removed /spec/x", id="a removal names its path"),
-    ],
-)
-def test_the_demo_describes_a_patch_by_what_it_sets(ops: list, summary: str) -> None:
-    assert describe_patch(ops) == summary
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""`batchgate demo` (for now): the real gateway judging the corpus as two users would submit it.
+"""`batchgate demo --gateway-only`: the real gateway judging the corpus, with no cluster at all.
 
-Fresh certificates in a temporary directory, `batchgate webhook` under gunicorn over TLS, then
+The quick look at the gateway alone (a few seconds): fresh certificates in a temporary directory, `batchgate webhook` under gunicorn over TLS, then
 every document of every manifest in the corpus POSTed as an AdmissionReview from alice and from
 bob: `/mutate`, the returned JSON Patch applied as the API server would, then `/validate`. One
 line per decision says who, what, allowed or not, and what changed.
@@ -8,7 +8,6 @@ line per decision says who, what, allowed or not, and what changed.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import sys
@@ -109,28 +108,20 @@ def judge(client: GatewayClient, obj: dict[str, Any], user: UserInfo) -> tuple[b
     return True, describe_patch(ops) + warnings
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="batchgate demo", description=__doc__.splitlines()[0])
-    p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help=f"manifests to submit (default {DEFAULT_CORPUS})")
-    p.add_argument("--exit-when-done", action="store_true", help="exit after the last decision (always, for now)")
-    p.add_argument("--workers", default="2", help="gunicorn workers for the gateway")
-    args = p.parse_args(argv)
-    if not args.corpus.is_dir():
-        print(f"batchgate demo: corpus directory {args.corpus} not found", file=sys.stderr)
+def run(corpus: Path, workers: str) -> int:
+    """Send every corpus object from both users; 0 when every object got a decision, 2 on bad input."""
+    if not corpus.is_dir():
+        print(f"batchgate demo: corpus directory {corpus} not found", file=sys.stderr)
         return 2
-    objects = list(corpus_objects(args.corpus))
+    objects = list(corpus_objects(corpus))
     if not objects:
-        print(f"batchgate demo: no Kubernetes objects under {args.corpus}", file=sys.stderr)
+        print(f"batchgate demo: no Kubernetes objects under {corpus}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="batchgate-demo-") as tmp:
         cert_dir = Path(tmp) / "certs"
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
         audit_log = Path(tmp) / "audit.log"
-        try:
-            gateway = start_gateway(cert_dir, "--workers", args.workers, "--audit-log", str(audit_log))
-        except RuntimeError as exc:
-            print(f"batchgate demo: {exc}", file=sys.stderr)
-            return 1
+        gateway = start_gateway(cert_dir, "--workers", workers, "--audit-log", str(audit_log))
         print(f"gateway: gunicorn over TLS at https://{gateway.host}:{gateway.port} (CA {cert_dir / 'ca.crt'})")
         allowed = denied = 0
         try:

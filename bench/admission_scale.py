@@ -1,0 +1,272 @@
+"""Kueue's scheduler performance scenario with the real controller on the local cluster.
+
+As in Kueue's harness (`test/performance/scheduler`: a runner creates Workloads on a schedule and
+marks each one finished `runtime` after its admission; the controller under test only admits),
+this script starts `batchgate cluster` and `batchgate controller --qps 50 --burst 100` as
+separate processes, creates the ClusterQueues, LocalQueues and Workloads over the API, watches
+admissions and finishes each workload after its runtime. It prints wall time, mean ClusterQueue
+usage, mean time to admission per class, and the controller's CPU and peak RSS, with the machine.
+
+    python bench/admission_scale.py [--cohorts 5 --queues 6] [--scale 1.0]
+
+`--scale` shrinks every class's workload count (0.1 runs a tenth of the 15,000) for a quick look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from controller.adapters.kube import RESOURCES, ApiError, KubeClient  # noqa: E402
+
+KUEUE = "kueue.x-k8s.io/v1beta1"
+NAMESPACE = "bench"
+WL, CQ, LQ = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
+
+
+@dataclass(frozen=True)
+class WorkloadClass:
+    name: str
+    count: int
+    interval_ms: int
+    runtime_ms: int
+    priority: int
+    cpu: int
+
+
+BASELINE = (WorkloadClass("small", 350, 100, 200, 50, 1), WorkloadClass("medium", 100, 500, 500, 100, 5),
+            WorkloadClass("large", 50, 1200, 1000, 200, 20))
+KUEUE_FIGURES = "Kueue v0.10 (same scenario): wall 351 s, usage 56-59 %, admission large 6.7-16.5 s, medium 77 s, small 215 s, 396 mCPU, 445 MB"
+
+
+@dataclass
+class Tracked:
+    cls: WorkloadClass
+    cq: str
+    created: float
+    admitted: float | None = None
+    finished: float | None = None
+
+
+@dataclass
+class Run:
+    tracked: dict[str, Tracked] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    busy: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # cq -> (time, +/-cpu)
+
+
+def start(cmd: list[str], pattern: str, env: dict[str, str], on_stdout: bool) -> tuple[subprocess.Popen[str], re.Match[str]]:
+    """Start a process and wait for the line (on stdout or stderr) that says it is up."""
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    watched, other = (proc.stdout, proc.stderr) if on_stdout else (proc.stderr, proc.stdout)
+    assert watched is not None and other is not None
+    threading.Thread(target=lambda: [None for _ in other], daemon=True).start()
+    lines: list[str] = []
+    for line in watched:
+        lines.append(line)
+        match = re.search(pattern, line)
+        if match:
+            threading.Thread(target=lambda: [None for _ in watched], daemon=True).start()
+            return proc, match
+    proc.kill()
+    raise RuntimeError(f"{cmd[3]} did not start: {''.join(lines)[-2000:]}")
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_peak_rss_mb(pid: int) -> float:
+    match = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    return int(match.group(1)) / 1024 if match else float("nan")
+
+
+def setup(client: KubeClient, cohorts: int, queues: int) -> list[str]:
+    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    client.create(RESOURCES["ResourceFlavor"], {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
+    names = []
+    for c in range(cohorts):
+        for q in range(queues):
+            name = f"cq-{c}-{q}"
+            names.append(name)
+            client.create(CQ, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
+                "cohort": f"cohort-{c}", "namespaceSelector": {},
+                "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [
+                    {"name": "cpu", "nominalQuota": "20", "borrowingLimit": "100"}]}]}]}})
+            client.create(LQ, {"apiVersion": KUEUE, "kind": "LocalQueue",
+                               "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"clusterQueue": name}})
+    return names
+
+
+def workload(name: str, lq: str, cls: WorkloadClass) -> dict[str, Any]:
+    return {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name, "namespace": NAMESPACE,
+                                                                 "labels": {"bench/class": cls.name}},
+            "spec": {"queueName": lq, "priority": cls.priority, "podSets": [{"name": "main", "count": 1, "template": {
+                "spec": {"restartPolicy": "Never", "containers": [
+                    {"name": "c", "image": "pause", "resources": {"requests": {"cpu": str(cls.cpu)}}}]}}}]}}
+
+
+def generate(client: KubeClient, run: Run, queues: list[str], scale: float, t0: float) -> None:
+    schedule = sorted(((i * cls.interval_ms / 1000, q, cls, i) for q in queues for cls in BASELINE
+                       for i in range(max(1, round(cls.count * scale)))), key=lambda item: (item[0], item[1], item[3]))
+    with ThreadPoolExecutor(4) as pool:
+        for at, q, cls, i in schedule:
+            delay = t0 + at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            name = f"{q}-{cls.name}-{i}"
+            with run.lock:
+                run.tracked[name] = Tracked(cls, q, time.monotonic())
+            pool.submit(client.create, WL, workload(name, q, cls))
+
+
+def follow(client: KubeClient, run: Run, total: int, done: threading.Event) -> None:
+    """Watch Workloads; finish each one its runtime after admission."""
+    finisher = ThreadPoolExecutor(4)
+
+    def finish(name: str, cq: str, cls: WorkloadClass) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for _ in range(5):
+            try:
+                current = client.get(WL, name, NAMESPACE)
+                conditions = [c for c in current["status"].get("conditions", []) if c["type"] != "Finished"]
+                conditions.append({"type": "Finished", "status": "True", "reason": "Succeeded",
+                                   "message": "bench", "lastTransitionTime": stamp})
+                client.patch(WL, name, NAMESPACE, {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                                                   "status": {"conditions": conditions}}, subresource="status")
+                break
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
+        with run.lock:
+            run.tracked[name].finished = time.monotonic()
+            run.busy.setdefault(cq, []).append((time.monotonic(), -cls.cpu))
+            if sum(1 for t in run.tracked.values() if t.finished) >= total:
+                done.set()
+
+    version = client.list(WL, NAMESPACE, limit=1)["metadata"]["resourceVersion"]
+    while not done.is_set():
+        try:
+            for event in client.watch(WL, NAMESPACE, version, 30):
+                obj = event.get("object") or {}
+                version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                if event.get("type") not in ("ADDED", "MODIFIED"):
+                    continue
+                name = obj["metadata"]["name"]
+                admission = (obj.get("status") or {}).get("admission")
+                with run.lock:
+                    tracked = run.tracked.get(name)
+                    if tracked is None or not admission or tracked.admitted is not None:
+                        continue
+                    tracked.admitted = time.monotonic()
+                    run.busy.setdefault(tracked.cq, []).append((tracked.admitted, tracked.cls.cpu))
+                timer = threading.Timer(tracked.cls.runtime_ms / 1000,
+                                        lambda n=name, t=tracked: finisher.submit(finish, n, t.cq, t.cls))
+                timer.daemon = True
+                timer.start()
+                if done.is_set():
+                    break
+        except ApiError as exc:
+            if exc.gone:
+                version = client.list(WL, NAMESPACE, limit=1)["metadata"]["resourceVersion"]
+
+
+def mean_usage(run: Run, queues: list[str], t0: float, t1: float, nominal: int = 20) -> float:
+    fractions = []
+    for q in queues:
+        used = area = 0.0
+        last = t0
+        for at, delta in sorted(run.busy.get(q, [])):
+            area += used * (at - last)
+            used += delta
+            last = at
+        area += used * (t1 - last)
+        fractions.append(area / (nominal * (t1 - t0)))
+    return 100 * sum(fractions) / len(fractions)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cohorts", type=int, default=5)
+    parser.add_argument("--queues", type=int, default=6, help="ClusterQueues per cohort")
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of each class's workload count")
+    parser.add_argument("--qps", type=float, default=50)
+    parser.add_argument("--burst", type=int, default=100)
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    work = Path(tempfile.mkdtemp(prefix="bench-admission-"))
+    cluster, _ = start([sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(work)], r"KUBECONFIG=", env,
+                    on_stdout=True)
+    kubeconfig = work / "kubeconfig"
+    controller = None
+    try:
+        subprocess.run(["/usr/bin/kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={work / 'cache'}", "apply", "-k",
+                        str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
+        client = KubeClient.from_kubeconfig(str(kubeconfig))
+        queues = setup(client, args.cohorts, args.queues)
+        controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig", str(kubeconfig),
+                               "--no-leader-elect", "--metrics-address", "127.0.0.1", "--metrics-port", "0",
+                               "--qps", str(args.qps), "--burst", str(args.burst), "--log-level", "warning"],
+                           r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
+        time.sleep(2)  # caches synced
+        cpu0 = proc_cpu_seconds(controller.pid)
+        total = sum(len(queues) * max(1, round(c.count * args.scale)) for c in BASELINE)
+        run, done = Run(), threading.Event()
+        t0 = time.monotonic()
+        watcher = threading.Thread(target=follow, args=(client, run, total, done), daemon=True)
+        watcher.start()
+        generate(client, run, queues, args.scale, t0)
+        done.wait(3600)
+        t1 = time.monotonic()
+        cpu = proc_cpu_seconds(controller.pid) - cpu0
+        rss = proc_peak_rss_mb(controller.pid)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{announced.group(1)}/metrics", timeout=10).read().decode()
+    finally:
+        for proc in (controller, cluster):
+            if proc is not None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    by_class: dict[str, list[float]] = {}
+    for t in run.tracked.values():
+        if t.admitted is not None:
+            by_class.setdefault(t.cls.name, []).append(t.admitted - t.created)
+    print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}")
+    print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {total} workloads "
+          f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}")
+    print(f"wall: {t1 - t0:.1f} s   mean ClusterQueue usage: {mean_usage(run, queues, t0, t1):.1f} %")
+    for name in ("large", "medium", "small"):
+        values = by_class.get(name, [])
+        mean = sum(values) / len(values) if values else float("nan")
+        print(f"time to admission {name:<6}: mean {mean:7.2f} s over {len(values)} workloads")
+    print(f"controller: {1000 * cpu / (t1 - t0):.0f} mCPU average, peak RSS {rss:.0f} MB")
+    for name in ("batchgate_status_conflicts_total", "batchgate_admission_cycle_duration_seconds_count",
+                 "batchgate_admission_cycle_duration_seconds_sum"):
+        value = sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", metrics, re.M))
+        print(f"  {name}: {value:g}")
+    print(KUEUE_FIGURES)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
