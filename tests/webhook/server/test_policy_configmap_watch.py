@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -96,9 +97,9 @@ def test_a_watch_resumed_after_its_history_is_gone_lists_again(tmp_path: Path) -
         thread.start()
         try:
             wait_for(lambda: watch.lists == 1)
-            # Other ConfigMaps push the policy's version out of the server's bounded history.
-            for i in range(HISTORY_PER_RESOURCE + 10):
-                core.create_namespaced_config_map("busy", {"metadata": {"name": f"noise-{i}"}})
+            noise = [{"metadata": {"name": f"noise-{i}"}} for i in range(HISTORY_PER_RESOURCE + 10)]
+            with ThreadPoolExecutor(8) as pool:  # other ConfigMaps push the policy's version out of history
+                list(pool.map(lambda body: core.create_namespaced_config_map("busy", body), noise))
             wait_for(lambda: watch.expired >= 1 and watch.lists >= 2,
                      lambda: f"expired={watch.expired} lists={watch.lists}")  # the idle watch broke, 410, listed
             core.patch_namespaced_config_map("policy", "busy", {"data": {"policy.yaml": "changed"}})
