@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import itertools
+import queue
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
@@ -36,6 +37,7 @@ from controller.state.quota_state import QuotaState
 
 log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
+URGENT = float("-inf")  # evictions and releases go first: a preemptor is waiting for them
 QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
 
 
@@ -62,7 +64,10 @@ class AdmissionLoop:
         self._reasons: dict[str, str] = {}
         # Decisions are written in parallel, as Kueue does: the assumption already holds the quota,
         # so the next cycle need not wait for the API.
-        self._writers = ThreadPoolExecutor(writers, thread_name_prefix="admission-write")
+        self._writes: queue.PriorityQueue[tuple[float, int, str, Callable[..., Any], tuple[Any, ...]]] = queue.PriorityQueue()
+        self._seq = itertools.count()
+        self._writer_threads = [threading.Thread(target=self._write_loop, name=f"admission-write-{i}", daemon=True)
+                                for i in range(writers)]
         self._in_flight: set[str] = set()
         self._flusher: threading.Thread | None = None
         self._bad: set[tuple[str, str]] = set()
@@ -117,14 +122,15 @@ class AdmissionLoop:
         self._thread.start()
         self._flusher = threading.Thread(target=self._flush_loop, name="status-flush", daemon=True)
         self._flusher.start()
+        for thread in self._writer_threads:
+            thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        for thread in (self._thread, self._flusher):
-            if thread is not None:
+        for thread in (self._thread, self._flusher, *self._writer_threads):
+            if thread is not None and thread.is_alive():
                 thread.join(timeout=10)
-        self._writers.shutdown(wait=True, cancel_futures=True)
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self.status_interval):
@@ -184,26 +190,35 @@ class AdmissionLoop:
             self.cycles += 1
         self.metrics.cycle_duration.observe(self.clock.monotonic() - started)
         for admit in result.admit:
-            self._submit(admit.workload, self._write_admission, admit, infos[admit.workload], now)
+            self._submit(admit.workload, -infos[admit.workload].priority, self._write_admission, admit,
+                         infos[admit.workload], now)
         for preempt, target in victims:
-            self._submit(target.workload, self._write, target.workload,
-                         lambda wl, t=target, p=preempt: status.preemption_patch(wl, t, uids[p.preemptor], now),
+            self._submit(target.workload, URGENT, self._write, target.workload,
+                         lambda wl, t=target, p=preempt: status.released_at_once(
+                             wl, status.preemption_patch(wl, t, uids[p.preemptor], now), now),
                          ("Normal", "Preempted", keys.COND_PREEMPTED))
             self.metrics.evictions.labels(target.cluster_queue, "Preempted").inc()
         for evict in drains:
-            self._submit(evict.workload, self._write, evict.workload,
-                         lambda wl, e=evict: status.stop_eviction_patch(wl, e, now), ("Normal", "Evicted", keys.COND_EVICTED))
+            self._submit(evict.workload, URGENT, self._write, evict.workload,
+                         lambda wl, e=evict: status.released_at_once(wl, status.stop_eviction_patch(wl, e, now), now),
+                         ("Normal", "Evicted", keys.COND_EVICTED))
         self._release_ownerless(now)
         return bool(result.admit or victims or drains)
 
-    def _submit(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
-        """Write in the background; one write per workload at a time."""
+    def _submit(self, key: str, rank: float, fn: Callable[..., Any], *args: Any) -> None:
+        """Write in the background, most urgent first (evictions, then by priority); one write per workload."""
         with self._lock:
             if key in self._in_flight:
                 return
             self._in_flight.add(key)
+        self._writes.put((rank, next(self._seq), key, fn, args))
 
-        def run() -> None:
+    def _write_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                _, _, key, fn, args = self._writes.get(timeout=0.5)
+            except queue.Empty:
+                continue
             try:
                 fn(*args)
             except NotLeader:
@@ -213,8 +228,6 @@ class AdmissionLoop:
             finally:
                 with self._lock:
                     self._in_flight.discard(key)
-
-        self._writers.submit(run)
 
     def _flush_status(self, now: Any) -> None:
         """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
@@ -285,7 +298,7 @@ class AdmissionLoop:
         for key in evicted:
             observed = self._observed(key)
             if observed is not None and controller_owner(observed) is None and (observed.get("status") or {}).get("admission"):
-                self._submit(key, self._write, key, lambda wl: status.release_patch(wl, now),
+                self._submit(key, URGENT, self._write, key, lambda wl: status.release_patch(wl, now),
                              ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
 
     def _write_cluster_queues(self, now: Any, floor: float) -> None:
