@@ -10,6 +10,7 @@ COPY webhook webhook
 COPY controller controller
 COPY localcluster localcluster
 COPY certs certs
+COPY demo demo
 COPY manifests manifests
 RUN pip install --no-cache-dir --no-deps . && useradd --uid 65532 --no-create-home batchgate
 USER 65532

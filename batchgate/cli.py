@@ -12,7 +12,7 @@ import sys
 
 # command -> (module:function taking argv and returning an exit code, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("webhook.demo:main", "run the main job on the embedded local cluster"),
+    "demo": ("demo.main:main", "run the main job: local cluster, gateway and controller, narrated"),
     "cluster": ("localcluster.cli:main", "run only the local cluster and write a kubeconfig"),
     "webhook": ("webhook.cli:main", "serve the admission gateway under gunicorn over TLS"),
     "controller": ("controller.cli:main", "run the reconcile controller"),

@@ -53,6 +53,7 @@ class Simulation:
         self.cycles = 0
         self.preemptions = 0
         self._report = StepReport()
+        self._changed = False  # did the last cycle change anything another cycle could build on
 
     # --- inputs ------------------------------------------------------------------------------
     def apply(self, raw: Mapping[str, Any], *, created: _dt.datetime | None = None) -> None:
@@ -124,12 +125,16 @@ class Simulation:
                     self.preemptions += 1
                     self._report.preempted.append({"name": target.workload, "reason": target.reason,
                                                    "by": preempt.preemptor})
+        resumed = 0  # workloads that will try later flavors next cycle: another cycle may differ
+        for key, progress in result.flavor_progress.items():
+            resumed += progress is not None and any(i >= 0 for tried in progress.tried for i in tried.values())
+            self.state.set_progress(key, progress)
         parked = 0
         for requeue in result.requeue:
             before = self.state.pending.state_of(requeue.workload)
             self.state.requeue(requeue.workload, requeue.queue, requeue.reason)
             parked += before == "active" and requeue.queue == "inadmissible"
-        self._changed = bool(result.admit or self.evicting or parked)
+        self._changed = bool(result.admit or self.evicting or parked or resumed)
         return result
 
     def run(self, cycles: int | None) -> None:
@@ -219,7 +224,7 @@ def _apply_all(sim: Simulation, objects: list[Any], where: str) -> None:
         if not isinstance(raw, Mapping):
             raise TraceError(f"{where}[{i}]: must be a Kubernetes object (a mapping)")
     rank = {kind: n for n, kind in enumerate(KIND_ORDER)}
-    indexed.sort(key=lambda item: rank.get(item[1].get("kind"), -1))
+    indexed.sort(key=lambda item: rank.get(item[1].get("kind"), -1) if isinstance(item[1].get("kind"), str) else -1)
     start = sim.clock.now()
     for n, (i, raw) in enumerate(indexed):
         try:
@@ -264,17 +269,17 @@ def _cycles(raw: Any, where: str) -> int | None:
 
 def _latest_timestamp(trace: Mapping[str, Any]) -> _dt.datetime | None:
     latest = None
-    objects = list(trace.get("objects") or [])
-    for step in trace.get("steps") or []:
+    objects = list(_lenient_list(trace.get("objects")))
+    for step in _lenient_list(trace.get("steps")):
         if isinstance(step, Mapping):
-            objects += list(step.get("apply") or [])
+            objects += _lenient_list(step.get("apply"))
     for raw in objects:
         if not isinstance(raw, Mapping):
             continue
         meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
         stamps = [meta.get("creationTimestamp")]
         status = raw.get("status") if isinstance(raw.get("status"), Mapping) else {}
-        for cond in status.get("conditions") or []:
+        for cond in _lenient_list(status.get("conditions")):
             if isinstance(cond, Mapping):
                 stamps.append(cond.get("lastTransitionTime"))
         for stamp in stamps:
@@ -285,6 +290,11 @@ def _latest_timestamp(trace: Mapping[str, Any]) -> _dt.datetime | None:
             if value is not None and (latest is None or value > latest):
                 latest = value
     return latest
+
+
+def _lenient_list(raw: Any) -> list[Any]:
+    """For the clock-start scan only: malformed parts are reported when the objects are applied."""
+    return raw if isinstance(raw, list) else []
 
 
 def format_table(reports: list[StepReport]) -> str:

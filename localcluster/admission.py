@@ -10,16 +10,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import functools
 import json
 import ssl
 import uuid
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
-import jsonpatch
 
 from localcluster.admission_match import (
     AdmissionAttributes,
@@ -27,12 +27,16 @@ from localcluster.admission_match import (
     Answer,
     BadPatch,
     CallError,
+    apply_patch,
+    conditions_hold,
     denial_status,
     dry_run_unsupported,
+    in_version,
     internal_error,
     read_answer,
     review_request,
     review_version,
+    sent_version,
     timeout_seconds,
     webhook_matches,
 )
@@ -58,6 +62,23 @@ class WebhookDispatcher:
         self._configurations = list_configurations
         self._namespace_labels = namespace_labels
         self._resolve_service = resolve_service
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+
+    async def close(self) -> None:
+        """Close the kept-alive webhook connections (call on the loop that made the calls)."""
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        """One session per event loop, so connections to a webhook are kept alive as the apiserver does.
+        Pooled connections are keyed by TLS context and server name, so no check is ever skipped."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._session_loop is not loop:
+            self._session = aiohttp.ClientSession()
+            self._session_loop = loop
+        return self._session
 
     async def admit(self, attributes: AdmissionAttributes, obj: dict[str, Any] | None,
                     old: dict[str, Any] | None, warnings: list[str] | None = None) -> dict[str, Any] | None:
@@ -98,7 +119,7 @@ class WebhookDispatcher:
                 continue
             _collect(warnings, result)
             if not result.allowed:
-                raise AdmissionDenied(denial_status(hook["name"], result.status))
+                raise AdmissionDenied(denial_status(hook.get("name", ""), result.status))
 
     def _matching(self, kind: str, attrs: AdmissionAttributes, obj: dict[str, Any] | None,
                   old: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -109,43 +130,56 @@ class WebhookDispatcher:
 
     async def _mutate_once(self, hook: dict[str, Any], attrs: AdmissionAttributes, obj: dict[str, Any] | None,
                            old: dict[str, Any] | None, warnings: list[str] | None) -> dict[str, Any] | None:
+        name = hook.get("name", "")
         answer = await self._consult(hook, attrs, obj, old, mutating=True)
         if answer is None:
             return obj
         _collect(warnings, answer)
         if not answer.allowed:
-            raise AdmissionDenied(denial_status(hook["name"], answer.status))
+            raise AdmissionDenied(denial_status(name, answer.status))
         if not answer.patch:
             return obj
         if obj is None or attrs.operation == "DELETE":
-            raise AdmissionDenied(internal_error(f'admission webhook "{hook["name"]}" returned a patch '
-                                                 f"for a {attrs.operation} request, which has no object to patch"))
+            raise AdmissionDenied(internal_error(f'admission webhook "{name}" returned a patch for a '
+                                                 f"{attrs.operation} request, which has no object to patch"))
+        sent = sent_version(hook, attrs)
         try:
-            patched = jsonpatch.JsonPatch(answer.patch).apply(obj)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as err:
-            raise AdmissionDenied(internal_error(f"JSONPatch from webhook \"{hook['name']}\" failed: {err}")) from None
-        if not isinstance(patched, dict):
-            raise AdmissionDenied(internal_error(f"JSONPatch from webhook \"{hook['name']}\" replaced the object"))
-        return patched
+            patched = apply_patch(in_version(obj, attrs.group, sent) or {}, answer.patch)
+        except BadPatch as err:
+            raise AdmissionDenied(internal_error(f'webhook "{name}": {err}')) from None
+        return in_version(patched, attrs.group, attrs.version)
 
     async def _consult(self, hook: dict[str, Any], attrs: AdmissionAttributes, obj: dict[str, Any] | None,
                        old: dict[str, Any] | None, mutating: bool) -> Answer | None:
         """Call one webhook; None when a call failure is ignored by failurePolicy Ignore."""
         name = hook.get("name", "")
+        sent = sent_version(hook, attrs)
+        conditions = hook.get("matchConditions")
+        if conditions:
+            try:
+                if not conditions_hold(conditions, review_request("v1", "", attrs, obj, old, sent)["request"]):
+                    return None  # a false condition: the webhook is not called
+            except CallError as err:
+                return self._failed(hook, err)
         if attrs.dry_run and hook.get("sideEffects") not in SAFE_ON_DRY_RUN:
             raise AdmissionDenied(dry_run_unsupported(name))
         try:
             version = review_version(hook)
             uid = str(uuid.uuid4())
-            body = json.dumps(review_request(version, uid, attrs, obj, old)).encode()
+            body = json.dumps(review_request(version, uid, attrs, obj, old, sent)).encode()
             reply = await self._post(hook.get("clientConfig") or {}, body, timeout_seconds(hook))
             return read_answer(reply, version, uid, mutating)
         except BadPatch as err:
             raise AdmissionDenied(internal_error(f'webhook "{name}": {err}')) from None
         except CallError as err:
-            if hook.get("failurePolicy") == "Ignore":
-                return None
-            raise AdmissionDenied(internal_error(f'failed calling webhook "{name}": {err}')) from None
+            return self._failed(hook, err)
+
+    @staticmethod
+    def _failed(hook: dict[str, Any], err: CallError) -> None:
+        """A call failure: skipped with failurePolicy Ignore, else the request fails (500)."""
+        if hook.get("failurePolicy") == "Ignore":
+            return None
+        raise AdmissionDenied(internal_error(f'failed calling webhook "{hook.get("name", "")}": {err}')) from None
 
     async def _post(self, client_config: dict[str, Any], body: bytes, timeout: int) -> bytes:
         target = self._target(client_config)
@@ -153,25 +187,28 @@ class WebhookDispatcher:
         if target.dial is None:
             raise CallError(f'failed to call webhook: Post "{url}": dial tcp: lookup {target.server_name}: '
                             "no such host")
+        ca_bundle = client_config.get("caBundle") or ""
         try:
-            context = _tls_context(client_config.get("caBundle"))
+            if not isinstance(ca_bundle, str):
+                raise ValueError("caBundle must be a base64 string")
+            context = _tls_context(ca_bundle)
         except (ValueError, ssl.SSLError) as err:
             raise CallError(f"invalid caBundle: {err}") from None
         headers = {"Content-Type": "application/json", "Accept": "application/json, */*",
                    "Host": target.host_header}
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
-                async with session.post(f"{target.dial}?timeout={timeout}s", data=body, headers=headers,
-                                        ssl=context, server_hostname=target.server_name) as response:
-                    payload = await response.read()
-                    if not 200 <= response.status <= 206:
-                        raise CallError(f'failed to call webhook: the server responded with HTTP '
-                                        f'{response.status}: {payload[:200].decode("utf-8", "replace")}')
-                    content_type = response.headers.get("Content-Type", "")
-                    if not content_type.startswith("application/json"):
-                        raise CallError(f"failed to call webhook: serializer for {content_type or 'an empty type'} "
-                                        "doesn't exist")
-                    return payload
+            async with self._client().post(f"{target.dial}?timeout={timeout}s", data=body, headers=headers,
+                                           ssl=context, server_hostname=target.server_name,
+                                           timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+                payload = await response.read()
+                if not 200 <= response.status <= 206:
+                    raise CallError(f'failed to call webhook: the server responded with HTTP '
+                                    f'{response.status}: {payload[:200].decode("utf-8", "replace")}')
+                content_type = response.headers.get("Content-Type", "")
+                if not content_type.startswith("application/json"):
+                    raise CallError(f"failed to call webhook: serializer for {content_type or 'an empty type'} "
+                                    "doesn't exist")
+                return payload
         except asyncio.TimeoutError:
             raise CallError(f'failed to call webhook: Post "{url}": context deadline exceeded') from None
         except aiohttp.ClientError as err:
@@ -208,12 +245,15 @@ class _Target:
     host_header: str
 
 
-def _tls_context(ca_bundle: Any) -> ssl.SSLContext:
-    """Verify the webhook against caBundle (PEM, base64 in JSON) or, without one, the system roots."""
-    context = ssl.create_default_context()
+@functools.lru_cache(maxsize=64)
+def _tls_context(ca_bundle: str) -> ssl.SSLContext:
+    """Verify the webhook against caBundle (PEM, base64 in JSON) alone or, without one, the system
+    roots; HTTP/1.1 forced by ALPN as kube-apiserver does. Cached: building one reads certificates."""
     if ca_bundle:
-        pem = base64.b64decode(ca_bundle, validate=True).decode("ascii")
-        context = ssl.create_default_context(cadata=pem)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.load_verify_locations(cadata=base64.b64decode(ca_bundle, validate=True).decode("ascii"))
+    else:
+        context = ssl.create_default_context()
     context.set_alpn_protocols(["http/1.1"])
     return context
 

@@ -11,6 +11,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonpatch
+
+from localcluster.cel import CelError, evaluate
+
 NAMESPACES = ("", "v1", "namespaces")
 NEVER_ADMITTED = {("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
                   ("admissionregistration.k8s.io", "validatingwebhookconfigurations")}
@@ -74,8 +78,10 @@ def denial_status(webhook: str, status: dict[str, Any] | None) -> dict[str, Any]
     """ToStatusErr: code below 400 becomes 400, status Failure, message prefixed with who denied."""
     result = dict(status or {})
     denied_by = f'admission webhook "{webhook}" denied the request'
-    if not isinstance(result.get("code"), int) or result["code"] < 400:
+    if not isinstance(result.get("code"), int) or isinstance(result["code"], bool) or result["code"] < 400:
         result["code"] = 400
+    elif result["code"] > 999:  # not an HTTP status: Go's WriteHeader panics, the apiserver answers 500
+        return internal_error(f'admission webhook "{webhook}" denied the request with status code {result["code"]}')
     result["status"] = "Failure"
     if result.get("message"):
         result["message"] = f"{denied_by}: {result['message']}"
@@ -180,21 +186,46 @@ def review_version(hook: dict[str, Any]) -> str:
     raise CallError(f"webhook does not accept {' or '.join(REVIEW_VERSIONS)} AdmissionReview")
 
 
+def sent_version(hook: dict[str, Any], attrs: AdmissionAttributes) -> str:
+    """The version a matching webhook is sent. A rule naming the request's version gets it as is;
+    with matchPolicy Equivalent a rule naming another version of the resource gets the object in
+    that version (kind/resource name it, requestKind/requestResource keep the request's)."""
+    rules = hook.get("rules") or []
+    if hook.get("matchPolicy") == "Exact" or any(rule_matches(rule, attrs, exact=True) for rule in rules):
+        return attrs.version
+    for rule in rules:
+        if rule_matches(rule, attrs, exact=False):
+            return next((v for v in rule.get("apiVersions") or [] if v != "*"), attrs.version)
+    return attrs.version
+
+
+def in_version(obj: dict[str, Any] | None, group: str, version: str) -> dict[str, Any] | None:
+    """The object as another version of its resource: the local cluster's versions differ only in
+    apiVersion (CRD conversion None), so that is all that changes."""
+    if obj is None or "apiVersion" not in obj:
+        return obj
+    return {**obj, "apiVersion": f"{group}/{version}" if group else version}
+
+
 def review_request(version: str, uid: str, attrs: AdmissionAttributes, obj: dict[str, Any] | None,
-                   old: dict[str, Any] | None) -> dict[str, Any]:
-    kind = {"group": attrs.group, "version": attrs.version, "kind": attrs.kind}
-    resource = {"group": attrs.group, "version": attrs.version, "resource": attrs.resource}
-    request: dict[str, Any] = {"uid": uid, "kind": kind, "resource": resource}
+                   old: dict[str, Any] | None, sent: str | None = None) -> dict[str, Any]:
+    """The AdmissionReview for one call; `sent` is the resource version the webhook gets (Equivalent)."""
+    sent = sent or attrs.version
+    request_kind = {"group": attrs.group, "version": attrs.version, "kind": attrs.kind}
+    request_resource = {"group": attrs.group, "version": attrs.version, "resource": attrs.resource}
+    request: dict[str, Any] = {"uid": uid, "kind": {**request_kind, "version": sent},
+                               "resource": {**request_resource, "version": sent}}
     if attrs.subresource:
         request["subResource"] = attrs.subresource
-    request.update({"requestKind": kind, "requestResource": resource})
+    request.update({"requestKind": request_kind, "requestResource": request_resource})
     if attrs.subresource:
         request["requestSubResource"] = attrs.subresource
     request["name"] = attrs.name
     if attrs.namespace:
         request["namespace"] = attrs.namespace
-    request.update({"operation": attrs.operation, "userInfo": attrs.user_info, "object": obj,
-                    "oldObject": old, "dryRun": attrs.dry_run, "options": attrs.options})
+    request.update({"operation": attrs.operation, "userInfo": attrs.user_info,
+                    "object": in_version(obj, attrs.group, sent), "oldObject": in_version(old, attrs.group, sent),
+                    "dryRun": attrs.dry_run, "options": attrs.options})
     return {"apiVersion": f"admission.k8s.io/{version}", "kind": "AdmissionReview", "request": request}
 
 
@@ -213,9 +244,10 @@ def read_answer(body: bytes, version: str, uid: str, mutating: bool) -> Answer:
     response = review.get("response")
     if not isinstance(response, dict):
         raise CallError("webhook response was absent")
+    _check_types(response)
     if response.get("uid") != uid:
         raise CallError(f"expected response.uid={uid!r}, got {response.get('uid')!r}")
-    warnings = [w for w in response.get("warnings") or [] if isinstance(w, str)]
+    warnings = list(response.get("warnings") or [])
     patch, patch_type = response.get("patch"), response.get("patchType")
     if not mutating and (patch or patch_type):
         raise CallError("received invalid webhook response: validating webhooks may not return patches")
@@ -227,6 +259,23 @@ def read_answer(body: bytes, version: str, uid: str, mutating: bool) -> Answer:
         status = response.get("status") if isinstance(response.get("status"), dict) else None
         return Answer(False, status=status, warnings=warnings)
     return Answer(True, patch=decode_patch(patch) if patch else None, warnings=warnings)
+
+
+RESPONSE_TYPES: dict[str, tuple[type, str]] = {
+    "uid": (str, "a string"), "allowed": (bool, "a boolean"), "patch": (str, "a base64 string"),
+    "patchType": (str, "a string"), "status": (dict, "an object"), "warnings": (list, "a list of strings"),
+    "auditAnnotations": (dict, "an object"),
+}
+
+
+def _check_types(response: dict[str, Any]) -> None:
+    """Fields of the wrong JSON type fail to decode in the apiserver: an invalid response."""
+    for field, (expected, noun) in RESPONSE_TYPES.items():
+        value = response.get(field)
+        if value is not None and not isinstance(value, expected):
+            raise CallError(f"received invalid webhook response: response.{field} must be {noun}")
+    if any(not isinstance(w, str) for w in response.get("warnings") or []):
+        raise CallError("received invalid webhook response: response.warnings must be a list of strings")
 
 
 class BadPatch(Exception):
@@ -241,3 +290,39 @@ def decode_patch(encoded: Any) -> list[dict[str, Any]]:
     if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
         raise BadPatch("JSONPatch: the webhook's patch is not a JSON array of operations")
     return operations
+
+
+def apply_patch(obj: dict[str, Any], operations: list[dict[str, Any]]) -> dict[str, Any]:
+    """A mutating webhook's JSON Patch applied to a copy of `obj`; BadPatch if it cannot apply."""
+    try:
+        patched = jsonpatch.JsonPatch(operations).apply(obj)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, ValueError,
+            AttributeError, IndexError) as err:
+        raise BadPatch(f"JSONPatch: {err or type(err).__name__}") from None
+    if not isinstance(patched, dict):
+        raise BadPatch("JSONPatch: the patch replaced the object with something that is not an object")
+    return patched
+
+
+def conditions_hold(conditions: list[Any], request: dict[str, Any]) -> bool:
+    """matchConditions: any false skips the webhook, all true call it; an error with none false
+    raises CallError (so failurePolicy decides). `request` is the review's request."""
+    variables = {"object": request.get("object"), "oldObject": request.get("oldObject"), "request": request}
+    error: str | None = None
+    for condition in conditions:
+        name = condition.get("name", "") if isinstance(condition, dict) else ""
+        try:
+            expression = condition.get("expression") if isinstance(condition, dict) else None
+            if not isinstance(expression, str):
+                raise CelError("no expression")
+            result = evaluate(expression, variables)
+            if not isinstance(result, bool):
+                raise CelError(f"expected a bool, got {type(result).__name__}")
+        except CelError as err:
+            error = error or f"expression {name!r}: {err}"
+            continue
+        if result is False:
+            return False
+    if error is not None:
+        raise CallError(f"failed to evaluate match conditions: {error}")
+    return True

@@ -8,7 +8,6 @@ request context) and the non-resource endpoints (discovery, OpenAPI, /version, h
 from __future__ import annotations
 
 import logging
-import uuid
 
 from aiohttp import web
 
@@ -41,9 +40,6 @@ class ApiServer:
         self.bookmark_interval = 60.0
         self.watch_timeout_range = (1800.0, 3600.0)
 
-    def new_uid(self) -> str:
-        return str(uuid.uuid4())
-
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
             return await self._handle(request)
@@ -73,9 +69,9 @@ class ApiServer:
         ctx = Context(request, target, user, body)
         method = request.method
         if method == "GET":
+            if not target.subresource and reads.is_watch(ctx):
+                return await watching.watch(self, ctx)
             if not target.name:
-                if reads.is_watch(ctx):
-                    return await watching.watch(self, ctx)
                 return reads.list_objects(self, ctx)
             return reads.get_object(self, ctx)
         if method == "POST":

@@ -9,6 +9,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from typing import Any
+
 from localcluster.users import UsersFileError
 
 
@@ -19,21 +21,52 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--users-file", type=Path, help="YAML list of users (name, username, uid, groups)")
     parser.add_argument("--speed", type=float, default=1.0, help="simulated time runs this many times faster")
     parser.add_argument("--workdir", type=Path, help="directory for certificates and state (default: a temp dir)")
+    parser.add_argument("--api-only", action="store_true",
+                        help="serve the API without simulated nodes, kubelets, scheduler or controllers")
+    nodes = parser.add_argument_group("simulated nodes")
+    nodes.add_argument("--nodes", type=int, default=None, help="how many identical nodes (default: 3)")
+    nodes.add_argument("--node-cpu", default="16", help="CPU capacity of each node (default: 16)")
+    nodes.add_argument("--node-memory", default="64Gi", help="memory capacity of each node (default: 64Gi)")
+    nodes.add_argument("--node-gpus", type=int, default=8, help="nvidia.com/gpu per node (default: 8)")
+    nodes.add_argument("--nodes-file", type=Path,
+                       help="YAML list of nodes (name, count, labels, taints, capacity) instead of the flags above")
     return parser
+
+
+def _node_specs(args: argparse.Namespace) -> list[Any]:
+    """The nodes to simulate, from --nodes-file or the --nodes/--node-* flags; NodesError if bad."""
+    from localcluster.sim.nodes import NodesError, nodes_from_flags, parse_nodes_file
+
+    if args.nodes_file is not None:
+        if args.nodes is not None:
+            raise NodesError("give either --nodes-file or --nodes, not both")
+        try:
+            text = args.nodes_file.read_text()
+        except OSError as exc:
+            raise NodesError(f"cannot read {args.nodes_file}: {exc.strerror}") from None
+        return parse_nodes_file(text, str(args.nodes_file))
+    return nodes_from_flags(3 if args.nodes is None else args.nodes, args.node_cpu, args.node_memory, args.node_gpus)
 
 
 def main(argv: list[str] | None = None) -> int:
     from localcluster.controllers import DEFAULT_CONTROLLERS
     from localcluster.runner import LocalCluster
+    from localcluster.sim.nodes import NodesError
 
     args = _parser().parse_args(argv)
     if args.speed <= 0:
         print("batchgate cluster: --speed must be positive", file=sys.stderr)
         return 2
+    try:
+        nodes = _node_specs(args)
+    except NodesError as exc:
+        print(f"batchgate cluster: {exc}", file=sys.stderr)
+        return 2
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="batchgate-cluster-"))
     try:
         cluster = LocalCluster(workdir, port=args.port, users_file=args.users_file, speed=args.speed,
-                               controllers=DEFAULT_CONTROLLERS)
+                               controllers=[] if args.api_only else DEFAULT_CONTROLLERS,
+                               nodes=[] if args.api_only else nodes)
     except UsersFileError as exc:
         print(f"batchgate cluster: {exc}", file=sys.stderr)
         return 2
@@ -50,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         kubeconfig = args.kubeconfig
     print(f"local cluster listening on {cluster.url}")
     print(f"users: {', '.join(u.name for u in cluster.users)} (kubectl --context <user>)")
+    print(f"nodes: {len(nodes)} simulated ({', '.join(n.name for n in nodes[:5])}{', ...' if len(nodes) > 5 else ''})")
     print(f"export KUBECONFIG={kubeconfig}")
     print("press Ctrl-C to stop", flush=True)
     stop = threading.Event()

@@ -41,6 +41,17 @@ def _matches_type(value: Any, wanted: str) -> bool:
     return True
 
 
+def _props(schema: dict[str, Any]) -> dict[str, Any]:
+    """`properties`, or nothing when a malformed CRD gives something else."""
+    props = schema.get("properties")
+    return props if isinstance(props, dict) else {}
+
+
+def _schemas(schema: dict[str, Any], key: str) -> list[Any]:
+    value = schema.get(key)
+    return value if isinstance(value, list) else []
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
@@ -53,7 +64,7 @@ def apply_defaults(schema: dict[str, Any] | None, value: Any) -> None:
     if not isinstance(schema, dict):
         return
     if isinstance(value, dict):
-        for key, sub in (schema.get("properties") or {}).items():
+        for key, sub in _props(schema).items():
             if key not in value and isinstance(sub, dict) and "default" in sub:
                 value[key] = copy.deepcopy(sub["default"])
             if key in value:
@@ -61,7 +72,7 @@ def apply_defaults(schema: dict[str, Any] | None, value: Any) -> None:
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict):
             for key, item in value.items():
-                if key not in (schema.get("properties") or {}):
+                if key not in _props(schema):
                     apply_defaults(extra, item)
     elif isinstance(value, list):
         for item in value:
@@ -74,7 +85,7 @@ def prune(schema: dict[str, Any] | None, value: Any, path: str, root: bool = Fal
         return []
     pruned: list[str] = []
     if isinstance(value, dict):
-        props = schema.get("properties") or {}
+        props = _props(schema)
         extra = schema.get("additionalProperties")
         keep_meta = root or schema.get("x-kubernetes-embedded-resource")
         for key in list(value):
@@ -112,7 +123,7 @@ def validate_value(schema: dict[str, Any] | None, value: Any, path: str) -> list
             return [FieldError("TypeInvalid", path, f'{path} in body must be of type integer,string: "{_type_of(value)}"', _type_of(value))]
     elif wanted and not _matches_type(value, wanted):
         return [FieldError("TypeInvalid", path, f'{path} in body must be of type {wanted}: "{_type_of(value)}"', _type_of(value))]
-    if "enum" in schema and value not in schema["enum"]:
+    if isinstance(schema.get("enum"), list) and value not in schema["enum"]:
         errors.append(FieldError("NotSupported", path, value=value, supported=tuple(str(e) for e in schema["enum"])))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         errors += _bounds(schema, value, path)
@@ -122,21 +133,26 @@ def validate_value(schema: dict[str, Any] | None, value: Any, path: str) -> list
         errors += _array_checks(schema, value, path)
     if isinstance(value, dict):
         errors += _object_checks(schema, value, path)
-    for key in ("allOf",):
-        for sub in schema.get(key) or []:
-            errors += validate_value(sub, value, path)
-    if schema.get("anyOf") and not any(not validate_value(s, value, path) for s in schema["anyOf"]):
+    for sub in _schemas(schema, "allOf"):
+        errors += validate_value(sub, value, path)
+    if _schemas(schema, "anyOf") and not any(not validate_value(s, value, path) for s in _schemas(schema, "anyOf")):
         errors.append(FieldError("Invalid", path, f"{path} in body must match at least one schema in anyOf", value))
-    if schema.get("oneOf") and sum(1 for s in schema["oneOf"] if not validate_value(s, value, path)) != 1:
+    if _schemas(schema, "oneOf") and sum(1 for s in _schemas(schema, "oneOf") if not validate_value(s, value, path)) != 1:
         errors.append(FieldError("Invalid", path, f"{path} in body must match exactly one schema in oneOf", value))
     if isinstance(schema.get("not"), dict) and not validate_value(schema["not"], value, path):
         errors.append(FieldError("Invalid", path, f"{path} in body should not match the schema in not", value))
     return errors
 
 
+def _number(schema: dict[str, Any], key: str) -> float | None:
+    """A numeric schema keyword, or None when absent or malformed (a bad CRD must not break writes)."""
+    value = schema.get(key)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _bounds(schema: dict[str, Any], value: float, path: str) -> list[FieldError]:
     errors = []
-    low, high = schema.get("minimum"), schema.get("maximum")
+    low, high = _number(schema, "minimum"), _number(schema, "maximum")
     if low is not None:
         if schema.get("exclusiveMinimum") and value <= low:
             errors.append(FieldError("Invalid", path, f"{path} in body should be greater than {low}", value))
@@ -147,7 +163,7 @@ def _bounds(schema: dict[str, Any], value: float, path: str) -> list[FieldError]
             errors.append(FieldError("Invalid", path, f"{path} in body should be less than {high}", value))
         elif value > high:
             errors.append(FieldError("Invalid", path, f"{path} in body should be less than or equal to {high}", value))
-    multiple = schema.get("multipleOf")
+    multiple = _number(schema, "multipleOf")
     if multiple and value % multiple:
         errors.append(FieldError("Invalid", path, f"{path} in body should be a multiple of {multiple}", value))
     return errors
@@ -155,12 +171,13 @@ def _bounds(schema: dict[str, Any], value: float, path: str) -> list[FieldError]
 
 def _string_checks(schema: dict[str, Any], value: str, path: str) -> list[FieldError]:
     errors = []
-    if schema.get("maxLength") is not None and len(value) > schema["maxLength"]:
-        errors.append(FieldError("TooLong", path, f"may not be more than {schema['maxLength']} bytes", value))
-    if schema.get("minLength") is not None and len(value) < schema["minLength"]:
-        errors.append(FieldError("Invalid", path, f"{path} in body should be at least {schema['minLength']} chars long", value))
+    longest, shortest = _number(schema, "maxLength"), _number(schema, "minLength")
+    if longest is not None and len(value) > longest:
+        errors.append(FieldError("TooLong", path, f"may not be more than {longest} bytes", value))
+    if shortest is not None and len(value) < shortest:
+        errors.append(FieldError("Invalid", path, f"{path} in body should be at least {shortest} chars long", value))
     pattern = schema.get("pattern")
-    if pattern:
+    if isinstance(pattern, str) and pattern:
         try:
             if not re.search(pattern, value):
                 errors.append(FieldError("Invalid", path, f"{path} in body should match '{pattern}'", value))
@@ -171,10 +188,11 @@ def _string_checks(schema: dict[str, Any], value: str, path: str) -> list[FieldE
 
 def _array_checks(schema: dict[str, Any], value: list[Any], path: str) -> list[FieldError]:
     errors = []
-    if schema.get("maxItems") is not None and len(value) > schema["maxItems"]:
-        errors.append(FieldError("TooMany", path, f"must have at most {schema['maxItems']} items"))
-    if schema.get("minItems") is not None and len(value) < schema["minItems"]:
-        errors.append(FieldError("Invalid", path, f"{path} in body should have at least {schema['minItems']} items", value))
+    most, fewest = _number(schema, "maxItems"), _number(schema, "minItems")
+    if most is not None and len(value) > most:
+        errors.append(FieldError("TooMany", path, f"must have at most {most} items"))
+    if fewest is not None and len(value) < fewest:
+        errors.append(FieldError("Invalid", path, f"{path} in body should have at least {fewest} items", value))
     items = schema.get("items")
     for i, item in enumerate(value):
         errors += validate_value(items, item, f"{path}[{i}]")
@@ -183,20 +201,22 @@ def _array_checks(schema: dict[str, Any], value: list[Any], path: str) -> list[F
 
 def _object_checks(schema: dict[str, Any], value: dict[str, Any], path: str) -> list[FieldError]:
     errors = []
-    for key in schema.get("required") or []:
-        if key not in value:
+    required = schema.get("required")
+    for key in required if isinstance(required, list) else []:
+        if isinstance(key, str) and key not in value:
             errors.append(FieldError("Required", _join(path, key), ""))
-    props = schema.get("properties") or {}
+    props = _props(schema)
     extra = schema.get("additionalProperties")
     for key, item in value.items():
         if key in props:
             errors += validate_value(props[key], item, _join(path, key))
         elif isinstance(extra, dict):
             errors += validate_value(extra, item, _join(path, key))
-    if schema.get("maxProperties") is not None and len(value) > schema["maxProperties"]:
-        errors.append(FieldError("TooMany", path, f"must have at most {schema['maxProperties']} items"))
-    if schema.get("minProperties") is not None and len(value) < schema["minProperties"]:
-        errors.append(FieldError("Invalid", path, f"{path} in body should have at least {schema['minProperties']} properties", value))
+    most, fewest = _number(schema, "maxProperties"), _number(schema, "minProperties")
+    if most is not None and len(value) > most:
+        errors.append(FieldError("TooMany", path, f"must have at most {most} items"))
+    if fewest is not None and len(value) < fewest:
+        errors.append(FieldError("Invalid", path, f"{path} in body should have at least {fewest} properties", value))
     if schema.get("x-kubernetes-embedded-resource"):
         for key in ("apiVersion", "kind"):
             if not value.get(key):
@@ -209,7 +229,7 @@ def _body_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(schema, dict):
         return None
     body = dict(schema)
-    props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in ("metadata", "apiVersion", "kind")}
+    props = {k: v for k, v in _props(schema).items() if k not in ("metadata", "apiVersion", "kind")}
     body["properties"] = props
     return body
 
@@ -260,13 +280,21 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
     names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
     if not group:
         errors.append(FieldError("Required", "spec.group", ""))
-    elif "." not in str(group):
+    elif not isinstance(group, str):
+        errors.append(FieldError("Invalid", "spec.group", "must be a string", group))
+    elif "." not in group:
         errors.append(FieldError("Invalid", "spec.group", "should be a domain with at least one dot", group))
     else:
-        errors += [FieldError("Invalid", "spec.group", m, group) for m in subdomain_errors(str(group))]
+        errors += [FieldError("Invalid", "spec.group", m, group) for m in subdomain_errors(group)]
     for key in ("plural", "kind"):
         if not names.get(key):
             errors.append(FieldError("Required", f"spec.names.{key}", ""))
+        elif not isinstance(names[key], str):
+            errors.append(FieldError("Invalid", f"spec.names.{key}", "must be a string", names[key]))
+    for key in ("shortNames", "categories"):
+        value = names.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            errors.append(FieldError("Invalid", f"spec.names.{key}", "must be a list of strings", value))
     expected = f"{names.get('plural')}.{group}"
     if names.get("plural") and group and crd["metadata"].get("name") != expected:
         errors.append(FieldError("Invalid", "metadata.name", f"must be spec.names.plural+\".\"+spec.group",
@@ -284,16 +312,61 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
     if len(storage) != 1:
         errors.append(FieldError("Invalid", "spec.versions", "must have exactly one version marked as storage version", ""))
     for i, version in enumerate(versions):
-        if not isinstance(version, dict) or not version.get("name"):
+        if not isinstance(version, dict) or not isinstance(version.get("name"), str) or not version.get("name"):
             errors.append(FieldError("Required", f"spec.versions[{i}].name", ""))
             continue
-        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        schema = (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version.get("schema"), dict) else None
         if not isinstance(schema, dict):
             errors.append(FieldError("Required", f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"))
+        errors += _printer_column_errors(version.get("additionalPrinterColumns"), f"spec.versions[{i}].additionalPrinterColumns")
+        subresources = version.get("subresources")
+        if subresources is not None and not isinstance(subresources, dict):
+            errors.append(FieldError("Invalid", f"spec.versions[{i}].subresources", "must be an object", subresources))
+        elif isinstance(subresources, dict) and "scale" in subresources:
+            errors += _scale_errors(subresources["scale"], f"spec.versions[{i}].subresources.scale")
     if old is not None:
         old_spec = old.get("spec") or {}
         if old_spec.get("scope") and spec.get("scope") != old_spec.get("scope"):
             errors.append(FieldError("Invalid", "spec.scope", "field is immutable", spec.get("scope")))
+    return errors
+
+
+def _scale_errors(scale: Any, path: str) -> list[FieldError]:
+    """Replica paths must name fields under .spec and .status, as apiextensions requires."""
+    if not isinstance(scale, dict):
+        return [FieldError("Invalid", path, "must be an object", scale)]
+    errors = []
+    for key, root in (("specReplicasPath", ".spec."), ("statusReplicasPath", ".status.")):
+        value = scale.get(key)
+        if not isinstance(value, str) or not value:
+            errors.append(FieldError("Required", f"{path}.{key}", ""))
+        elif not value.startswith(root) or len(value) == len(root):
+            errors.append(FieldError("Invalid", f"{path}.{key}", f"should be a json path under {root[:-1]}", value))
+    selector = scale.get("labelSelectorPath")
+    if selector is not None and not (isinstance(selector, str) and selector.startswith((".spec.", ".status."))):
+        errors.append(FieldError("Invalid", f"{path}.labelSelectorPath", "should be a json path under either .spec or .status", selector))
+    return errors
+
+
+_COLUMN_TYPES = ("integer", "number", "string", "boolean", "date")
+
+
+def _printer_column_errors(columns: Any, path: str) -> list[FieldError]:
+    if columns is None:
+        return []
+    if not isinstance(columns, list):
+        return [FieldError("Invalid", path, "must be a list", columns)]
+    errors = []
+    for i, column in enumerate(columns):
+        where = f"{path}[{i}]"
+        if not isinstance(column, dict):
+            errors.append(FieldError("Invalid", where, "must be an object", column))
+            continue
+        for key in ("name", "jsonPath"):
+            if not isinstance(column.get(key), str) or not column.get(key):
+                errors.append(FieldError("Required", f"{where}.{key}", ""))
+        if column.get("type") not in _COLUMN_TYPES:
+            errors.append(FieldError("NotSupported", f"{where}.type", value=column.get("type"), supported=_COLUMN_TYPES))
     return errors
 
 
@@ -307,11 +380,14 @@ def resource_types(crd: dict[str, Any]) -> list[ResourceType]:
     for version in versions:
         subresources = version.get("subresources") or {}
         sub = tuple(name for name in ("status", "scale") if name in subresources)
+        scale = subresources.get("scale") or {}
         out.append(ResourceType(
             group=spec["group"], version=version["name"], plural=names["plural"], kind=names["kind"],
             namespaced=spec["scope"] == "Namespaced", short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()), subresources=sub, builtin=False,
             schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage,
+            scale_paths=(str(scale.get("specReplicasPath", "")), str(scale.get("statusReplicasPath", "")),
+                         str(scale.get("labelSelectorPath", ""))) if scale else (),
         ))
     return out

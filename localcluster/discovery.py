@@ -37,6 +37,8 @@ def sorted_versions(versions: list[str]) -> list[str]:
 def _subresource_kind(rt: ResourceType, sub: str) -> tuple[str, tuple[str, ...]]:
     if sub == "binding":
         return "Binding", ("create",)
+    if sub == "log":
+        return "Pod", ("get",)
     if sub == "finalize":
         return rt.kind, ("update",)
     if sub == "scale":

@@ -175,6 +175,9 @@ def _priority_class_errors(obj: dict[str, Any]) -> list[FieldError]:
     return []
 
 
+# Kinds whose creator also reports their status (a kubelet registering its Node).
+_STATUS_KEPT_ON_CREATE = {("", "nodes")}
+
 Prepare = Callable[[dict[str, Any]], None]
 Validate = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 
@@ -211,11 +214,11 @@ def prepare_for_create(rt: ResourceType, obj: dict[str, Any]) -> None:
     if not rt.builtin:
         crd_schema.prepare_custom(rt, obj, creating=True)
         return
+    if rt.has_status and rt.group_resource not in _STATUS_KEPT_ON_CREATE:
+        obj.pop("status", None)
     prepare = _PREPARE.get(rt.group_resource)
     if prepare is not None:
         prepare(obj)
-    elif rt.has_status:
-        obj.pop("status", None)
 
 
 def prepare_for_update(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any]) -> None:
@@ -235,6 +238,9 @@ def prepare_for_update(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any
         if "spec" not in obj and "spec" in old:
             obj["spec"] = old["spec"]
         obj["status"] = old.get("status", {})
+        labels = obj["metadata"].get("labels")
+        if labels is None or isinstance(labels, dict):
+            obj["metadata"]["labels"] = {**(labels or {}), "kubernetes.io/metadata.name": obj["metadata"]["name"]}
 
 
 def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:

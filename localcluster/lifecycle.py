@@ -15,7 +15,7 @@ from typing import Any
 
 from localcluster import kinds
 from localcluster.clock import rfc3339
-from localcluster.errors import STALE, ApiError, FieldError, bad_request, conflict, invalid
+from localcluster.errors import STALE, FieldError, bad_request, conflict, invalid
 from localcluster.names import generate_name, validate_annotations, validate_labels
 from localcluster.resources import ResourceType
 
@@ -42,7 +42,7 @@ def tracks_generation(rt: ResourceType) -> bool:
     return rt.group_resource not in _NO_GENERATION
 
 
-def check_type(rt: ResourceType, obj: Any, *, served_versions: tuple[str, ...] = ()) -> dict[str, Any]:
+def check_type(rt: ResourceType, obj: Any) -> dict[str, Any]:
     """The body must be an object of this resource's kind; missing apiVersion/kind are filled in."""
     if not isinstance(obj, dict):
         raise bad_request(f"the object provided is unrecognized (must be of type {rt.kind}): "
@@ -54,13 +54,14 @@ def check_type(rt: ResourceType, obj: Any, *, served_versions: tuple[str, ...] =
     if api_version is not None and api_version != rt.api_version:
         raise bad_request(f"the API version in the data ({api_version}) does not match the expected "
                           f"API version ({rt.api_version})")
-    obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
-    meta = obj.setdefault("metadata", {})
+    meta = obj.get("metadata")
     if meta is None:
-        meta = obj["metadata"] = {}
+        meta = {}
     if not isinstance(meta, dict):
         raise bad_request("metadata: expected an object")
-    return obj
+    # Field order as a Go server writes it; explicit nulls are zero values, i.e. absent.
+    rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata") and v is not None}
+    return {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": meta, **rest}
 
 
 def place_in_namespace(rt: ResourceType, obj: dict[str, Any], namespace: str | None) -> None:
@@ -242,6 +243,8 @@ def plan_delete(rt: ResourceType, current: dict[str, Any], options: dict[str, An
     meta = current["metadata"]
     name = meta["name"]
     pre = options.get("preconditions") or {}
+    if not isinstance(pre, dict):
+        raise bad_request("json: cannot unmarshal into Go struct field DeleteOptions.preconditions of type v1.Preconditions")
     if pre.get("uid") and pre["uid"] != meta.get("uid"):
         raise conflict(rt.group, rt.plural, name,
                        f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}")
@@ -271,22 +274,43 @@ def plan_delete(rt: ResourceType, current: dict[str, Any], options: dict[str, An
     is_namespace = rt.group_resource == ("", "namespaces")
     if is_namespace:
         obj.setdefault("status", {})["phase"] = "Terminating"
-    if not finalizers and not (is_namespace and (obj.get("spec") or {}).get("finalizers")):
+    grace = pod_grace_period(rt, current, options)
+    if not finalizers and not grace and not (is_namespace and (obj.get("spec") or {}).get("finalizers")):
         return DeletePlan(True, current)
-    if meta.get("deletionTimestamp") and finalizers == (meta.get("finalizers") or []):
+    if meta.get("deletionTimestamp") and finalizers == (meta.get("finalizers") or []) \
+            and grace >= int(meta.get("deletionGracePeriodSeconds") or 0):
         return DeletePlan(False, current)
-    return DeletePlan(False, _mark_deleting(rt, obj, finalizers, now))
+    return DeletePlan(False, _mark_deleting(rt, obj, finalizers, now, grace))
 
 
-def _mark_deleting(rt: ResourceType, obj: dict[str, Any], finalizers: list[str], now: _dt.datetime) -> dict[str, Any]:
+def pod_grace_period(rt: ResourceType, pod: dict[str, Any], options: dict[str, Any]) -> int:
+    """Seconds a deleted pod gets to stop (registry/core/pod CheckGracefulDelete): none when it was
+    never bound or already finished, else DeleteOptions.gracePeriodSeconds or the pod's
+    terminationGracePeriodSeconds (30). The kubelet stops it and the pod goes."""
+    if rt.group_resource != ("", "pods"):
+        return 0
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+        return 0
+    asked = options.get("gracePeriodSeconds")
+    grace = spec.get("terminationGracePeriodSeconds", 30) if asked is None else asked
+    try:
+        return max(int(grace), 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _mark_deleting(rt: ResourceType, obj: dict[str, Any], finalizers: list[str], now: _dt.datetime,
+                   grace: int = 0) -> dict[str, Any]:
     meta = obj["metadata"]
     if finalizers:
         meta["finalizers"] = finalizers
     else:
         meta.pop("finalizers", None)
-    if not meta.get("deletionTimestamp"):
-        meta["deletionTimestamp"] = rfc3339(now)
-        meta["deletionGracePeriodSeconds"] = 0
-        if tracks_generation(rt):
+    if not meta.get("deletionTimestamp") or grace < int(meta.get("deletionGracePeriodSeconds") or 0):
+        first = not meta.get("deletionTimestamp")
+        meta["deletionTimestamp"] = rfc3339(now + _dt.timedelta(seconds=grace))
+        meta["deletionGracePeriodSeconds"] = grace
+        if first and tracks_generation(rt):
             meta["generation"] = meta.get("generation", 1) + 1
     return obj

@@ -1,7 +1,7 @@
 """PATCH bodies by content type: JSON patch, merge patch, strategic merge, server-side apply.
 
-Strategic merge and server-side apply come from `localcluster.patching` (written alongside);
-until those modules are present, their content types answer 415 like a server without them.
+Strategic merge and server-side apply come from `localcluster.patching`; custom resources
+accept no strategic merge (415, as kube-apiserver).
 """
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from localcluster import codec, lifecycle, views
+from localcluster import codec, lifecycle, shapes, views
 from localcluster.clock import rfc3339
-from localcluster.errors import ApiError, already_exists, conflict, unsupported_media_type
+from localcluster.errors import ApiError, already_exists
+from localcluster.patching.apply import ApplyConflict, ApplyError, apply
 from localcluster.patches import json_patch, merge_patch
+from localcluster.patching.strategic import PatchError, strategic_merge
 from localcluster.reads import view_bytes
+from localcluster.resources import ResourceType
 from localcluster.responses import Context, raw_response
 from localcluster.store import Entry, dumps
 
@@ -22,9 +25,8 @@ if TYPE_CHECKING:
     from localcluster.apiserver import ApiServer
 
 
-def _kind_key(ctx: Context) -> str:
+def kind_key(rt: ResourceType) -> str:
     """`apps/v1/Deployment`, `v1/Pod`: how the patching modules name a kind."""
-    rt = ctx.target.rt
     return f"{rt.api_version}/{rt.kind}"
 
 
@@ -48,47 +50,37 @@ def apply_patch(server: ApiServer, ctx: Context, kind: str, live: dict[str, Any]
         return merge_patch(live, body)
     if kind == codec.STRATEGIC_PATCH:
         try:
-            from localcluster.patching.strategic import PatchError, strategic_merge
-        except ImportError:
-            raise unsupported_media_type(kind, [codec.JSON_PATCH, codec.MERGE_PATCH]) from None
-        try:
-            return strategic_merge(live, body, _kind_key(ctx))
+            return strategic_merge(live, body, kind_key(ctx.target.rt))
         except PatchError as exc:
             raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}") from None
     return _server_side_apply(server, ctx, live, body)
 
 
 def _server_side_apply(server: ApiServer, ctx: Context, live: dict[str, Any] | None, body: dict[str, Any]) -> dict[str, Any]:
-    try:
-        from localcluster.patching.apply import ApplyConflict, apply
-    except ImportError:
-        raise unsupported_media_type(codec.APPLY_PATCH, [codec.JSON_PATCH, codec.MERGE_PATCH]) from None
     manager = _field_manager(ctx, required=True)
     force = codec.parse_bool(ctx.query.get("force"), "force")
     rt = ctx.target.rt
     lifecycle.check_type(rt, body)
     try:
-        return apply(live, body, manager, force, rfc3339(server.clock.now()), _kind_key(ctx))
+        return apply(live, body, manager, force, rfc3339(server.clock.now()), kind_key(rt), ctx.target.subresource,
+                     rt.schema)
     except ApplyConflict as exc:
-        fields = exc.conflicts
-        noun = "conflict" if len(fields) == 1 else f"{len(fields)} conflicts"
-        lines = "\n".join(f'- conflict with "{who}": {path}' for path, who in fields)
-        err = conflict(rt.group, rt.plural, ctx.target.name, f"Apply failed with {noun}: {lines}")
-        err.message = f"Apply failed with {noun}: {lines}"
-        err.details["causes"] = [{"reason": "FieldManagerConflict",
-                                  "message": f'conflict with "{who}"', "field": path} for path, who in fields]
-        raise err from None
+        raise ApiError.from_status(exc.status) from None
+    except ApplyError as exc:
+        raise ApiError(400, "BadRequest", f"failed to create typed patch object ({rt.api_version}, Kind={rt.kind}): "
+                       f"{exc}") from None
 
 
 async def apply_create(server: ApiServer, ctx: Context, body: Any) -> web.Response:
     """Server-side apply of an object that does not exist yet: create it."""
-    from localcluster import writes
+    from localcluster import writes  # writes imports this module for patches
 
     t = ctx.target
     if not isinstance(body, dict):
         raise ApiError(400, "BadRequest", "error decoding YAML: expected an object")
     obj = _server_side_apply(server, ctx, None, body)
     obj = lifecycle.check_type(t.rt, obj)
+    shapes.check(t.rt, obj)
     meta = obj["metadata"]
     if meta.get("name") and meta["name"] != t.name:
         raise ApiError(400, "BadRequest", f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})")

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from localcluster import tables, views
+from localcluster import scale, tables, views
 from localcluster.codec import parse_bool, parse_int, wants_table
 from localcluster.errors import bad_request, expired, not_found
 from localcluster.responses import Context, json_response, raw_response
 from localcluster.resources import ResourceType
+from localcluster.sim.kubelet import log_lines
 from localcluster.selectors import Predicate, both, parse_field_selector, parse_label_selector
 from localcluster.store import Entry
 
@@ -28,10 +29,11 @@ def view_bytes(rt: ResourceType, entry: Entry) -> bytes:
     """The stored object as this resource version shows it, serialised."""
     if views.is_plain(rt):
         return entry.raw
-    return json.dumps(views.from_storage(rt, entry.obj), separators=(",", ":")).encode()
+    return json.dumps(views.from_storage(rt, entry.copy()), separators=(",", ":")).encode()
 
 
 def view_obj(rt: ResourceType, entry: Entry) -> dict[str, Any]:
+    """The object as this version shows it, without managedFields (tables, scale, selectors)."""
     return views.from_storage(rt, entry.obj) if not views.is_plain(rt) else entry.obj
 
 
@@ -42,10 +44,31 @@ def get_object(server: ApiServer, ctx: Context) -> web.Response:
     entry = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
     if entry is None:
         raise not_found(t.rt.group, t.rt.plural, t.name)
+    if t.subresource == "log":
+        return pod_log(entry.obj, ctx.query.get("container"), server.clock.now())
+    if t.subresource == "scale":
+        return json_response(scale.to_scale(t.rt, view_obj(t.rt, entry)))
     if wants_table(ctx.accept):
         return json_response(tables.table(t.rt, [view_obj(t.rt, entry)], server.clock.now(), str(entry.rv),
                                           ctx.query.get("includeObject", "Metadata")), "application/json")
     return raw_response(view_bytes(t.rt, entry))
+
+
+def pod_log(pod: dict[str, Any], container: str | None, now: Any) -> web.Response:
+    """pods/log: a line or two from the simulated kubelet about what the container did."""
+    names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+    names += [c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]
+    name = pod["metadata"]["name"]
+    if not container:
+        if len(names) != 1:
+            raise bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]")
+        container = names[0]
+    if container not in names:
+        raise bad_request(f"container {container} is not valid for pod {name}")
+    if not (pod.get("spec") or {}).get("nodeName"):
+        raise bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
+    text = "\n".join(log_lines(pod, container, now)) + "\n"
+    return web.Response(text=text, content_type="text/plain")
 
 
 def selector(ctx: Context) -> Predicate | None:
@@ -66,16 +89,34 @@ def _parse_continue(token: str) -> tuple[int, tuple[str, str]]:
         raise bad_request("continue key is not valid: illegal base64 data at input byte 0") from None
 
 
-def matching_entries(server: ApiServer, ctx: Context) -> list[Entry]:
+def _key(entry: Entry) -> tuple[str, str]:
+    meta = entry.obj["metadata"]
+    return (meta.get("namespace", ""), meta["name"])
+
+
+def matching_entries(server: ApiServer, ctx: Context, after: tuple[str, str] | None = None,
+                     limit: int = 0) -> tuple[list[Entry], int | None]:
+    """Objects in key order that the selectors match, after the `continue` key if one is given.
+
+    With a limit, at most limit+1 are returned (the extra one says there is more), and the count
+    of what remains after the page when no selector makes it unknowable without a full scan.
+    """
     t = ctx.target
-    entries = server.store.list(views.storage_key(t.rt), t.namespace)
+    key = views.storage_key(t.rt)
+    keys = server.store.keys(key, t.namespace, after)
     match = selector(ctx)
-    if match is not None:
-        if views.is_plain(t.rt):
-            entries = [e for e in entries if match(e.obj)]
-        else:
-            entries = [e for e in entries if match(views.from_storage(t.rt, e.obj))]
-    return entries
+    if match is None:
+        if limit > 0 and len(keys) > limit:
+            return server.store.entries(key, keys[:limit + 1]), len(keys) - limit
+        return server.store.entries(key, keys), None
+    plain = views.is_plain(t.rt)
+    found = []
+    for entry in server.store.entries(key, keys):
+        if match(entry.obj if plain else views.from_storage(t.rt, entry.obj)):
+            found.append(entry)
+            if limit > 0 and len(found) > limit:
+                break
+    return found, None
 
 
 def list_objects(server: ApiServer, ctx: Context) -> web.Response:
@@ -91,22 +132,19 @@ def list_objects(server: ApiServer, ctx: Context) -> web.Response:
     limit = parse_int(ctx.query.get("limit"), "limit") or 0
     token = ctx.query.get("continue", "")
     list_rv = server.store.rv
-    entries = matching_entries(server, ctx)
-    entries.sort(key=lambda e: (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]))
+    after: tuple[str, str] | None = None
     if token:
         list_rv, after = _parse_continue(token)
         if list_rv < server.store.rv - 100_000:
             raise expired("The provided continue parameter is too old to display a consistent list result. "
                           "You can start a new list without the continue parameter.")
-        entries = [e for e in entries
-                   if (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]) > after]
+    entries, remaining = matching_entries(server, ctx, after, limit)
     meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
     if limit > 0 and len(entries) > limit:
-        rest = len(entries) - limit
         entries = entries[:limit]
-        last = entries[-1].obj["metadata"]
-        meta["continue"] = _continue_token(list_rv, (last.get("namespace", ""), last["name"]))
-        meta["remainingItemCount"] = rest
+        meta["continue"] = _continue_token(list_rv, _key(entries[-1]))
+        if remaining is not None:
+            meta["remainingItemCount"] = remaining
     if wants_table(ctx.accept):
         objects = [view_obj(rt, e) for e in entries]
         doc = tables.table(rt, objects, server.clock.now(), str(list_rv), ctx.query.get("includeObject", "Metadata"))

@@ -29,6 +29,7 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     storage_version: str = ""
+    scale_paths: tuple[str, str, str] = ()  # CRD scale: specReplicasPath, statusReplicasPath, labelSelectorPath
 
     @property
     def singular(self) -> str:
@@ -72,7 +73,7 @@ ALL = ("all",)
 BUILTINS: tuple[ResourceType, ...] = (
     _r("", "v1", "namespaces", "Namespace", False, short=("ns",), sub=("status", "finalize"),
        verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    _r("", "v1", "pods", "Pod", True, short=("po",), cats=ALL, sub=("status", "binding")),
+    _r("", "v1", "pods", "Pod", True, short=("po",), cats=ALL, sub=("status", "binding", "log")),
     _r("", "v1", "bindings", "Binding", True, verbs=CREATE_ONLY),
     _r("", "v1", "configmaps", "ConfigMap", True, short=("cm",)),
     _r("", "v1", "secrets", "Secret", True),
@@ -85,14 +86,15 @@ BUILTINS: tuple[ResourceType, ...] = (
     _r("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, short=("pvc",), sub=("status",)),
     _r("", "v1", "resourcequotas", "ResourceQuota", True, short=("quota",), sub=("status",)),
     _r("", "v1", "limitranges", "LimitRange", True, short=("limits",)),
-    _r("apps", "v1", "deployments", "Deployment", True, short=("deploy",), cats=ALL, sub=("status",)),
-    _r("apps", "v1", "replicasets", "ReplicaSet", True, short=("rs",), cats=ALL, sub=("status",)),
-    _r("apps", "v1", "statefulsets", "StatefulSet", True, short=("sts",), cats=ALL, sub=("status",)),
+    _r("apps", "v1", "deployments", "Deployment", True, short=("deploy",), cats=ALL, sub=("status", "scale")),
+    _r("apps", "v1", "replicasets", "ReplicaSet", True, short=("rs",), cats=ALL, sub=("status", "scale")),
+    _r("apps", "v1", "statefulsets", "StatefulSet", True, short=("sts",), cats=ALL, sub=("status", "scale")),
     _r("apps", "v1", "daemonsets", "DaemonSet", True, short=("ds",), cats=ALL, sub=("status",)),
     _r("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     _r("batch", "v1", "jobs", "Job", True, cats=ALL, sub=("status",)),
     _r("batch", "v1", "cronjobs", "CronJob", True, short=("cj",), cats=ALL, sub=("status",)),
     _r("coordination.k8s.io", "v1", "leases", "Lease", True),
+    _r("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
     _r("events.k8s.io", "v1", "events", "Event", True, short=("ev",)),
     _r("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
        False, cats=("api-extensions",)),
@@ -111,14 +113,10 @@ BUILTINS: tuple[ResourceType, ...] = (
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
 )
 
-# Resources with no storage of their own: they act on a request and answer it.
-VIRTUAL = {("", "bindings"), ("authentication.k8s.io", "selfsubjectreviews"),
-           ("authorization.k8s.io", "selfsubjectaccessreviews")}
-
 # Group order as a real server lists them in /apis.
 GROUP_ORDER = ("apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "batch",
                "policy", "rbac.authorization.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
-               "scheduling.k8s.io", "coordination.k8s.io")
+               "scheduling.k8s.io", "coordination.k8s.io", "discovery.k8s.io")
 
 
 class Registry:
@@ -148,13 +146,7 @@ class Registry:
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
         return [rt for rt in self._by_gvr.values() if rt.group == group and rt.version == version]
 
-    def by_kind(self, group: str, version: str, kind: str) -> ResourceType | None:
-        for rt in self._by_gvr.values():
-            if rt.group == group and rt.version == version and rt.kind == kind:
-                return rt
-        return None
-
-    def set_crd(self, crd_name: str, types: list[ResourceType], preferred_first: bool = True) -> None:
+    def set_crd(self, crd_name: str, types: list[ResourceType]) -> None:
         self.remove_crd(crd_name)
         keys = []
         for rt in types:
@@ -166,9 +158,6 @@ class Registry:
     def remove_crd(self, crd_name: str) -> None:
         for key in self._crd_gvrs.pop(crd_name, []):
             self._by_gvr.pop(key, None)
-
-    def crd_names(self) -> set[str]:
-        return set(self._crd_gvrs)
 
     def for_storage(self, group: str, plural: str) -> ResourceType | None:
         """Any served version of a stored GroupResource (for in-process controllers)."""

@@ -38,6 +38,7 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 CONTROLLER_USER = User("system:kube-controller-manager", "system:kube-controller-manager", "",
                        ("system:masters", AUTHENTICATED))
 START_TIMEOUT = 30.0
+CRDS_DIR = Path(__file__).resolve().parent / "crds"
 SHUTDOWN_TIMEOUT = 2.0
 
 
@@ -53,6 +54,7 @@ class ControllerContext:
     clock: TimeSource
     workdir: Path
     webhook_addresses: Mapping[str, str] = field(default_factory=dict)
+    nodes: tuple[Any, ...] = ()  # localcluster.sim.nodes.NodeSpec: what the simulated kubelets register
 
 
 ControllerFactory = Callable[[ControllerContext], Awaitable[Any]]
@@ -61,8 +63,9 @@ ControllerFactory = Callable[[ControllerContext], Awaitable[Any]]
 class LocalCluster:
     def __init__(self, workdir: Path, port: int = 0, users_file: Path | None = None, speed: float = 1.0,
                  webhook_addresses: Mapping[str, str] | None = None,
-                 controllers: Sequence[ControllerFactory] = ()) -> None:
+                 controllers: Sequence[ControllerFactory] = (), nodes: Sequence[Any] = ()) -> None:
         self.workdir = Path(workdir)
+        self.nodes = tuple(nodes)
         self.port = port
         self.speed = speed
         self.webhook_addresses = dict(webhook_addresses or {})
@@ -122,13 +125,6 @@ class LocalCluster:
     def token(self, user: str) -> str:
         return self.auth.tokens[user]
 
-    def call(self, fn: Callable[[], Any]) -> Any:
-        """Run `fn` on the cluster's loop thread and return its result (for tests and tools)."""
-        if self._loop is None:
-            return fn()
-        future: Any = asyncio.run_coroutine_threadsafe(_call(fn), self._loop)
-        return future.result(timeout=30)
-
     # internals
 
     def _seed(self) -> None:
@@ -138,6 +134,14 @@ class LocalCluster:
             obj = lifecycle.prepare_create(rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                                            self.clock.now())
             self.store.put(rt.group_resource, obj)
+
+    def _install_crds(self) -> None:
+        """The CRDs the simulated controllers serve (localcluster/crds/), present from the start."""
+        rt = self.registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        assert rt is not None
+        for path in sorted(CRDS_DIR.glob("*.yaml")):
+            crd = yaml.safe_load(path.read_text())
+            self.store.put(rt.group_resource, lifecycle.prepare_create(rt, crd, self.clock.now()))
 
     def _write_kubeconfig(self) -> None:
         tokens = {u.name: self.auth.tokens[u.name] for u in self.users}
@@ -161,15 +165,21 @@ class LocalCluster:
             loop.run_until_complete(self._wait_for_stop())
         finally:
             loop.run_until_complete(self._shutdown(runner))
+            leftovers = asyncio.all_tasks(loop)  # keep-alive connections still being served
+            for task in leftovers:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*leftovers, return_exceptions=True))
             loop.close()
 
     async def _startup(self, cert: Path, key: Path) -> web.AppRunner:
         self._stopping = asyncio.Event()
         CrdRegistrar(self.store, self.registry, self.clock.now)
+        self._install_crds()
         collector = Collector(self.store, self.registry, self.clock.now)
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self.server.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_TIMEOUT)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True,
+                               shutdown_timeout=SHUTDOWN_TIMEOUT)
         await runner.setup()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(str(cert), str(key))
@@ -183,7 +193,7 @@ class LocalCluster:
         self._tasks.append(asyncio.create_task(collector.run(), name="garbage-collector"))
         context_for = ControllerContext(self.url, self.ca_file, self.auth.tokens[CONTROLLER_USER.name],
                                         CONTROLLER_USER.username, self.speed, self.clock, self.workdir,
-                                        self.webhook_addresses)
+                                        self.webhook_addresses, self.nodes)
         for factory in self.controllers:
             self._tasks.append(asyncio.create_task(_guarded(factory, context_for)))
         return runner
@@ -199,10 +209,8 @@ class LocalCluster:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await runner.shutdown()
         await runner.cleanup()
-
-
-async def _call(fn: Callable[[], Any]) -> Any:
-    return fn()
+        if self.server.webhooks is not None:
+            await self.server.webhooks.close()
 
 
 async def _guarded(factory: ControllerFactory, context: ControllerContext) -> None:

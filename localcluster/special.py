@@ -4,7 +4,6 @@ and the namespace finalize subresource.
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -40,11 +39,11 @@ def _access_review(ctx: Context) -> web.Response:
     if not isinstance(body, dict):
         raise bad_request("expected a SelfSubjectAccessReview")
     spec = body.get("spec") or {}
-    attrs = spec.get("resourceAttributes") or {}
+    attrs = spec.get("resourceAttributes") if isinstance(spec, dict) else None
+    if not isinstance(attrs, dict):
+        attrs = {}
     allowed = attrs.get("verb") != "impersonate" or MASTERS in ctx.user.groups
     status: dict[str, Any] = {"allowed": allowed}
-    if not allowed:
-        status["reason"] = "only members of system:masters may impersonate"
     return json_response({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
                           "metadata": {}, "spec": spec, "status": status}, status=201)
 
@@ -55,6 +54,8 @@ async def bind(server: ApiServer, ctx: Context) -> web.Response:
     if not isinstance(body, dict) or body.get("kind") not in (None, "Binding"):
         raise bad_request("the object provided is unrecognized (must be of type Binding)")
     meta = body.get("metadata") or {}
+    if not isinstance(meta, dict) or not isinstance(body.get("target") or {}, dict):
+        raise bad_request("json: cannot unmarshal into Go struct field Binding.target of type v1.ObjectReference")
     name = ctx.target.name or meta.get("name") or ""
     if ctx.target.name and meta.get("name") and meta["name"] != ctx.target.name:
         raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({ctx.target.name})")
@@ -92,7 +93,7 @@ async def bind(server: ApiServer, ctx: Context) -> web.Response:
 
 async def finalize_namespace(server: ApiServer, ctx: Context, current: Entry, obj: dict[str, Any]) -> web.Response:
     """PUT namespaces/NAME/finalize: replace spec.finalizers; the namespace goes when both lists are empty."""
-    ns = copy.deepcopy(current.obj)
+    ns = current.copy()
     ns["spec"] = dict(ns.get("spec") or {})
     ns["spec"]["finalizers"] = list((obj.get("spec") or {}).get("finalizers") or [])
     rv = obj["metadata"].get("resourceVersion")

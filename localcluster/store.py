@@ -9,6 +9,7 @@ Each object's JSON is serialised once, at write time, so lists and watches only 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -28,7 +29,12 @@ def dumps(obj: Any) -> bytes:
 
 @dataclass(frozen=True)
 class Entry:
-    """A stored object with its serialised form and resourceVersion."""
+    """A stored object with its serialised form and resourceVersion.
+
+    `raw` is the whole object as served; `obj` is the same object without
+    metadata.managedFields, for selectors, tables and controllers, which never read them
+    (managedFields are often half an object's size). `copy()` gives the whole object.
+    """
 
     obj: dict[str, Any]
     raw: bytes
@@ -36,6 +42,14 @@ class Entry:
 
     def copy(self) -> dict[str, Any]:
         return json.loads(self.raw)
+
+
+def _entry(obj: dict[str, Any], rv: int) -> Entry:
+    raw = dumps(obj)
+    meta = obj["metadata"]
+    if "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return Entry(obj, raw, rv)
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,7 @@ class Bucket:
     """Objects and recent history of one GroupResource."""
 
     objects: dict[Key, Entry] = field(default_factory=dict)
+    keys: list[Key] = field(default_factory=list)  # sorted, as etcd orders keys: by namespace, then name
     history: deque[Event] = field(default_factory=lambda: deque(maxlen=HISTORY_PER_RESOURCE))
     evicted_rv: int = 0  # resourceVersion of the newest event no longer in history
     watchers: set[Watcher] = field(default_factory=set)
@@ -120,15 +135,30 @@ class Store:
         return bucket.objects.get((namespace, name)) if bucket else None
 
     def list(self, gr: GroupResource, namespace: str | None = None) -> list[Entry]:
+        """Objects in key order (namespace, name); a namespace's objects are one slice of it."""
         bucket = self._buckets.get(gr)
         if bucket is None:
             return []
-        if namespace is None:
-            return list(bucket.objects.values())
-        return [e for (ns, _), e in bucket.objects.items() if ns == namespace]
+        objects = bucket.objects
+        return [objects[key] for key in self.keys(gr, namespace)]
 
-    def count(self, gr: GroupResource, namespace: str | None = None) -> int:
-        return len(self.list(gr, namespace)) if namespace else len(self.bucket(gr).objects)
+    def keys(self, gr: GroupResource, namespace: str | None = None, after: Key | None = None) -> list[Key]:
+        """Keys in order, of one namespace if given, strictly after `after` if given (paging)."""
+        bucket = self._buckets.get(gr)
+        if bucket is None:
+            return []
+        keys = bucket.keys
+        low, high = 0, len(keys)
+        if namespace is not None:
+            low = bisect.bisect_left(keys, (namespace, ""))
+            high = bisect.bisect_left(keys, (namespace + "\x00", ""))
+        if after is not None:
+            low = max(low, bisect.bisect_right(keys, after))
+        return keys[low:high]
+
+    def entries(self, gr: GroupResource, keys: list[Key]) -> list[Entry]:
+        objects = self.bucket(gr).objects
+        return [objects[key] for key in keys]
 
     def by_uid(self, uid: str) -> tuple[GroupResource, Entry] | None:
         found = self._by_uid.get(uid)
@@ -161,11 +191,13 @@ class Store:
         key = (meta.get("namespace", ""), meta["name"])
         rv = self.next_rv()
         meta["resourceVersion"] = str(rv)
-        entry = Entry(obj, dumps(obj), rv)
+        entry = _entry(obj, rv)
         bucket = self.bucket(gr)
         previous = bucket.objects.get(key)
         bucket.objects[key] = entry
-        if previous is not None:
+        if previous is None:
+            bisect.insort(bucket.keys, key)
+        else:
             self._unindex(gr, key, previous.obj)
         self._index(gr, key, obj)
         self._announce(gr, bucket, Event("MODIFIED" if previous else "ADDED", rv, entry, previous.obj if previous else None))
@@ -177,23 +209,25 @@ class Store:
         previous = bucket.objects.pop((namespace, name), None)
         if previous is None:
             return None
+        del bucket.keys[bisect.bisect_left(bucket.keys, (namespace, name))]
         self._unindex(gr, (namespace, name), previous.obj)
         rv = self.next_rv()
         last = previous.copy()
         last["metadata"]["resourceVersion"] = str(rv)
-        entry = Entry(last, dumps(last), rv)
+        entry = _entry(last, rv)
         self._announce(gr, bucket, Event("DELETED", rv, entry, previous.obj))
         return entry
 
     def drop_resource(self, gr: GroupResource) -> None:
-        """Forget a whole resource (a CRD that is gone) and end its watches."""
-        bucket = self._buckets.pop(gr, None)
+        """Delete every object of a resource (its CRD is gone), announcing each, then end its watches."""
+        bucket = self._buckets.get(gr)
         if bucket is None:
             return
-        for key, entry in bucket.objects.items():
-            self._unindex(gr, key, entry.obj)
+        for namespace, name in list(bucket.keys):
+            self.remove(gr, namespace, name)
         for watcher in bucket.watchers:
             watcher.close()
+        del self._buckets[gr]
 
     # watches
 
@@ -218,9 +252,6 @@ class Store:
         for bucket in self._buckets.values():
             for watcher in bucket.watchers:
                 watcher.close()
-
-    def watcher_count(self) -> int:
-        return sum(len(b.watchers) for b in self._buckets.values())
 
     def _announce(self, gr: GroupResource, bucket: Bucket, event: Event) -> None:
         if len(bucket.history) == bucket.history.maxlen:

@@ -265,6 +265,15 @@ def columns_and_row(rt: ResourceType) -> tuple[tuple[Column, ...], Row]:
     return (NAME, ("Created At", "date", 0)), lambda o, now: [_meta(o).get("name"), _meta(o).get("creationTimestamp")]
 
 
+def _cells(row: Row, obj: dict[str, Any], now: _dt.datetime, width: int) -> list[Any]:
+    """A row's cells; a status a typed server could never hold (written through /status as
+    arbitrary JSON) prints as <invalid> rather than failing the whole list."""
+    try:
+        return row(obj, now)
+    except (AttributeError, TypeError, ValueError, KeyError):
+        return [_meta(obj).get("name")] + ["<invalid>"] * (width - 1)
+
+
 def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
 
@@ -279,7 +288,7 @@ def table(rt: ResourceType, objects: list[dict[str, Any]], now: _dt.datetime, re
                                     for i, (name, kind, priority) in enumerate(columns)]
     rows = []
     for obj in objects:
-        entry: dict[str, Any] = {"cells": row(obj, now)}
+        entry: dict[str, Any] = {"cells": _cells(row, obj, now, len(columns))}
         if include == "Object":
             entry["object"] = obj
         elif include != "None":

@@ -2,7 +2,9 @@
 
 resourceVersion "" or "0" starts with synthetic ADDED events for what exists; an exact version
 replays history after it, or, if that history is gone, sends one ERROR event (a Status with
-code 410, reason Expired) on a 200 stream, as kube-apiserver's watch cache does. Selectors turn
+code 410, reason Expired) on a 200 stream, as kube-apiserver's watch cache does; a version the
+server has not reached (a client of an earlier cluster) gets the cache's 504 "Too large
+resource version" ERROR event instead. Selectors turn
 objects that start or stop matching into ADDED or DELETED. A watcher that cannot keep up is
 dropped (its client re-watches) so writers never wait for readers.
 """
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 def _transitions(ctx: Context) -> Any:
     """An Event -> [(type, entry)] filter for this watch's namespace and selectors."""
     namespace = ctx.target.namespace
+    name = ctx.target.name  # a watch on one object (`.../configmaps/NAME?watch=1`)
     rt = ctx.target.rt
     match = selector(ctx)
     plain = views.is_plain(rt)
@@ -37,6 +40,8 @@ def _transitions(ctx: Context) -> Any:
         if obj is None:
             return False
         if namespace is not None and obj["metadata"].get("namespace", "") != namespace:
+            return False
+        if name and obj["metadata"]["name"] != name:
             return False
         if match is None:
             return True
@@ -86,6 +91,10 @@ async def watch(server: ApiServer, ctx: Context) -> web.StreamResponse:
     if since is None:
         for entry in store.list(key, ctx.target.namespace):
             initial += accepts(Event("ADDED", entry.rv, entry, None))
+    elif since > store.rv:
+        error = ApiError(504, "Timeout", f"Too large resource version: {since}, current: {store.rv}",
+                         {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                          "retryAfterSeconds": 1})
     else:
         try:
             for event in store.since(key, since):
@@ -128,8 +137,8 @@ async def watch(server: ApiServer, ctx: Context) -> web.StreamResponse:
                 next_bookmark = loop.time() + server.bookmark_interval
         if bookmarks and not watcher.closed:
             await response.write(encoder.bookmark(store.rv))
-    except (ConnectionResetError, asyncio.CancelledError, RuntimeError):
-        pass
+    except (ConnectionResetError, RuntimeError):
+        pass  # the client went away; a cancelled handler (server stopping) propagates after the finally
     finally:
         store.unwatch(key, watcher)
     try:

@@ -8,21 +8,25 @@ store at the moment of the write; nothing awaits between that check and the stor
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from localcluster import codec, crd_schema, lifecycle, special, views
+from localcluster import codec, crd_schema, lifecycle, patch_kinds, scale, shapes, special, views
 from localcluster.admission import AdmissionAttributes, AdmissionDenied
-from localcluster.errors import ApiError, already_exists, bad_request, forbidden, not_found
-from localcluster.reads import matching_entries, view_bytes
+from localcluster.clock import rfc3339
+from localcluster.errors import ApiError, already_exists, bad_request, forbidden, not_found, unsupported_media_type
+from localcluster.patching.apply import record_update
+from localcluster.reads import matching_entries, view_bytes, view_obj
 from localcluster.responses import Context, json_response, raw_response, status_success
 from localcluster.resources import ResourceType
-from localcluster.store import Entry
+from localcluster.store import Entry, dumps
 
 if TYPE_CHECKING:
     from localcluster.apiserver import ApiServer
 
+UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
 NO_ADMISSION = {("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
                 ("admissionregistration.k8s.io", "validatingwebhookconfigurations")}
 
@@ -70,8 +74,32 @@ def _attributes(ctx: Context, operation: str, obj: dict[str, Any] | None, old: d
     return AdmissionAttributes(
         operation=operation, group=rt.group, version=rt.version, kind=rt.kind, resource=rt.plural,
         subresource=ctx.target.subresource, namespace=namespace, name=name, user_info=ctx.user.info(),
-        dry_run=bool(ctx.query.getall("dryRun", [])),
-        options={"apiVersion": "meta.k8s.io/v1", "kind": options_kind})
+        dry_run=bool(ctx.query.getall("dryRun", [])), options=_options(ctx, options_kind))
+
+
+def _options(ctx: Context, kind: str) -> dict[str, Any]:
+    """The Create/Update/DeleteOptions an AdmissionReview carries, from the request's query."""
+    options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    dry = ctx.query.getall("dryRun", [])
+    if dry:
+        options["dryRun"] = list(dry)
+    if kind != "DeleteOptions":
+        for key in ("fieldManager", "fieldValidation"):
+            if ctx.query.get(key):
+                options[key] = ctx.query[key]
+    return options
+
+
+def field_manager(ctx: Context) -> str:
+    """The manager of a write: `fieldManager`, else the User-Agent's product, as kube-apiserver derives it."""
+    return ctx.query.get("fieldManager") or ctx.request.headers.get("User-Agent", "").split("/")[0]
+
+
+def record_write(server: ApiServer, ctx: Context, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """`new` with the writer's Update entry in managedFields (server-side apply writes its own)."""
+    rt = ctx.target.rt
+    return record_update(old, new, field_manager(ctx), rfc3339(server.clock.now()), f"{rt.api_version}/{rt.kind}",
+                         ctx.target.subresource, rt.schema)
 
 
 def _skips_admission(server: ApiServer, ctx: Context) -> bool:
@@ -105,6 +133,7 @@ async def create(server: ApiServer, ctx: Context) -> web.Response:
     if t.rt.group_resource in special.VIRTUAL_CREATES or t.subresource == "binding":
         return await special.create(server, ctx)
     obj = lifecycle.check_type(t.rt, codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body))
+    shapes.check(t.rt, obj)
     lifecycle.place_in_namespace(t.rt, obj, t.namespace)
     namespace = obj["metadata"].get("namespace", "")
     check_namespace(server, t.rt, namespace, str(obj["metadata"].get("name") or ""))
@@ -130,6 +159,7 @@ async def create(server: ApiServer, ctx: Context) -> web.Response:
     if server.store.get(views.storage_key(t.rt), namespace, name) is not None:
         raise already_exists(t.rt.group, t.rt.plural, name)
     check_namespace(server, t.rt, namespace, name)
+    candidate = record_write(server, ctx, None, candidate)
     if is_dry:
         return json_response(candidate, status=201, warnings=warnings)
     entry = server.store.put(views.storage_key(t.rt), views.to_storage(t.rt, candidate))
@@ -151,33 +181,64 @@ def _unchanged(new: dict[str, Any], old: dict[str, Any]) -> bool:
     return a == b
 
 
+@dataclass(frozen=True)
+class Written:
+    """The outcome of an update: the stored (or removed) entry, or a dry run's object."""
+
+    rt: ResourceType
+    entry: Entry | None
+    dry: dict[str, Any] | None = None
+
+    def view(self) -> dict[str, Any]:
+        if self.dry is not None or self.entry is None:
+            return self.dry or {}
+        return view_obj(self.rt, self.entry)
+
+    def body(self) -> bytes:
+        if self.dry is not None or self.entry is None:
+            return dumps(self.dry or {})
+        return view_bytes(self.rt, self.entry)
+
+
 async def store_update(server: ApiServer, ctx: Context, old_entry: Entry, new: dict[str, Any],
-                       warnings: list[str] | None = None) -> web.Response:
-    """Admit and store an updated object (PUT and PATCH end here)."""
-    t = ctx.target
+                       warnings: list[str] | None = None, applied: bool = False) -> web.Response:
+    """Admit and store an updated object (PUT and PATCH end here); `applied` when server-side
+    apply already wrote managedFields."""
     warnings = [] if warnings is None else warnings
+    written = await commit_update(server, ctx, old_entry, new, warnings, applied)
+    if ctx.target.subresource == "scale":
+        return json_response(scale.to_scale(ctx.target.rt, written.view()), warnings=warnings)
+    return raw_response(written.body(), warnings=warnings)
+
+
+async def commit_update(server: ApiServer, ctx: Context, old_entry: Entry, new: dict[str, Any],
+                        warnings: list[str], applied: bool) -> Written:
+    t = ctx.target
+    applied_fields = new.get("metadata", {}).get("managedFields") if applied else None
     old_view = views.from_storage(t.rt, old_entry.copy())
     new = lifecycle.prepare_update(t.rt, old_view, new, t.subresource)
     admitted = await mutate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
     if admitted is not new:
         new = lifecycle.prepare_update(t.rt, old_view, lifecycle.check_type(t.rt, admitted), t.subresource)
     await validate(server, ctx, "UPDATE", new, old_view, t.name, "UpdateOptions", warnings)
+    if not applied:
+        new = record_write(server, ctx, old_view, new)
+    elif applied_fields:
+        new["metadata"]["managedFields"] = applied_fields  # a status write starts from the old object
     latest = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
     if latest is None:
         raise not_found(t.rt.group, t.rt.plural, t.name)
     if latest.rv != old_entry.rv:
         lifecycle.check_resource_version(t.rt, views.from_storage(t.rt, latest.copy()), new)
     if dry_run(ctx):
-        return json_response(new, warnings=warnings)
+        return Written(t.rt, None, new)
     if _unchanged(new, old_view):
-        return raw_response(view_bytes(t.rt, latest), warnings=warnings)
+        return Written(t.rt, latest)
     key = views.storage_key(t.rt)
     if lifecycle.finished_deleting(new) and not _namespace_held(t.rt, new):
         server.store.put(key, views.to_storage(t.rt, new))
-        entry = server.store.remove(key, t.namespace or "", t.name)
-        return raw_response(view_bytes(t.rt, entry), warnings=warnings) if entry else json_response(new, warnings=warnings)
-    entry = server.store.put(key, views.to_storage(t.rt, new))
-    return raw_response(view_bytes(t.rt, entry), warnings=warnings)
+        return Written(t.rt, server.store.remove(key, t.namespace or "", t.name))
+    return Written(t.rt, server.store.put(key, views.to_storage(t.rt, new)))
 
 
 def _namespace_held(rt: ResourceType, obj: dict[str, Any]) -> bool:
@@ -186,7 +247,12 @@ def _namespace_held(rt: ResourceType, obj: dict[str, Any]) -> bool:
 
 async def update(server: ApiServer, ctx: Context) -> web.Response:
     t = ctx.target
+    if t.subresource == "scale":
+        current = _current(server, ctx)
+        body = codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body)
+        return await store_update(server, ctx, current, scale.apply_scale(t.rt, views.from_storage(t.rt, current.copy()), body))
     obj = lifecycle.check_type(t.rt, codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body))
+    shapes.check(t.rt, obj, t.subresource)
     current = _current(server, ctx)
     if t.subresource == "finalize":
         return await special.finalize_namespace(server, ctx, current, obj)
@@ -200,8 +266,6 @@ async def update(server: ApiServer, ctx: Context) -> web.Response:
 
 
 async def patch(server: ApiServer, ctx: Context) -> web.Response:
-    from localcluster import patch_kinds
-
     t = ctx.target
     kind, body = codec.decode_patch(ctx.request.headers.get("Content-Type"), ctx.body, t.rt.builtin)
     current = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
@@ -210,12 +274,18 @@ async def patch(server: ApiServer, ctx: Context) -> web.Response:
             return await patch_kinds.apply_create(server, ctx, body)
         raise not_found(t.rt.group, t.rt.plural, t.name)
     live = views.from_storage(t.rt, current.copy())
+    if t.subresource == "scale":
+        if kind == codec.APPLY_PATCH:
+            raise unsupported_media_type(kind, [codec.JSON_PATCH, codec.MERGE_PATCH, codec.STRATEGIC_PATCH])
+        patched_scale = patch_kinds.apply_patch(server, ctx, kind, scale.to_scale(t.rt, live), body)
+        return await store_update(server, ctx, current, scale.apply_scale(t.rt, live, patched_scale))
     patched = patch_kinds.apply_patch(server, ctx, kind, live, body)
     patched = lifecycle.check_type(t.rt, patched)
+    shapes.check(t.rt, patched, t.subresource)
     warnings = _prune_custom(ctx, t.rt, patched)
     if not patched["metadata"].get("resourceVersion"):
         patched["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
-    return await store_update(server, ctx, current, patched, warnings)
+    return await store_update(server, ctx, current, patched, warnings, applied=kind == codec.APPLY_PATCH)
 
 
 async def delete(server: ApiServer, ctx: Context) -> web.Response:
@@ -228,6 +298,8 @@ async def delete(server: ApiServer, ctx: Context) -> web.Response:
             options[key] = ctx.query.get(key)
     if "orphanDependents" not in options and ctx.query.get("orphanDependents") is not None:
         options["orphanDependents"] = codec.parse_bool(ctx.query.get("orphanDependents"), "orphanDependents")
+    if t.rt.group_resource == ("", "namespaces") and t.name in UNDELETABLE_NAMESPACES:
+        raise forbidden(f'namespaces "{t.name}" is forbidden: this namespace may not be deleted', "", "namespaces", t.name)
     current = _current(server, ctx)
     return await delete_entry(server, ctx, current, options)
 
@@ -265,7 +337,7 @@ async def delete_collection(server: ApiServer, ctx: Context) -> web.Response:
     options = codec.decode_options(ctx.body, ctx.request.headers.get("Content-Type"))
     if "propagationPolicy" not in options and ctx.query.get("propagationPolicy"):
         options["propagationPolicy"] = ctx.query.get("propagationPolicy")
-    for entry in matching_entries(server, ctx):
+    for entry in matching_entries(server, ctx)[0]:
         try:
             await delete_entry(server, ctx, entry, options)
         except ApiError as exc:

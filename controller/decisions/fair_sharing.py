@@ -14,6 +14,7 @@ from typing import Callable, Mapping
 
 from batchgate import keys
 from controller.decisions.outcomes import PreemptionTarget
+from controller.decisions.victims import settle
 from controller.state.quota_book import FlavorResource, UsageOverlay
 from controller.state.quota_state import STRATEGIES, AdmittedWorkload
 
@@ -81,19 +82,7 @@ def fair_preemptions(cq: str, requests: Mapping[FlavorResource, int], frs: froze
                 view.add(held.cluster_queue, held.usage, -1)
                 removed.append((held, keys.PREEMPTED_IN_COHORT_FAIR_SHARING))
                 fits = view.fits(cq, requests)
-    if fits:
-        for i in range(len(removed) - 2, -1, -1):
-            held = removed[i][0]
-            view.add(held.cluster_queue, held.usage)
-            if view.fits(cq, requests):
-                removed.pop(i)
-            else:
-                view.add(held.cluster_queue, held.usage, -1)
-    for held, _ in removed:
-        view.add(held.cluster_queue, held.usage)
-    if not fits:
-        return []
-    return [PreemptionTarget(held.info.key, held.cluster_queue, reason) for held, reason in removed]
+    return settle(removed, fits, cq, requests, view)
 
 
 def _by_queue(candidates: list[AdmittedWorkload], view: UsageOverlay, *, first_only: bool) -> dict[str, _CandidateQueue]:

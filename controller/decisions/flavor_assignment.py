@@ -9,13 +9,13 @@ the way become the message a pending workload shows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from batchgate.api.kueue import ClusterQueue, ResourceFlavor, Taint
 from controller.decisions.outcomes import Assignment
 from controller.state.quota_book import FlavorResource, UsageOverlay, format_units
-from controller.state.quota_state import PodSetRequest, WorkloadInfo
+from controller.state.quota_state import FlavorProgress, PodSetRequest, WorkloadInfo
 
 NO_FIT, PREEMPT, FIT = 0, 1, 3
 RECLAIM = 2  # a Preempt that only takes back lent quota: preferred when choosing between flavors
@@ -28,7 +28,11 @@ def _coarse(mode: int) -> int:
 
 @dataclass(frozen=True)
 class FlavorAssignment:
-    """The assigner's verdict for one workload in one ClusterQueue."""
+    """The assigner's verdict for one workload in one ClusterQueue.
+
+    `tried` is Kueue's LastAssignment: per pod set, the index of the last flavor tried for each
+    resource (-1 once the last flavor was reached), so the next attempt resumes after it.
+    """
 
     mode: int
     flavors: Mapping[str, Mapping[str, str]]
@@ -36,27 +40,46 @@ class FlavorAssignment:
     borrows: bool
     message: str
     needs_preemption: frozenset[FlavorResource]
+    tried: tuple[Mapping[str, int], ...] = ()
 
     def to_assignment(self) -> Assignment:
         return Assignment(self.flavors, self.usage, self.borrows)
 
 
+@dataclass(frozen=True)
+class _Context:
+    cq: ClusterQueue
+    flavors: Mapping[str, ResourceFlavor]
+    view: UsageOverlay
+    reclaim_possible: ReclaimCheck
+    fair_sharing: bool
+    progress: FlavorProgress | None
+
+    def first_flavor(self, pod_set_index: int, resource: str) -> int:
+        if self.progress is None or pod_set_index >= len(self.progress.tried):
+            return 0
+        return self.progress.tried[pod_set_index].get(resource, -1) + 1
+
+
 def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor],
-                   view: UsageOverlay, reclaim_possible: ReclaimCheck, fair_sharing: bool = False) -> FlavorAssignment:
-    """Kueue's assignment; `reclaim_possible(fr, value)` tells reclaim from in-queue preemption."""
-    group_of = cq.group_of
+                   view: UsageOverlay, reclaim_possible: ReclaimCheck, fair_sharing: bool = False,
+                   progress: FlavorProgress | None = None) -> FlavorAssignment:
+    """Kueue's assignment; `reclaim_possible(fr, value)` tells reclaim from in-queue preemption,
+    `progress` is where the previous attempt stopped (None: start from the first flavor)."""
+    ctx = _Context(cq, flavors, view, reclaim_possible, fair_sharing, progress)
     usage: dict[FlavorResource, int] = {}
     chosen: dict[str, dict[str, str]] = {}
     needs_preemption: set[FlavorResource] = set()
     messages: list[str] = []
+    tried: list[dict[str, int]] = []
     mode = FIT
     borrows = False
-    for pod_set in info.pod_sets:
+    for index, pod_set in enumerate(info.pod_sets):
         requests = dict(pod_set.total)
-        if "pods" in group_of:
+        if "pods" in cq.group_of:
             requests["pods"] = pod_set.count
-        result = _assign_pod_set(pod_set, requests, cq, group_of, flavors, view, usage, reclaim_possible,
-                                 fair_sharing)
+        result = _assign_pod_set(ctx, index, pod_set, requests, usage)
+        tried.append(result.tried)
         if result.reasons:
             messages.append(f"couldn't assign flavors to pod set {pod_set.name}: {', '.join(sorted(result.reasons))}")
         mode = min(mode, result.mode)
@@ -69,26 +92,26 @@ def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, R
                 needs_preemption.add((flavor, res))
         borrows = borrows or result.borrows
     return FlavorAssignment(mode, chosen if mode != NO_FIT else {}, usage if mode != NO_FIT else {},
-                            borrows, "; ".join(messages), frozenset(needs_preemption))
+                            borrows, "; ".join(messages), frozenset(needs_preemption), tuple(tried))
 
 
 @dataclass
 class _PodSetResult:
-    mode: int
-    flavors: dict[str, tuple[str, int]]  # resource -> (flavor, mode)
-    reasons: list[str]
-    borrows: bool
+    mode: int = FIT
+    flavors: dict[str, tuple[str, int]] = field(default_factory=dict)  # resource -> (flavor, mode)
+    reasons: list[str] = field(default_factory=list)
+    borrows: bool = False
+    tried: dict[str, int] = field(default_factory=dict)
 
 
-def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: ClusterQueue,
-                    group_of: Mapping[str, int], flavors: Mapping[str, ResourceFlavor], view: UsageOverlay,
-                    earlier: Mapping[FlavorResource, int], reclaim_possible: ReclaimCheck,
-                    fair_sharing: bool) -> _PodSetResult:
-    result = _PodSetResult(FIT, {}, [], False)
+def _assign_pod_set(ctx: _Context, index: int, pod_set: PodSetRequest, requests: Mapping[str, int],
+                    earlier: Mapping[FlavorResource, int]) -> _PodSetResult:
+    result = _PodSetResult()
+    cq = ctx.cq
     for res in sorted(requests):
         if res in result.flavors:
             continue
-        group = group_of.get(res)
+        group = cq.group_of.get(res)
         if group is None:
             result.reasons.append(f"resource {res} unavailable in ClusterQueue")
             result.mode = NO_FIT
@@ -98,8 +121,11 @@ def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: Clu
         best: dict[str, tuple[str, int]] = {}
         best_mode, best_borrow = NO_FIT, False
         reasons: list[str] = []
-        for fq in rg.flavors:
-            flavor = flavors.get(fq.name)
+        attempted = -1
+        for position in range(ctx.first_flavor(index, res), len(rg.flavors)):
+            attempted = position
+            fq = rg.flavors[position]
+            flavor = ctx.flavors.get(fq.name)
             if flavor is None:
                 reasons.append(f"flavor {fq.name} not found")
                 continue
@@ -110,8 +136,7 @@ def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: Clu
             flavor_mode, borrow, assigned = FIT, False, {}
             for r in sorted(group_requests):
                 fr = (fq.name, r)
-                r_mode, r_borrow, reason = _fits(cq, fr, group_requests[r] + earlier.get(fr, 0), view,
-                                                 reclaim_possible, fair_sharing)
+                r_mode, r_borrow, reason = _fits(ctx, fr, group_requests[r] + earlier.get(fr, 0))
                 if reason:
                     reasons.append(reason)
                 flavor_mode = min(flavor_mode, r_mode)
@@ -130,13 +155,15 @@ def _assign_pod_set(pod_set: PodSetRequest, requests: Mapping[str, int], cq: Clu
             result.mode = NO_FIT
             return result
         result.flavors.update(best)
+        last = -1 if attempted == len(rg.flavors) - 1 else attempted
+        result.tried.update({r: last for r in best})
         result.mode = min(result.mode, _coarse(best_mode))
         result.borrows = result.borrows or best_borrow
     return result
 
 
-def _fits(cq: ClusterQueue, fr: FlavorResource, value: int, view: UsageOverlay,
-          reclaim_possible: ReclaimCheck, fair_sharing: bool) -> tuple[int, bool, str]:
+def _fits(ctx: _Context, fr: FlavorResource, value: int) -> tuple[int, bool, str]:
+    cq, view = ctx.cq, ctx.view
     flavor, res = fr
     borrow = bool(cq.cohort) and view.borrowing_with(cq.name, fr, value)
     most = view.potential_available(cq.name, fr)
@@ -149,8 +176,8 @@ def _fits(cq: ClusterQueue, fr: FlavorResource, value: int, view: UsageOverlay,
     reason = (f"insufficient unused quota for {res} in flavor {flavor}, "
               f"{format_units(res, value - available)} more needed")
     if value <= view.book.quota(cq.name, fr).nominal:
-        return (RECLAIM if reclaim_possible(fr, value) else PREEMPT), borrow, reason
-    if cq.preemption.borrow_within_cohort != "Never" or (fair_sharing and cq.preemption.reclaim_within_cohort != "Never"):
+        return (RECLAIM if ctx.reclaim_possible(fr, value) else PREEMPT), borrow, reason
+    if cq.preemption.borrow_within_cohort != "Never" or (ctx.fair_sharing and cq.preemption.reclaim_within_cohort != "Never"):
         return PREEMPT, borrow, reason
     return NO_FIT, borrow, reason
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
+from controller.state.quota_state import FlavorProgress
+
 FlavorResource = tuple[str, str]
 QueueName = Literal["active", "inadmissible"]
 
@@ -64,8 +66,7 @@ class CycleResult:
     admit: tuple[Admit, ...] = ()
     preempt: tuple[Preempt, ...] = ()
     requeue: tuple[Requeue, ...] = ()
-    skipped_preemptions: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.admit or self.preempt)
+    skipped_preemptions: Mapping[str, int] = field(default_factory=dict)  # per CQ, for the metric
+    # where flavor assignment resumes for each requeued workload (None: from the first flavor),
+    # kept by the caller with QuotaState.set_progress
+    flavor_progress: Mapping[str, FlavorProgress | None] = field(default_factory=dict)

@@ -16,6 +16,7 @@ from batchgate import keys
 from batchgate.api.kueue import ClusterQueue
 from controller.decisions.fair_sharing import fair_preemptions
 from controller.decisions.outcomes import PreemptionTarget
+from controller.decisions.victims import settle
 from controller.state.quota_book import FlavorResource, UsageOverlay
 from controller.state.quota_state import AdmittedWorkload, QuotaState, WorkloadInfo
 
@@ -132,16 +133,4 @@ def _minimal(requests: Mapping[FlavorResource, int], cq: ClusterQueue, view: Usa
         if view.fits(cq.name, requests, allow_borrowing):
             fits = True
             break
-    if fits:
-        for i in range(len(removed) - 2, -1, -1):
-            held = removed[i][0]
-            view.add(held.cluster_queue, held.usage)
-            if view.fits(cq.name, requests, allow_borrowing):
-                removed.pop(i)
-            else:
-                view.add(held.cluster_queue, held.usage, -1)
-    for held, _ in removed:
-        view.add(held.cluster_queue, held.usage)
-    if not fits:
-        return []
-    return [PreemptionTarget(held.info.key, held.cluster_queue, reason) for held, reason in removed]
+    return settle(removed, fits, cq.name, requests, view, allow_borrowing)

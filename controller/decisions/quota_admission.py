@@ -4,8 +4,9 @@
 The caller assumes each `Admit` in the state (and writes it to the API), marks `Preempt`
 targets evicted, and requeues the rest where each `Requeue` says. The phases are Kueue's:
 nominate every head against the same snapshot, order the entries (non-borrowing first, then
-priority, then queue-order time), then process them in order on a running overlay of usage,
-so two heads that compete for the same cohort capacity are settled by that order.
+the lower dominant resource share under fair sharing, then priority, then queue-order time),
+then process them in order on a running overlay of usage, so two heads that compete for the
+same cohort capacity are settled by that order.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from controller.decisions.flavor_assignment import FIT, NO_FIT, PREEMPT, FlavorA
 from controller.decisions.outcomes import Admit, CycleResult, Preempt, PreemptionTarget, QueueName, Requeue
 from controller.decisions.preemption import get_targets
 from controller.state.quota_book import UsageOverlay
-from controller.state.quota_state import QuotaState, WorkloadInfo
+from controller.state.quota_state import FlavorProgress, QuotaState, WorkloadInfo
 
 # Why a head goes back (Kueue's RequeueReason); decides heap vs inadmissible set.
 GENERIC, NAMESPACE_MISMATCH, FAILED_AFTER_NOMINATION, PENDING_PREEMPTION = (
@@ -34,6 +35,7 @@ class _Entry:
     targets: list[PreemptionTarget] = field(default_factory=list)
     nominated: bool = False  # reached processing (Kueue: status nominated or skipped)
     share: int = 0  # dominant resource share with this workload admitted (fair sharing only)
+    progress: FlavorProgress | None = None  # where flavor assignment resumes next time
 
     @property
     def mode(self) -> int:
@@ -75,13 +77,15 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
         if e.mode == PREEMPT:
             e.message += f". Pending the preemption of {len(e.targets)} workload(s)"
             e.cause = PENDING_PREEMPTION
+            e.progress = None  # once victims are gone, every flavor is worth trying again
             preempted.append(Preempt(e.info.key, tuple(e.targets), e.message))
             continue
         admitted.append(Admit(e.info.key, cq.name, e.assignment.to_assignment()))
     done = {a.workload for a in admitted}
     requeued = tuple(Requeue(e.info.key, _queue_for(state, e), e.message)
                      for e in entries if e.info.key not in done)
-    return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped)
+    progress = {e.info.key: e.progress for e in entries if e.assignment is not None and e.info.key not in done}
+    return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped, progress)
 
 
 def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime) -> _Entry:
@@ -107,8 +111,10 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
         return all(t.cluster_queue != cq.name for t in targets)
 
     fair = state.fair_sharing.enable
-    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair)
+    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair,
+                                      state.current_progress(key, cq_name))
     entry.message = entry.assignment.message
+    entry.progress = FlavorProgress(state.generation.get(cq_name, 0), entry.assignment.tried)
     if fair and entry.assignment.mode != NO_FIT:
         entry.share = view.dominant_resource_share(cq.name, entry.assignment.usage)
     if entry.assignment.mode == PREEMPT:
@@ -120,6 +126,7 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
 def _skip(entry: _Entry, message: str) -> None:
     entry.message = message
     entry.nominated = True
+    entry.progress = None  # retry every flavor next time
 
 
 def _net_usage(entry: _Entry, state: QuotaState) -> dict[tuple[str, str], int]:

@@ -13,8 +13,9 @@ from controller.state.quota_state import QuotaState
 
 def drain_evictions(state: QuotaState) -> list[Evict]:
     out = []
-    for key in sorted(state.admitted):
-        held = state.admitted[key]
+    candidates = (held for name in sorted(state.draining) for held in state.admitted_by_cq.get(name, {}).values())
+    for held in sorted(candidates, key=lambda h: h.info.key):
+        key = held.info.key
         if held.evicted:
             continue
         cq = state.cluster_queues.get(held.cluster_queue)

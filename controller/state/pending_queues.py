@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import heapq
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 SortKey = tuple[int, _dt.datetime, str]
 
@@ -108,9 +108,3 @@ class PendingQueues:
         if cq is None:
             return None
         return "inadmissible" if workload in self.queues[cq].inadmissible else "active"
-
-    def iter_cluster_queue(self, cq: str) -> Iterator[str]:
-        queue = self.queues.get(cq)
-        if queue is not None:
-            yield from queue.active
-            yield from queue.inadmissible

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from batchgate import keys
 from batchgate.api.kueue import (
@@ -65,6 +65,15 @@ class AdmittedWorkload:
     evicted: bool = False
 
 
+@dataclass(frozen=True)
+class FlavorProgress:
+    """Kueue's LastAssignment: where flavor assignment stopped, valid while the ClusterQueue's
+    generation (bumped when its quota changes or one of its workloads leaves) is unchanged."""
+
+    generation: int
+    tried: tuple[Mapping[str, int], ...]
+
+
 @dataclass
 class QuotaState:
     namespaces: dict[str, Mapping[str, str]] = field(default_factory=dict)
@@ -82,6 +91,9 @@ class QuotaState:
     messages: dict[str, str] = field(default_factory=dict)  # last cycle's reason per pending workload
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
     fair_sharing: FairSharing = FairSharing()
+    draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
+    generation: dict[str, int] = field(default_factory=dict)  # per ClusterQueue, for FlavorProgress
+    flavor_progress: dict[str, FlavorProgress] = field(default_factory=dict)
 
     # --- lookups -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -116,11 +128,17 @@ class QuotaState:
                 and workload not in self.finished)
 
     # --- objects -----------------------------------------------------------------------------
+    # Each put returns early when the spec it models is unchanged (a status update, a resync),
+    # so only real changes bump generations and move parked workloads back.
     def put_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        if self.namespaces.get(name) == dict(labels):
+            return
         self.namespaces[name] = dict(labels)
         self._unpark_all()
 
     def put_flavor(self, flavor: ResourceFlavor) -> None:
+        if self.flavors.get(flavor.name) == flavor:
+            return
         self.flavors[flavor.name] = flavor
         self._inactive.clear()
         self._unpark_all()
@@ -130,9 +148,15 @@ class QuotaState:
 
     def put_cluster_queue(self, cq: ClusterQueue) -> None:
         old = self.cluster_queues.get(cq.name)
+        if old == cq:
+            return
         self.cluster_queues[cq.name] = cq
         self._inactive.clear()
+        self._track_draining()
         self.book.set_cluster_queue(cq)
+        for member in {cq.name, *self.book.cohort_members(cq.name),
+                       *(self.book.members.get(old.cohort, ()) if old is not None and old.cohort else ())}:
+            self._bump(member)
         if old is None:  # workloads observed holding quota here before the queue itself
             for held in self.admitted_by_cq.get(cq.name, {}).values():
                 self.book.add_usage(cq.name, held.usage)
@@ -142,33 +166,55 @@ class QuotaState:
             self._unpark_cohort_named(old.cohort)
 
     def put_local_queue(self, lq: LocalQueue) -> None:
+        if self.local_queues.get((lq.namespace, lq.name)) == lq:
+            return
         self.local_queues[(lq.namespace, lq.name)] = lq
+        self._track_draining()
         for key in [k for k, info in self.workloads.items()
                     if (info.namespace, info.queue_name) == (lq.namespace, lq.name) and self.is_pending(k)]:
             self._route(key)
 
     def put_workload(self, wl: Workload) -> None:
-        """Create or replace a Workload as observed (pending, holding quota, or finished)."""
-        if wl.key in self.workloads:
-            self.forget(wl.key)
+        """Create or replace a Workload as observed (pending, holding quota, or finished).
+
+        Seeing again what is already known (our own status writes coming back) changes nothing:
+        a parked workload stays parked and an admitted one does not release and retake its quota.
+        """
+        previous = self.workloads.get(wl.key)
         info = self._info(wl)
+        finished = wl.is_true(keys.COND_FINISHED)
+        held = None if finished or not wl.holds_quota else self._held_from(wl, info)
+        if previous == info and not finished and wl.key not in self.finished:
+            old = self.admitted.get(wl.key)
+            if held is None and old is None:
+                return  # still pending where it waits
+            if held is not None and old is not None and (held.cluster_queue, held.usage) == (old.cluster_queue, old.usage):
+                self._set_held(replace(held, evicted=held.evicted or old.evicted))
+                return
+        if previous is not None:
+            self.forget(wl.key)
         self.workloads[wl.key] = info
-        if wl.is_true(keys.COND_FINISHED):
+        if finished:
             self.finished.add(wl.key)
-        elif wl.holds_quota and wl.admission is not None:
-            usage: Usage = {}
-            flavors: dict[str, dict[str, str]] = {}
-            for psa in wl.admission.pod_set_assignments:
-                flavors[psa.name] = dict(psa.flavors)
-                for resource, value in psa.resource_usage.items():
-                    fr = (psa.flavors.get(resource, ""), resource)
-                    usage[fr] = usage.get(fr, 0) + to_units(resource, value)
-            reserved = wl.condition(keys.COND_QUOTA_RESERVED)
-            self._hold(AdmittedWorkload(info, wl.admission.cluster_queue, usage, flavors,
-                                        reserved.last_transition_time if reserved else None,
-                                        evicted=wl.is_true(keys.COND_EVICTED)))
+        elif held is not None:
+            self._hold(held)
         else:
             self._route(wl.key)
+
+    @staticmethod
+    def _held_from(wl: Workload, info: WorkloadInfo) -> AdmittedWorkload:
+        assert wl.admission is not None
+        usage: Usage = {}
+        flavors: dict[str, dict[str, str]] = {}
+        for psa in wl.admission.pod_set_assignments:
+            flavors[psa.name] = dict(psa.flavors)
+            for resource, value in psa.resource_usage.items():
+                fr = (psa.flavors.get(resource, ""), resource)
+                usage[fr] = usage.get(fr, 0) + to_units(resource, value)
+        reserved = wl.condition(keys.COND_QUOTA_RESERVED)
+        return AdmittedWorkload(info, wl.admission.cluster_queue, usage, flavors,
+                                reserved.last_transition_time if reserved else None,
+                                evicted=wl.is_true(keys.COND_EVICTED))
 
     def _info(self, wl: Workload) -> WorkloadInfo:
         priority = wl.priority
@@ -192,6 +238,7 @@ class QuotaState:
         self.pending.remove(workload)
         self.blocked.pop(workload, None)
         self.messages.pop(workload, None)
+        self.flavor_progress.pop(workload, None)
         self._hold(AdmittedWorkload(self.workloads[workload], cluster_queue, dict(usage),
                                     {k: dict(v) for k, v in flavors.items()}, now))
 
@@ -206,7 +253,9 @@ class QuotaState:
     def release(self, workload: str, *, requeue: bool) -> None:
         """Quota is freed (eviction completed, finished, deleted); the cohort's parked work returns."""
         held = self.admitted.pop(workload, None)
+        self.flavor_progress.pop(workload, None)
         if held is not None:
+            self._bump(held.cluster_queue)
             self.admitted_by_cq[held.cluster_queue].pop(workload, None)
             if held.cluster_queue in self.book.quotas:
                 self.book.add_usage(held.cluster_queue, {fr: -v for fr, v in held.usage.items()})
@@ -224,11 +273,27 @@ class QuotaState:
     def forget(self, workload: str) -> None:
         """The workload is gone (deleted, or replaced by a newer observation)."""
         self.release(workload, requeue=False)
+        self.flavor_progress.pop(workload, None)
         self.pending.remove(workload)
         self.blocked.pop(workload, None)
         self.messages.pop(workload, None)
         self.finished.discard(workload)
         self.workloads.pop(workload, None)
+
+    def current_progress(self, workload: str, cluster_queue: str) -> FlavorProgress | None:
+        progress = self.flavor_progress.get(workload)
+        if progress is None or progress.generation < self.generation.get(cluster_queue, 0):
+            return None
+        return progress
+
+    def set_progress(self, workload: str, progress: FlavorProgress | None) -> None:
+        if progress is None:
+            self.flavor_progress.pop(workload, None)
+        else:
+            self.flavor_progress[workload] = progress
+
+    def _bump(self, cluster_queue: str) -> None:
+        self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
 
     def requeue(self, workload: str, queue: str, message: str) -> None:
         self.messages[workload] = message
@@ -295,10 +360,10 @@ class QuotaState:
         if held.cluster_queue in self.book.quotas:
             self.book.add_usage(held.cluster_queue, held.usage)
 
+    def _track_draining(self) -> None:
+        self.draining = {name for name, cq in self.cluster_queues.items() if cq.stop_policy == "HoldAndDrain"}
+        self.draining |= {lq.cluster_queue for lq in self.local_queues.values() if lq.stop_policy == "HoldAndDrain"}
+
     def _set_held(self, held: AdmittedWorkload) -> None:
         self.admitted[held.info.key] = held
         self.admitted_by_cq[held.cluster_queue][held.info.key] = held
-
-    def admitted_in(self, cluster_queues: Iterable[str]) -> Iterable[AdmittedWorkload]:
-        for name in cluster_queues:
-            yield from self.admitted_by_cq.get(name, {}).values()

@@ -7,5 +7,6 @@ to the API over HTTPS like a real controller. This list is the one place they ar
 from __future__ import annotations
 
 from localcluster.runner import ControllerFactory
+from localcluster.runtime.components import RUNTIME_CONTROLLERS
 
-DEFAULT_CONTROLLERS: list[ControllerFactory] = []
+DEFAULT_CONTROLLERS: list[ControllerFactory] = [*RUNTIME_CONTROLLERS]

@@ -63,7 +63,11 @@ TYPES: dict[str, dict[str, Meta]] = {
     "DaemonSet": {**OBJECT, "spec": Meta("DaemonSetSpec"), "status": Meta("Conditioned")},
     "DaemonSetSpec": {**POD_TEMPLATE, "updateStrategy": Meta(retain_keys=True)},
     "WorkloadSpec": POD_TEMPLATE,
-    "Job": {**OBJECT, "spec": Meta("WorkloadSpec"), "status": Meta("Conditioned")},
+    "Job": {**OBJECT, "spec": Meta("WorkloadSpec"), "status": Meta("JobStatus")},
+    "JobStatus": CONDITIONS,
+    "PersistentVolumeClaim": {**OBJECT, "status": Meta("Conditioned")},
+    "PodDisruptionBudget": {**OBJECT, "status": Meta("Conditioned")},
+    "WebhookConfiguration": {**OBJECT, "webhooks": _merge("name")},
     "CronJob": {**OBJECT, "spec": Meta("CronJobSpec")},
     "CronJobSpec": {"jobTemplate": Meta("JobTemplateSpec")},
     "JobTemplateSpec": {**OBJECT, "spec": Meta("WorkloadSpec")},
@@ -77,7 +81,24 @@ ROOTS = {
     "apps/v1/Deployment": "Deployment", "apps/v1/ReplicaSet": "ReplicaSet",
     "apps/v1/StatefulSet": "StatefulSet", "apps/v1/DaemonSet": "DaemonSet",
     "batch/v1/Job": "Job", "batch/v1/CronJob": "CronJob",
+    "v1/PersistentVolumeClaim": "PersistentVolumeClaim", "policy/v1/PodDisruptionBudget": "PodDisruptionBudget",
+    "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration": "WebhookConfiguration",
+    "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration": "WebhookConfiguration",
 }
+
+
+BUILTIN_GROUPS = {
+    "", "apps", "batch", "autoscaling", "policy", "coordination.k8s.io", "events.k8s.io", "scheduling.k8s.io",
+    "admissionregistration.k8s.io", "apiextensions.k8s.io", "rbac.authorization.k8s.io", "networking.k8s.io",
+    "authentication.k8s.io", "authorization.k8s.io", "storage.k8s.io", "discovery.k8s.io", "node.k8s.io",
+    "certificates.k8s.io", "flowcontrol.apiserver.k8s.io", "resource.k8s.io",
+}
+
+
+def is_builtin(kind_key: str) -> bool:
+    """Whether `kind_key` names a built-in kind (typed in Go) rather than a custom resource."""
+    parts = kind_key.split("/")
+    return (parts[0] if len(parts) == 3 else "") in BUILTIN_GROUPS
 
 
 def root_type(kind_key: str) -> str:

@@ -2,7 +2,7 @@
 
 It is a JSON merge patch that knows, from patch_meta, which lists merge by a key (containers by
 name, ports by containerPort, ...) and understands the directives kubectl writes: `$patch`
-(replace, delete, merge), `$retainKeys`, `$deleteFromPrimitiveList/<field>` and
+(replace, delete), `$retainKeys`, `$deleteFromPrimitiveList/<field>` and
 `$setElementOrder/<field>`. A null value deletes a field.
 """
 
@@ -84,7 +84,12 @@ def _merge_field(target: dict[str, Any], key: str, value: Any, meta: Meta, path:
 
 def _merge_list(original: list[Any], patch: list[Any], meta: Meta, path: str,
                 order: list[Any] | None) -> list[Any]:
-    directives = {item.get(PATCH) for item in patch if isinstance(item, dict)} - {None}
+    if order is not None:
+        _check_order(patch, order, meta.key, path)
+    found = [item[PATCH] for item in patch if isinstance(item, dict) and item.get(PATCH) is not None]
+    if any(not isinstance(directive, str) for directive in found):
+        raise PatchError(f"{_where(path)}: a $patch directive must be a string")
+    directives = set(found)
     if "merge" in directives:
         raise PatchError(f"{_where(path)}: merging lists cannot yet be specified in the patch")
     if directives - {"replace", "delete"}:
@@ -111,11 +116,10 @@ def _merge_list(original: list[Any], patch: list[Any], meta: Meta, path: str,
             if position is not None:
                 del merged[position]
             continue
-        outcome = _merge_map({} if position is None else merged[position], item, meta.type, f"{path}[{index}]")
         if position is None:
-            merged.append(outcome)
+            merged.append(_clean(item))  # a new item is taken whole, as the apiserver appends it
         else:
-            merged[position] = outcome
+            merged[position] = _merge_map(merged[position], item, meta.type, f"{path}[{index}]")
     live = [item for item in patch if not (isinstance(item, dict) and item.get(PATCH) == "delete")]
     return _normalize_order(merged, original, order if order is not None else live, meta.key)
 
@@ -173,6 +177,20 @@ def _normalize_order(merged: list[Any], original: list[Any], order: list[Any], k
         else:
             result.append(named.pop(0))
     return result
+
+
+def _check_order(patch: list[Any], order: list[Any], key: str | None, path: str) -> None:
+    """The patch list's items (deletions aside) must appear in $setElementOrder, in its order."""
+    def identity(item: Any) -> Any:
+        return item.get(key) if key is not None and isinstance(item, dict) else item
+
+    items = [item for item in patch if not (isinstance(item, dict) and PATCH in item)]
+    position = 0
+    for entry in order:
+        if position < len(items) and identity(items[position]) == identity(entry):
+            position += 1
+    if order and position < len(items):
+        raise PatchError(f"{_where(path)}: the order in the patch list doesn't match the $setElementOrder list")
 
 
 def _check_retain_keys(retain: Any, patch: dict[str, Any], path: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ from localcluster.protobuf.wire import BYTES, VARINT, Field, ProtobufError, fiel
 MAGIC = b"k8s\x00"
 SCALARS = {"str", "bool", "int", "bytes"}
 WRAPPERS = {"qty", "time", "microtime", "ios", "raw", "fieldsv1", "strlist"}
+ZEROS: dict[str, Callable[[], Any]] = {"str": str, "bytes": str, "int": int, "bool": bool,
+                                       "qty": lambda: "0", "strlist": list}
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,9 @@ def _repeated(field: Field, spec: Spec, message: str) -> list[Any]:
 
 
 def _map_entry(data: bytes, spec: Spec, message: str) -> tuple[str, Any]:
-    key, value = "", _value(Field(2, BYTES, b""), spec.type, message) if spec.type != "int" else 0
+    """A map entry message: key 1, value 2; a value left off the wire is its type's zero value."""
+    key: str = ""
+    value: Any = ZEROS[spec.type]() if spec.type in ZEROS else _value(Field(2, BYTES, b""), spec.type, message)
     for entry in fields(data):
         if entry.number == 1:
             key = _bytes(entry, message).decode("utf-8")

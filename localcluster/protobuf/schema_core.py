@@ -78,7 +78,12 @@ CORE = {
     "Volume": "1 name str?; 2 - VolumeSource",
     "VolumeSource": """1 hostPath HostPathVolumeSource; 2 emptyDir EmptyDirVolumeSource; 6 secret SecretVolumeSource;
         10 persistentVolumeClaim PersistentVolumeClaimVolumeSource; 16 downwardAPI DownwardAPIVolumeSource;
-        19 configMap ConfigMapVolumeSource; 26 projected ProjectedVolumeSource""",
+        7 nfs NFSVolumeSource; 19 configMap ConfigMapVolumeSource; 26 projected ProjectedVolumeSource;
+        28 csi CSIVolumeSource; 30 image ImageVolumeSource""",
+    "NFSVolumeSource": "1 server str?; 2 path str?; 3 readOnly bool",
+    "CSIVolumeSource": """1 driver str?; 2 readOnly bool?; 3 fsType str?; 4 volumeAttributes {str};
+        5 nodePublishSecretRef LocalObjectReference""",
+    "ImageVolumeSource": "1 reference str; 2 pullPolicy str",
     "HostPathVolumeSource": "1 path str?; 2 type str?",
     "EmptyDirVolumeSource": "1 medium str; 2 sizeLimit qty",
     "SecretVolumeSource": "1 secretName str; 2 items [KeyToPath]; 3 defaultMode int?; 4 optional bool?",
@@ -120,10 +125,15 @@ CORE = {
         8 matchLabelKeys [str]""",
     "PodSecurityContext": """1 seLinuxOptions SELinuxOptions; 2 runAsUser int?; 6 runAsGroup int?; 3 runAsNonRoot bool?;
         4 supplementalGroups [int]; 12 supplementalGroupsPolicy str?; 5 fsGroup int?; 7 sysctls [Sysctl];
-        9 fsGroupChangePolicy str?; 10 seccompProfile SeccompProfile; 13 seLinuxChangePolicy str?""",
+        9 fsGroupChangePolicy str?; 10 seccompProfile SeccompProfile; 11 appArmorProfile AppArmorProfile;
+        8 windowsOptions WindowsSecurityContextOptions; 13 seLinuxChangePolicy str?""",
     "SecurityContext": """1 capabilities Capabilities; 2 privileged bool?; 3 seLinuxOptions SELinuxOptions;
         4 runAsUser int?; 8 runAsGroup int?; 5 runAsNonRoot bool?; 6 readOnlyRootFilesystem bool?;
-        7 allowPrivilegeEscalation bool?; 9 procMount str?; 11 seccompProfile SeccompProfile""",
+        7 allowPrivilegeEscalation bool?; 9 procMount str?; 11 seccompProfile SeccompProfile;
+        12 appArmorProfile AppArmorProfile; 10 windowsOptions WindowsSecurityContextOptions""",
+    "AppArmorProfile": "1 type str?; 2 localhostProfile str?",
+    "WindowsSecurityContextOptions": """1 gmsaCredentialSpecName str?; 2 gmsaCredentialSpec str?; 3 runAsUserName str?;
+        4 hostProcess bool?""",
     "Capabilities": "1 add [str]; 2 drop [str]",
     "SELinuxOptions": "1 user str; 2 role str; 3 type str; 4 level str",
     "SeccompProfile": "1 type str?; 2 localhostProfile str?",

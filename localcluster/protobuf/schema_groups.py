@@ -10,7 +10,8 @@ GROUPS = {
     "DeploymentStrategy": "1 type str; 2 rollingUpdate RollingUpdateDeployment",
     "RollingUpdateDeployment": "1 maxUnavailable ios; 2 maxSurge ios",
     "DeploymentStatus": """1 observedGeneration int; 2 replicas int; 3 updatedReplicas int; 7 readyReplicas int;
-        4 availableReplicas int; 5 unavailableReplicas int; 6 conditions [DeploymentCondition]; 8 collisionCount int?""",
+        4 availableReplicas int; 5 unavailableReplicas int; 6 conditions [DeploymentCondition];
+        8 collisionCount int?""",
     "DeploymentCondition": """1 type str?; 2 status str?; 6 lastUpdateTime time; 7 lastTransitionTime time;
         4 reason str; 5 message str""",
     "Job": "1 metadata ObjectMeta; 2 spec JobSpec; 3 status JobStatus",
@@ -38,7 +39,8 @@ GROUPS = {
         7 failedJobsHistoryLimit int?""",
     "JobTemplateSpec": "1 metadata ObjectMeta; 2 spec JobSpec",
     "CronJobStatus": "1 active [ObjectReference]; 4 lastScheduleTime time; 5 lastSuccessfulTime time",
-    "PriorityClass": "1 metadata ObjectMeta; 2 value int?; 3 globalDefault bool; 4 description str; 5 preemptionPolicy str?",
+    "PriorityClass": """1 metadata ObjectMeta; 2 value int?; 3 globalDefault bool; 4 description str;
+        5 preemptionPolicy str?""",
     "PodDisruptionBudget": "1 metadata ObjectMeta; 2 spec PodDisruptionBudgetSpec; 3 status PodDisruptionBudgetStatus",
     "PodDisruptionBudgetSpec": """1 minAvailable ios; 2 selector LabelSelector; 3 maxUnavailable ios;
         4 unhealthyPodEvictionPolicy str?""",
@@ -59,6 +61,13 @@ GROUPS = {
     "TokenRequestSpec": "1 audiences [str]; 4 expirationSeconds int?; 3 boundObjectRef BoundObjectReference",
     "BoundObjectReference": "1 kind str; 2 apiVersion str; 3 name str; 4 uid str",
     "TokenRequestStatus": "1 token str?; 2 expirationTimestamp time",
+    "SelfSubjectAccessReview": """1 metadata ObjectMeta; 2 spec SelfSubjectAccessReviewSpec;
+        3 status SubjectAccessReviewStatus""",
+    "SelfSubjectAccessReviewSpec": "1 resourceAttributes ResourceAttributes; 2 nonResourceAttributes NonResourceAttributes",
+    "ResourceAttributes": """1 namespace str; 2 verb str; 3 group str; 4 version str; 5 resource str;
+        6 subresource str; 7 name str""",
+    "NonResourceAttributes": "1 path str; 2 verb str",
+    "SubjectAccessReviewStatus": "1 allowed bool?; 4 denied bool; 2 reason str; 3 evaluationError str",
 }
 
 # (apiVersion, kind) -> the message of the top-level object.
@@ -81,4 +90,5 @@ KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
     ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
 }

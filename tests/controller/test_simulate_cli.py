@@ -130,3 +130,10 @@ def test_workloads_applied_later_are_created_at_the_simulated_time() -> None:
 def _without_timestamp(obj: dict) -> dict:
     del obj["metadata"]["creationTimestamp"]
     return obj
+
+
+def test_the_table_shown_in_the_docs_is_what_the_command_prints(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "simulate.md").read_text()
+    shown = doc.split("$ batchgate simulate docs/simulate-example.yaml\n", 1)[1].split("```", 1)[0].strip()
+    result = simulate(tmp_path, (ROOT / "docs" / "simulate-example.yaml").read_text())
+    assert result.stdout.strip() == shown

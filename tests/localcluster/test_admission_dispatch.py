@@ -44,6 +44,11 @@ class Cluster:
         self.services = {("hooks", "stub", 443): ("127.0.0.1", stub.port)}
         self.dispatcher = WebhookDispatcher(lambda kind: self.configurations[kind],
                                             lambda ns: self.labels.get(ns, {}), self._resolve)
+        self.loop = asyncio.new_event_loop()
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.dispatcher.close())
+        self.loop.close()
 
     def _resolve(self, namespace: str, name: str, port: int) -> tuple[str, int]:
         return self.services[(namespace, name, port)]
@@ -68,12 +73,14 @@ class Cluster:
                                     dry_run, CREATE_OPTIONS)
         obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "team-a"}} \
             if obj is None and operation != "DELETE" else obj
-        return asyncio.run(asyncio.wait_for(self.dispatcher.admit(attrs, obj, old, warnings), 40))
+        return self.loop.run_until_complete(asyncio.wait_for(self.dispatcher.admit(attrs, obj, old, warnings), 40))
 
 
 @pytest.fixture
-def cluster(stub: WebhookStub) -> Cluster:
-    return Cluster(stub)
+def cluster(stub: WebhookStub) -> Iterator[Cluster]:
+    cluster = Cluster(stub)
+    yield cluster
+    cluster.close()
 
 
 def denial(cluster: Cluster, **admit: Any) -> dict[str, Any]:
@@ -111,6 +118,24 @@ def test_each_call_gets_a_fresh_uid(cluster: Cluster, stub: WebhookStub) -> None
     cluster.mutating("m", cluster.hook("a", "/allow"), cluster.hook("b", "/allow"))
     cluster.admit()
     assert len({r.review["request"]["uid"] for r in stub.received}) == 2
+
+
+def test_connections_to_a_webhook_are_kept_alive_across_requests(cluster: Cluster, stub: WebhookStub) -> None:
+    cluster.validating("v", cluster.hook("a", "/allow"))
+    for _ in range(3):
+        cluster.admit()
+    assert len({r.peer for r in stub.received}) == 1
+
+
+def test_a_kept_alive_connection_is_not_reused_for_another_service_name(cluster: Cluster,
+                                                                       stub: WebhookStub) -> None:
+    cluster.validating("v", cluster.hook("a", "/allow"))
+    cluster.admit()
+    cluster.services[("hooks", "impostor", 443)] = ("127.0.0.1", stub.port)
+    hook = cluster.hook("name.batchgate.dev", "/allow")
+    hook["clientConfig"]["service"]["name"] = "impostor"
+    cluster.configurations["ValidatingWebhookConfiguration"] = [{"metadata": {"name": "v"}, "webhooks": [hook]}]
+    assert "impostor.hooks.svc" in denial(cluster)["message"]
 
 
 def test_reinvocation_if_needed_calls_an_earlier_webhook_again_after_a_later_change(cluster: Cluster,
@@ -260,9 +285,9 @@ def test_v1beta1_reviews_are_sent_to_webhooks_that_ask_for_them(cluster: Cluster
 
 
 def test_validating_webhooks_are_called_concurrently(cluster: Cluster, stub: WebhookStub) -> None:
-    cluster.validating("v", *(cluster.hook(f"slow-{i}", "/slow/0.4") for i in range(3)))
+    cluster.validating("v", *(cluster.hook(f"slow-{i}", "/slow/1") for i in range(3)))
     cluster.admit()
-    assert stub.most_in_flight["/slow/0.4"] == 3
+    assert stub.most_in_flight["/slow/1"] == 3
 
 
 def test_validating_webhooks_see_the_mutated_object(cluster: Cluster, stub: WebhookStub) -> None:
@@ -313,3 +338,45 @@ def test_a_ca_bundle_that_is_not_base64_pem_is_a_call_failure(cluster: Cluster) 
     hook["clientConfig"]["caBundle"] = base64.b64encode(b"not a certificate").decode()
     cluster.validating("v", hook)
     assert "invalid caBundle" in denial(cluster)["message"]
+
+
+MATCH_CONDITIONS = [
+    pytest.param([{"name": "alice", "expression": "request.userInfo.username == 'alice'"}], "Fail", "called",
+                 id="a true condition calls the webhook"),
+    pytest.param([{"name": "not-alice", "expression": "!request.userInfo.groups.exists(g, g == 'team-a')"}],
+                 "Fail", "skipped", id="a false condition skips it"),
+    pytest.param([{"name": "labelled", "expression": "object.metadata.labels['gpu'] == 'true'"}], "Fail",
+                 "failed", id="an error with failure policy Fail rejects the request"),
+    pytest.param([{"name": "labelled", "expression": "object.metadata.labels['gpu'] == 'true'"}], "Ignore",
+                 "skipped", id="an error with failure policy Ignore skips the webhook"),
+    pytest.param([{"name": "labelled", "expression": "object.metadata.labels['gpu'] == 'true'"},
+                  {"name": "create", "expression": "request.operation == 'DELETE'"}], "Fail", "skipped",
+                 id="a false condition wins over another condition's error"),
+]
+
+
+@pytest.mark.parametrize(("conditions", "policy", "outcome"), MATCH_CONDITIONS)
+def test_match_conditions_decide_whether_a_webhook_is_called(cluster: Cluster, stub: WebhookStub, conditions: list,
+                                                             policy: str, outcome: str) -> None:
+    cluster.validating("v", cluster.hook("cel.batchgate.dev", "/deny", failurePolicy=policy,
+                                         matchConditions=conditions))
+    if outcome == "skipped":
+        assert cluster.admit() is not None and stub.received == []
+    elif outcome == "called":
+        assert "no GPUs on Tuesdays" in denial(cluster)["message"]
+    else:
+        status = denial(cluster)
+        assert (status["code"], stub.received) == (500, [])
+        assert "failed to evaluate match conditions: expression 'labelled': no such key: labels" in status["message"]
+
+
+def test_an_equivalent_webhook_patches_the_object_in_its_version_and_the_request_keeps_its_own(
+        cluster: Cluster, stub: WebhookStub) -> None:
+    hook = cluster.hook("old.batchgate.dev", "/label/seen/v1beta1")
+    hook["rules"][0]["apiVersions"] = ["v1beta1"]
+    cluster.mutating("m", hook)
+    result = cluster.admit()
+    sent = stub.received[-1].review["request"]
+    assert (sent["kind"]["version"], sent["requestKind"]["version"], sent["object"]["apiVersion"]) == (
+        "v1beta1", "v1", "v1beta1")
+    assert result is not None and (result["apiVersion"], result["metadata"]["labels"]) == ("v1", {"seen": "v1beta1"})

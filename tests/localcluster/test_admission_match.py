@@ -6,13 +6,14 @@ import base64
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localcluster.admission_match import (
     AdmissionAttributes,
     BadPatch,
     CallError,
+    apply_patch,
     decode_patch,
     denial_status,
     read_answer,
@@ -20,6 +21,7 @@ from localcluster.admission_match import (
     review_version,
     rule_matches,
     selector_matches,
+    sent_version,
     timeout_seconds,
     webhook_matches,
 )
@@ -74,6 +76,33 @@ def test_equivalent_match_policy_matches_another_version_of_the_same_resource() 
     hook = {"name": "h", "rules": [rule(apiVersions=["v1beta1"])]}
     assert webhook_matches(hook, attrs(), {"metadata": {}}, None, {}) is True
     assert webhook_matches({**hook, "matchPolicy": "Exact"}, attrs(), {"metadata": {}}, None, {}) is False
+
+
+@pytest.mark.parametrize(
+    ("rules", "policy", "expected"),
+    [
+        pytest.param([rule(apiVersions=["v1"])], None, "v1", id="a rule naming the request version gets it"),
+        pytest.param([rule(apiVersions=["v1beta1"]), rule(apiVersions=["v1"])], None, "v1",
+                     id="an exact match anywhere wins over an equivalent one"),
+        pytest.param([rule(apiVersions=["v1beta1"])], None, "v1beta1",
+                     id="an equivalent rule gets the version it names"),
+        pytest.param([rule(apiVersions=["*"])], None, "v1", id="a star version gets the request version"),
+        pytest.param([rule(apiVersions=["v1beta1"])], "Exact", "v1", id="exact policy never converts"),
+    ],
+)
+def test_the_version_a_webhook_is_sent(rules: list, policy: str | None, expected: str) -> None:
+    hook = {"name": "h", "rules": rules, **({"matchPolicy": policy} if policy else {})}
+    assert sent_version(hook, attrs()) == expected
+
+
+def test_an_equivalent_review_names_the_sent_version_and_keeps_the_request_version() -> None:
+    request_attrs = AdmissionAttributes("CREATE", "example.com", "v1", "Widget", "widgets", "", "ns", "w", ADMIN)
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    request = review_request("v1", "u", request_attrs, widget, None, "v1beta1")["request"]
+    assert (request["kind"]["version"], request["requestKind"]["version"]) == ("v1beta1", "v1")
+    assert (request["resource"]["version"], request["requestResource"]["version"]) == ("v1beta1", "v1")
+    assert request["object"]["apiVersion"] == "example.com/v1beta1"
+    assert widget["apiVersion"] == "example.com/v1"
 
 
 SELECTORS = [
@@ -146,6 +175,8 @@ def test_webhook_matching(request_attrs: AdmissionAttributes, obj: dict | None, 
                      id="the reason stands in for a missing message"),
         pytest.param(None, 400, 'admission webhook "w.x" denied the request without explanation',
                      id="no status at all says without explanation"),
+        pytest.param({"code": 12345, "message": "no"}, 500, 'Internal error occurred: admission webhook "w.x" denied '
+                     "the request with status code 12345", id="a code that is no HTTP status is an internal error"),
     ],
 )
 def test_denials_are_worded_as_kube_apiserver_words_them(status: dict | None, code: int, message: str) -> None:
@@ -201,6 +232,12 @@ PATCH = base64.b64encode(b'[{"op":"add","path":"/x","value":1}]').decode()
                      id="a patch without a patch type"),
         pytest.param(reply({"uid": "u", "allowed": True, "patch": PATCH, "patchType": "JSONPatch"}), False,
                      "validating webhooks may not return patches", id="a validating webhook that patches"),
+        pytest.param(reply({"uid": "u", "allowed": "true"}), True, "response.allowed must be a boolean",
+                     id="allowed as a string"),
+        pytest.param(reply({"uid": "u", "allowed": False, "status": "nope"}), True, "response.status must be an object",
+                     id="a status that is not an object"),
+        pytest.param(reply({"uid": "u", "allowed": True, "warnings": ["ok", 3]}), True, "list of strings",
+                     id="a warning that is not a string"),
     ],
 )
 def test_unusable_replies_are_call_errors(body: bytes, mutating: bool, error: str) -> None:
@@ -226,3 +263,23 @@ def test_patches_that_do_not_decode_are_bad_patches_never_other_errors(text: str
     except BadPatch:
         return
     assert isinstance(operations, list)
+
+
+OPS = st.fixed_dictionaries({"op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "nope", 3]),
+                             "path": st.sampled_from(["", "/", "/metadata", "/metadata/labels/a", "/spec/0",
+                                                      "/x~1y", "nope", 5])},
+                            optional={"value": st.none() | st.integers() | st.dictionaries(st.text(max_size=2),
+                                                                                           st.integers()),
+                                      "from": st.sampled_from(["/metadata", "/spec", "/missing", 7])})
+
+
+@settings(max_examples=300)
+@given(st.lists(OPS, max_size=4))
+def test_any_webhook_patch_applies_or_is_a_bad_patch(operations: list) -> None:
+    obj = {"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": [1, 2]}
+    try:
+        patched = apply_patch(obj, operations)
+    except BadPatch:
+        return
+    assert isinstance(patched, dict)
+    assert obj == {"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": [1, 2]}

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 import requests
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from localcluster.runner import LocalCluster
 
@@ -71,6 +73,8 @@ CM_PATH = "/api/v1/namespaces/default/configmaps"
                  id="an unknown propagation policy"),
     pytest.param("DELETE", CM_PATH + "/fixture", b'{"preconditions":{"uid":"nope"}}', "application/json", 409, "Conflict",
                  id="a delete whose uid precondition fails"),
+    pytest.param("DELETE", "/api/v1/namespaces/kube-system", None, None, 403, "Forbidden",
+                 id="deleting a system namespace"),
 ])
 def test_bad_requests_get_a_status(http: requests.Session, local_cluster: LocalCluster, method: str, path: str,
                                    body: bytes | None, content_type: str | None, code: int, reason: str) -> None:
@@ -129,6 +133,15 @@ def test_a_too_old_watch_is_a_200_stream_with_one_expired_error_event(http: requ
     assert event["object"]["message"].startswith("too old resource version: 2 (")
 
 
+def test_a_watch_from_a_version_the_server_never_reached_is_told_it_is_too_large(
+        http: requests.Session, local_cluster: LocalCluster) -> None:
+    reply = http.get(url(local_cluster, f"{CM_PATH}?watch=true&resourceVersion=999999999"), timeout=TIMEOUT)
+    event = json.loads(reply.text)
+    assert reply.status_code == 200 and event["type"] == "ERROR"
+    assert (event["object"]["code"], event["object"]["reason"]) == (504, "Timeout")
+    assert event["object"]["message"].startswith("Too large resource version: 999999999, current: ")
+
+
 def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     listed = http.get(url(local_cluster, path), timeout=TIMEOUT).json()
@@ -137,6 +150,16 @@ def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: Loc
     events = [json.loads(line) for line in reply.text.splitlines()]
     assert [e["type"] for e in events] == ["BOOKMARK"]
     assert events[0]["object"]["kind"] == "ConfigMap" and events[0]["object"]["metadata"]["resourceVersion"]
+
+
+def test_a_watch_on_one_object_sees_only_that_object(http: requests.Session, local_cluster: LocalCluster,
+                                                    namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("one", "other"):
+        http.post(url(local_cluster, path), json={"metadata": {"name": name}}, timeout=TIMEOUT)
+    reply = http.get(url(local_cluster, f"{path}/one?watch=true&timeoutSeconds=1"), timeout=TIMEOUT)
+    assert [(json.loads(line)["type"], json.loads(line)["object"]["metadata"]["name"])
+            for line in reply.text.splitlines()] == [("ADDED", "one")]
 
 
 def test_lists_page_with_limit_and_continue(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
@@ -172,3 +195,122 @@ def test_a_slow_watcher_does_not_stall_writes(local_cluster: LocalCluster, http:
             assert reply.status_code == 201
     finally:
         raw.close()
+
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
+json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.sampled_from(["metadata", "spec", "name", "labels", "data", "x", "template",
+                                                              "containers", "status", "apiVersion", "kind"]) | st.text(max_size=5),
+                                             inner, max_size=4), max_leaves=12)
+paths = st.sampled_from([CM_PATH, CM_PATH + "/fixture", "/api/v1/namespaces/default/pods",
+                         "/apis/batch/v1/namespaces/default/jobs", "/apis/batch/v1/namespaces/default/jobs/fixture",
+                         "/api/v1/namespaces", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                         "/apis/coordination.k8s.io/v1/namespaces/default/leases", "/api/v1/nodes/x/status"])
+content_types = st.sampled_from(["application/json", "application/yaml", "application/merge-patch+json",
+                                 "application/json-patch+json", "application/strategic-merge-patch+json",
+                                 "application/apply-patch+yaml", "application/vnd.kubernetes.protobuf", ""])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(method=st.sampled_from(["POST", "PUT", "PATCH", "DELETE", "GET"]), path=paths, content_type=content_types,
+       body=json_values, query=st.sampled_from(["", "?dryRun=All", "?watch=1&timeoutSeconds=0", "?fieldManager=fuzz",
+                                                "?fieldValidation=Strict", "?limit=1"]))
+def test_no_request_is_answered_with_a_server_error(http: requests.Session, local_cluster: LocalCluster, method: str,
+                                                    path: str, content_type: str, body: object, query: str) -> None:
+    data = json.dumps(body).encode()
+    headers = {"Content-Type": content_type} if content_type else {}
+    reply = http.request(method, url(local_cluster, path + query), data=data, headers=headers, timeout=TIMEOUT)
+    assert reply.status_code < 500, reply.text
+    if reply.status_code >= 400:
+        assert reply.json()["kind"] == "Status"
+
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+printer_columns = st.lists(st.fixed_dictionaries({
+    "name": st.text(min_size=1, max_size=5), "type": st.sampled_from(["string", "integer", "number", "boolean", "date"]),
+    "jsonPath": st.text(max_size=12) | st.sampled_from([".spec", ".spec.a[0]", ".spec.a[*]", "{.spec}", ".[", "..a",
+                                                        '.status.conditions[?(@.type=="x")].status', ".metadata.name"])}),
+    max_size=3)
+subresource_sets = st.sampled_from([None, {}, {"status": {}}, {"status": {}, "scale": {
+    "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}])
+schema_bodies = st.just({"type": "object", "x-kubernetes-preserve-unknown-fields": True}) | json_values
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(schema=schema_bodies, columns=printer_columns, subresources=subresource_sets, instance=json_values)
+def test_odd_crds_and_their_objects_never_cause_a_server_error(http: requests.Session, local_cluster: LocalCluster,
+                                                               schema: object, columns: object, subresources: object,
+                                                               instance: object) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "oddities.fuzz.example.com"},
+           "spec": {"group": "fuzz.example.com", "scope": "Namespaced",
+                    "names": {"plural": "oddities", "kind": "Oddity"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": schema if isinstance(schema, dict) else {"type": "object"}},
+                                  "additionalPrinterColumns": columns, "subresources": subresources}]}}
+    if subresources is None:
+        del crd["spec"]["versions"][0]["subresources"]
+    replies = [http.post(url(local_cluster, CRD_PATH), json=crd, timeout=TIMEOUT)]
+    path = "/apis/fuzz.example.com/v1/namespaces/default/oddities"
+    body = {"apiVersion": "fuzz.example.com/v1", "kind": "Oddity", "metadata": {"name": "o1"}, "spec": instance}
+    replies.append(http.post(url(local_cluster, path), json=body, timeout=TIMEOUT))
+    replies.append(http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT))
+    replies.append(http.get(url(local_cluster, f"{path}/o1/scale"), timeout=TIMEOUT))
+    replies.append(http.patch(url(local_cluster, f"{path}/o1/scale"), data='{"spec":{"replicas":2}}',
+                              headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT))
+    replies.append(http.get(url(local_cluster, "/openapi/v3/apis/fuzz.example.com/v1"), timeout=TIMEOUT))
+    replies.append(http.delete(url(local_cluster, f"{CRD_PATH}/oddities.fuzz.example.com"), timeout=TIMEOUT))
+    assert all(reply.status_code < 500 for reply in replies), [r.text for r in replies if r.status_code >= 500]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(resource=st.sampled_from([("/api/v1", "pods", {"containers": [{"name": "c", "image": "i"}]}),
+                                 ("/apis/batch/v1", "jobs", {"template": {"spec": {"restartPolicy": "Never",
+                                                                                    "containers": [{"name": "c", "image": "i"}]}}}),
+                                 ("/apis/apps/v1", "deployments", {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                                     "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}})]),
+       status=json_values)
+def test_any_status_still_prints_as_a_table(http: requests.Session, local_cluster: LocalCluster,
+                                            resource: tuple[str, str, dict], status: object) -> None:
+    root, plural, spec = resource
+    path = f"{root}/namespaces/default/{plural}"
+    http.post(url(local_cluster, path), json={"metadata": {"name": "odd-status"}, "spec": spec}, timeout=TIMEOUT)
+    http.patch(url(local_cluster, f"{path}/odd-status/status"), data=json.dumps({"status": status}),
+               headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT)
+    reply = http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT)
+    assert reply.status_code == 200 and reply.json()["kind"] == "Table"
+
+
+shaped = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["containers", "initContainers", "template", "spec", "metadata", "labels", "name", "image",
+                     "ports", "selector", "matchLabels", "restartPolicy", "webhooks", "rules", "clientConfig",
+                     "service", "finalizers", "completions", "parallelism", "completionMode", "replicas",
+                     "resources", "requests", "data", "involvedObject", "type", "x"]), inner, max_size=5), max_leaves=25)
+ANY_KIND = ["/api/v1/namespaces/default/pods", "/apis/batch/v1/namespaces/default/jobs",
+            "/apis/apps/v1/namespaces/default/deployments", "/api/v1/namespaces/default/services",
+            "/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/events", "/api/v1/namespaces",
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            "/apis/events.k8s.io/v1/namespaces/default/events", "/apis/scheduling.k8s.io/v1/priorityclasses"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(ANY_KIND), spec=shaped, metadata=shaped, extra=shaped)
+def test_objects_of_any_shape_are_refused_or_stored_never_a_server_error(
+        http: requests.Session, local_cluster: LocalCluster, path: str, spec: object, metadata: object, extra: object) -> None:
+    meta = metadata if isinstance(metadata, dict) else {}
+    body = {"metadata": {**meta, "name": "shaped"}, "spec": spec, "webhooks": extra, "data": extra}
+    created = http.post(url(local_cluster, path), json=body, timeout=TIMEOUT)
+    updated = http.put(url(local_cluster, f"{path}/shaped"), json={**body, "spec": extra}, timeout=TIMEOUT)
+    merged = http.patch(url(local_cluster, f"{path}/shaped"), data=json.dumps({"spec": spec, "metadata": metadata}),
+                        headers={"Content-Type": "application/merge-patch+json"}, timeout=TIMEOUT)
+    strategic = http.patch(url(local_cluster, f"{path}/shaped"), data=json.dumps({"spec": extra}),
+                           headers={"Content-Type": "application/strategic-merge-patch+json"}, timeout=TIMEOUT)
+    status = http.put(url(local_cluster, f"{path}/shaped/status"), json={**body, "status": extra}, timeout=TIMEOUT)
+    listed = http.get(url(local_cluster, path), headers={"Accept": TABLE}, timeout=TIMEOUT)
+    deleted = http.delete(url(local_cluster, f"{path}/shaped"), timeout=TIMEOUT)
+    for reply in (created, updated, merged, strategic, status, listed, deleted):
+        assert reply.status_code < 500, reply.text

@@ -258,3 +258,77 @@ def test_a_terminating_namespace_refuses_new_content_and_then_disappears(core: c
     assert err.value.status == 403 and "being terminated" in status_of(err.value)["message"]
     core.patch_namespaced_config_map("held", "doomed", {"metadata": {"finalizers": None}})
     wait_until(lambda: "doomed" not in {n.metadata.name for n in core.list_namespace().items})
+
+
+def test_concurrent_read_modify_write_loses_no_update(local_cluster: LocalCluster, namespace: str) -> None:
+    """Four clients increment one counter with GET + PUT, retrying on 409: every increment lands."""
+    from tests.localcluster_fixtures import api_client
+
+    threads, per_thread = 4, 10
+    with api_client(local_cluster) as setup:
+        client.CoreV1Api(setup).create_namespaced_config_map(namespace, {"metadata": {"name": "counter"},
+                                                                         "data": {"n": "0"}})
+
+    def increment() -> None:
+        with api_client(local_cluster) as own:
+            api = client.CoreV1Api(own)
+            for _ in range(per_thread):
+                while True:
+                    cm = api.read_namespaced_config_map("counter", namespace)
+                    cm.data["n"] = str(int(cm.data["n"]) + 1)
+                    try:
+                        api.replace_namespaced_config_map("counter", namespace, cm)
+                        break
+                    except ApiException as err:
+                        assert err.status == 409
+
+    workers = [threading.Thread(target=increment) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    with api_client(local_cluster) as check:
+        final = client.CoreV1Api(check).read_namespaced_config_map("counter", namespace)
+    assert int(final.data["n"]) == threads * per_thread
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    pytest.param({"names": {"plural": "widgets", "kind": "Thing"}}, "metadata.name",
+                 id="a name that is not plural.group"),
+    pytest.param({"versions": [{"name": "v1", "served": True, "storage": True,
+                                "schema": {"openAPIV3Schema": {"type": "object"}},
+                                "additionalPrinterColumns": [{"name": "Size", "type": "color", "jsonPath": ".spec.size"}]}]},
+                 "spec.versions[0].additionalPrinterColumns[0].type", id="a printer column of an unknown type"),
+    pytest.param({"versions": [{"name": "v1", "served": True, "storage": False,
+                                "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+                 "spec.versions", id="no storage version"),
+    pytest.param({"scope": "Galaxy"}, "spec.scope", id="an unknown scope"),
+])
+def test_malformed_crds_are_invalid(kube_api: client.ApiClient, change: dict, field: str) -> None:
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "things.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "things", "kind": "Thing"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+    crd["spec"].update(change)
+    with pytest.raises(ApiException) as err:
+        client.ApiextensionsV1Api(kube_api).create_custom_resource_definition(crd, _preload_content=False)
+    assert err.value.status == 422 and field in [c["field"] for c in status_of(err.value)["details"]["causes"]]
+
+
+def test_deleting_a_crd_deletes_its_objects_and_their_dependents(kube_api: client.ApiClient, core: client.CoreV1Api,
+                                                                namespace: str) -> None:
+    crd = json.loads(json.dumps(WIDGET_CRD).replace("widgets", "doomeds").replace("Widget", "Doomed")
+                     .replace('"wd"', '"dd"'))
+    ext = client.ApiextensionsV1Api(kube_api)
+    ext.create_custom_resource_definition(crd)
+    custom = client.CustomObjectsApi(kube_api)
+    owner = custom.create_namespaced_custom_object("example.com", "v1", namespace, "doomeds", {
+        "apiVersion": "example.com/v1", "kind": "Doomed", "metadata": {"name": "d1"}, "spec": {"size": 1}})
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "child", "ownerReferences": [{
+        "apiVersion": "example.com/v1", "kind": "Doomed", "name": "d1", "uid": owner["metadata"]["uid"]}]}})
+    ext.delete_custom_resource_definition("doomeds.example.com")
+    wait_until(lambda: "child" not in names(core, namespace))
+    with pytest.raises(ApiException) as err:
+        custom.list_namespaced_custom_object("example.com", "v1", namespace, "doomeds")
+    assert err.value.status == 404

@@ -238,3 +238,45 @@ def test_corpus_appwrappers_apply_twice_and_keep_their_wrapped_objects(kubectl: 
     sent = yaml.safe_load(path.read_text())
     stored = json.loads(kubectl("-n", namespace, "get", "aw", sent["metadata"]["name"], "-o", "json").stdout)
     assert [c["template"] for c in stored["spec"]["components"]] == [c["template"] for c in sent["spec"]["components"]]
+
+
+def test_server_side_apply_owns_fields_and_conflicts_with_other_managers(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "create", "configmap", "owned", "--from-literal=mode=fast")
+    assert "serverside-applied" in kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
+                                           input=CONFIGMAP.replace("settings", "ssa")).stdout
+    conflict = kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
+                       input=CONFIGMAP.replace("settings", "owned").replace("fast", "slow"), check=False)
+    assert conflict.returncode == 1 and 'conflict with "kubectl-create"' in conflict.stderr and ".data.mode" in conflict.stderr
+    kubectl("-n", namespace, "apply", "--server-side", "--force-conflicts", "-f", "-",
+            input=CONFIGMAP.replace("settings", "owned").replace("fast", "slow"))
+    got = json.loads(kubectl("-n", namespace, "get", "configmap", "owned", "-o", "json", "--show-managed-fields").stdout)
+    assert got["data"] == {"mode": "slow"}
+    assert "kubectl" in [m["manager"] for m in got["metadata"]["managedFields"]]
+
+
+def test_kubectl_scale_goes_through_the_scale_subresource(kubectl: Kubectl, namespace: str) -> None:
+    kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx", "--replicas=1")
+    kubectl("-n", namespace, "scale", "deployment", "web", "--replicas=4")
+    assert kubectl("-n", namespace, "get", "deployment", "web", "-o", "jsonpath={.spec.replicas}").stdout == "4"
+    refused = kubectl("-n", namespace, "scale", "deployment", "web", "--replicas=2", "--current-replicas=3", check=False)
+    assert refused.returncode == 1 and "Expected replicas to be 3, was 4" in refused.stderr
+    scale = json.loads(kubectl("-n", namespace, "get", "--raw",
+                               f"/apis/apps/v1/namespaces/{namespace}/deployments/web/scale").stdout)
+    assert scale["kind"] == "Scale" and scale["spec"] == {"replicas": 4} and scale["status"]["selector"] == "app=web"
+
+
+@pytest.mark.parametrize(("context", "question", "answer"), [
+    pytest.param("admin", ["create", "pods"], "yes", id="admin may create pods"),
+    pytest.param("alice", ["delete", "jobs.batch"], "yes", id="an ordinary user may do ordinary things"),
+    pytest.param("alice", ["impersonate", "users"], "no", id="an ordinary user may not impersonate"),
+    pytest.param("admin", ["impersonate", "users"], "yes", id="admin may impersonate"),
+])
+def test_auth_can_i_answers_through_self_subject_access_reviews(kubectl: Kubectl, context: str, question: list[str],
+                                                                 answer: str) -> None:
+    result = kubectl("--context", context, "auth", "can-i", *question, check=False)
+    assert result.stdout.strip() == answer, result.stderr
+
+
+def test_server_side_dry_run_stores_nothing(kubectl: Kubectl, namespace: str) -> None:
+    assert kubectl("-n", namespace, "create", "configmap", "dry", "--dry-run=server", "-o", "name").stdout == "configmap/dry\n"
+    assert kubectl("-n", namespace, "get", "configmap", "dry", check=False).returncode == 1

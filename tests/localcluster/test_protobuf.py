@@ -102,6 +102,20 @@ def test_auth_whoami_sends_an_empty_self_subject_review(capture: CaptureServer) 
     }
 
 
+def test_create_token_sends_a_token_request_with_its_bound_object(capture: CaptureServer) -> None:
+    before = len(capture.requests)
+    capture.kubectl("create", "token", "robot", "--duration=1h", "--audience=a", "--audience=b",
+                    "--bound-object-kind=Pod", "--bound-object-name=p", "--bound-object-uid=u-1")
+    (post,) = [r for r in capture.requests[before:] if r.method == "POST"]
+    assert post.path.startswith("/api/v1/namespaces/default/serviceaccounts/robot/token")
+    assert decode(post.body) == {
+        "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "metadata": {"creationTimestamp": None},
+        "spec": {"audiences": ["a", "b"], "expirationSeconds": 3600,
+                 "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "u-1"}},
+        "status": {"token": "", "expirationTimestamp": None},
+    }
+
+
 # A small encoder for the fields kubectl's generators never set (times, string IntOrStrings,
 # negative numbers, packed lists, nested quantities).
 def varint(n: int) -> bytes:
@@ -194,3 +208,25 @@ def test_arbitrary_bytes_decode_or_raise_protobuf_error_never_anything_else(raw:
     except ProtobufError:
         return
     assert result["kind"] == kind
+
+
+WIRE_FIELDS = st.recursive(
+    st.tuples(st.integers(1, 45), st.integers(0, 2**64 - 1)).map(lambda f: tag_int(*f))
+    | st.tuples(st.integers(1, 45), st.binary(max_size=12)).map(lambda f: tag_bytes(*f)),
+    lambda inner: st.tuples(st.integers(1, 45), st.lists(inner, max_size=5)).map(
+        lambda f: tag_bytes(f[0], b"".join(f[1]))),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(WIRE_FIELDS, max_size=6),
+       st.sampled_from([("v1", "Pod"), ("apps/v1", "Deployment"), ("batch/v1", "Job"), ("v1", "Service"),
+                        ("v1", "Secret"), ("authentication.k8s.io/v1", "SelfSubjectReview")]))
+def test_well_formed_wire_of_any_shape_decodes_or_raises_protobuf_error(raw: list[bytes],
+                                                                         kind: tuple[str, str]) -> None:
+    try:
+        result = decode(envelope(kind[0], kind[1], b"".join(raw)))
+    except ProtobufError:
+        return
+    json.dumps(result)  # always plain JSON

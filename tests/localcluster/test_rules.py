@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localcluster import crd_schema, lifecycle, tables
+from localcluster import crd_schema, lifecycle, shapes, tables
 from localcluster.codec import parse_bool
 from localcluster.errors import ApiError
 from localcluster.patches import merge_patch
@@ -129,6 +129,26 @@ def test_a_created_job_gets_defaults_and_its_controller_uid_selector() -> None:
     assert job["spec"]["template"]["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "j"
     assert (job["spec"]["parallelism"], job["spec"]["completions"], job["spec"]["backoffLimit"]) == (1, 1, 6)
     assert job["metadata"]["generation"] == 1 and job["status"] == {}
+
+
+def pod_template(restart: str) -> dict:
+    return {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": restart,
+                                                         "containers": [{"name": "c", "image": "i"}]}}
+
+
+REPORTED = {"replicas": 3, "capacity": {"cpu": "4"}}
+
+
+@pytest.mark.parametrize(("resource", "spec", "kept"), [
+    pytest.param(rt("apps", "v1", "deployments"), {"selector": {"matchLabels": {"a": "b"}}, "template": pod_template("Always")},
+                 False, id="a deployment's status is the controller's to write"),
+    pytest.param(JOBS, {"template": pod_template("Never")}, False, id="a job starts with an empty status"),
+    pytest.param(rt("", "v1", "nodes"), {}, True, id="a node keeps the status its kubelet registers"),
+])
+def test_create_drops_status_unless_the_creator_owns_it(resource: ResourceType, spec: dict, kept: bool) -> None:
+    obj = {"metadata": {"name": "x", "namespace": "default"}, "spec": spec, "status": dict(REPORTED)}
+    stored = created(resource, obj)
+    assert (stored.get("status") == REPORTED) is kept
 
 
 def test_generation_moves_on_spec_changes_only() -> None:
@@ -267,3 +287,52 @@ def test_history_is_bounded_and_older_versions_are_too_old() -> None:
     with pytest.raises(TooOld):
         store.since(("", "configmaps"), 3)
     assert len(store.since(("", "configmaps"), store.rv - 10)) == 10
+
+
+def test_stored_entries_serve_managed_fields_but_keep_them_out_of_the_working_copy() -> None:
+    store = Store()
+    entry = store.put(("", "configmaps"), {"metadata": {"name": "c", "namespace": "d", "managedFields": [
+        {"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]}})
+    assert "managedFields" not in entry.obj["metadata"]
+    assert entry.copy()["metadata"]["managedFields"][0]["manager"] == "kubectl"
+
+
+schemas = st.recursive(
+    st.fixed_dictionaries({}, optional={
+        "type": st.sampled_from(["object", "array", "string", "integer", "number", "boolean", "weird"]) | st.integers(),
+        "minimum": json_values, "maximum": json_values, "maxLength": json_values, "minItems": json_values,
+        "pattern": json_values, "enum": json_values, "required": json_values, "nullable": st.booleans(),
+        "x-kubernetes-int-or-string": st.booleans(), "x-kubernetes-preserve-unknown-fields": st.booleans(),
+        "x-kubernetes-embedded-resource": st.booleans(), "properties": json_values, "items": json_values,
+        "additionalProperties": json_values, "default": json_values}),
+    lambda inner: st.fixed_dictionaries({}, optional={
+        "type": st.just("object"), "properties": st.dictionaries(st.sampled_from(["a", "b", "spec"]), inner, max_size=3),
+        "additionalProperties": inner | st.booleans(), "items": inner, "anyOf": st.lists(inner, max_size=2)}),
+    max_leaves=8)
+
+
+@given(schemas, json_objects)
+def test_any_schema_and_object_validate_to_field_errors_never_exceptions(schema: dict, obj: dict) -> None:
+    resource = ResourceType("example.com", "v1", "things", "Thing", True, builtin=False, schema=schema, storage_version="v1")
+    crd_schema.prepare_custom(resource, obj, creating=True)
+    crd_schema.prune_custom(resource, obj)
+    for error in crd_schema.validate_custom(resource, obj):
+        assert str(error)
+
+
+@pytest.mark.parametrize(("resource", "body", "field"), [
+    pytest.param(PODS, {"spec": {"containers": "nginx"}}, "Pod.spec.containers", id="containers as a string"),
+    pytest.param(JOBS, {"spec": {"template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "80"}]}]}}}},
+                 "Job.spec.template.spec.containers.ports.containerPort", id="a port number as a string"),
+    pytest.param(NAMESPACES, {"spec": True}, "Namespace.spec", id="a spec that is not an object"),
+    pytest.param(rt("", "v1", "events"), {"involvedObject": ["job"]}, "Event.involvedObject", id="a reference as a list"),
+])
+def test_fields_of_the_wrong_json_type_are_bad_requests_like_the_go_decoder(resource: ResourceType, body: dict,
+                                                                           field: str) -> None:
+    with pytest.raises(ApiError) as err:
+        shapes.check(resource, body)
+    assert err.value.code == 400 and f"Go struct field {field} " in err.value.message
+
+
+def test_nulls_and_undeclared_fields_pass_the_shape_check() -> None:
+    shapes.check(PODS, {"spec": {"containers": None, "anything": {"else": [1, "x"]}}, "status": None})

@@ -19,12 +19,15 @@ from localcluster.patching.strategic import PatchError, strategic_merge
 KUBECTL = "/usr/bin/kubectl"
 
 
-def kubectl_patch(tmp_path: Path, original: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def kubectl_patch(tmp_path: Path, original: dict[str, Any], patch: dict[str, Any], check: bool = True) -> Any:
+    """kubectl's own merge result as a server would store it, or (check=False) its error text."""
     source = tmp_path / "object.json"
     source.write_text(json.dumps(original))
     result = subprocess.run(
         [KUBECTL, "patch", "--local", "-f", str(source), "--type", "strategic", "-p", json.dumps(patch), "-o", "json"],
         capture_output=True, text=True, timeout=60, env={**os.environ, "KUBECONFIG": "/dev/null"})
+    if result.returncode != 0 and not check:
+        return result.stderr
     assert result.returncode == 0, result.stderr
     return stored(json.loads(result.stdout))
 
@@ -137,6 +140,9 @@ CRONJOB = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj
            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
                "restartPolicy": "Never", "containers": [container("w")]}}}}}}
 CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1", "b": "2"}}
+WEBHOOKS = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "m"}, "webhooks": [{"name": "a.example.com", "sideEffects": "None"},
+                                                    {"name": "b.example.com", "sideEffects": "None"}]}
 
 OTHER_KINDS = [
     pytest.param(POD, "v1/Pod", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
@@ -150,6 +156,11 @@ OTHER_KINDS = [
     pytest.param(CRONJOB, "batch/v1/CronJob", {"spec": {"jobTemplate": {"spec": {"template": {"spec": {
         "containers": [container("extra")]}}}}}}, id="a cron job template container is added"),
     pytest.param(CONFIGMAP, "v1/ConfigMap", {"data": {"a": None, "c": "3"}}, id="configmap data merges"),
+    pytest.param(JOB | {"status": {"conditions": [{"type": "Suspended", "status": "True"}]}}, "batch/v1/Job",
+                 {"status": {"conditions": [{"type": "Complete", "status": "True"}]}},
+                 id="job conditions merge by type"),
+    pytest.param(WEBHOOKS, "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration",
+                 {"webhooks": [{"name": "b.example.com", "timeoutSeconds": 3}]}, id="webhooks merge by name"),
 ]
 
 
@@ -175,6 +186,9 @@ BAD_PATCHES = [
     pytest.param({"metadata": {"finalizers": [{"a": 1}]}}, "must hold plain values",
                  id="objects in a list that merges plain values"),
     pytest.param({"$patch": "delete"}, "deletes the whole object", id="deleting the object itself"),
+    pytest.param(template(containers=[{"$patch": []}]), "must be a string", id="a list directive that is a list"),
+    pytest.param(template(**{"$setElementOrder/containers": [{"name": "app"}], "containers": [{"name": "new"}]}),
+                 "doesn't match the $setElementOrder list", id="a patch item missing from the element order"),
 ]
 
 
@@ -227,3 +241,66 @@ def test_a_merged_finalizer_list_holds_each_value_once_and_loses_none(live: list
     result = strategic_merge({"metadata": {"finalizers": live}}, {"metadata": {"finalizers": added}}, "v1/Pod")
     merged = result["metadata"]["finalizers"]
     assert sorted(merged) == sorted(set(live) | set(added))
+
+
+DIRECTIVE_KEYS = st.sampled_from(["$patch", "$retainKeys", "$setElementOrder/containers",
+                                  "$deleteFromPrimitiveList/finalizers", "containers", "name", "env", "image",
+                                  "finalizers", "metadata", "spec", "template", "labels"])
+DIRECTIVE_VALUES = st.sampled_from(["replace", "delete", "merge", "app", "sidecar", "x"]) | st.none() | st.integers()
+HOSTILE = st.recursive(DIRECTIVE_VALUES, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(DIRECTIVE_KEYS, inner, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(DIRECTIVE_KEYS, HOSTILE, max_size=4), st.booleans())
+def test_hostile_patches_merge_or_raise_patch_error_never_anything_else(pod_spec: dict, nested: bool) -> None:
+    patch = template(**pod_spec) if nested else pod_spec
+    try:
+        result = strategic_merge(BASE, patch, "apps/v1/Deployment")
+    except PatchError:
+        return
+    assert isinstance(result, dict)
+
+
+CONTAINER_NAMES = st.sampled_from(["app", "sidecar", "proxy"])
+ENV = st.lists(st.fixed_dictionaries({"name": st.sampled_from(["A", "B", "C"]), "value": st.sampled_from(["1", "2"])}),
+               unique_by=lambda e: e["name"], max_size=3)
+LIVE_CONTAINERS = st.lists(st.fixed_dictionaries({"name": CONTAINER_NAMES, "image": st.sampled_from(["x:1", "y:1"]),
+                                                  "env": ENV}), unique_by=lambda c: c["name"], min_size=1, max_size=3)
+PATCH_ENV = st.lists(st.one_of(
+    st.fixed_dictionaries({"name": st.sampled_from(["A", "B", "C"]), "value": st.sampled_from(["1", "9"])}),
+    st.fixed_dictionaries({"name": st.sampled_from(["A", "B", "C"]), "$patch": st.just("delete")})),
+    unique_by=lambda e: e["name"], max_size=2)
+PATCH_CONTAINERS = st.lists(st.one_of(
+    st.fixed_dictionaries({"name": CONTAINER_NAMES}, optional={"image": st.sampled_from(["z:2"]) | st.none(),
+                                                              "env": PATCH_ENV}),
+    st.fixed_dictionaries({"name": CONTAINER_NAMES, "$patch": st.just("delete")})),
+    unique_by=lambda c: c["name"], max_size=3)
+PATCH_LABELS = st.dictionaries(st.sampled_from(["app", "tier", "team"]), st.none() | st.sampled_from(["a", "b"]),
+                               max_size=2)
+
+
+FINALIZERS = st.lists(st.sampled_from(["a.io/x", "b.io/y", "a.example.com/x"]), unique=True, max_size=3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(LIVE_CONTAINERS, PATCH_CONTAINERS, PATCH_LABELS, st.booleans(), FINALIZERS, FINALIZERS)
+def test_random_container_patches_match_kubectl(tmp_path_factory: pytest.TempPathFactory, live: list, patch: list,
+                                                labels: dict, ordered: bool, added: list, dropped: list) -> None:
+    original = deployment(*live)
+    pod_spec: dict[str, Any] = {"containers": patch}
+    if ordered:
+        pod_spec["$setElementOrder/containers"] = [{"name": c["name"]} for c in reversed(live)]
+    metadata: dict[str, Any] = {"labels": labels}
+    if added:
+        metadata["finalizers"] = added
+    dropped = [value for value in dropped if value not in added]  # both at once: Go map order decides
+    if dropped:
+        metadata["$deleteFromPrimitiveList/finalizers"] = dropped
+    change = {"metadata": metadata, **template(**pod_spec)}
+    expected = kubectl_patch(tmp_path_factory.mktemp("patch"), original, change, check=False)
+    if isinstance(expected, str):  # kubectl refused the patch: so must we
+        with pytest.raises(PatchError):
+            strategic_merge(original, change, "apps/v1/Deployment")
+    else:
+        assert strategic_merge(original, change, "apps/v1/Deployment") == expected

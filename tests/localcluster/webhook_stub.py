@@ -24,6 +24,7 @@ from certs.authority import ServingFiles, service_names, write_serving_files
 
 @dataclass
 class Received:
+    peer: tuple[str, int]  # the client's address: one per connection
     path: str
     query: dict[str, str]
     headers: dict[str, str]
@@ -79,7 +80,9 @@ class WebhookStub:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         review = await request.json()
-        self.received.append(Received(request.path, dict(request.query), dict(request.headers), review))
+        peer = request.transport.get_extra_info("peername") if request.transport else ("", 0)
+        self.received.append(Received(tuple(peer[:2]), request.path, dict(request.query), dict(request.headers),
+                                      review))
         path = request.path
         self.in_flight[path] = self.in_flight.get(path, 0) + 1
         self.most_in_flight[path] = max(self.most_in_flight.get(path, 0), self.in_flight[path])

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchgate import keys
+from batchgate.api.objects import controller_owner
 
 from ..review import GroupVersionKind
 from .errors import FrameworkError
@@ -40,11 +41,6 @@ class FrameworkOutcome:
     error: FrameworkError | None = None
 
 
-def _has_controller(obj: dict[str, Any]) -> bool:
-    owners = obj["metadata"].get("ownerReferences")
-    return isinstance(owners, list) and any(isinstance(o, dict) and o.get("controller") is True for o in owners)
-
-
 def apply_frameworks(
     obj: dict[str, Any], kind: GroupVersionKind, operation: str, settings: FrameworkSettings
 ) -> FrameworkOutcome:
@@ -57,7 +53,7 @@ def apply_frameworks(
         if kind.group == "" and kind.kind == "Pod":
             changes, warnings = apply_pod_plan(obj, plan_pod(obj))
             return FrameworkOutcome(tuple(changes), tuple(warnings))
-        if _has_controller(obj):
+        if controller_owner(obj) is not None:
             return FrameworkOutcome()  # wrapped or controller-made: laid out with its owner
         if (kind.group, kind.kind) not in _WORKLOAD_KINDS:
             raise FrameworkError(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from batchgate.api.errors import FieldError
 
-class FrameworkError(ValueError):
+
+class FrameworkError(FieldError):
     """Bad framework input; the gateway turns it into a denial whose message names the field."""
 
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
-
+    @property
+    def message(self) -> str:
+        return self.detail

@@ -50,14 +50,14 @@ def hostfile_configmap(subdomain: str, layout: Layout) -> dict[str, Any]:
     }
 
 
-def _owned_by(obj: dict[str, Any], made: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
+def _owned_by(job: dict[str, Any], made: dict[str, Any]) -> dict[str, Any]:
+    meta = job["metadata"]
     made["metadata"]["namespace"] = meta.get("namespace", "")
     made["metadata"]["ownerReferences"] = [
         {
-            "apiVersion": obj.get("apiVersion", "batch/v1"),
-            "kind": obj.get("kind", "Job"),
-            "name": meta.get("name", ""),
+            "apiVersion": job["apiVersion"],
+            "kind": job["kind"],
+            "name": meta["name"],
             "uid": meta.get("uid", ""),
             "controller": True,
             "blockOwnerDeletion": True,
@@ -66,31 +66,28 @@ def _owned_by(obj: dict[str, Any], made: dict[str, Any]) -> dict[str, Any]:
     return made
 
 
-def _job_subdomain_and_layout(job: dict[str, Any]) -> tuple[str, Layout] | None:
-    template = ((job.get("spec") or {}).get("template") or {}).get("metadata") or {}
-    subdomain = (template.get("labels") or {}).get(keys.SUBDOMAIN_LABEL)
-    raw = (template.get("annotations") or {}).get(keys.FRAMEWORK_LAYOUT_ANNOTATION)
-    if not subdomain or raw is None:
-        return None
-    return subdomain, parse_layout(raw)
+def _job_layout(job: dict[str, Any]) -> Layout | None:
+    """The layout on a stored Job's pod template; None for a Job without a framework.
+
+    A Job the gateway laid out has a well-formed layout; anything else raises FrameworkError.
+    """
+    template = (job.get("spec") or {}).get("template") or {}
+    raw = ((template.get("metadata") or {}).get("annotations") or {}).get(keys.FRAMEWORK_LAYOUT_ANNOTATION)
+    return None if raw is None else parse_layout(raw)
 
 
 def headless_service_for(job: dict[str, Any]) -> dict[str, Any] | None:
     """For the controller: the Service a top-level framework Job needs, owned by it (None: not one)."""
-    found = _job_subdomain_and_layout(job)
-    if found is None:
-        return None
-    subdomain, layout = found
-    return _owned_by(job, headless_service(subdomain, layout.framework))
+    layout = _job_layout(job)
+    return None if layout is None else _owned_by(job, headless_service(layout.service, layout.framework))
 
 
 def hostfile_configmap_for(job: dict[str, Any]) -> dict[str, Any] | None:
     """For the controller: the hostfile ConfigMap a top-level MPI Job needs (None: not MPI)."""
-    found = _job_subdomain_and_layout(job)
-    if found is None or found[1].framework != "mpi":
+    layout = _job_layout(job)
+    if layout is None or layout.framework != "mpi":
         return None
-    subdomain, layout = found
-    return _owned_by(job, hostfile_configmap(subdomain, layout))
+    return _owned_by(job, hostfile_configmap(layout.service, layout))
 
 
 def hostfile_volume(subdomain: str) -> dict[str, Any]:

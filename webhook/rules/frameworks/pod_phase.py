@@ -40,7 +40,7 @@ def pod_index(pod: dict[str, Any]) -> int:
         value = mapping_at(meta, where, f"metadata.{where}").get(key)
         if value is None:
             continue
-        if not value.isdigit():
+        if not (value.isascii() and value.isdigit()):
             raise FrameworkError(f"metadata.{where}[{key}]", f"must be a non-negative integer, not {value!r}")
         return int(value)
     raise FrameworkError(
@@ -91,10 +91,18 @@ def plan_pod(pod: dict[str, Any]) -> PodPlan:
 
 
 def _add_env(container: dict[str, Any], env: EnvList) -> list[str]:
-    """Append the env the container lacks; return the names it already had (the user wins)."""
+    """Append the env the container lacks; return `NAME (batchgate: value)` where the user's differs.
+
+    The user wins. Comparing values keeps the phase idempotent: run again on its own output
+    (reinvocation, or validation on the mutated pod) it changes and reports nothing.
+    """
     current = edit_list(container, "env")
-    present = {e.get("name") for e in current}
-    kept = [name for name, _ in env if name in present]
+    present = {var.get("name"): var for var in current}
+    kept = [
+        f"{name} (batchgate: {value})"
+        for name, value in env
+        if name in present and (present[name].get("value") != value or "valueFrom" in present[name])
+    ]
     current += [{"name": name, "value": value} for name, value in env if name not in present]
     return kept
 
@@ -118,10 +126,7 @@ def apply_pod_plan(pod: dict[str, Any], plan: PodPlan) -> tuple[list[str], list[
     for container in containers:
         kept = _add_env(container, plan.env)
         if kept:
-            warnings.append(
-                f"container {container.get('name', '?')} keeps its own {', '.join(kept)}; "
-                f"batchgate did not set {'it' if len(kept) == 1 else 'them'}"
-            )
+            warnings.append(f"container {container.get('name', '?')} keeps its own {', '.join(kept)}")
     if plan.env:
         changes.append(f"env {', '.join(name for name, _ in plan.env)} on {len(containers)} container(s)")
     if layout.framework == "mpi":

@@ -6,7 +6,7 @@ contract: PyTorch RANK 0 is the master, MPI's launcher comes before its workers.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from .errors import FrameworkError
 
@@ -26,9 +26,15 @@ LEADER: Mapping[str, str | None] = {
 }
 """The role that must have exactly one pod; a single Indexed Job gives it index 0."""
 
-AT_MOST_ONE: Mapping[str, tuple[str, ...]] = {"tensorflow": ("chief", "evaluator")}
-
 WORKER = "worker"
+
+AT_MOST_ONE: Mapping[str, tuple[str, ...]] = {"tensorflow": ("chief", "evaluator")}
+AT_LEAST_ONE: Mapping[str, tuple[str, ...]] = {
+    "pytorch": (WORKER,),
+    "tensorflow": (WORKER,),
+    "mpi": (WORKER,),
+    "mxnet": ("server", WORKER),  # the parameter-server kvstore has nowhere to push without a server
+}
 
 
 def check_counts(framework: str, counts: Mapping[str, int], label_of: Mapping[str, str], path: str) -> None:
@@ -43,11 +49,7 @@ def check_counts(framework: str, counts: Mapping[str, int], label_of: Mapping[st
     for role in AT_MOST_ONE.get(framework, ()):
         if counts.get(role, 0) > 1:
             raise FrameworkError(path, f"{framework} allows at most one {label_of[role]!r} pod, found {counts[role]}")
-    if counts.get(WORKER, 0) == 0:
-        raise FrameworkError(path, f"{framework} needs at least one {label_of[WORKER]!r} pod, found none")
+    for role in AT_LEAST_ONE[framework]:
+        if counts.get(role, 0) == 0:
+            raise FrameworkError(path, f"{framework} needs at least one {label_of[role]!r} pod, found none")
 
-
-def in_rank_order(framework: str, roles: Sequence[str]) -> list[str]:
-    """The distinct roles given, sorted by the framework's rank order."""
-    order = ROLES[framework]
-    return sorted(set(roles), key=order.index)

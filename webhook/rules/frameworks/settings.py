@@ -17,6 +17,8 @@ from .errors import FrameworkError
 from .roles import ROLES
 
 ARGS_PATH = f"metadata.annotations[{keys.FRAMEWORK_ARGS_ANNOTATION}]"
+DEFAULT_NPROC_PER_NODE = "auto"
+"""torchrun's processes per pod when neither the args nor a wrapped PyTorchJob say (as upstream)."""
 _NPROC_WORDS = ("auto", "cpu", "gpu")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
@@ -47,7 +49,8 @@ class FrameworkArgs:
 
     framework: str
     port: int | None
-    nproc_per_node: str
+    nproc_per_node: str | None
+    """None when the args do not say: a wrapped PyTorchJob's own value, else the default, holds."""
     hostfile_path: str
     slots_per_host: int
     wait_image: str
@@ -81,7 +84,7 @@ def defaults_for(framework: str, settings: FrameworkSettings) -> FrameworkArgs:
     return FrameworkArgs(
         framework=framework,
         port=port,
-        nproc_per_node="auto",
+        nproc_per_node=None,
         hostfile_path=settings.mpi_hostfile_path,
         slots_per_host=settings.mpi_slots_per_host,
         wait_image=settings.wait_image,
@@ -111,7 +114,7 @@ def parse_args(framework: str, raw: str | None, settings: FrameworkSettings) -> 
     if "port" in doc:
         changes["port"] = _port(doc["port"], f"{ARGS_PATH}.port")
     if "nprocPerNode" in doc:
-        changes["nproc_per_node"] = _nproc(doc["nprocPerNode"], f"{ARGS_PATH}.nprocPerNode")
+        changes["nproc_per_node"] = check_nproc(doc["nprocPerNode"], f"{ARGS_PATH}.nprocPerNode")
     if "hostfilePath" in doc:
         changes["hostfile_path"] = _abs_path(doc["hostfilePath"], f"{ARGS_PATH}.hostfilePath")
     if "slotsPerHost" in doc:
@@ -143,10 +146,10 @@ def _positive(value: Any, path: str) -> int:
     return value
 
 
-def _nproc(value: Any, path: str) -> str:
+def check_nproc(value: Any, path: str) -> str:
     if _is_int(value) and value >= 1:
         return str(value)
-    if isinstance(value, str) and (value in _NPROC_WORDS or (value.isdigit() and int(value) >= 1)):
+    if isinstance(value, str) and (value in _NPROC_WORDS or (value.isascii() and value.isdigit() and int(value) >= 1)):
         return value
     raise FrameworkError(
         path, f"must be a positive integer or one of {', '.join(_NPROC_WORDS)}, not {json.dumps(value)}"

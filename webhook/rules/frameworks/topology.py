@@ -16,6 +16,7 @@ from batchgate import keys
 
 from .errors import FrameworkError
 from .fields import check_metadata, mapping_at, string_at
+from .settings import check_nproc
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -52,6 +53,8 @@ class TemplateGroup:
     """The role its controller implies (a PyTorchJob's replica type), if any."""
     splittable: bool
     """An Indexed Job template: without a role label, index 0 may lead and the rest work."""
+    nproc_per_node: tuple[str, str] | None = None
+    """A PyTorchJob's own `spec.nprocPerNode` and where it is written."""
 
 
 @dataclass(frozen=True)
@@ -108,40 +111,34 @@ def check_subdomain(name: str, path: str) -> None:
         )
 
 
-def _pod_spec(template: dict[str, Any], path: str) -> dict[str, Any]:
+def _check_pod_spec(template: dict[str, Any], path: str) -> None:
     spec = _map(template.get("spec"), f"{path}.spec")
     string_at(spec, "subdomain", f"{path}.spec.subdomain")
     if string_at(spec, "hostname", f"{path}.spec.hostname"):
         raise FrameworkError(
             f"{path}.spec.hostname", "must be empty: batchgate names each pod of a framework job itself"
         )
-    return spec
 
 
 def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, list[JobFill]]:
     """The one template of a Job, with the fills that make it an all-at-once Indexed Job."""
     name = _name(job, base, "Job")
     spec = _map(job.get("spec"), f"{base}spec")
-    fills: list[JobFill] = []
-    mode = spec.get("completionMode")
-    if mode is None:
-        fills.append(JobFill(spec, "completionMode", "Indexed", f"{base}spec.completionMode"))
-    elif mode != "Indexed":
-        raise FrameworkError(f"{base}spec.completionMode", f"must be Indexed for a framework job, not {mode!r}")
     completions = _int(spec.get("completions"), f"{base}spec.completions")
     if not completions:
         raise FrameworkError(f"{base}spec.completions", "an Indexed framework Job needs completions >= 1 (its pod count)")
-    parallelism = _int(spec.get("parallelism"), f"{base}spec.parallelism")
-    if parallelism is None:
-        fills.append(JobFill(spec, "parallelism", completions, f"{base}spec.parallelism"))
-    elif parallelism != completions:
-        raise FrameworkError(
-            f"{base}spec.parallelism",
-            f"must equal completions ({completions}) so that every rank runs at once, not {parallelism}",
-        )
+    _int(spec.get("parallelism"), f"{base}spec.parallelism")
+    # The API server defaults completionMode to NonIndexed and parallelism to 1 before any webhook
+    # sees the Job, so a value here may not be the user's: every framework Job is made Indexed,
+    # with all its ranks running at once (a rank left waiting would hang the others).
+    fills = [
+        JobFill(spec, field, value, f"{base}spec.{field}")
+        for field, value in (("completionMode", "Indexed"), ("parallelism", completions))
+        if spec.get(field) != value
+    ]
     path = f"{base}spec.template"
     template = _map(spec.get("template"), path)
-    _pod_spec(template, path)
+    _check_pod_spec(template, path)
     role, role_path = _role_of(template, job, path, base)
     group = TemplateGroup(template, path, f"{name}-", completions, role, role_path, None, True)
     return group, fills
@@ -149,19 +146,26 @@ def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, li
 
 def pytorchjob_groups(job: dict[str, Any], base: str) -> list[TemplateGroup]:
     name = _name(job, base, "PyTorchJob")
-    specs = _map(_map(job.get("spec"), f"{base}spec").get("pytorchReplicaSpecs"), f"{base}spec.pytorchReplicaSpecs")
+    spec = _map(job.get("spec"), f"{base}spec")
+    specs = _map(spec.get("pytorchReplicaSpecs"), f"{base}spec.pytorchReplicaSpecs")
+    nproc = None
+    if spec.get("nprocPerNode") is not None:
+        nproc_path = f"{base}spec.nprocPerNode"
+        nproc = (check_nproc(spec["nprocPerNode"], nproc_path), nproc_path)
     groups = []
-    for rtype in sorted(specs, key=lambda t: (t != "Master", str(t))):
+    for rtype in sorted(specs, key=lambda t: (t != "Master", t)):
         rpath = f"{base}spec.pytorchReplicaSpecs.{rtype}"
         replica = _map(specs[rtype], rpath)
         count = _int(replica.get("replicas"), f"{rpath}.replicas", default=1)
         path = f"{rpath}.template"
         template = _map(replica.get("template"), path)
-        _pod_spec(template, path)
+        _check_pod_spec(template, path)
         role, role_path = _role_of(template, job, path, base)
         if count:
             prefix = f"{name}-{rtype.lower()}-"
-            groups.append(TemplateGroup(template, path, prefix, count, role, role_path, rtype.lower(), False))
+            groups.append(
+                TemplateGroup(template, path, prefix, count, role, role_path, rtype.lower(), False, nproc)
+            )
     return groups
 
 

@@ -16,7 +16,7 @@ from .fields import check_metadata, edit_map, mapping_at, string_at
 from .layout import Layout, Slot
 from .objects import headless_service, hostfile_configmap, hostfile_configmap_name
 from .roles import LEADER, ROLES, WORKER, check_counts
-from .settings import ARGS_PATH, FrameworkArgs, FrameworkSettings, parse_args
+from .settings import ARGS_PATH, DEFAULT_NPROC_PER_NODE, FrameworkArgs, FrameworkSettings, parse_args
 from .topology import (
     JobFill,
     TemplateGroup,
@@ -78,6 +78,20 @@ def _check_named_roles_exist(args: FrameworkArgs, topology: Topology) -> None:
             raise FrameworkError(f"{ARGS_PATH}.roles.{role}", f"no component has {keys.ROLE_LABEL}: {name}")
 
 
+def _nproc_per_node(args: FrameworkArgs, topology: Topology) -> str:
+    """The args' value, else the wrapped PyTorchJobs' own (which must agree), else the default."""
+    declared = list(dict.fromkeys(g.nproc_per_node for g in topology.groups if g.nproc_per_node is not None))
+    if not declared:
+        return args.nproc_per_node or DEFAULT_NPROC_PER_NODE
+    first, first_path = declared[0]
+    for value, path in declared[1:]:
+        if value != first:
+            raise FrameworkError(path, f"{value!r} disagrees with {first_path}: {first!r}")
+    if args.nproc_per_node is not None and args.nproc_per_node != first:
+        raise FrameworkError(f"{ARGS_PATH}.nprocPerNode", f"{args.nproc_per_node!r} contradicts {first_path}: {first!r}")
+    return first
+
+
 def plan_workload(obj: dict[str, Any], kind: str, settings: FrameworkSettings) -> WorkloadPlan:
     """Read a top-level AppWrapper or Job labelled with a framework into a plan (or deny it)."""
     meta = check_metadata(obj, "")
@@ -102,7 +116,7 @@ def plan_workload(obj: dict[str, Any], kind: str, settings: FrameworkSettings) -
         framework=framework,
         service=name,
         port=args.port,
-        nproc_per_node=args.nproc_per_node,
+        nproc_per_node=_nproc_per_node(args, topology),
         hostfile_path=args.hostfile_path,
         slots_per_host=args.slots_per_host,
         wait_image=args.wait_image,

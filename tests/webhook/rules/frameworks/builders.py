@@ -98,7 +98,7 @@ def admit(obj: dict[str, Any], kind: GroupVersionKind, settings: FrameworkSettin
 
 
 def _pod(template: dict[str, Any], owner_kind: str, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
-    pod = copy.deepcopy(template)
+    pod = {"apiVersion": "v1", "kind": "Pod", **copy.deepcopy(template)}
     meta = pod.setdefault("metadata", {})
     meta["generateName"] = "p-"
     meta.setdefault("labels", {}).update(labels)

@@ -13,12 +13,14 @@ from tests.webhook.rules.frameworks.builders import (
     APPWRAPPER,
     JOB,
     POD,
+    SETTINGS,
     admit,
     appwrapper,
     indexed_job,
     pods_of,
     pytorchjob,
 )
+from webhook.rules.frameworks import apply_frameworks
 from webhook.rules.review import GroupVersionKind
 
 ARGS = f"metadata.annotations[{keys.FRAMEWORK_ARGS_ANNOTATION}]"
@@ -30,6 +32,11 @@ def with_label(obj: dict[str, Any], framework: str = "pytorch") -> dict[str, Any
     obj = copy.deepcopy(obj)
     obj.setdefault("metadata", {}).setdefault("labels", {})[keys.FRAMEWORK_LABEL] = framework
     return obj
+
+
+def with_nproc(job: dict[str, Any], nproc: str) -> dict[str, Any]:
+    job["spec"]["nprocPerNode"] = nproc
+    return job
 
 
 def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
@@ -50,10 +57,8 @@ def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
                      "must be one of pytorch, tensorflow, mpi, mxnet", id="an unknown framework is denied"),
         pytest.param(indexed_job("j", None, framework="pytorch"), JOB, "spec.completions",
                      "needs completions", id="an Indexed Job without completions is denied"),
-        pytest.param(indexed_job("j", 4, framework="pytorch", completionMode="NonIndexed"), JOB,
-                     "spec.completionMode", "must be Indexed", id="a NonIndexed Job is denied"),
-        pytest.param(indexed_job("j", 4, framework="pytorch", parallelism=2), JOB, "spec.parallelism",
-                     "must equal completions (4)", id="a Job that would not run every rank at once is denied"),
+        pytest.param(indexed_job("j", 4, framework="pytorch", parallelism="2"), JOB, "spec.parallelism",
+                     "must be a non-negative integer, not '2'", id="a parallelism that is not a number is denied"),
         pytest.param(indexed_job("j", 1, framework="pytorch"), JOB, "spec",
                      "needs at least one 'worker' pod", id="a one-pod PyTorch job has zero workers and is denied"),
         pytest.param(indexed_job("Train_1", 2, framework="pytorch"), JOB, "metadata.name",
@@ -73,6 +78,8 @@ def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
         pytest.param(appwrapper("aw", indexed_job("a", 1), indexed_job("b", 1), framework="mxnet"),
                      APPWRAPPER, "spec", "needs one 'scheduler' pod, found none",
                      id="MXNet without a scheduler is denied"),
+        pytest.param(indexed_job("mx", 4, framework="mxnet"), JOB, "spec", "needs at least one 'server' pod, found none",
+                     id="MXNet without a parameter server is denied"),
         pytest.param(appwrapper("aw", indexed_job("a", 1, role="chief"), indexed_job("b", 1, role="chief"),
                                 indexed_job("c", 1), framework="tensorflow"),
                      APPWRAPPER, "spec", "at most one 'chief' pod, found 2", id="two TensorFlow chiefs are denied"),
@@ -100,6 +107,23 @@ def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
                      'not "80"', id="a port given as a string is denied"),
         pytest.param(indexed_job("j", 2, framework="pytorch", args={"nprocPerNode": 0}), JOB, f"{ARGS}.nprocPerNode",
                      "must be a positive integer or one of auto, cpu, gpu", id="zero processes per pod are denied"),
+        pytest.param(indexed_job("j", 2, framework="pytorch", args={"nprocPerNode": "\u00b2"}), JOB,
+                     f"{ARGS}.nprocPerNode", "must be a positive integer",
+                     id="a superscript digit is not a process count"),
+        pytest.param(appwrapper("aw", with_nproc(pytorchjob("p", workers=1), "2"), framework="pytorch",
+                                args={"nprocPerNode": "4"}),
+                     APPWRAPPER, f"{ARGS}.nprocPerNode",
+                     "'4' contradicts spec.components[0].template.spec.nprocPerNode: '2'",
+                     id="args that contradict the wrapped PyTorchJob's nprocPerNode are denied"),
+        pytest.param(appwrapper("aw", with_nproc(pytorchjob("p", workers=1), "2"),
+                                with_nproc(pytorchjob("q", masters=None, workers=1), "8"), framework="pytorch"),
+                     APPWRAPPER, "spec.components[1].template.spec.nprocPerNode",
+                     "'8' disagrees with spec.components[0].template.spec.nprocPerNode: '2'",
+                     id="two PyTorchJobs that disagree on nprocPerNode are denied"),
+        pytest.param(appwrapper("aw", with_nproc(pytorchjob("p", workers=1), "many"), framework="pytorch"),
+                     APPWRAPPER, "spec.components[0].template.spec.nprocPerNode",
+                     "must be a positive integer or one of auto, cpu, gpu",
+                     id="a PyTorchJob's malformed nprocPerNode is denied at its field"),
         pytest.param(indexed_job("j", 2, framework="mpi", args={"hostfilePath": "etc/hosts"}), JOB,
                      f"{ARGS}.hostfilePath", "absolute file path", id="a relative hostfile path is denied"),
         pytest.param(indexed_job("j", 2, framework="mpi", args={"port": 22}), JOB, f"{ARGS}.port",
@@ -139,6 +163,27 @@ def test_bad_workloads_are_denied_with_the_field_path(obj: dict[str, Any], kind:
     assert obj == before, "a denied object is left untouched"
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param({}, id="a Job without completionMode and parallelism"),
+        pytest.param({"completionMode": "NonIndexed", "parallelism": 1},
+                     id="a Job the API server defaulted to NonIndexed with parallelism 1"),
+        pytest.param({"completionMode": "Indexed", "parallelism": 2}, id="a Job that would run half its ranks"),
+    ],
+)
+def test_every_framework_job_becomes_indexed_with_all_its_ranks_at_once(spec: dict[str, Any]) -> None:
+    job = indexed_job("j", 4, framework="pytorch", **spec)
+    outcome = admit(job, JOB)
+    assert outcome.error is None
+    assert (job["spec"]["completionMode"], job["spec"]["parallelism"]) == ("Indexed", 4)
+    assert [c for c in outcome.changes if "completionMode" in c or "parallelism" in c] == [
+        f"spec.{field}: set to {value} for a framework job"
+        for field, value in (("completionMode", "Indexed"), ("parallelism", 4))
+        if spec.get(field) != value
+    ]
+
+
 def laid_out_pod(framework: str = "pytorch") -> dict[str, Any]:
     job = indexed_job("j", 3, framework=framework)
     assert admit(job, JOB).error is None
@@ -164,6 +209,9 @@ def edited(pod: dict[str, Any], where: str, key: str, value: Any) -> dict[str, A
         pytest.param(edited(laid_out_pod(), "annotations", keys.JOB_COMPLETION_INDEX_ANNOTATION, "one"),
                      f"metadata.annotations[{keys.JOB_COMPLETION_INDEX_ANNOTATION}]", "not 'one'",
                      id="a pod whose index is not a number is denied"),
+        pytest.param(edited(laid_out_pod(), "annotations", keys.JOB_COMPLETION_INDEX_ANNOTATION, "\u00b2"),
+                     f"metadata.annotations[{keys.JOB_COMPLETION_INDEX_ANNOTATION}]", "must be a non-negative integer",
+                     id="a pod whose index is a superscript digit is denied"),
         pytest.param(edited(laid_out_pod(), "annotations", keys.JOB_COMPLETION_INDEX_ANNOTATION, "3"),
                      f"metadata.annotations[{keys.HOST_PREFIX_ANNOTATION}]", "the layout has no pod j-3",
                      id="a pod whose index is outside the layout is denied"),
@@ -193,9 +241,15 @@ def test_a_user_env_var_wins_and_is_named_in_a_warning() -> None:
     outcome = admit(pod, POD)
     env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
     assert (env["RANK"], env["MASTER_PORT"], env["WORLD_SIZE"]) == ("7", "1", "3")
-    assert outcome.warnings == (
-        "container main keeps its own MASTER_PORT, RANK; batchgate did not set them",
-    )
+    assert outcome.warnings == ("container main keeps its own MASTER_PORT (batchgate: 23456), RANK (batchgate: 1)",)
+
+
+def test_the_pod_phase_run_again_on_its_own_output_changes_and_warns_nothing() -> None:
+    pod = laid_out_pod()
+    admit(pod, POD)
+    again = copy.deepcopy(pod)
+    outcome = admit(again, POD)
+    assert (again, outcome.warnings, outcome.error) == (pod, (), None)
 
 
 @pytest.mark.parametrize(
@@ -207,9 +261,6 @@ def test_a_user_env_var_wins_and_is_named_in_a_warning() -> None:
     ],
 )
 def test_objects_the_phases_do_not_apply_to_are_untouched(obj: dict[str, Any], kind: Any, operation: str) -> None:
-    from webhook.rules.frameworks import apply_frameworks
-    from tests.webhook.rules.frameworks.builders import SETTINGS
-
     before = copy.deepcopy(obj)
     assert apply_frameworks(obj, kind, operation, SETTINGS).changes == ()
     assert obj == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.webhook.rules.frameworks.builders import (
     appwrapper,
     env_of,
     indexed_job,
+    pods_of,
     pytorchjob,
 )
 
@@ -121,8 +123,6 @@ def test_any_labelled_pod_is_either_laid_out_or_denied_never_crash(meta: dict[st
 
 
 def real_pod(framework: str) -> dict[str, Any]:
-    from tests.webhook.rules.frameworks.builders import pods_of
-
     job = indexed_job("j", 3, framework=framework)
     assert admit(job, JOB).error is None
     return pods_of(job)[0]
@@ -205,8 +205,6 @@ def field_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]
 
 
 def corrupted(obj: Any, path: tuple[Any, ...], junk: Any) -> Any:
-    import copy
-
     obj = copy.deepcopy(obj)
     target = obj
     for key in path[:-1]:
@@ -243,3 +241,19 @@ def test_every_field_of_a_valid_workload_or_pod_replaced_by_junk_is_denied_or_ac
                     raise AssertionError(f"{name}: {path} = {junk!r} raised {err!r}") from err
                 tried += 1
     assert tried > 500
+
+
+@settings(max_examples=40, deadline=None)
+@given(workers=st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=4),
+       slots=st.integers(min_value=1, max_value=8))
+def test_the_mpi_hostfile_lists_every_worker_once_and_never_the_launcher(workers: list[int], slots: int) -> None:
+    jobs = [indexed_job(f"w{i}", n, role="worker") for i, n in enumerate(workers)]
+    aw = appwrapper("hf", indexed_job("launch", 1, role="master"), *jobs, framework="mpi", args={"slotsPerHost": slots})
+    pods = admitted_pods(aw, APPWRAPPER)
+    (configmap,) = [c["template"] for c in aw["spec"]["components"] if c["template"]["kind"] == "ConfigMap"]
+    lines = configmap["data"]["hostfile"].splitlines()
+    workers_hosts = sorted(f"{h}.hf" for h in pods if h != "launch-0")
+    assert sorted(line.split(" ")[0] for line in lines) == workers_hosts
+    assert {line.split(" ")[1] for line in lines} == {f"slots={slots}"}
+    waited = pods["launch-0"]["spec"]["initContainers"][0]["command"][2]
+    assert all(host in waited for host in workers_hosts) and "launch-0.hf" not in waited

@@ -1,0 +1,77 @@
+"""Read what `batchgate check` needs from a cluster: one list per kind, through the kubernetes client.
+
+Every failure to reach or read the cluster becomes one `ClusterReadError` with a sentence a
+person can act on (no kubeconfig, unknown context, refused connection, forbidden, CRDs missing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
+
+NODE = Resource("Node", "", "v1", "nodes", namespaced=False)
+# Read in this order so the inventory sees flavors and queues before the workloads that use them.
+CHECK_RESOURCES: tuple[Resource, ...] = (
+    NODE, RESOURCES["Namespace"], RESOURCES["ResourceFlavor"], RESOURCES["WorkloadPriorityClass"],
+    RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"], RESOURCES["Workload"],
+)
+REQUEST_TIMEOUT = 15.0  # seconds per list; a checker should fail fast, not hang
+
+
+class ClusterReadError(Exception):
+    """The cluster could not be read; the message says why in one line."""
+
+
+def connect(kubeconfig: str | None, context: str | None) -> KubeClient:
+    """A client from a kubeconfig (or $KUBECONFIG / ~/.kube/config), else the in-cluster account."""
+    configuration = k8s_client.Configuration()
+    try:
+        k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+    except (k8s_config.ConfigException, OSError, TypeError, ValueError) as exc:
+        if kubeconfig or context:
+            raise ClusterReadError(f"cannot load kubeconfig: {_first_line(exc)}") from None
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except k8s_config.ConfigException:
+            raise ClusterReadError(f"no kubeconfig and not running in a cluster: {_first_line(exc)}") from None
+    configuration.retries = 1
+    return KubeClient(k8s_client.ApiClient(configuration), request_timeout=REQUEST_TIMEOUT)
+
+
+def read_objects(kube: KubeClient) -> list[dict[str, Any]]:
+    """Every object of the kinds a check reads, each with its kind and apiVersion set."""
+    objects: list[dict[str, Any]] = []
+    for res in CHECK_RESOURCES:
+        try:
+            listing = kube.list(res)
+        except ApiError as exc:
+            if exc.not_found and res.group:
+                raise ClusterReadError(f"the cluster does not serve {res.plural}.{res.group}/{res.version}: "
+                                       f"install the CRDs (kubectl apply -k manifests/crds)") from None
+            raise ClusterReadError(f"cannot list {res.plural}: {exc.status} {exc.reason}: "
+                                   f"{_first_line(exc.message)}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ClusterReadError(f"cannot reach the cluster at {kube.api_client.configuration.host}: "
+                                   f"{_transport_reason(exc)}") from None
+        for item in listing.get("items") or []:
+            if isinstance(item, dict):
+                objects.append({"kind": res.kind, "apiVersion": res.api_version, **item})
+    return objects
+
+
+def _transport_reason(exc: Exception) -> str:
+    """urllib3 wraps the cause (refused, timed out, bad certificate) in a long retry message."""
+    cause = getattr(exc, "reason", None) or exc
+    text = _first_line(cause)
+    marker = text.find("Failed to establish a new connection")
+    return text[marker:] if marker >= 0 else text
+
+
+def _first_line(exc: object) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,1 @@
+"""`batchgate check`: capacity against quotas, queue usage, and why work is pending (pure)."""

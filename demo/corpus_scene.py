@@ -1,0 +1,77 @@
+"""Scene 1: the upstream samples submitted with kubectl by alice and bob, through the gateway.
+
+Each file goes through `kubectl create --dry-run=server`: the API server runs the whole
+admission chain (the gateway's /mutate and /validate included) and answers with the object it
+would store, or kubectl prints the denial. Nothing is kept, so the samples' AppWrappers (which
+would hold quota with nothing to run them: the AppWrapper controller has not landed) leave the
+queues of scene 2 empty.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from demo.changes import admission_changes, summarize
+from demo.kubectl import Kubectl
+from demo.narration import Narrator
+
+# (user, corpus folder, namespace): alice brings MLBatch's samples, bob the AppWrapper project's.
+SUBMISSIONS = (("alice", "mlbatch", "team-a"), ("bob", "appwrapper", "team-b"))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    user: str
+    source: str
+    allowed: bool
+    lines: tuple[str, ...]  # a one-line account, then kubectl's denial verbatim if denied
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if isinstance(d, dict) and "kind" in d]
+
+
+def _name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("name") or f"{meta.get('generateName', '')}*")
+
+
+def submit(kubectl: Kubectl, user: str, namespace: str, path: Path, source: str) -> Outcome:
+    """Dry-run create one corpus file as `user`; the account of what the gateway did to it."""
+    submitted = _documents(path)
+    done = kubectl.run("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", str(path),
+                       user=user, check=False)
+    kinds = ", ".join(f"{d['kind']} {_name(d)}" for d in submitted)
+    if done.returncode != 0:
+        return Outcome(user, source, False, (f"{user:<5} {kinds} ({source}): denied, kubectl says:",
+                                             *done.stderr.strip().splitlines()))
+    reply = json.loads(done.stdout)
+    stored = reply["items"] if reply.get("kind") == "List" else [reply]
+    lines = [f"{user:<5} {obj['kind']} {_name(obj)} ({source}): {summarize(admission_changes(obj, back))}"
+             for obj, back in zip(submitted, stored)]
+    return Outcome(user, source, True, tuple(lines))
+
+
+def corpus_files(corpus: Path, folder: str) -> list[Path]:
+    return sorted(p for p in (corpus / folder).glob("*.yaml") if p.is_file())
+
+
+def run(kubectl: Kubectl, narrator: Narrator, corpus: Path) -> list[Outcome]:
+    narrator.say("alice (team-a) and bob (team-b) submit the upstream samples with kubectl "
+                 "(server-side dry run: the full admission chain, nothing kept); what the gateway changed:")
+    outcomes = []
+    for user, folder, namespace in SUBMISSIONS:
+        for path in corpus_files(corpus, folder):
+            outcome = submit(kubectl, user, namespace, path, f"{folder}/{path.name}")
+            outcomes.append(outcome)
+            narrator.quote(outcome.lines[0])
+            for line in outcome.lines[1:]:
+                narrator.quote(f"    {line}")
+    denied = sum(not o.allowed for o in outcomes)
+    narrator.say(f"{len(outcomes) - denied} samples admitted (with labels, scheduler and suspend added), {denied} denied")
+    return outcomes

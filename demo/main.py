@@ -1,0 +1,141 @@
+"""`batchgate demo`: the main job on the embedded local cluster, narrated.
+
+A local cluster with 4 GPU nodes, the gateway under gunicorn over TLS registered with its
+caBundle, then three scenes: the upstream samples submitted by alice and bob through the
+gateway; MLBatch-like queues with more work than fits (admission, borrowing and preemption as
+they happen); a PyTorch job whose pods get their env from the gateway. Then the cluster stays up
+for kubectl until Ctrl-C (or the demo exits, with --exit-when-done).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import FrameType
+
+from batchgate.clock import Clock, SystemClock
+from demo import corpus_scene, framework_scene, gateway_only, queues_scene
+from demo.kubectl import KUBECTL, KubectlError
+from demo.narration import Narrator
+from demo.stack import DEMO_MANIFESTS, Stack, install_controller, install_gateway, start_cluster, wait_for_nodes
+from localcluster.sim.nodes import nodes_from_flags
+
+NODES, NODE_CPU, NODE_MEMORY, NODE_GPUS = 4, "32", "256Gi", 8
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="batchgate demo", description=__doc__.splitlines()[0])
+    p.add_argument("--exit-when-done", action="store_true", help="stop the cluster and exit after the last scene")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="the local cluster's simulated time runs this many times faster (default 1)")
+    p.add_argument("--workdir", type=Path, help="keep certificates, kubeconfig and the audit log here "
+                                                "(default: a temporary directory, removed on exit)")
+    p.add_argument("--corpus", type=Path, default=gateway_only.DEFAULT_CORPUS,
+                   help=f"the upstream samples to submit (default {gateway_only.DEFAULT_CORPUS})")
+    p.add_argument("--workers", default="2", help="gunicorn workers for the gateway (default 2)")
+    p.add_argument("--gateway-only", action="store_true",
+                   help="no cluster: send the corpus straight to the gateway as AdmissionReviews and exit")
+    p.add_argument("--verbose", action="store_true", help="show the local cluster's own warnings")
+    return p
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    """What makes the demo impossible to run, in one sentence, or None."""
+    if args.speed <= 0:
+        return f"--speed must be positive, got {args.speed}"
+    if not args.corpus.is_dir():
+        return f"corpus directory {args.corpus} not found (shared/corpus beside the clone)"
+    if not Path(KUBECTL).is_file():
+        return f"{KUBECTL} not found: the demo drives the cluster with the real kubectl"
+    return None
+
+
+def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path, workers: str) -> None:
+    """The three scenes, in order, on a cluster that has just started."""
+    narrator.section("1. the gateway: what it does to what users submit")
+    nodes = wait_for_nodes(stack.kubectl, NODES)
+    narrator.say(f"local cluster at {stack.cluster.url}: {len(nodes)} nodes x {NODE_GPUS} GPUs "
+                 f"({', '.join(n['metadata']['name'] for n in nodes)}), users admin, alice (team-a), bob (team-b)")
+    gateway = install_gateway(stack, clock, workers)
+    narrator.say(f"gateway: batchgate webhook under gunicorn over TLS at https://{gateway.host}:{gateway.port}, "
+                 "policy from ConfigMap batchgate-system/batchgate-policy (demo/manifests/policy.yaml)")
+    narrator.say("registered: manifests/webhook (Mutating + Validating configurations, caBundle = the gateway's CA), "
+                 "Service batchgate-webhook; CRDs from manifests/crds")
+    stack.kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
+    narrator.say("admin creates the team namespaces team-a and team-b (demo/manifests/teams.yaml)")
+    corpus_scene.run(stack.kubectl, narrator, corpus)
+
+    narrator.section("2. the controller: queues, borrowing and preemption, live")
+    install_controller(stack)
+    narrator.say("controller: batchgate controller as service account batchgate-controller (Workloads, quota admission)")
+    queues_scene.run(stack.kubectl, narrator, clock)
+
+    narrator.section("3. a PyTorch job: each pod's env from the gateway")
+    framework_scene.run(stack.kubectl, narrator, clock)
+
+
+def explore(stack: Stack, narrator: Narrator) -> None:
+    narrator.section("the cluster is yours")
+    narrator.say("it keeps running until Ctrl-C; in another shell:")
+    narrator.quote(f"export KUBECONFIG={stack.cluster.kubeconfig}\n"
+                   "kubectl get clusterqueues; kubectl get workloads -A; kubectl get pods -A -o wide\n"
+                   "kubectl describe workload -n team-a; kubectl get events -n team-a\n"
+                   "kubectl --context alice -n team-a delete job alice-urgent   # a waiting job is admitted\n"
+                   "kubectl --context alice -n team-a create job x --image=busybox   # denied: no queue label\n"
+                   ".venv/bin/batchgate check   # capacity against quotas, and why work waits\n"
+                   "docs/demo.md has more")
+    narrator.say(f"the gateway's audit log (a JSON line per decision): {stack.workdir / 'audit.log'}")
+    print(f"export KUBECONFIG={stack.cluster.kubeconfig}", flush=True)
+    threading.Event().wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.gateway_only:
+        return gateway_only.run(args.corpus, args.workers)
+    problem = _check(args)
+    if problem:
+        print(f"batchgate demo: {problem}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
+    for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too: a shell's `&` starts us with it ignored
+        signal.signal(signum, _interrupt)
+    clock = SystemClock()
+    narrator = Narrator(clock)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="batchgate-demo-"))
+    stack: Stack | None = None
+    finished = False
+    try:
+        stack = start_cluster(workdir, nodes_from_flags(NODES, NODE_CPU, NODE_MEMORY, NODE_GPUS), args.speed)
+        scripted(stack, narrator, clock, args.corpus, args.workers)
+        finished = True
+        narrator.say("scripted part done")
+        if not args.exit_when_done:
+            explore(stack, narrator)
+        return 0
+    except KeyboardInterrupt:
+        print("\ninterrupted", flush=True)
+        return 0 if finished else 130
+    except (KubectlError, RuntimeError, OSError) as exc:
+        print(f"batchgate demo: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if stack is not None:
+            stack.stop()
+            print("demo cluster, gateway and controller stopped", flush=True)
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The jobs the demo's users submit, as plain manifests (what a user would write, nothing more).
+
+They carry only a queue label, and a priority label where the user wants one: the user and
+userid labels, the default priority, the scheduler, the gang label and `suspend` are the
+gateway's to add. Pods run until deleted unless `run_for` says otherwise; the local cluster's
+kubelets read that from the behavior annotation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from batchgate import keys
+
+BEHAVIOR_ANNOTATION = "localcluster.batchgate.dev/behavior"
+IMAGE = "quay.io/project-codeflare/busybox:1.36"
+
+
+def gpu_job(name: str, namespace: str, pods: int, gpus_per_pod: int, priority: str | None = None,
+            run_for: str | None = None) -> dict[str, Any]:
+    """A queued batch/v1 Job of `pods` pods that run together, each asking for `gpus_per_pod` GPUs."""
+    labels = {keys.QUEUE_NAME_LABEL: "default-queue"}
+    if priority:
+        labels[keys.PRIORITY_CLASS_LABEL] = priority
+    behavior = {"startAfter": "1s", **({"runFor": run_for} if run_for else {})}
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"parallelism": pods, "completions": pods, "template": {
+            "metadata": {"annotations": {BEHAVIOR_ANNOTATION: json.dumps(behavior)}},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [{
+                "name": "train", "image": IMAGE, "command": ["sh", "-c", "sleep 600"],
+                "resources": {"requests": {"cpu": "1", "memory": "4Gi"},
+                              "limits": {"nvidia.com/gpu": str(gpus_per_pod)}}}]}}},
+    }
+
+
+def pytorch_job(name: str, namespace: str, pods: int, nproc_per_node: int) -> dict[str, Any]:
+    """An Indexed Job marked `batchgate.dev/framework: pytorch`: index 0 is the master, the rest workers.
+
+    No env, no hostname, no Service in it: the gateway's framework plugin supplies them.
+    """
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {keys.QUEUE_NAME_LABEL: "default-queue", keys.FRAMEWORK_LABEL: "pytorch"},
+                     "annotations": {keys.FRAMEWORK_ARGS_ANNOTATION: json.dumps({"nprocPerNode": nproc_per_node})}},
+        "spec": {"completions": pods, "parallelism": pods, "completionMode": "Indexed", "template": {
+            "metadata": {"annotations": {BEHAVIOR_ANNOTATION: json.dumps({"startAfter": "1s"})}},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [{
+                "name": "trainer", "image": "docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+                "command": ["torchrun", "train.py"],
+                "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}},
+    }
+
+
+def pytorch_appwrapper(name: str, namespace: str, workers: int) -> dict[str, Any]:
+    """An AppWrapper around a PyTorchJob (1 master, `workers` workers) marked for the pytorch plugin."""
+
+    def replicas(count: int) -> dict[str, Any]:
+        return {"replicas": count, "template": {"spec": {"containers": [{
+            "name": "pytorch", "image": "docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+            "command": ["torchrun", "train.py"], "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}}
+
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+        "metadata": {"name": name, "namespace": namespace, "labels": {keys.FRAMEWORK_LABEL: "pytorch"}},
+        "spec": {"components": [{"template": {
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
+            "spec": {"pytorchReplicaSpecs": {"Master": replicas(1), "Worker": replicas(workers)}}}}]},
+    }

@@ -1,0 +1,62 @@
+"""The simulated cluster's components, run together as one entry of `DEFAULT_CONTROLLERS`.
+
+They share one HTTPS session and one informer per resource, as kube-controller-manager's
+controllers share a client and informer factory: each pod event is watched and decoded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from localcluster.runner import ControllerContext
+from localcluster.runtime.base import Controller
+from localcluster.runtime.client import Api
+from localcluster.runtime.deployment_controller import DeploymentController
+from localcluster.runtime.endpoints_controller import EndpointsController
+from localcluster.runtime.informers import SharedInformers
+from localcluster.runtime.job_controller import JobController
+from localcluster.runtime.kubelets import Kubelets
+from localcluster.runtime.node_lifecycle import NodeLifecycle
+from localcluster.runtime.pytorchjob_controller import PyTorchJobController
+from localcluster.runtime.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+COMPONENTS: tuple[type[Controller], ...] = (
+    Kubelets,
+    Scheduler,
+    NodeLifecycle,
+    JobController,
+    PyTorchJobController,
+    DeploymentController,
+    EndpointsController,
+)
+
+
+async def simulated_cluster(ctx: ControllerContext) -> None:
+    """Nodes, kubelets, scheduler and workload controllers until cancelled."""
+    api = Api(ctx.url, token=ctx.token, ca_file=str(ctx.ca_file))
+    shared = SharedInformers(api)
+    components = [component(ctx, api, shared) for component in COMPONENTS]
+    tasks = [asyncio.create_task(_alone(c), name=c.component) for c in components]
+    tasks += [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in shared.all()]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await api.close()
+
+
+async def _alone(component: Controller) -> None:
+    """Run one component; if it breaks, say so and let the others go on."""
+    try:
+        await component.run()
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # noqa: BLE001 - one broken component must not stop the cluster
+        log.exception("simulated %s stopped with an error", component.component)
+
+
+RUNTIME_CONTROLLERS = [simulated_cluster]

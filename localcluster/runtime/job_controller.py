@@ -1,0 +1,65 @@
+"""The Job controller: for each Job, `sim.jobs.reconcile` over its pods, then write the status
+(first, so counts are durable), drop tracking finalizers, delete and create pods, record events,
+and delete Jobs whose ttlSecondsAfterFinished has run out."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from localcluster.runner import ControllerContext
+from localcluster.runtime.base import Controller, merge_patch
+from localcluster.runtime.client import JOBS, PODS, Api, ignore_gone
+from localcluster.runtime.events import record
+from localcluster.runtime.informers import SharedInformers
+from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer
+from localcluster.sim.conditions import controlled_by
+from localcluster.sim.job_pods import TRACKING_FINALIZER
+from localcluster.sim.jobs import reconcile
+
+
+def owner_key(obj: dict[str, Any], kind: str) -> str | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == kind:
+            return f"{obj['metadata'].get('namespace', '')}/{ref['name']}"
+    return None
+
+
+class JobController(Controller):
+    component = "job-controller"
+
+    def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
+        super().__init__(ctx, api, shared)
+        self.jobs = self.informer(JOBS, lambda kind, job: self.queue.add(_key(job)))
+        self.pods = self.informer(PODS, self._on_pod)
+
+    def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        key = owner_key(pod, "Job")
+        if key:
+            self.queue.add(key)
+
+    async def sync(self, key: str) -> dt.timedelta | None:
+        namespace, name = key.split("/", 1)
+        job = self.jobs.get(namespace, name)
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            return None
+        uid = job["metadata"].get("uid", "")
+        pods = [p for p in self.pods.values() if p["metadata"].get("namespace") == namespace and controlled_by(p, uid)]
+        now = self.now()
+        step = reconcile(job, pods, now)
+        if step.delete_job:
+            await ignore_gone(self.api.delete(JOBS.path(namespace, name), {"propagationPolicy": "Foreground"}))
+            return None
+        patch = merge_patch(job.get("status") or {}, step.status)
+        if patch:
+            self.jobs.remember(await ignore_gone(self.api.patch(JOBS.path(namespace, name, "status"), {"status": patch})))
+        await drop_finalizer(self.api, namespace, step.uncount, TRACKING_FINALIZER, self.pods)
+        await delete_pods(self.api, job, namespace, step.deletes, self.pods, self.component, now)
+        await create_pods(self.api, job, step.creates, self.pods, self.component, now)
+        for event in step.events:
+            await record(self.api, job, event.type, event.reason, event.message, self.component, now)
+        return step.requeue_after
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

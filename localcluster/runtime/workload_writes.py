@@ -1,0 +1,54 @@
+"""Writes shared by the workload controllers: create pods and record it, delete pods, drop finalizers."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from typing import Any, Iterable
+
+from localcluster.runtime.client import PODS, Api, ApiError, ignore_gone
+from localcluster.runtime.events import record
+from localcluster.runtime.informers import Informer
+
+BATCH = 16
+
+
+async def create_pods(api: Api, owner: dict[str, Any], pods: list[dict[str, Any]], cache: Informer, component: str,
+                      now: dt.datetime) -> None:
+    async def one(pod: dict[str, Any]) -> None:
+        namespace = pod["metadata"]["namespace"]
+        try:
+            made = await api.create(PODS.path(namespace), pod)
+        except ApiError as err:
+            if err.reason == "AlreadyExists":
+                return
+            await record(api, owner, "Warning", "FailedCreate", f"Error creating: {err.message}", component, now)
+            return
+        cache.remember(made)
+        await record(api, owner, "Normal", "SuccessfulCreate", f"Created pod: {made['metadata']['name']}", component, now)
+
+    for i in range(0, len(pods), BATCH):
+        await asyncio.gather(*(one(p) for p in pods[i:i + BATCH]))
+
+
+async def delete_pods(api: Api, owner: dict[str, Any], namespace: str, names: Iterable[str], cache: Informer,
+                      component: str, now: dt.datetime) -> None:
+    for name in names:
+        gone = await ignore_gone(api.delete(PODS.path(namespace, name)))
+        if gone is not None:
+            if gone.get("kind") == "Pod" and (gone.get("metadata") or {}).get("deletionTimestamp"):
+                cache.remember(gone)  # still there, terminating
+            else:
+                cache.forget(namespace, name)
+            await record(api, owner, "Normal", "SuccessfulDelete", f"Deleted pod: {name}", component, now)
+
+
+async def drop_finalizer(api: Api, namespace: str, names: Iterable[str], finalizer: str, cache: Informer) -> None:
+    for name in names:
+        pod = cache.get(namespace, name)
+        if pod is None:
+            continue
+        kept = [f for f in pod["metadata"].get("finalizers") or [] if f != finalizer]
+        if len(kept) == len(pod["metadata"].get("finalizers") or []):
+            continue
+        cache.remember(await ignore_gone(api.patch(PODS.path(namespace, name), {"metadata": {"finalizers": kept or None}})))

@@ -1,0 +1,149 @@
+"""Deployment -> ReplicaSet -> pods, enough that a user's Deployment gets its pods and reports them.
+
+A Deployment owns one ReplicaSet per pod template, named `<deployment>-<pod-template-hash>`;
+the current one is scaled to `replicas` and older ones to zero (the end state of a rollout).
+A ReplicaSet keeps `replicas` live pods named `<replicaset>-xxxxx`, removing not-ready then
+newest pods first when it has too many.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from localcluster.sim.conditions import controlled_by, controller_ref
+
+HASH_LABEL = "pod-template-hash"
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet Kubernetes uses for generated suffixes
+
+Obj = Mapping[str, Any]
+
+
+def template_hash(template: Obj) -> str:
+    digest = int.from_bytes(hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()[:8], "big")
+    out = ""
+    while len(out) < 10:
+        digest, rem = divmod(digest, len(_SAFE))
+        out += _SAFE[rem]
+    return out
+
+
+def _live(pod: Obj) -> bool:
+    return not (pod.get("metadata") or {}).get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
+        "Succeeded",
+        "Failed",
+    )
+
+
+def _ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+@dataclass
+class ReplicaSetStep:
+    status: dict[str, Any]
+    creates: list[dict[str, Any]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+
+
+def reconcile_replicaset(rs: Obj, pods: Sequence[Obj]) -> ReplicaSetStep:
+    uid = rs["metadata"].get("uid", "")
+    owned = [p for p in pods if controlled_by(p, uid)]
+    live = [p for p in owned if _live(p)]
+    wanted = int((rs.get("spec") or {}).get("replicas", 1))
+    step = ReplicaSetStep({})
+    if len(live) > wanted:
+        newest_first = sorted(live, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", reverse=True)
+        ranked = sorted(newest_first, key=_ready)
+        step.deletes = [p["metadata"]["name"] for p in ranked[: len(live) - wanted]]
+    elif len(live) < wanted:
+        step.creates = [_pod(rs) for _ in range(wanted - len(live))]
+    kept = [p for p in live if p["metadata"]["name"] not in step.deletes]
+    ready = sum(1 for p in kept if _ready(p))
+    step.status = {
+        "replicas": len(kept),
+        "fullyLabeledReplicas": len(kept),
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+        "observedGeneration": rs["metadata"].get("generation", 1),
+    }
+    return step
+
+
+def _pod(rs: Obj) -> dict[str, Any]:
+    template = copy.deepcopy((rs.get("spec") or {}).get("template") or {})
+    tmeta = template.get("metadata") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": f"{rs['metadata']['name']}-",
+            "namespace": rs["metadata"].get("namespace", ""),
+            "labels": dict(tmeta.get("labels") or {}),
+            "annotations": dict(tmeta.get("annotations") or {}),
+            "ownerReferences": [controller_ref(rs)],
+        },
+        "spec": template.get("spec") or {},
+    }
+
+
+@dataclass
+class DeploymentStep:
+    status: dict[str, Any]
+    create: dict[str, Any] | None = None
+    scale: dict[str, int] = field(default_factory=dict)  # ReplicaSet name -> replicas
+
+
+def reconcile_deployment(deployment: Obj, replicasets: Sequence[Obj]) -> DeploymentStep:
+    meta = deployment["metadata"]
+    spec = deployment.get("spec") or {}
+    wanted = int(spec.get("replicas", 1))
+    template = spec.get("template") or {}
+    digest = template_hash(template)
+    name = f"{meta['name']}-{digest}"
+    owned = [rs for rs in replicasets if controlled_by(rs, meta.get("uid", ""))]
+    step = DeploymentStep({})
+    current = next((rs for rs in owned if rs["metadata"]["name"] == name), None)
+    if current is None:
+        labels = {**((template.get("metadata") or {}).get("labels") or {}), HASH_LABEL: digest}
+        new_template = copy.deepcopy(dict(template))
+        new_template.setdefault("metadata", {})["labels"] = labels
+        selector = copy.deepcopy(spec.get("selector") or {})
+        selector.setdefault("matchLabels", {})[HASH_LABEL] = digest
+        step.create = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": meta.get("namespace", ""), "labels": labels,
+                         "annotations": {"deployment.kubernetes.io/revision": str(len(owned) + 1)},
+                         "ownerReferences": [controller_ref(deployment)]},
+            "spec": {"replicas": wanted, "selector": selector, "template": new_template},
+        }
+    elif int((current.get("spec") or {}).get("replicas", 0)) != wanted:
+        step.scale[name] = wanted
+    for rs in owned:
+        if rs["metadata"]["name"] != name and int((rs.get("spec") or {}).get("replicas", 0)) != 0:
+            step.scale[rs["metadata"]["name"]] = 0
+    totals = {k: sum(int((rs.get("status") or {}).get(k) or 0) for rs in owned) for k in ("replicas", "readyReplicas", "availableReplicas")}
+    updated = int(((current or {}).get("status") or {}).get("replicas") or 0)
+    available = totals["availableReplicas"] >= wanted
+    step.status = {
+        "observedGeneration": meta.get("generation", 1),
+        "replicas": totals["replicas"],
+        "updatedReplicas": updated,
+        "readyReplicas": totals["readyReplicas"],
+        "availableReplicas": totals["availableReplicas"],
+        "unavailableReplicas": max(wanted - totals["availableReplicas"], 0),
+        "conditions": [
+            {"type": "Available", "status": "True" if available else "False",
+             "reason": "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
+             "message": "Deployment has minimum availability." if available else "Deployment does not have minimum availability."},
+            {"type": "Progressing", "status": "True",
+             "reason": "NewReplicaSetAvailable" if updated >= wanted and available else "ReplicaSetUpdated",
+             "message": f'ReplicaSet "{name}" has successfully progressed.' if updated >= wanted and available
+             else f'ReplicaSet "{name}" is progressing.'},
+        ],
+    }
+    return step

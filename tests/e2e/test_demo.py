@@ -1,0 +1,151 @@
+"""`batchgate demo` end to end: local cluster, real gateway, real controller, real kubectl.
+
+One scripted run with --exit-when-done is checked line by line; one run is left up, explored
+with kubectl through the kubeconfig it prints, and stopped with Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.demo.helpers import corpus_dir, popen_demo, run_demo
+
+KUBECTL = "/usr/bin/kubectl"
+DEMO_TIMEOUT_SECONDS = 240
+
+
+@pytest.fixture(scope="module")
+def scripted() -> subprocess.CompletedProcess[str]:
+    return run_demo("--exit-when-done", "--corpus", str(corpus_dir()), timeout=DEMO_TIMEOUT_SECONDS)
+
+
+@pytest.fixture(scope="module")
+def out(scripted: subprocess.CompletedProcess[str]) -> str:
+    assert scripted.returncode == 0, scripted.stdout[-3000:] + scripted.stderr[-3000:]
+    return scripted.stdout
+
+
+def test_the_scripted_demo_exits_cleanly_after_its_three_scenes(scripted: subprocess.CompletedProcess[str],
+                                                                out: str) -> None:
+    assert "Traceback" not in scripted.stderr + out
+    sections = re.findall(r"^== (.*) ==$", out, re.M)
+    assert sections == ["1. the gateway: what it does to what users submit",
+                        "2. the controller: queues, borrowing and preemption, live",
+                        "3. a PyTorch job: each pod's env from the gateway"]
+    assert "scripted part done" in out and out.rstrip().endswith("demo cluster, gateway and controller stopped")
+
+
+def test_the_gateway_runs_under_gunicorn_over_tls_on_a_cluster_of_gpu_nodes(out: str) -> None:
+    assert "4 nodes x 8 GPUs (node-0, node-1, node-2, node-3)" in out
+    assert re.search(r"gateway: batchgate webhook under gunicorn over TLS at https://127\.0\.0\.1:\d+", out)
+
+
+def test_every_sample_is_submitted_by_its_user_and_shows_what_the_gateway_added(out: str) -> None:
+    corpus = corpus_dir()
+    for user, folder in (("alice", "mlbatch"), ("bob", "appwrapper")):
+        for path in sorted((corpus / folder).glob("*.yaml")):
+            assert f"({folder}/{path.name}): " in out, path
+        accounts = [line for line in out.splitlines() if line.strip().startswith(user) and f"({folder}/" in line]
+        allowed = [line for line in accounts if "denied" not in line]
+        assert allowed and all(f"workload.codeflare.dev/user={user}" in line for line in allowed)
+    job = next(line for line in out.splitlines() if "(mlbatch/job.yaml)" in line)
+    for added in ("kueue.x-k8s.io/queue-name=default-queue", "workload.codeflare.dev/userid=1001",
+                  "scheduling.x-k8s.io/pod-group=sample-job", "schedulerName=default-scheduler", "suspend=true"):
+        assert added in job
+
+
+def test_a_denial_is_shown_exactly_as_kubectl_prints_it(out: str) -> None:
+    path = corpus_dir() / "appwrapper" / "wrapped-jobset.yaml"
+    assert (f'Error from server (InvalidAppWrapper): error when creating "{path}": admission webhook '
+            '"workloads.validate.batchgate.dev" denied the request: InvalidAppWrapper: '
+            "spec.components[0].template.kind: JobSet.jobset.x-k8s.io is not in allowedKinds.wrapped") in out
+    assert "ServiceUnavailable" not in out, "a sample reached the gateway before it had loaded its policy"
+
+
+def test_admission_borrowing_and_both_kinds_of_preemption_happen_live(out: str) -> None:
+    events = [line.split("] ", 1)[1].strip() for line in out.splitlines() if re.match(r"\[\s*[\d.]+s\]   ", line)]
+    admitted = {line.split()[1] for line in events if line.startswith("admitted")}
+    assert {"team-a/alice-1", "team-a/alice-2", "team-a/alice-3", "team-a/alice-4", "team-b/bob-1",
+            "team-a/alice-urgent"} <= admitted
+    assert any(re.match(r"borrowing  team-a-cq now holds \d+ GPUs beyond its nominal quota", line) for line in events)
+    assert any(line.startswith("pending    team-a/alice-5: couldn't assign flavors") for line in events)
+    assert any(re.match(r"preempted  team-a/alice-\d: InCohortReclamation \(to make room for team-b/bob-1\)", line)
+               for line in events)
+    assert any(re.match(r"preempted  team-a/alice-\d: InClusterQueue \(to make room for team-a/alice-urgent\)", line)
+               for line in events)
+    assert re.search(r"^\s+team-b-cq\s+8/8\s+0\s+1\s+0$", out, re.M)
+    assert re.search(r"^\s+team-a-cq\s+24/8\s+16\s+3\s+\d+$", out, re.M)
+
+
+def test_the_admitted_jobs_pods_run_on_the_gpu_nodes(out: str) -> None:
+    rows = re.findall(r"^\s+(team-[ab])\s+((?:alice|bob)-\S+)-\w{5}\s+(node-\d)\s+4\s+Running$", out, re.M)
+    pods_per_job = {job: sum(1 for _, j, _ in rows if j == job) for _, job, _ in rows}
+    assert {"alice-urgent", "bob-1"} <= set(pods_per_job) and len(pods_per_job) == 4, out
+    assert set(pods_per_job.values()) == {2}
+
+
+def test_the_pytorch_appwrapper_gets_its_service_and_host_layout_from_the_gateway(out: str) -> None:
+    assert "components after the gateway: PyTorchJob mnist-aw, Service mnist-aw" in out
+    assert "pod hostnames laid out: mnist-aw-master-0, mnist-aw-worker-0, mnist-aw-worker-1" in out
+
+
+def test_each_pytorch_pod_shows_the_env_the_gateway_injected(out: str) -> None:
+    envs = dict(re.findall(r"^\s+(mnist-\d)-\w+: (.*)$", out, re.M))
+    assert sorted(envs) == ["mnist-0", "mnist-1", "mnist-2"]
+    for rank, pod in enumerate(sorted(envs)):
+        env = dict(item.split("=", 1) for item in envs[pod].split())
+        assert (env["MASTER_ADDR"], env["MASTER_PORT"], env["WORLD_SIZE"], env["RANK"], env["PET_NPROC_PER_NODE"]) == (
+            "mnist-0.mnist", "23456", "3", str(rank), "2")
+
+
+def _lines(process: subprocess.Popen[str]) -> Iterator[str]:
+    assert process.stdout is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    while (line := lines.get(timeout=DEMO_TIMEOUT_SECONDS)) is not None:
+        yield line
+
+
+def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c() -> None:
+    process = popen_demo("--corpus", str(corpus_dir()), "--speed", "2")
+    try:
+        lines = _lines(process)
+        kubeconfig = next(line.split("=", 1)[1].strip() for line in lines if line.startswith("export KUBECONFIG="))
+        queues = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "get", "clusterqueues", "-o", "name"],
+                                capture_output=True, text=True, timeout=30)
+        assert queues.stdout.split() == ["clusterqueue.kueue.x-k8s.io/slack-cluster-queue",
+                                         "clusterqueue.kueue.x-k8s.io/team-a-cq", "clusterqueue.kueue.x-k8s.io/team-b-cq"]
+        process.send_signal(signal.SIGINT)
+        rest = "".join(lines)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.stderr is not None
+    stderr = process.stderr.read()
+    assert "Traceback" not in stderr + rest
+    assert "interrupted" in rest and rest.rstrip().endswith("demo cluster, gateway and controller stopped")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    pytest.param(["--speed", "0"], "--speed must be positive, got 0.0", id="a speed of zero is refused"),
+    pytest.param(["--speed", "fast"], "invalid float value: 'fast'", id="a speed that is not a number is refused"),
+])
+def test_bad_options_exit_2_with_one_clear_line(args: list[str], message: str) -> None:
+    result = run_demo(*args, timeout=60)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr

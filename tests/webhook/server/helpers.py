@@ -1,0 +1,142 @@
+"""Builders shared by the gateway server tests: corpus objects, reviews, the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import yaml
+from hypothesis import strategies as st
+
+from batchgate.clock import UTC
+from webhook.admission_review import review_document
+from webhook.launch import RunningGateway
+from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+NOW = _dt.datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+ALICE = UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a"))
+RELOAD_TIMEOUT_SECONDS = 20.0
+BOB = UserInfo("bob", "uid-bob-1002", ("system:authenticated", "team-b"))
+
+
+def corpus_dir() -> Path:
+    """`shared/corpus` beside the clone (CI) or beside an ancestor (a worktree); fail loudly if absent."""
+    for folder in REPO_ROOT.parents:
+        if (folder / "shared" / "corpus").is_dir():
+            return folder / "shared" / "corpus"
+    raise FileNotFoundError(f"shared/corpus not found beside {REPO_ROOT} or any parent")
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_corpus() -> tuple[tuple[str, str], ...]:
+    found = []
+    for path in sorted(corpus_dir().rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and "kind" in doc:
+                found.append((str(path.relative_to(corpus_dir())), json.dumps(doc)))
+    assert len(found) >= 15, "the corpus should hold the AppWrapper and MLBatch samples"
+    return tuple(found)
+
+
+def corpus_objects() -> list[tuple[str, dict[str, Any]]]:
+    """(file, object) for every object in the corpus manifests; fresh copies, safe to change."""
+    return [(source, json.loads(text)) for source, text in _parsed_corpus()]
+
+
+def corpus(name: str) -> dict[str, Any]:
+    return yaml.safe_load((corpus_dir() / name).read_text())
+
+
+def request_for(obj: Any, user: UserInfo = ALICE, operation: str = "CREATE", old: Any = None,
+                namespace: str = "team-a", kind: GroupVersionKind | None = None) -> AdmissionRequest:
+    if kind is None:
+        kind = GroupVersionKind.from_api_version(obj["apiVersion"], obj["kind"])
+    name = (obj.get("metadata") or {}).get("name", "") if isinstance(obj, dict) else ""
+    return AdmissionRequest(uid=str(uuid.uuid4()), kind=kind, operation=operation, user=user,  # type: ignore[arg-type]
+                            namespace=namespace, name=name or "", object=obj, old_object=old)
+
+
+def review_for(obj: Any, user: UserInfo = ALICE, **kwargs: Any) -> dict[str, Any]:
+    return review_document(request_for(obj, user, **kwargs))
+
+
+def run_cli(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`python -m batchgate.cli ARGS` against this worktree's code."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "batchgate.cli", *args], input=stdin, capture_output=True,
+                          text=True, env=env, timeout=timeout, cwd=REPO_ROOT)
+
+
+def policy_text(queue: str) -> str:
+    return f"queues:\n  defaultQueueName: {queue}\n"
+
+
+NOT_READY = "(worker has no policy yet)"
+
+
+def injected_queue(gateway: RunningGateway, namespace: str = "team-a") -> str | None:
+    """The queue label /mutate gives mlbatch/job.yaml; None when it patches nothing."""
+    client = gateway.client()
+    job = corpus("mlbatch/job.yaml")
+    status, reply = client.review("/mutate", review_for(job, namespace=namespace))
+    client.close()
+    if status == 503:
+        return NOT_READY
+    assert status == 200, reply
+    if "patch" not in reply["response"]:
+        return None
+    ops = json.loads(base64.b64decode(reply["response"]["patch"]))
+    return jsonpatch.apply_patch(job, ops)["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+
+
+def wait_until_every_worker_injects(gateway: RunningGateway, queue: str | None, namespace: str = "team-a") -> None:
+    """Fresh connections reach either worker; 20 in a row with the new queue means both reloaded."""
+    deadline = time.monotonic() + RELOAD_TIMEOUT_SECONDS
+    streak = 0
+    while streak < 20:
+        assert time.monotonic() < deadline, f"workers still inject an old queue, not {queue!r}"
+        streak = streak + 1 if injected_queue(gateway, namespace) == queue else 0
+        if streak == 0:
+            time.sleep(0.1)
+
+
+# --- hostile reviews (Hypothesis) ---------------------------------------------------------
+json_leaf = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+json_junk = st.recursive(json_leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c,
+                                                                                         max_size=3), max_leaves=25)
+template_junk = st.sampled_from(["a string", ["a", "list"], 7, None, {"spec": "x"}, {"spec": {"containers": "x"}},
+                                 {"spec": {"containers": [None, 3]}}])
+
+
+@st.composite
+def hostile_reviews(draw: st.DrawFn) -> Any:
+    """Real corpus reviews with parts replaced by junk, or junk outright."""
+    base = review_for(draw(st.sampled_from([o for _, o in corpus_objects()])), draw(st.sampled_from([ALICE, BOB])))
+    choice = draw(st.integers(0, 5))
+    if choice == 0:
+        return draw(json_junk)
+    if choice == 1:
+        base["request"][draw(st.sampled_from(sorted(base["request"])))] = draw(json_junk)
+    elif choice == 2:
+        base["request"]["object"] = draw(json_junk)
+    elif choice == 3 and base["request"]["object"].get("spec", {}).get("components"):
+        base["request"]["object"]["spec"]["components"][0]["template"] = draw(template_junk)
+    elif choice == 4:
+        base["request"]["operation"] = "UPDATE"
+        base["request"]["oldObject"] = draw(json_junk | st.just(base["request"]["object"]))
+    else:
+        spec = base["request"]["object"].setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec[draw(st.text(max_size=10))] = draw(json_junk | template_junk)
+    return base

@@ -1,0 +1,116 @@
+"""The policy from a ConfigMap and namespace labels from Namespaces, watched on the local cluster.
+
+We test these aspects: the gateway (2 gunicorn workers, each with its own watches) follows a
+ConfigMap edited with the real kubectl, keeps the last good policy when an edit is invalid, falls
+back to the defaults when the ConfigMap is deleted, and follows Namespace labels for
+`managedNamespaces.selector` — all without a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import yaml
+from kubernetes import client
+
+from localcluster.runner import LocalCluster
+from localcluster.store import HISTORY_PER_RESOURCE
+from tests.localcluster_fixtures import kubectl, local_cluster  # noqa: F401 - fixtures
+from tests.webhook.server.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, wait_until_every_worker_injects
+from webhook.launch import RunningGateway
+from webhook.policy_reloader import ListWatch, api_client
+
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def apply_policy(kubectl: Kubectl, namespace: str, text: str) -> None:  # noqa: F811
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "batchgate-policy", "namespace": namespace}, "data": {"policy.yaml": text}}
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
+
+
+def ready_body(gateway: RunningGateway) -> dict:
+    client = gateway.client()
+    _, body, _ = client.request("GET", "/readyz")
+    client.close()
+    return json.loads(body)
+
+
+def test_the_gateway_follows_the_policy_configmap_and_namespace_labels(
+        local_cluster: LocalCluster, kubectl: Kubectl, cert_dir: Path,  # noqa: F811
+        launch: Callable[..., RunningGateway]) -> None:
+    system = f"gw-system-{uuid.uuid4().hex[:6]}"
+    kubectl("create", "namespace", system)
+    apply_policy(kubectl, system, policy_text("q-one"))
+    gateway = launch(cert_dir, "--workers", "2", "--policy-configmap", f"{system}/batchgate-policy",
+                     "--kubeconfig", str(local_cluster.kubeconfig))
+    wait_until_every_worker_injects(gateway, "q-one")
+    assert ready_body(gateway)["source"] == f"configmap {system}/batchgate-policy"
+
+    apply_policy(kubectl, system, policy_text("q-two"))
+    wait_until_every_worker_injects(gateway, "q-two")
+
+    apply_policy(kubectl, system, "queues:\n  defaultQueueName: [nope]\n")
+    deadline = time.monotonic() + RELOAD_TIMEOUT_SECONDS
+    while "lastError" not in ready_body(gateway):
+        assert time.monotonic() < deadline, "the invalid policy was never seen"
+        time.sleep(0.1)
+    assert "queues.defaultQueueName" in ready_body(gateway)["lastError"]
+    wait_until_every_worker_injects(gateway, "q-two")
+
+    kubectl("delete", "configmap", "batchgate-policy", "-n", system)
+    wait_until_every_worker_injects(gateway, "default-queue")
+
+    team = f"team-{uuid.uuid4().hex[:6]}"
+    kubectl("create", "namespace", team)
+    apply_policy(kubectl, system, "managedNamespaces:\n  selector:\n    matchLabels: {batchgate.dev/managed: 'yes'}\n")
+    wait_until_every_worker_injects(gateway, None, namespace=team)
+    kubectl("label", "namespace", team, "batchgate.dev/managed=yes")
+    wait_until_every_worker_injects(gateway, "default-queue", namespace=team)
+    assert sum("Booting worker" in line for line in gateway.stderr_lines) == 2, "no worker was restarted"
+
+
+
+def test_a_watch_resumed_after_its_history_is_gone_lists_again(tmp_path: Path) -> None:
+    """410 Gone: the watch's resourceVersion fell out of the server's bounded history."""
+    with LocalCluster(tmp_path / "cluster") as cluster:
+        core = client.CoreV1Api(api_client(str(cluster.kubeconfig)))
+        core.create_namespace({"metadata": {"name": "busy"}})
+        core.create_namespaced_config_map("busy", {"metadata": {"name": "policy"}, "data": {"policy.yaml": "{}"}})
+        seen: list[str] = []
+        stop = threading.Event()
+        watch = ListWatch("policy", core.list_namespaced_config_map, stop,
+                          on_list=lambda items: seen.extend(f"list {i['data']['policy.yaml']}" for i in items),
+                          on_event=lambda kind, obj: seen.append(f"{kind} {obj['data']['policy.yaml']}"),
+                          # the client gives up on an idle watch after 1 s, before the server's 3 s
+                          # deadline and its closing bookmark: its resourceVersion stays old
+                          watch_seconds=3, request_timeout=(5, 1.0),
+                          namespace="busy", field_selector="metadata.name=policy")
+        thread = threading.Thread(target=watch.run, daemon=True)
+        thread.start()
+        try:
+            wait_for(lambda: watch.lists == 1)
+            # Other ConfigMaps push the policy's version out of the server's bounded history.
+            for i in range(HISTORY_PER_RESOURCE + 10):
+                core.create_namespaced_config_map("busy", {"metadata": {"name": f"noise-{i}"}})
+            wait_for(lambda: watch.expired >= 1 and watch.lists >= 2,
+                     lambda: f"expired={watch.expired} lists={watch.lists}")  # the idle watch broke, 410, listed
+            core.patch_namespaced_config_map("policy", "busy", {"data": {"policy.yaml": "changed"}})
+            wait_for(lambda: seen[-1] == "MODIFIED changed", lambda: f"seen={seen[-3:]}")
+        finally:
+            stop.set()
+            thread.join(timeout=10)
+
+
+def wait_for(condition: Callable[[], bool], state: Callable[[], str] = lambda: "",
+             timeout: float = RELOAD_TIMEOUT_SECONDS) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"condition not reached in time {state()}"
+        time.sleep(0.05)

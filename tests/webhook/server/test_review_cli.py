@@ -1,0 +1,134 @@
+"""`batchgate review`: the gateway's judgement offline, with exit codes 0 allowed, 1 denied, 2 bad input."""
+
+from __future__ import annotations
+
+import getpass
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.webhook.server.helpers import corpus, corpus_dir, run_cli
+from webhook.review_cli import main
+
+
+def review(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def labels(obj: dict) -> dict:
+    return obj["metadata"].get("labels", {})
+
+
+@pytest.mark.parametrize(
+    ("manifest", "exit_code"),
+    [
+        pytest.param("mlbatch/pytorchjob-in-appwrapper.yaml", 0, id="a PyTorchJob in an AppWrapper is allowed"),
+        pytest.param("mlbatch/pytorchjob.yaml", 0, id="a bare PyTorchJob is allowed"),
+        pytest.param("appwrapper/wrapped-jobset.yaml", 1, id="a wrapped JobSet is denied by default policy"),
+        pytest.param("appwrapper/wrapped-leader-worker-set.yaml", 1, id="a wrapped LeaderWorkerSet is denied"),
+        pytest.param("mlbatch/job-with-podgroup.yaml", 0, id="a Job with its PodGroup in an AppWrapper is allowed"),
+    ],
+)
+def test_exit_code_says_whether_every_document_is_allowed(capsys: pytest.CaptureFixture[str], manifest: str,
+                                                          exit_code: int) -> None:
+    code, out, err = review(capsys, "-f", str(corpus_dir() / manifest), "--user", "alice")
+    assert code == exit_code
+    if exit_code == 1:
+        assert err.startswith("denied AppWrapper") and "403" in err and "allowedKinds.wrapped" in err
+
+
+def test_yaml_output_is_the_mutated_object_with_the_callers_identity(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = review(capsys, "-f", str(corpus_dir() / "mlbatch/pytorchjob-in-appwrapper.yaml"),
+                          "--user", "carol@example.com", "--uid", "u-7", "--groups", "team-c,system:authenticated")
+    (obj,) = yaml.safe_load_all(out)
+    assert code == 0
+    assert labels(obj)["workload.codeflare.dev/user"] == "carol_example.com"
+    assert labels(obj)["workload.codeflare.dev/userid"] == "u-7"
+    assert labels(obj)["kueue.x-k8s.io/queue-name"] == "default-queue"
+    assert obj["spec"]["suspend"] is True
+
+
+def test_the_user_defaults_to_the_os_user(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = review(capsys, "-f", str(corpus_dir() / "mlbatch/job.yaml"))
+    assert labels(yaml.safe_load(out))["workload.codeflare.dev/user"] == getpass.getuser()
+
+
+def test_patch_and_json_outputs(capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = str(corpus_dir() / "mlbatch/job.yaml")
+    _, out, _ = review(capsys, "-f", manifest, "--user", "bob", "-o", "patch")
+    ops = json.loads(out)
+    assert {"op": "add", "path": "/spec/suspend", "value": True} in ops
+    _, out, _ = review(capsys, "-f", manifest, "--user", "bob", "-o", "json")
+    (result,) = json.loads(out)
+    assert result["allowed"] is True and result["patch"] == ops and result["object"]["spec"]["suspend"] is True
+
+
+def test_a_multi_document_manifest_is_judged_document_by_document(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = tmp_path / "two.yaml"
+    manifest.write_text(yaml.safe_dump_all([corpus("mlbatch/job.yaml"), corpus("appwrapper/wrapped-jobset.yaml")]))
+    code, out, err = review(capsys, "-f", str(manifest), "--user", "alice", "-o", "json")
+    assert code == 1
+    assert [r["allowed"] for r in json.loads(out)] == [True, False]
+
+
+def test_an_update_that_changes_the_submitter_is_denied(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    created = tmp_path / "created.yaml"
+    assert main(["-f", str(corpus_dir() / "mlbatch/job.yaml"), "--user", "alice"]) == 0
+    created.write_text(capsys.readouterr().out)
+    forged = yaml.safe_load(created.read_text())
+    forged["metadata"]["labels"]["workload.codeflare.dev/user"] = "admin"
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump(forged))
+    code, _, err = review(capsys, "-f", str(edited), "--old", str(created), "--user", "alice")
+    assert code == 1 and "workload.codeflare.dev/user" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["-f", "/no/such/file.yaml"], "cannot read /no/such/file.yaml", id="a missing file"),
+        pytest.param(["-f", "{manifest}", "--bogus"], "unrecognized arguments: --bogus", id="an unknown flag"),
+        pytest.param(["--user", "x"], "the following arguments are required: -f", id="no manifest"),
+        pytest.param(["-f", "{bad_yaml}"], "bad.yaml:3: invalid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at line 2)",
+                     id="unparsable YAML with its lines"),
+        pytest.param(["-f", "{scalar}"], "document 1 is not a Kubernetes object", id="a document that is a string"),
+        pytest.param(["-f", "{manifest}", "--policy", "{bad_policy}"], "invalid policy: ", id="an invalid policy"),
+        pytest.param(["-f", "{manifest}", "--operation", "UPDATE"], "--operation UPDATE needs --old",
+                     id="UPDATE without the old object"),
+        pytest.param(["-f", "{manifest}", "-o", "xml"], "invalid choice: 'xml'", id="an unknown output format"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                         message: str) -> None:
+    (tmp_path / "bad.yaml").write_text("kind: Pod\nmetadata: [unclosed\n")
+    (tmp_path / "scalar.yaml").write_text("just a string\n")
+    (tmp_path / "bad_policy.yaml").write_text("exempt:\n  users: alice\n")
+    paths = {"manifest": str(corpus_dir() / "mlbatch/job.yaml"), "bad_yaml": str(tmp_path / "bad.yaml"),
+             "scalar": str(tmp_path / "scalar.yaml"), "bad_policy": str(tmp_path / "bad_policy.yaml")}
+    code, out, err = review(capsys, *(a.format(**paths) for a in args))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("batchgate review: ") and message in err
+
+
+def test_a_policy_configmap_manifest_steers_the_review(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    configmap = tmp_path / "policy-configmap.yaml"
+    configmap.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "batchgate-policy", "namespace": "batchgate-system"},
+        "data": {"policy.yaml": "queues:\n  defaultQueueName: research\n"}}))
+    _, out, _ = review(capsys, "-f", str(corpus_dir() / "mlbatch/job.yaml"), "--policy", str(configmap))
+    assert labels(yaml.safe_load(out))["kueue.x-k8s.io/queue-name"] == "research"
+
+
+def test_as_a_command_it_reads_stdin_and_never_prints_a_traceback() -> None:
+    text = (corpus_dir() / "mlbatch/pytorchjob.yaml").read_text()
+    ok = run_cli("review", "-f", "-", "--user", "dana", stdin=text)
+    assert ok.returncode == 0 and "workload.codeflare.dev/user: dana" in ok.stdout
+    bad = run_cli("review", "-f", "-", stdin="a: [b\n")
+    assert bad.returncode == 2 and bad.stderr.startswith("batchgate review: -:") and "Traceback" not in bad.stderr
+    unknown = run_cli("review", "--frobnicate")
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1

@@ -1,0 +1,70 @@
+"""Prometheus metrics that add up across gunicorn workers.
+
+With `PROMETHEUS_MULTIPROC_DIR` set (the `batchgate webhook` command makes one per run, before
+any worker imports prometheus_client) every worker writes its samples to mmap files there and
+`/metrics` merges them; without it (tests, the offline review) each app has its own registry.
+"""
+
+from __future__ import annotations
+
+import os
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import multiprocess
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+"""Seconds; a webhook answers in milliseconds (perf-reliability 1.1), so the buckets start low."""
+
+
+class GatewayMetrics:
+    """The gateway's counters and latency histogram, bound to one registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.reviews = Counter(
+            "batchgate_webhook_reviews_total",
+            "AdmissionReviews answered, by endpoint, kind, operation and outcome.",
+            ["endpoint", "kind", "operation", "allowed", "code"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "batchgate_webhook_review_duration_seconds",
+            "Time from reading a review to having its reply, by endpoint.",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.policy_loads = Counter(
+            "batchgate_policy_loads_total",
+            "Valid policies installed (a changed version), by source.",
+            ["source"],
+            registry=self.registry,
+        )
+        self.policy_errors = Counter(
+            "batchgate_policy_errors_total",
+            "Invalid policies seen and rejected (the last good one stayed in force), by source.",
+            ["source"],
+            registry=self.registry,
+        )
+
+        self.audit_errors = Counter(
+            "batchgate_audit_write_errors_total",
+            "Audit lines that could not be written (the review was still answered).",
+            registry=self.registry,
+        )
+
+    def render(self) -> tuple[bytes, str]:
+        """The exposition text: merged over all workers in multiprocess mode."""
+        if os.environ.get(MULTIPROC_ENV):
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def worker_exited(pid: int) -> None:
+    """Drop a dead worker's live-gauge files (counters stay: they are totals since start)."""
+    if os.environ.get(MULTIPROC_ENV):
+        multiprocess.mark_process_dead(pid)

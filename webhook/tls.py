@@ -1,0 +1,72 @@
+"""Serving certificates that follow rotation without restarting anything.
+
+gunicorn asks its `ssl_context` hook for a context on every new connection. `ReloadingContext`
+answers with a cached `SSLContext` and rebuilds it when tls.crt or tls.key changed on disk
+(`batchgate certs rotate`, or a Secret volume's `..data` swap). Connections already open keep
+their session; the next handshake presents the new certificate. A half-written pair (a new cert
+with the old key) fails to load and the previous context is kept until the pair matches.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import ssl
+import threading
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger("batchgate.webhook.tls")
+
+Signature = tuple[tuple[int, int, int, int], ...]
+
+
+def _signature(paths: tuple[Path, ...]) -> Signature:
+    stats = [os.stat(p) for p in paths]
+    return tuple((s.st_dev, s.st_ino, s.st_mtime_ns, s.st_size) for s in stats)
+
+
+class ReloadingContext:
+    """A server SSLContext for a cert/key pair, rebuilt when either file changes."""
+
+    def __init__(self, certfile: str | os.PathLike[str], keyfile: str | os.PathLike[str],
+                 build: Callable[[], ssl.SSLContext] | None = None):
+        self.paths = (Path(certfile), Path(keyfile))
+        self._build = build or self._default_build
+        self._lock = threading.Lock()
+        self._signature: Signature | None = None
+        self._context: ssl.SSLContext | None = None
+        self.reloads = 0
+
+    def _default_build(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(certfile=self.paths[0], keyfile=self.paths[1])
+        context.set_alpn_protocols(["http/1.1"])
+        return context
+
+    def get(self) -> ssl.SSLContext:
+        """The context for the files as they are now (the previous one if they do not load)."""
+        try:
+            signature = _signature(self.paths)
+        except OSError as exc:
+            if self._context is None:
+                raise
+            log.error("cannot stat serving certificate, keeping the loaded one: %s", exc)
+            return self._context
+        if signature == self._signature and self._context is not None:
+            return self._context
+        with self._lock:
+            if signature != self._signature or self._context is None:
+                try:
+                    context = self._build()
+                except (OSError, ssl.SSLError) as exc:
+                    if self._context is None:
+                        raise
+                    log.error("serving certificate did not load, keeping the previous one: %s", exc)
+                    return self._context
+                if self._context is not None:
+                    self.reloads += 1
+                    log.info("serving certificate reloaded from %s", self.paths[0])
+                self._context, self._signature = context, signature
+        return self._context
