@@ -28,7 +28,7 @@ from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions import admission_status as status
 from controller.decisions import queue_status
-from controller.decisions.conditions import condition
+from controller.decisions.conditions import condition, is_true
 from controller.decisions.quota_admission import run_cycle
 from controller.decisions.stop_policy import drain_evictions
 from controller.decisions.workloads import controller_owner
@@ -69,6 +69,7 @@ class AdmissionLoop:
         self._writer_threads = [threading.Thread(target=self._write_loop, name=f"admission-write-{i}", daemon=True)
                                 for i in range(writers)]
         self._in_flight: set[str] = set()
+        self._follow_ups: dict[str, list[tuple[float, int, str, Callable[..., Any], tuple[Any, ...]]]] = {}
         self._flusher: threading.Thread | None = None
         self._bad: set[tuple[str, str]] = set()
 
@@ -206,12 +207,15 @@ class AdmissionLoop:
         return bool(result.admit or victims or drains)
 
     def _submit(self, key: str, rank: float, fn: Callable[..., Any], *args: Any) -> None:
-        """Write in the background, most urgent first (evictions, then by priority); one write per workload."""
+        """Write in the background, most urgent first (evictions, then by priority). Writes of one
+        workload run one at a time, in order: a later one waits for the one in flight."""
+        item = (rank, next(self._seq), key, fn, args)
         with self._lock:
             if key in self._in_flight:
+                self._follow_ups.setdefault(key, []).append(item)
                 return
             self._in_flight.add(key)
-        self._writes.put((rank, next(self._seq), key, fn, args))
+        self._writes.put(item)
 
     def _write_loop(self) -> None:
         while not self._stop.is_set():
@@ -227,7 +231,13 @@ class AdmissionLoop:
                 log.warning("writing %s failed: %s", key, exc)
             finally:
                 with self._lock:
-                    self._in_flight.discard(key)
+                    waiting = self._follow_ups.get(key)
+                    if waiting:
+                        self._writes.put(waiting.pop(0))
+                        if not waiting:
+                            del self._follow_ups[key]
+                    else:
+                        self._in_flight.discard(key)
 
     def _flush_status(self, now: Any) -> None:
         """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
@@ -276,6 +286,13 @@ class AdmissionLoop:
         return True
 
     def _write_admission(self, admit: Any, info: Any, now: Any) -> None:
+        with self._lock:
+            held = self.state.admitted.get(admit.workload)
+            if held is not None and held.evicted:
+                # Preempted before its admission reached the API: it never held quota there.
+                self.state.release(admit.workload, requeue=True)
+                self._wake.set()
+                return
         try:
             ok = self._write(admit.workload, lambda wl: status.admission_patch(wl, admit, info, now),
                              ("Normal", "QuotaReserved", keys.COND_QUOTA_RESERVED))
@@ -297,7 +314,8 @@ class AdmissionLoop:
             evicted = [key for key, held in self.state.admitted.items() if held.evicted]
         for key in evicted:
             observed = self._observed(key)
-            if observed is not None and controller_owner(observed) is None and (observed.get("status") or {}).get("admission"):
+            if (observed is not None and controller_owner(observed) is None and is_true(observed, keys.COND_EVICTED)
+                    and (observed.get("status") or {}).get("admission")):
                 self._submit(key, URGENT, self._write, key, lambda wl: status.release_patch(wl, now),
                              ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
 

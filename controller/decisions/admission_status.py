@@ -76,7 +76,7 @@ def pending_patch(workload: Mapping[str, Any], message: str, now: _dt.datetime) 
 
 def release_patch(workload: Mapping[str, Any], now: _dt.datetime) -> Patch | None:
     """An evicted Workload whose pods are gone (or that has none) gives its quota back."""
-    if not (workload.get("status") or {}).get("admission"):
+    if not (workload.get("status") or {}).get("admission") or not is_true(workload, keys.COND_EVICTED):
         return None
     return {"status": {"admission": None, "conditions": _with(workload, lambda c: qs.released_conditions(c, now))}}
 

@@ -88,6 +88,8 @@ def test_readmission_marks_the_past_eviction_as_past() -> None:
                      id="the same pending reason is not written twice"),
         pytest.param(lambda: st.release_patch(wl(("Evicted", "True", "Preempted")), NOW),
                      id="a workload without admission has nothing to release"),
+        pytest.param(lambda: st.release_patch(wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True), NOW),
+                     id="a workload that was never evicted keeps its quota"),
         pytest.param(lambda: st.stop_eviction_patch(wl(("QuotaReserved", "True", "x"), ("Evicted", "True", "ClusterQueueStopped")),
                                                     Evict("ns/w", "ClusterQueueStopped", "stopped"), NOW),
                      id="a drained workload is not evicted twice"),
