@@ -60,8 +60,10 @@ class Tracked:
     cls: WorkloadClass
     cq: str
     created: float
-    admitted: float | None = None
+    admitted: float | None = None  # first admission
     finished: float | None = None
+    running: bool = False  # holds quota now
+    generation: int = 0  # bumped on eviction, so a stale finish timer does nothing
 
 
 @dataclass
@@ -69,6 +71,8 @@ class Run:
     tracked: dict[str, Tracked] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     busy: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # cq -> (time, +/-cpu)
+    finished: int = 0
+    evictions: int = 0
 
 
 def start(cmd: list[str], pattern: str, env: dict[str, str], on_stdout: bool) -> tuple[subprocess.Popen[str], re.Match[str]]:
@@ -142,11 +146,17 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event) -> N
     """Watch Workloads; finish each one its runtime after admission."""
     finisher = ThreadPoolExecutor(4)
 
-    def finish(name: str, cq: str, cls: WorkloadClass) -> None:
+    def finish(name: str, generation: int) -> None:
+        with run.lock:
+            tracked = run.tracked[name]
+            if tracked.generation != generation or not tracked.running:
+                return  # evicted since: it runs again after its next admission
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         for _ in range(5):
             try:
                 current = client.get(WL, name, NAMESPACE)
+                if not (current.get("status") or {}).get("admission"):
+                    return
                 conditions = [c for c in current["status"].get("conditions", []) if c["type"] != "Finished"]
                 conditions.append({"type": "Finished", "status": "True", "reason": "Succeeded",
                                    "message": "bench", "lastTransitionTime": stamp})
@@ -157,36 +167,56 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event) -> N
                 if not exc.conflict:
                     raise
         with run.lock:
-            run.tracked[name].finished = time.monotonic()
-            run.busy.setdefault(cq, []).append((time.monotonic(), -cls.cpu))
-            if sum(1 for t in run.tracked.values() if t.finished) >= total:
+            tracked.finished = time.monotonic()
+            tracked.running = False
+            run.busy.setdefault(tracked.cq, []).append((tracked.finished, -tracked.cls.cpu))
+            run.finished += 1
+            if run.finished >= total:
                 done.set()
 
-    version = client.list(WL, NAMESPACE, limit=1)["metadata"]["resourceVersion"]
+    def handle(obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        admission = (obj.get("status") or {}).get("admission")
+        finished = any(c.get("type") == "Finished" for c in (obj.get("status") or {}).get("conditions") or [])
+        now = time.monotonic()
+        with run.lock:
+            tracked = run.tracked.get(name)
+            if tracked is None or finished or bool(admission) == tracked.running:
+                return
+            tracked.running = bool(admission)
+            run.busy.setdefault(tracked.cq, []).append((now, tracked.cls.cpu if admission else -tracked.cls.cpu))
+            if not admission:  # evicted: quota released, it will run again later
+                tracked.generation += 1
+                run.evictions += 1
+                return
+            if tracked.admitted is None:
+                tracked.admitted = now
+            generation = tracked.generation
+        timer = threading.Timer(tracked.cls.runtime_ms / 1000, lambda: finisher.submit(finish, name, generation))
+        timer.daemon = True
+        timer.start()
+
+    def relist() -> str:
+        listed = client.list(WL, NAMESPACE)
+        for obj in listed["items"]:
+            handle(obj)
+        return listed["metadata"]["resourceVersion"]
+
+    version = relist()
     while not done.is_set():
         try:
             for event in client.watch(WL, NAMESPACE, version, 30):
                 obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    raise ApiError(int(obj.get("code") or 500), str(obj.get("reason")), str(obj.get("message")))
                 version = (obj.get("metadata") or {}).get("resourceVersion") or version
-                if event.get("type") not in ("ADDED", "MODIFIED"):
-                    continue
-                name = obj["metadata"]["name"]
-                admission = (obj.get("status") or {}).get("admission")
-                with run.lock:
-                    tracked = run.tracked.get(name)
-                    if tracked is None or not admission or tracked.admitted is not None:
-                        continue
-                    tracked.admitted = time.monotonic()
-                    run.busy.setdefault(tracked.cq, []).append((tracked.admitted, tracked.cls.cpu))
-                timer = threading.Timer(tracked.cls.runtime_ms / 1000,
-                                        lambda n=name, t=tracked: finisher.submit(finish, n, t.cq, t.cls))
-                timer.daemon = True
-                timer.start()
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    handle(obj)
                 if done.is_set():
                     break
-        except ApiError as exc:
-            if exc.gone:
-                version = client.list(WL, NAMESPACE, limit=1)["metadata"]["resourceVersion"]
+        except Exception as exc:  # a broken or expired watch: catch up from a fresh list
+            print(f"watch: {exc}; relisting", file=sys.stderr)
+            version = relist()
 
 
 def mean_usage(run: Run, queues: list[str], t0: float, t1: float, nominal: int = 20) -> float:
@@ -254,7 +284,8 @@ def main() -> int:
     print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}")
     print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {total} workloads "
           f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}")
-    print(f"wall: {t1 - t0:.1f} s   mean ClusterQueue usage: {mean_usage(run, queues, t0, t1):.1f} %")
+    print(f"wall: {t1 - t0:.1f} s   mean ClusterQueue usage: {mean_usage(run, queues, t0, t1):.1f} %   "
+          f"preemptions seen: {run.evictions}")
     for name in ("large", "medium", "small"):
         values = by_class.get(name, [])
         mean = sum(values) / len(values) if values else float("nan")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import itertools
+import queue
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
@@ -27,7 +28,7 @@ from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions import admission_status as status
 from controller.decisions import queue_status
-from controller.decisions.conditions import condition
+from controller.decisions.conditions import condition, is_true
 from controller.decisions.quota_admission import run_cycle
 from controller.decisions.stop_policy import drain_evictions
 from controller.decisions.workloads import controller_owner
@@ -36,6 +37,7 @@ from controller.state.quota_state import QuotaState
 
 log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
+URGENT = float("-inf")  # evictions and releases go first: a preemptor is waiting for them
 QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
 
 
@@ -62,8 +64,12 @@ class AdmissionLoop:
         self._reasons: dict[str, str] = {}
         # Decisions are written in parallel, as Kueue does: the assumption already holds the quota,
         # so the next cycle need not wait for the API.
-        self._writers = ThreadPoolExecutor(writers, thread_name_prefix="admission-write")
+        self._writes: queue.PriorityQueue[tuple[float, int, str, Callable[..., Any], tuple[Any, ...]]] = queue.PriorityQueue()
+        self._seq = itertools.count()
+        self._writer_threads = [threading.Thread(target=self._write_loop, name=f"admission-write-{i}", daemon=True)
+                                for i in range(writers)]
         self._in_flight: set[str] = set()
+        self._follow_ups: dict[str, list[tuple[float, int, str, Callable[..., Any], tuple[Any, ...]]]] = {}
         self._flusher: threading.Thread | None = None
         self._bad: set[tuple[str, str]] = set()
 
@@ -117,14 +123,15 @@ class AdmissionLoop:
         self._thread.start()
         self._flusher = threading.Thread(target=self._flush_loop, name="status-flush", daemon=True)
         self._flusher.start()
+        for thread in self._writer_threads:
+            thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        for thread in (self._thread, self._flusher):
-            if thread is not None:
+        for thread in (self._thread, self._flusher, *self._writer_threads):
+            if thread is not None and thread.is_alive():
                 thread.join(timeout=10)
-        self._writers.shutdown(wait=True, cancel_futures=True)
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self.status_interval):
@@ -184,26 +191,38 @@ class AdmissionLoop:
             self.cycles += 1
         self.metrics.cycle_duration.observe(self.clock.monotonic() - started)
         for admit in result.admit:
-            self._submit(admit.workload, self._write_admission, admit, infos[admit.workload], now)
+            self._submit(admit.workload, -infos[admit.workload].priority, self._write_admission, admit,
+                         infos[admit.workload], now)
         for preempt, target in victims:
-            self._submit(target.workload, self._write, target.workload,
-                         lambda wl, t=target, p=preempt: status.preemption_patch(wl, t, uids[p.preemptor], now),
+            self._submit(target.workload, URGENT, self._write, target.workload,
+                         lambda wl, t=target, p=preempt: status.released_at_once(
+                             wl, status.preemption_patch(wl, t, uids[p.preemptor], now), now),
                          ("Normal", "Preempted", keys.COND_PREEMPTED))
             self.metrics.evictions.labels(target.cluster_queue, "Preempted").inc()
         for evict in drains:
-            self._submit(evict.workload, self._write, evict.workload,
-                         lambda wl, e=evict: status.stop_eviction_patch(wl, e, now), ("Normal", "Evicted", keys.COND_EVICTED))
+            self._submit(evict.workload, URGENT, self._write, evict.workload,
+                         lambda wl, e=evict: status.released_at_once(wl, status.stop_eviction_patch(wl, e, now), now),
+                         ("Normal", "Evicted", keys.COND_EVICTED))
         self._release_ownerless(now)
         return bool(result.admit or victims or drains)
 
-    def _submit(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
-        """Write in the background; one write per workload at a time."""
+    def _submit(self, key: str, rank: float, fn: Callable[..., Any], *args: Any) -> None:
+        """Write in the background, most urgent first (evictions, then by priority). Writes of one
+        workload run one at a time, in order: a later one waits for the one in flight."""
+        item = (rank, next(self._seq), key, fn, args)
         with self._lock:
             if key in self._in_flight:
+                self._follow_ups.setdefault(key, []).append(item)
                 return
             self._in_flight.add(key)
+        self._writes.put(item)
 
-        def run() -> None:
+    def _write_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                _, _, key, fn, args = self._writes.get(timeout=0.5)
+            except queue.Empty:
+                continue
             try:
                 fn(*args)
             except NotLeader:
@@ -212,9 +231,13 @@ class AdmissionLoop:
                 log.warning("writing %s failed: %s", key, exc)
             finally:
                 with self._lock:
-                    self._in_flight.discard(key)
-
-        self._writers.submit(run)
+                    waiting = self._follow_ups.get(key)
+                    if waiting:
+                        self._writes.put(waiting.pop(0))
+                        if not waiting:
+                            del self._follow_ups[key]
+                    else:
+                        self._in_flight.discard(key)
 
     def _flush_status(self, now: Any) -> None:
         """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
@@ -263,6 +286,13 @@ class AdmissionLoop:
         return True
 
     def _write_admission(self, admit: Any, info: Any, now: Any) -> None:
+        with self._lock:
+            held = self.state.admitted.get(admit.workload)
+            if held is not None and held.evicted:
+                # Preempted before its admission reached the API: it never held quota there.
+                self.state.release(admit.workload, requeue=True)
+                self._wake.set()
+                return
         try:
             ok = self._write(admit.workload, lambda wl: status.admission_patch(wl, admit, info, now),
                              ("Normal", "QuotaReserved", keys.COND_QUOTA_RESERVED))
@@ -284,8 +314,9 @@ class AdmissionLoop:
             evicted = [key for key, held in self.state.admitted.items() if held.evicted]
         for key in evicted:
             observed = self._observed(key)
-            if observed is not None and controller_owner(observed) is None and (observed.get("status") or {}).get("admission"):
-                self._submit(key, self._write, key, lambda wl: status.release_patch(wl, now),
+            if (observed is not None and controller_owner(observed) is None and is_true(observed, keys.COND_EVICTED)
+                    and (observed.get("status") or {}).get("admission")):
+                self._submit(key, URGENT, self._write, key, lambda wl: status.release_patch(wl, now),
                              ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
 
     def _write_cluster_queues(self, now: Any, floor: float) -> None:

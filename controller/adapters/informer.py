@@ -16,7 +16,6 @@ import logging
 import threading
 from typing import Callable
 
-from batchgate.clock import Clock
 from controller.adapters.kube import ApiError, KubeClient, Resource, WatchStream
 from controller.adapters.store import SharedStore
 from controller.state.cache import Change
@@ -28,11 +27,11 @@ Handler = Callable[[Change], None]
 
 class Informer:
     def __init__(self, client: KubeClient, resource: Resource, store: SharedStore, handler: Handler, *,
-                 clock: Clock, namespace: str | None = None, watch_timeout: int = 300,
+                 namespace: str | None = None, watch_timeout: int = 300,
                  min_backoff: float = 0.2, max_backoff: float = 30.0, page_size: int = 500,
                  on_relist: Callable[[str], None] = lambda kind: None, field_selector: str | None = None) -> None:
         self.client, self.resource, self.store, self.handler = client, resource, store, handler
-        self.clock, self.namespace = clock, namespace
+        self.namespace = namespace
         self.watch_timeout, self.page_size = watch_timeout, page_size
         self.min_backoff, self.max_backoff = min_backoff, max_backoff
         self.on_relist = on_relist

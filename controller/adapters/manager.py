@@ -70,14 +70,14 @@ class Controller:
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
         self.informers = [
-            Informer(client, RESOURCES[kind], self.store, self._on_change, clock=clock,
+            Informer(client, RESOURCES[kind], self.store, self._on_change,
                      namespace=options.namespace if RESOURCES[kind].namespaced else None,
                      watch_timeout=options.watch_timeout,
                      on_relist=lambda kind: self.metrics.relists.labels(kind).inc())
             for kind in WATCHED_KINDS
         ]
         policy_ns, policy_name = options.policy_configmap
-        self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change, clock=clock,
+        self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change,
                                        namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
                                        watch_timeout=options.watch_timeout))
         self.policy: Policy = DEFAULT_POLICY

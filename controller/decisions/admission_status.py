@@ -17,6 +17,7 @@ from batchgate.clock import format_time, parse_time
 from controller.decisions import queue_status as qs
 from controller.decisions.conditions import condition, is_true, merge_conditions
 from controller.decisions.outcomes import Admit, Evict, PreemptionTarget
+from controller.decisions.workloads import controller_owner
 from controller.state.quota_book import format_units
 from controller.state.quota_state import WorkloadInfo
 
@@ -75,9 +76,17 @@ def pending_patch(workload: Mapping[str, Any], message: str, now: _dt.datetime) 
 
 def release_patch(workload: Mapping[str, Any], now: _dt.datetime) -> Patch | None:
     """An evicted Workload whose pods are gone (or that has none) gives its quota back."""
-    if not (workload.get("status") or {}).get("admission"):
+    if not (workload.get("status") or {}).get("admission") or not is_true(workload, keys.COND_EVICTED):
         return None
     return {"status": {"admission": None, "conditions": _with(workload, lambda c: qs.released_conditions(c, now))}}
+
+
+def released_at_once(workload: Mapping[str, Any], patch: Patch | None, now: _dt.datetime) -> Patch | None:
+    """A Workload no job owns has no pods to wait for: the write that evicts it also frees its quota."""
+    if patch is None or controller_owner(workload) is not None:
+        return patch
+    evicted = {**workload, "status": {**(workload.get("status") or {}), "conditions": patch["status"]["conditions"]}}
+    return release_patch(evicted, now) or patch
 
 
 def status_patch(observed: Mapping[str, Any], wanted: Mapping[str, Any], now: _dt.datetime) -> Patch | None:

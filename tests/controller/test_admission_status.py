@@ -88,6 +88,8 @@ def test_readmission_marks_the_past_eviction_as_past() -> None:
                      id="the same pending reason is not written twice"),
         pytest.param(lambda: st.release_patch(wl(("Evicted", "True", "Preempted")), NOW),
                      id="a workload without admission has nothing to release"),
+        pytest.param(lambda: st.release_patch(wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True), NOW),
+                     id="a workload that was never evicted keeps its quota"),
         pytest.param(lambda: st.stop_eviction_patch(wl(("QuotaReserved", "True", "x"), ("Evicted", "True", "ClusterQueueStopped")),
                                                     Evict("ns/w", "ClusterQueueStopped", "stopped"), NOW),
                      id="a drained workload is not evicted twice"),
@@ -133,3 +135,16 @@ def test_local_queue_status_goes_through_the_same_patch() -> None:
     patch = st.status_patch({"status": {"pendingWorkloads": 0}}, wanted, NOW)
     assert patch is not None and "pendingWorkloads" not in patch["status"]
     assert patch["status"]["flavorUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3"}]}]
+
+
+def test_an_ownerless_victim_is_evicted_and_released_in_one_write_but_a_jobs_workload_waits_for_its_pods() -> None:
+    bare = wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True)
+    target = PreemptionTarget("ns/w", "cq", "InClusterQueue")
+    patch = st.released_at_once(bare, st.preemption_patch(bare, target, "u", NOW), NOW)
+    assert patch["status"]["admission"] is None
+    conds = by_type(patch)
+    assert (conds["Evicted"]["status"], conds["QuotaReserved"]["status"], conds["Requeued"]["status"]) == ("True", "False", "True")
+    owned = wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True)
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}]
+    held = st.released_at_once(owned, st.preemption_patch(owned, target, "u", NOW), NOW)
+    assert "admission" not in held["status"] and by_type(held)["QuotaReserved"]["status"] == "True"

@@ -61,7 +61,7 @@ def names(store: SharedStore, kind: str = "ConfigMap", ns: str | None = None) ->
 def start_informer(client: KubeClient, ns: str, **kw: Any) -> tuple[Informer, SharedStore, list[Change]]:
     store, seen = SharedStore(), []
     kw.setdefault("watch_timeout", 2)  # the server ends each watch soon, so the cluster stops quickly
-    informer = Informer(client, CM, store, seen.append, clock=SystemClock(), namespace=ns, **kw)
+    informer = Informer(client, CM, store, seen.append, namespace=ns, **kw)
     informer.start()
     assert informer.synced.wait(10)
     return informer, store, seen
@@ -124,7 +124,7 @@ def test_informer_relists_when_its_version_is_too_old(client: KubeClient, namesp
     second_store, seen = SharedStore(), []
     for obj in store.list("ConfigMap"):
         second_store.apply("ConfigMap", "ADDED", obj)
-    relisting = Informer(client, CM, second_store, seen.append, clock=SystemClock(), namespace=namespace,
+    relisting = Informer(client, CM, second_store, seen.append, namespace=namespace,
                          watch_timeout=2)
     relisting.resource_version = stale_version
     relisting.start()
