@@ -156,29 +156,6 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _normalize_order(merged: list[Any], original: list[Any], order: list[Any], key: str | None) -> list[Any]:
-    """Order as the apiserver does: $setElementOrder (or the patch list) first, live order for the rest.
-
-    Items named by `order` are sorted by it; the others keep their live order; the two runs are
-    then interleaved, an unnamed item going first only when both sit in the live list before.
-    """
-    def identity(item: Any) -> Any:
-        return item.get(key) if key is not None and isinstance(item, dict) else item
-
-    wanted = [identity(entry) for entry in order]
-    live = [identity(item) for item in original]
-    named = sorted((i for i in merged if identity(i) in wanted), key=lambda i: wanted.index(identity(i)))
-    others = [i for i in merged if identity(i) not in wanted]
-    result: list[Any] = []
-    while named or others:
-        if not named or (others and identity(others[0]) in live and identity(named[0]) in live
-                         and live.index(identity(others[0])) < live.index(identity(named[0]))):
-            result.append(others.pop(0))
-        else:
-            result.append(named.pop(0))
-    return result
-
-
 def _check_order(patch: list[Any], order: list[Any], key: str | None, path: str) -> None:
     """The patch list's items (deletions aside) must appear in $setElementOrder, in its order."""
     def identity(item: Any) -> Any:
