@@ -106,6 +106,31 @@ class Priority:
     """Priority-class label for workloads that carry none ("" disables injection)."""
 
 
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+def _parse_strategies(value: Any, path: str) -> tuple[str, ...]:
+    strategies = values.parse_strings(value, path)
+    if not strategies:
+        raise FieldError(path, f"needs at least one of {', '.join(FAIR_SHARING_STRATEGIES)}")
+    for i, strategy in enumerate(strategies):
+        if strategy not in FAIR_SHARING_STRATEGIES:
+            raise FieldError(child(path, i), f"{strategy!r} is not one of {', '.join(FAIR_SHARING_STRATEGIES)}")
+    return strategies
+
+
+@dataclass(frozen=True)
+class FairSharing:
+    """Kueue's `fairSharing` configuration block, under the same keys Kueue admins already write."""
+
+    enable: bool = field(default=False, metadata=_wire("enable", values.parse_bool))
+    """Admit and preempt across a cohort by share of unused quota (Kueue's default: off; MLBatch: on)."""
+    preemption_strategies: tuple[str, ...] = field(
+        default=FAIR_SHARING_STRATEGIES, metadata=_wire("preemptionStrategies", _parse_strategies, list)
+    )
+    """Which fair-sharing preemption rules may pick victims, tried in order."""
+
+
 @dataclass(frozen=True)
 class AllowedKinds:
     """Kinds as `Kind` (core) or `Kind.group`."""
@@ -254,6 +279,9 @@ class Policy:
     fault_tolerance: FaultTolerance = field(
         default=FaultTolerance(),
         metadata=_wire("faultTolerance", _section(FaultTolerance), _dump_section),
+    )
+    fair_sharing: FairSharing = field(
+        default=FairSharing(), metadata=_wire("fairSharing", _section(FairSharing), _dump_section)
     )
 
     def to_wire(self) -> dict[str, Any]:

@@ -33,7 +33,8 @@ from controller.decisions.quota_admission import run_cycle
 from controller.decisions.stop_policy import drain_evictions
 from controller.decisions.workloads import controller_owner
 from controller.state.cache import Change
-from controller.state.quota_state import QuotaState
+from batchgate.policy import Policy
+from controller.state.quota_state import FairSharing, QuotaState
 
 log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
@@ -146,6 +147,16 @@ class AdmissionLoop:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def apply_policy(self, policy: Policy) -> None:
+        """Fair sharing is the policy's to switch; a change takes effect from the next cycle."""
+        wanted = FairSharing(policy.fair_sharing.enable, policy.fair_sharing.preemption_strategies)
+        with self._lock:
+            if self.state.fair_sharing == wanted:
+                return
+            self.state.fair_sharing = wanted
+        log.info("fair sharing %s", "on" if wanted.enable else "off")
+        self.wake()
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -96,13 +96,15 @@ class Controller:
         text = ((change.new or {}).get("data") or {}).get(POLICY_KEY)
         if text is None:
             self.policy = DEFAULT_POLICY
-            return
-        try:
-            self.policy = parse_policy(text, f"{namespace}/{name}:{POLICY_KEY}")
-            log.info("policy %s loaded from %s/%s", self.policy.version, namespace, name)
-        except PolicyError as exc:
-            self.metrics.policy_errors.inc()
-            log.error("invalid policy, keeping version %s: %s", self.policy.version, exc)
+        else:
+            try:
+                self.policy = parse_policy(text, f"{namespace}/{name}:{POLICY_KEY}")
+                log.info("policy %s loaded from %s/%s", self.policy.version, namespace, name)
+            except PolicyError as exc:
+                self.metrics.policy_errors.inc()
+                log.error("invalid policy, keeping version %s: %s", self.policy.version, exc)
+                return
+        self.admission.apply_policy(self.policy)
 
     def ready(self) -> bool:
         return all(i.synced.is_set() for i in self.informers)

@@ -81,6 +81,14 @@ def test_a_full_policy_overrides_every_section() -> None:
         pytest.param("queue:\n  defaultQueueName: q\n",
                      "policy.yaml:1: queue: unknown field",
                      id="a misspelled section is an unknown field, not a silent default"),
+        pytest.param("fairSharing:\n  preemptionStrategies: [Nope]\n",
+                     "policy.yaml:2: fairSharing.preemptionStrategies[0]: 'Nope' is not one of "
+                     "LessThanOrEqualToFinalShare, LessThanInitialShare",
+                     id="an unknown fair-sharing strategy"),
+        pytest.param("fairSharing:\n  preemptionStrategies: []\n",
+                     "policy.yaml:2: fairSharing.preemptionStrategies: needs at least one of "
+                     "LessThanOrEqualToFinalShare, LessThanInitialShare",
+                     id="no fair-sharing strategy at all"),
         pytest.param("scheduling:\n  gang: maybe\n",
                      "policy.yaml:2: scheduling.gang: must be true or false, got string",
                      id="a boolean must be a boolean"),
