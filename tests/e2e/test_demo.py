@@ -129,6 +129,17 @@ def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c() -> None:
                                 capture_output=True, text=True, timeout=30)
         assert queues.stdout.split() == ["clusterqueue.kueue.x-k8s.io/slack-cluster-queue",
                                          "clusterqueue.kueue.x-k8s.io/team-a-cq", "clusterqueue.kueue.x-k8s.io/team-b-cq"]
+        # The shipped webhook configuration routes ClusterQueues to the gateway, which checks them
+        # as Kueue's webhook would, even for the (otherwise exempt) admin.
+        bad_queue = ('{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "bad"},'
+                     ' "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor",'
+                     ' "resources": [{"name": "cpu", "nominalQuota": "4", "borrowingLimit": "2"}]}]}]}}')
+        denied = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "apply", "-f", "-"], input=bad_queue,
+                                capture_output=True, text=True, timeout=30)
+        assert denied.returncode == 1
+        assert ('admission webhook "clusterqueues.validate.batchgate.dev" denied the request: InvalidClusterQueue: '
+                'spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: must be nil when cohort is empty'
+                in denied.stderr), denied.stderr
         process.send_signal(signal.SIGINT)
         rest = "".join(lines)
         assert process.wait(timeout=60) == 0

@@ -17,7 +17,7 @@ from batchgate.policy import DEFAULT_POLICY_CONFIGMAP, Policy
 from webhook.rules.mutation import MAX_NESTING, run_steps
 from webhook.rules.review import AdmissionRequest, Mutation, Verdict
 from webhook.rules.scope import classify
-from webhook.rules.validation import allow, check_policed, check_policy_edit, deny
+from webhook.rules.validation import allow, check_cluster_queue, check_policed, check_policy_edit, deny
 
 __all__ = ["mutate", "validate", "malformed"]
 
@@ -61,7 +61,7 @@ def validate(
         return allow("OperationNotPoliced")
     if request.sub_resource:
         return allow("SubresourceNotPoliced")  # status, scale, binding: the object itself was policed
-    verdict = check_policy_edit(request, policy_configmap)
+    verdict = check_policy_edit(request, policy_configmap) or check_cluster_queue(request)
     if verdict:
         return verdict
     scope = classify(request, policy, namespace_labels, request.object)

@@ -12,6 +12,7 @@ from batchgate.api.appwrapper import parse_appwrapper
 from batchgate.api.errors import FieldError
 from batchgate.policy import Policy
 from webhook.rules import annotation_rules, appwrapper_rules
+from webhook.rules.cluster_queue import cluster_queue_errors
 from webhook.rules.identity import identity_changes, identity_labels
 from webhook.rules.policy_configmap import check_policy_configmap, is_policy_configmap
 from webhook.rules.review import AdmissionRequest, Verdict
@@ -35,6 +36,12 @@ def check_policy_edit(request: AdmissionRequest, policy_configmap: tuple[str, st
         return None
     problem = check_policy_configmap(request.object)
     return deny("InvalidPolicy", problem) if problem else None
+
+
+def check_cluster_queue(request: AdmissionRequest) -> Verdict | None:
+    """Runs before exemption: Kueue checks every ClusterQueue, an admin's too."""
+    errors = cluster_queue_errors(request.kind.qualified, request.object)
+    return deny("InvalidClusterQueue", errors) if errors else None
 
 
 def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Verdict:
