@@ -80,9 +80,7 @@ def validate_metadata(rt: ResourceType, obj: dict[str, Any], creating: bool) -> 
     errors: list[FieldError] = []
     name = meta.get("name")
     if not name:
-        if creating and meta.get("generateName"):
-            pass
-        else:
+        if not (creating and meta.get("generateName")):  # the server names it from generateName
             detail = "name or generateName is required" if creating else ""
             errors.append(FieldError("Required", "metadata.name", detail))
     elif not isinstance(name, str):
