@@ -15,25 +15,12 @@ from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
 from controller.adapters.metrics import ProbeServer
 from tests.controller.builders import a_job
-from tests.controller.cluster import ROOT, eventually, kubectl
+from tests.controller.cluster import eventually, kubectl
 from tests.controller.test_jobs_cluster import cond, workload_of
 
 pytestmark = pytest.mark.timeout(120)
 JOBS, WL, CQ, LQ = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
 KUEUE = "kueue.x-k8s.io/v1beta1"
-
-
-@pytest.fixture(scope="module")
-def cluster(local_cluster: Any) -> Any:
-    kubectl(local_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-    return local_cluster
-
-
-@pytest.fixture(scope="module")
-def client(cluster: Any) -> Iterator[KubeClient]:
-    c = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    yield c
-    c.close()
 
 
 @pytest.fixture(scope="module")

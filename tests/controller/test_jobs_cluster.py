@@ -22,18 +22,11 @@ from controller.adapters.manager import Controller, ControllerOptions
 from controller.decisions.podsets import JOB_KINDS
 from controller.decisions.workloads import workload_name
 from tests.controller.builders import a_job, corpus
-from tests.controller.cluster import ROOT, eventually, kubectl, subprocess_env
+from tests.controller.cluster import eventually, kubectl, subprocess_env
 
 pytestmark = pytest.mark.timeout(120)
 JOBS, WL, AW, RF = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["AppWrapper"], RESOURCES["ResourceFlavor"]
 NOW = "2026-01-01T00:00:00Z"
-
-
-@pytest.fixture(scope="module")
-def cluster(local_cluster: Any) -> Any:
-    """The session's local cluster with our CRDs applied the way users apply them."""
-    kubectl(local_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-    return local_cluster
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -27,20 +27,6 @@ from tests.controller.cluster import ROOT, eventually, kubectl
 pytestmark = pytest.mark.timeout(120)
 CM = RESOURCES["ConfigMap"]
 WL = RESOURCES["Workload"]
-
-
-@pytest.fixture(scope="module")
-def cluster(local_cluster: Any) -> Any:
-    """The session's local cluster with our CRDs applied the way users apply them."""
-    kubectl(local_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-    return local_cluster
-
-
-@pytest.fixture(scope="module")
-def client(cluster: Any) -> Iterator[KubeClient]:
-    c = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-    yield c
-    c.close()
 
 
 @pytest.fixture
