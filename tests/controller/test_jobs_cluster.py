@@ -112,9 +112,10 @@ def test_a_queued_job_runs_when_admitted_and_stops_when_evicted(cluster: Any, cl
     client.patch(JOBS, "train", namespace, {"status": {"active": 3}}, subresource="status")  # its pods run
     eventually(lambda: (controller.store.get("Job", namespace, "train") or {}).get("status", {}).get("active") == 3)
     evict(client, wl)
-    stopped = eventually(lambda: (j := client.get(JOBS, "train", namespace))["spec"]["suspend"] is True and j,
-                         what="the job to stop")
-    assert "nodeSelector" not in stopped["spec"]["template"]["spec"], "the submitted template is restored"
+    # Two writes: suspend first, then the template restored (only a suspended Job's template may change).
+    eventually(lambda: client.get(JOBS, "train", namespace)["spec"]["suspend"] is True, what="the job to stop")
+    eventually(lambda: "nodeSelector" not in client.get(JOBS, "train", namespace)["spec"]["template"]["spec"],
+               what="the submitted template to be restored")
     assert cond(workload_of(client, "Job", job), "QuotaReserved") == "True", "quota is held while pods run"
 
     client.patch(JOBS, "train", namespace, {"status": {"active": 0}}, subresource="status")  # pods gone
