@@ -66,7 +66,7 @@ def count_pods(
         if phase == FAILED:
             exit_codes |= _failed_exit_codes(status)
         node = spec.get("nodeName")
-        if phase == RUNNING and node in evicting_nodes and _uses(spec, resource):
+        if phase == RUNNING and node in evicting_nodes and uses_resource(spec, resource):
             evicting.add(str(meta.get("name", "")))
             nodes.add(node)
     return PodCounts(
@@ -91,14 +91,21 @@ def _failed_exit_codes(status: Mapping[str, Any]) -> set[int]:
     return codes
 
 
-def _uses(spec: Mapping[str, Any], resource: str) -> bool:
+def uses_resource(spec: Mapping[str, Any], resource: str) -> bool:
     """Whether any container or init container requests or limits a non-zero amount of `resource`."""
-    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        resources = (container or {}).get("resources") or {}
-        for amounts in (resources.get("requests") or {}, resources.get("limits") or {}):
-            if resource in amounts and _non_zero(amounts[resource]):
+    containers = [*_list(spec.get("containers")), *_list(spec.get("initContainers"))]
+    for container in containers:
+        resources = container.get("resources") if isinstance(container, Mapping) else None
+        if not isinstance(resources, Mapping):
+            continue
+        for amounts in (resources.get("requests"), resources.get("limits")):
+            if isinstance(amounts, Mapping) and resource in amounts and _non_zero(amounts[resource]):
                 return True
     return False
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _non_zero(value: Any) -> bool:
