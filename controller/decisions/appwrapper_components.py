@@ -60,10 +60,10 @@ def component_status(aw: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def build_component(aw: Mapping[str, Any], index: int, no_execute_labels: Mapping[str, str]) -> dict[str, Any]:
     """The object to create for component `index`; the AppWrapper is never changed."""
-    meta, spec = aw.get("metadata"), aw.get("spec")
+    meta, aw_spec = aw.get("metadata"), aw.get("spec")
     meta = meta if isinstance(meta, dict) else {}
     aw_name, aw_namespace, aw_uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
-    components = spec.get("components") if isinstance(spec, dict) else None
+    components = aw_spec.get("components") if isinstance(aw_spec, dict) else None
     if not isinstance(components, list) or not 0 <= index < len(components):
         raise ComponentError(f"spec.components[{index}]: no such component", fatal=True)
     if not (isinstance(aw_name, str) and isinstance(aw_namespace, str) and isinstance(aw_uid, str)):
@@ -96,9 +96,8 @@ def build_component(aw: Mapping[str, Any], index: int, no_execute_labels: Mappin
             raise ComponentError(f"{where}.podSetInfos[{i}]: must be a mapping, got {type_name(info)}", fatal=True)
         pod_template = _pod_template(obj, pod_set, f"{where}.podSets[{i}].path")
         _inject(pod_template, info, aw_name, who, f"{where}.podSetInfos[{i}]")
-        spec = pod_template["spec"]
-        if no_execute_labels and uses_resource(spec, keys.GPU_RESOURCE):
-            _avoid_nodes(spec, no_execute_labels, who)
+        if no_execute_labels and uses_resource(pod_template["spec"], keys.GPU_RESOURCE):
+            _avoid_nodes(pod_template["spec"], no_execute_labels, who)
     return obj
 
 
