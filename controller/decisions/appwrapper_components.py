@@ -60,9 +60,10 @@ def component_status(aw: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def build_component(aw: Mapping[str, Any], index: int, no_execute_labels: Mapping[str, str]) -> dict[str, Any]:
     """The object to create for component `index`; the AppWrapper is never changed."""
-    meta = aw.get("metadata") or {}
+    meta, aw_spec = aw.get("metadata"), aw.get("spec")
+    meta = meta if isinstance(meta, dict) else {}
     aw_name, aw_namespace, aw_uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
-    components = (aw.get("spec") or {}).get("components")
+    components = aw_spec.get("components") if isinstance(aw_spec, dict) else None
     if not isinstance(components, list) or not 0 <= index < len(components):
         raise ComponentError(f"spec.components[{index}]: no such component", fatal=True)
     if not (isinstance(aw_name, str) and isinstance(aw_namespace, str) and isinstance(aw_uid, str)):
@@ -95,9 +96,8 @@ def build_component(aw: Mapping[str, Any], index: int, no_execute_labels: Mappin
             raise ComponentError(f"{where}.podSetInfos[{i}]: must be a mapping, got {type_name(info)}", fatal=True)
         pod_template = _pod_template(obj, pod_set, f"{where}.podSets[{i}].path")
         _inject(pod_template, info, aw_name, who, f"{where}.podSetInfos[{i}]")
-        spec = pod_template["spec"]
-        if no_execute_labels and uses_resource(spec, keys.GPU_RESOURCE):
-            _avoid_nodes(spec, no_execute_labels, who)
+        if no_execute_labels and uses_resource(pod_template["spec"], keys.GPU_RESOURCE):
+            _avoid_nodes(pod_template["spec"], no_execute_labels, who)
     return obj
 
 
@@ -112,7 +112,8 @@ def _declared_wire(path: str, replicas: int | None, annotations: Mapping[str, st
 
 def _pod_sets(aw: Mapping[str, Any], index: int) -> list[str]:
     """Paths of the component's podSets: the ones cached in status, else computed now."""
-    cached = (aw.get("status") or {}).get("componentStatus")
+    status = aw.get("status")
+    cached = status.get("componentStatus") if isinstance(status, dict) else None
     if isinstance(cached, list) and index < len(cached) and isinstance(cached[index], dict):
         pod_sets = cached[index].get("podSets")
         if isinstance(pod_sets, list):
@@ -139,7 +140,7 @@ def _inject(template: dict[str, Any], info: Mapping[str, Any], aw_name: str, who
     annotations = _string_map(info.get("annotations"), f"{where}.annotations")
     if annotations:
         meta["annotations"] = _merge(meta.get("annotations"), annotations, "annotation", who)
-    injected_labels = {**{keys.APPWRAPPER_LABEL: aw_name}, **_string_map(info.get("labels"), f"{where}.labels")}
+    injected_labels = {keys.APPWRAPPER_LABEL: aw_name, **_string_map(info.get("labels"), f"{where}.labels")}
     meta["labels"] = _merge(meta.get("labels"), injected_labels, "label", who)
     selector = _string_map(info.get("nodeSelector"), f"{where}.nodeSelector")
     if selector:
@@ -150,9 +151,11 @@ def _inject(template: dict[str, Any], info: Mapping[str, Any], aw_name: str, who
     gates = _list_at(info, "schedulingGates", where)
     if gates:
         existing = _list_at(spec, "schedulingGates", who)
-        names = {g.get("name") for g in existing if isinstance(g, dict)}
-        for gate in gates:
+        names = {g.get("name") for g in existing if isinstance(g, dict) and isinstance(g.get("name"), str)}
+        for j, gate in enumerate(gates):
             name = gate.get("name") if isinstance(gate, dict) else None
+            if not isinstance(name, str) or not name:
+                raise ComponentError(f"{where}.schedulingGates[{j}]: must be a mapping with a name", fatal=True)
             if name not in names:
                 existing.append({"name": name})
                 names.add(name)

@@ -33,10 +33,11 @@ def no_execute_nodes(nodes: Iterable[Mapping[str, Any]], labels: Mapping[str, st
     """Names of the nodes carrying any of the policy's noExecute labels (key=value)."""
     found = set()
     for node in nodes:
-        meta = node.get("metadata") or {}
-        node_labels = meta.get("labels") or {}
-        if any(node_labels.get(key) == value for key, value in labels.items()) and meta.get("name"):
-            found.add(meta["name"])
+        meta = _mapping(node.get("metadata"))
+        node_labels = _mapping(meta.get("labels"))
+        name = meta.get("name")
+        if isinstance(name, str) and name and any(node_labels.get(k) == v for k, v in labels.items()):
+            found.add(name)
     return frozenset(found)
 
 
@@ -54,19 +55,17 @@ def count_pods(
     present = 0
     for pod in pods:
         present += 1
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
-        status = pod.get("status") or {}
+        meta, spec, status = (_mapping(pod.get(part)) for part in ("metadata", "spec", "status"))
         phase = status.get("phase") or PENDING
         if phase == RUNNING and meta.get("deletionTimestamp"):
             continue
-        if phase not in counts:
+        if not isinstance(phase, str) or phase not in counts:
             continue
         counts[phase] += 1
         if phase == FAILED:
             exit_codes |= _failed_exit_codes(status)
         node = spec.get("nodeName")
-        if phase == RUNNING and node in evicting_nodes and uses_resource(spec, resource):
+        if phase == RUNNING and isinstance(node, str) and node in evicting_nodes and uses_resource(spec, resource):
             evicting.add(str(meta.get("name", "")))
             nodes.add(node)
     return PodCounts(
@@ -83,9 +82,10 @@ def count_pods(
 
 def _failed_exit_codes(status: Mapping[str, Any]) -> set[int]:
     codes = set()
-    for container in status.get("containerStatuses") or []:
-        terminated = ((container or {}).get("state") or {}).get("terminated") or {}
-        code = terminated.get("exitCode")
+    for container in _list(status.get("containerStatuses")):
+        state = container.get("state") if isinstance(container, Mapping) else None
+        terminated = state.get("terminated") if isinstance(state, Mapping) else None
+        code = terminated.get("exitCode") if isinstance(terminated, Mapping) else None
         if isinstance(code, int) and not isinstance(code, bool) and code != 0:
             codes.add(code)
     return codes
@@ -102,6 +102,10 @@ def uses_resource(spec: Mapping[str, Any], resource: str) -> bool:
             if isinstance(amounts, Mapping) and resource in amounts and _non_zero(amounts[resource]):
                 return True
     return False
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _list(value: Any) -> list[Any]:

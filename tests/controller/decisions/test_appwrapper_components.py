@@ -13,7 +13,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from batchgate import keys
@@ -405,3 +405,51 @@ def test_building_keeps_user_settings_and_never_mutates_the_appwrapper(
         assert user_selector.items() <= selector.items() and info_selector.items() <= selector.items()
         assert built_template["spec"].get("tolerations", []) == user_tolerations + info_tolerations
         assert (required_terms(built_template["spec"]) is not None) == (gpus > 0)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["name", "path", "spec", "x"]),
+                                                                inner, max_size=3),
+    max_leaves=10,
+)
+
+
+def replace_at(obj: dict[str, Any], at: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    parent = get_at(obj, at[:-1])
+    if isinstance(parent, dict):
+        parent[at[-1]] = value
+    elif isinstance(parent, list) and isinstance(at[-1], int) and at[-1] < len(parent):
+        parent[at[-1]] = value
+    return obj
+
+
+@given(st.sampled_from([
+    ("spec", "components", 0, "template", "metadata"),
+    ("spec", "components", 0, "template", "metadata", "labels"),
+    ("spec", "components", 0, "template", "metadata", "ownerReferences"),
+    ("spec", "components", 0, "template", "spec"),
+    ("spec", "components", 0, "template", "spec", "template"),
+    ("spec", "components", 0, "template", "spec", "template", "spec", "affinity"),
+    ("spec", "components", 0, "template", "spec", "template", "spec", "tolerations"),
+    ("spec", "components", 0, "template", "spec", "template", "spec", "containers"),
+    ("spec", "components", 0, "podSets"),
+    ("spec", "components", 0, "podSetInfos"),
+    ("spec", "components", 0, "podSetInfos", 0),
+    ("spec", "components", 0, "podSetInfos", 0, "schedulingGates"),
+    ("spec", "components", 0),
+    ("status",),
+    ("status", "componentStatus"),
+]), json_values)
+@example(("status",), "text")
+@example(("spec", "components", 0, "podSetInfos", 0, "schedulingGates"), ["gate"])
+@settings(max_examples=400)
+def test_a_malformed_appwrapper_raises_only_component_errors(at: tuple[Any, ...], value: Any) -> None:
+    aw = an_appwrapper(a_job(), infos=[dict(MARKER)])
+    aw["status"] = {"componentStatus": component_status(aw)}
+    aw = replace_at(aw, at, value)
+    for build in (lambda: component_status(aw), lambda: build_component(aw, 0, EVICT)):
+        try:
+            build()
+        except ComponentError as exc:
+            assert exc.fatal and str(exc)

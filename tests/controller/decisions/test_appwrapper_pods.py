@@ -159,3 +159,23 @@ def test_counts_are_bounded_and_independent_of_order(pods: list[dict[str, Any]],
     shuffled = list(pods)
     rnd.shuffle(shuffled)
     assert count_pods(shuffled, flagged) == counts
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+pod_parts = st.fixed_dictionaries({}, optional={
+    "metadata": json_values | st.fixed_dictionaries({"name": json_values, "deletionTimestamp": json_values}),
+    "spec": json_values | st.fixed_dictionaries({"nodeName": st.just("n1") | json_values, "containers": json_values}),
+    "status": json_values | st.fixed_dictionaries({"phase": st.sampled_from(["Running", "Failed"]) | json_values,
+                                                   "containerStatuses": json_values}),
+})
+
+
+@given(st.lists(pod_parts, max_size=4), st.lists(pod_parts, max_size=3))
+def test_malformed_pods_and_nodes_are_counted_without_raising(pods: list[dict[str, Any]],
+                                                              nodes: list[dict[str, Any]]) -> None:
+    flagged = no_execute_nodes(nodes, EVICT)
+    assert count_pods(pods, flagged | {"n1"}).present == len(pods)
