@@ -16,6 +16,7 @@ from batchgate.clock import Clock
 from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, parse_policy
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.events import EventRecorder
+from controller.adapters.framework_objects import FrameworkObjectReconciler
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
 from controller.adapters.kube import RESOURCES, KubeClient
@@ -66,6 +67,7 @@ class Controller:
             TokenBucket(client.limiter.qps, client.limiter.burst, clock) if client.limiter is not None else None)
         self.recorder = EventRecorder(Writer(events_client, self.is_leader), clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
+        self.framework_objects = FrameworkObjectReconciler(client, self.store, self.writer, self.recorder)
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
@@ -80,6 +82,7 @@ class Controller:
         self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change,
                                        namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
                                        watch_timeout=options.watch_timeout))
+        self.informers += self.framework_objects.informers(self._on_change, options.namespace, options.watch_timeout)
         self.policy: Policy = DEFAULT_POLICY
         self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change, self._on_policy]
         self._stop = threading.Event()
@@ -140,7 +143,7 @@ class Controller:
         return all(i.synced.wait(timeout) for i in self.informers)
 
     def _on_change(self, change: Change) -> None:
-        for key in self.jobs.keys_for(change):
+        for key in self.jobs.keys_for(change) + self.framework_objects.keys_for(change):
             self.queue.add(key)
         for listener in self.change_listeners:
             listener(change)
@@ -169,7 +172,9 @@ class Controller:
                 continue
             try:
                 if self.is_leader():
-                    self.jobs.reconcile(key)  # type: ignore[arg-type]
+                    if key.kind in JOB_KINDS:  # type: ignore[attr-defined]
+                        self.jobs.reconcile(key)  # type: ignore[arg-type]
+                    self.framework_objects.reconcile(key)  # type: ignore[arg-type]
                     self.metrics.reconciles.labels(key.kind, "ok").inc()  # type: ignore[attr-defined]
                 self.queue.forget(key)
             except NotLeader:

@@ -14,7 +14,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchgate import keys
-from batchgate.policy import DEFAULT_POLICY
 from controller.decisions.framework_objects import (
     REASON_CONFLICT,
     Conflict,
@@ -22,25 +21,7 @@ from controller.decisions.framework_objects import (
     InvalidLayout,
     reconcile_framework_objects,
 )
-from webhook.rules.frameworks import apply_frameworks
-from webhook.rules.mutation import framework_settings
-from webhook.rules.review import GroupVersionKind
-
-JOB_KIND = GroupVersionKind("batch", "v1", "Job")
-
-
-def laid_out_job(name: str = "train", framework: str = "pytorch", completions: int = 3,
-                 uid: str = "uid-train") -> dict[str, Any]:
-    """A Job as stored after the gateway's workload phase: Indexed, layout on its pod template."""
-    job: dict[str, Any] = {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": "team-a", "uid": uid, "labels": {keys.FRAMEWORK_LABEL: framework}},
-        "spec": {"completions": completions,
-                 "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "t:1"}]}}},
-    }
-    outcome = apply_frameworks(job, JOB_KIND, "CREATE", framework_settings(DEFAULT_POLICY))
-    assert outcome.error is None, outcome.error
-    return job
+from tests.controller.builders import a_framework_job
 
 
 def owner_ref(uid: str, kind: str = "Job", name: str = "train") -> dict[str, Any]:
@@ -82,34 +63,34 @@ def without_framework_label(job: dict[str, Any]) -> dict[str, Any]:
 
 
 CASES = [
-    pytest.param(laid_out_job(), {}, [("create", "Service", "train")],
+    pytest.param(a_framework_job(), {}, [("create", "Service", "train")],
                  id="a new pytorch Job gets its headless Service"),
-    pytest.param(laid_out_job("mpi", "mpi"), {}, [("create", "Service", "mpi"), ("create", "ConfigMap", "mpi-hostfile")],
+    pytest.param(a_framework_job("mpi", "mpi"), {}, [("create", "Service", "mpi"), ("create", "ConfigMap", "mpi-hostfile")],
                  id="a new MPI Job gets its Service and its hostfile ConfigMap"),
-    pytest.param(laid_out_job("tf", "tensorflow", 2), {}, [("create", "Service", "tf")],
+    pytest.param(a_framework_job("tf", "tensorflow", 2), {}, [("create", "Service", "tf")],
                  id="a tensorflow Job gets a Service and no hostfile"),
-    pytest.param(laid_out_job(), {("Service", "train"): existing_object("Service", "train", "uid-train")}, [],
+    pytest.param(a_framework_job(), {("Service", "train"): existing_object("Service", "train", "uid-train")}, [],
                  id="a Service the Job already owns is left as it is"),
-    pytest.param(laid_out_job("mpi", "mpi", uid="uid-mpi"),
+    pytest.param(a_framework_job("mpi", "mpi", uid="uid-mpi"),
                  {("Service", "mpi"): existing_object("Service", "mpi", "uid-mpi")},
                  [("create", "ConfigMap", "mpi-hostfile")],
                  id="a deleted hostfile is made again while the Service stays"),
-    pytest.param(laid_out_job(), {("Service", "train"): existing_object("Service", "train", None)},
+    pytest.param(a_framework_job(), {("Service", "train"): existing_object("Service", "train", None)},
                  [("warn", "Service", "train")],
                  id="a user's own Service of that name is not overwritten but warned about"),
-    pytest.param(laid_out_job(), {("Service", "train"): existing_object("Service", "train", "uid-of-an-older-train")},
+    pytest.param(a_framework_job(), {("Service", "train"): existing_object("Service", "train", "uid-of-an-older-train")},
                  [("warn", "Service", "train")],
                  id="a Service owned by an earlier Job of the same name is not taken over"),
-    pytest.param(laid_out_job(), {("ConfigMap", "train"): existing_object("ConfigMap", "train", None)},
+    pytest.param(a_framework_job(), {("ConfigMap", "train"): existing_object("ConfigMap", "train", None)},
                  [("create", "Service", "train")],
                  id="an object of another kind with the same name is no conflict"),
-    pytest.param(with_owner(laid_out_job(), "AppWrapper"), {}, [],
+    pytest.param(with_owner(a_framework_job(), "AppWrapper"), {}, [],
                  id="a Job an AppWrapper owns gets nothing: its Service is an AppWrapper component"),
-    pytest.param(with_owner(laid_out_job(), "JobSet"), {}, [],
+    pytest.param(with_owner(a_framework_job(), "JobSet"), {}, [],
                  id="a Job another controller owns gets nothing"),
-    pytest.param(deleting(laid_out_job()), {}, [],
+    pytest.param(deleting(a_framework_job()), {}, [],
                  id="a Job being deleted gets nothing new"),
-    pytest.param(without_framework_label(laid_out_job()), {}, [],
+    pytest.param(without_framework_label(a_framework_job()), {}, [],
                  id="a Job without the framework label gets nothing even with a layout"),
     pytest.param({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "plain", "uid": "u"},
                   "spec": {"template": {"spec": {}}}}, {}, [],
@@ -123,7 +104,7 @@ def test_framework_objects_for_a_job(job: dict[str, Any], existing: dict[Any, An
 
 
 def test_the_service_is_owned_by_the_job_and_selects_its_pods() -> None:
-    job = laid_out_job()
+    job = a_framework_job()
     (action,) = reconcile_framework_objects(job, {})
     assert isinstance(action, CreateObject) and action.reason == "CreatedService"
     service = action.obj
@@ -139,20 +120,20 @@ def test_the_service_is_owned_by_the_job_and_selects_its_pods() -> None:
 
 
 def test_the_mpi_hostfile_lists_the_workers_with_their_slots() -> None:
-    actions = reconcile_framework_objects(laid_out_job("mpi", "mpi", 3), {})
+    actions = reconcile_framework_objects(a_framework_job("mpi", "mpi", 3), {})
     hostfile = next(a.obj for a in actions if isinstance(a, CreateObject) and a.obj["kind"] == "ConfigMap")
     assert hostfile["data"] == {"hostfile": "mpi-1.mpi slots=1\nmpi-2.mpi slots=1\n"}
     assert hostfile["metadata"]["labels"] == {keys.FRAMEWORK_LABEL: "mpi"}
 
 
 def test_a_conflict_is_a_warning_naming_the_object() -> None:
-    (action,) = reconcile_framework_objects(laid_out_job(), {("Service", "train"): existing_object("Service", "train", None)})
+    (action,) = reconcile_framework_objects(a_framework_job(), {("Service", "train"): existing_object("Service", "train", None)})
     assert isinstance(action, Conflict) and action.reason == REASON_CONFLICT
     assert action.message.startswith("Service train exists and is not owned by this Job")
 
 
 def test_a_malformed_layout_is_reported_not_guessed() -> None:
-    job = laid_out_job()
+    job = a_framework_job()
     job["spec"]["template"]["metadata"]["annotations"][keys.FRAMEWORK_LAYOUT_ANNOTATION] = "{not json"
     (action,) = reconcile_framework_objects(job, {})
     assert isinstance(action, InvalidLayout)
@@ -164,7 +145,7 @@ def test_a_malformed_layout_is_reported_not_guessed() -> None:
        foreign=st.sets(st.sampled_from([("Service", "mpi"), ("ConfigMap", "mpi-hostfile")])))
 def test_each_wanted_object_gets_exactly_one_verdict_and_owned_ones_none(present: set[Any], foreign: set[Any]) -> None:
     """Whatever exists: a missing object is created, a foreign one warned about, an owned one left."""
-    job = laid_out_job("mpi", "mpi", uid="uid-mpi")
+    job = a_framework_job("mpi", "mpi", uid="uid-mpi")
     existing = {key: existing_object(key[0], key[1], None if key in foreign else "uid-mpi") for key in present}
     before = copy.deepcopy(existing)
     verdicts = summary(reconcile_framework_objects(job, existing))
