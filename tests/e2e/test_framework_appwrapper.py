@@ -155,6 +155,19 @@ def test_an_indexed_pytorch_job_gets_its_service_from_the_controller_selecting_i
     assert "CreatedService" in events
 
 
+def test_an_indexed_mpi_job_gets_its_hostfile_from_the_controller(kubectl: Kubectl, controller: Controller) -> None:
+    top = job("allreduce", 3)
+    top["metadata"].update(namespace=NAMESPACE, labels={keys.FRAMEWORK_LABEL: "mpi"})
+    submit(kubectl, top)
+    hostfile = eventually(lambda: jsonpath(kubectl, "{.data.hostfile}", "configmap", "allreduce-hostfile"),
+                          what="the controller-made hostfile")
+    assert hostfile == "allreduce-1.allreduce slots=1\nallreduce-2.allreduce slots=1\n"
+    assert owner_of(get_json(kubectl, "configmap", "allreduce-hostfile")) == ("Job", "allreduce")
+    envs = pods_env(kubectl, f"{keys.JOB_NAME_LABEL}=allreduce", 3)
+    assert {e["OMPI_MCA_orte_default_hostfile"] for e in envs.values()} == {"/etc/mpi/hostfile"}
+    assert endpoint_hosts(kubectl, "allreduce", 3) == ["allreduce-0", "allreduce-1", "allreduce-2"]
+
+
 @AWAITS_APPWRAPPER_CONTROLLER
 def test_a_pytorch_appwrapper_around_a_job_runs_with_master_world_size_and_ranks(
         kubectl: Kubectl, controller: Controller) -> None:
