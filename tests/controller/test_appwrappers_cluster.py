@@ -202,3 +202,34 @@ def test_a_component_that_cannot_be_created_fails_the_appwrapper_at_once(
                what="the component created before the failure to be deleted")
     eventually(lambda: status_of(live_client.get(AW, "broken", ns), keys.COND_RESOURCES_DEPLOYED) == "False",
                what="ResourcesDeployed False once the failed AppWrapper's components are gone")
+
+
+def a_pod_appwrapper(ns: str, name: str, *, grace: str) -> dict[str, Any]:
+    """An unqueued AppWrapper wrapping one bare Pod that takes 300 s to stop politely."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-pod",
+                                                          "annotations": {BEHAVIOR: json.dumps({"startAfter": "0s"})}},
+           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 300, "containers": [
+               {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": ns, "annotations": {keys.FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION: grace}},
+            "spec": {"components": [{"template": pod}]}}
+
+
+@pytest.mark.parametrize("grace", [
+    pytest.param("0s", id="past the forceful deletion grace period a pod its silent kubelet never stops is force-deleted"),
+])
+def test_pods_that_never_stop_are_force_deleted_after_the_grace_period(
+        live_client: KubeClient, controller: Controller, team: dict[str, str], grace: str) -> None:
+    ns = team["ns"]
+    live_client.create(AW, a_pod_appwrapper(ns, "stubborn", grace=grace))
+    pod = eventually(lambda: (p := get(live_client, PODS, "stubborn-pod", ns)) and p.get("status", {}).get("phase") == "Running" and p,
+                     timeout=30, what="its pod running")
+    node = pod["spec"]["nodeName"]
+    try:  # its kubelet stops answering: a polite deletion would leave the pod Terminating for 300 s
+        live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": "unreachable"}}})
+        live_client.delete(AW, "stubborn", ns)
+        eventually(lambda: get(live_client, AW, "stubborn", ns) is None, timeout=15,
+                   what=lambda: f"the AppWrapper to go; pod {(get(live_client, PODS, 'stubborn-pod', ns) or {}).get('metadata')}")
+        assert get(live_client, PODS, "stubborn-pod", ns) is None
+    finally:
+        live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": None}}})
