@@ -29,8 +29,6 @@ from tests.controller.cluster import eventually
 from tests.e2e.stack import NAMESPACE, Kubectl, Stack, pods_env, submit
 
 pytestmark = pytest.mark.timeout(180)
-AWAITS_APPWRAPPER_CONTROLLER = pytest.mark.xfail(run=False, reason="the AppWrapper controller (branch aw-controller) "
-                                                                   "has not landed: nothing creates the components")
 BEHAVIOR = "localcluster.batchgate.dev/behavior"
 RUNNING = {BEHAVIOR: json.dumps({"runFor": "600s"})}  # 30 s at the stack's speed: running while we look
 REQUESTS = {"requests": {"cpu": "100m", "memory": "64Mi"}}
@@ -168,7 +166,6 @@ def test_an_indexed_mpi_job_gets_its_hostfile_from_the_controller(kubectl: Kubec
     assert endpoint_hosts(kubectl, "allreduce", 3) == ["allreduce-0", "allreduce-1", "allreduce-2"]
 
 
-@AWAITS_APPWRAPPER_CONTROLLER
 def test_a_pytorch_appwrapper_around_a_job_runs_with_master_world_size_and_ranks(
         kubectl: Kubectl, controller: Controller) -> None:
     envs = run_appwrapper(kubectl, appwrapper("pt", "pytorch", job("pt-train", 3)), 3)
@@ -180,7 +177,6 @@ def test_a_pytorch_appwrapper_around_a_job_runs_with_master_world_size_and_ranks
     assert endpoint_hosts(kubectl, "pt", 3) == ["pt-train-0", "pt-train-1", "pt-train-2"]
 
 
-@AWAITS_APPWRAPPER_CONTROLLER
 def test_a_pytorch_appwrapper_around_a_pytorchjob_keeps_the_operators_env_and_gets_batchgates_names(
         kubectl: Kubectl, controller: Controller) -> None:
     envs = run_appwrapper(kubectl, appwrapper("ptj", "pytorch", pytorchjob("ptj", 2, "2")), 3)
@@ -202,7 +198,6 @@ def test_a_pytorch_appwrapper_around_a_pytorchjob_keeps_the_operators_env_and_ge
     assert endpoint_hosts(kubectl, "ptj", 3) == ["ptj-master-0", "ptj-worker-0", "ptj-worker-1"]
 
 
-@AWAITS_APPWRAPPER_CONTROLLER
 def test_a_tensorflow_appwrapper_with_ps_and_workers_gets_tf_config(kubectl: Kubectl, controller: Controller) -> None:
     envs = run_appwrapper(kubectl, appwrapper("tf", "tensorflow", job("tf-ps", 1, "ps"), job("tf-worker", 2, "worker")), 3)
     cluster = {"ps": ["tf-ps-0.tf:2222"], "worker": ["tf-worker-0.tf:2222", "tf-worker-1.tf:2222"]}
@@ -213,7 +208,6 @@ def test_a_tensorflow_appwrapper_with_ps_and_workers_gets_tf_config(kubectl: Kub
     }
 
 
-@AWAITS_APPWRAPPER_CONTROLLER
 def test_an_mpi_appwrapper_gets_its_hostfile_component_the_mount_and_a_waiting_launcher(
         kubectl: Kubectl, controller: Controller) -> None:
     aw = appwrapper("mpi", "mpi", job("mpi-launcher", 1, "master"), job("mpi-worker", 2, "worker"))
