@@ -207,7 +207,7 @@ def place(pods: Sequence[PodInfo], nodes: Sequence[Node], groups: Mapping[GroupK
     for pod in pods:
         if pod.group:
             members[(pod.namespace, pod.group)] += 1
-            if pod.holds_resources:
+            if pod.holds_resources or pod.phase == "Succeeded":  # a member that ran to completion was placed
                 bound[(pod.namespace, pod.group)] += 1
     pending = [p for p in pods if p.needs_placement(scheduler_name)]
     decisions: list[Decision] = []
@@ -245,6 +245,9 @@ def _place_gang(capacity: _Capacity, pods: Sequence[PodInfo], need: int, group: 
         return [*placed, *(Unschedulable((pod, ), message, group) for pod, message in failed)]
     for node, free in undo.items():
         capacity.restore(node, free)
+    if not failed:
+        return [Unschedulable(tuple(pods), f"PodGroup {group} needs {need} pods placed at once; "
+                                           f"pods waiting for a node: {len(pods)}.", group)]
     message = failed[0][1]
     if group and len(pods) > 1:
         message = f"{message} PodGroup {group} needs {need} pods placed at once; only {len(placed)} fit."

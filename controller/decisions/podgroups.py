@@ -4,7 +4,7 @@ The gateway labels the pod templates of a top-level workload `scheduling.x-k8s.i
 <workload name>` (DESIGN 6.1.4); the controller then makes that PodGroup, owned by the workload,
 with `minMember` = the workload's pods carrying the label and the policy's gang timeout. A
 PodGroup of that name the user wrote (MLBatch's job-with-podgroup sample wraps one) is theirs:
-never replaced or resized.
+never replaced or resized, and an AppWrapper wrapping its own PodGroup gets none from us.
 
 Status follows scheduler-plugins' PodGroup controller (research/gang-frameworks.md 1.1): "" ->
 Pending; Pending -> Scheduling once the group has minMember pods (occupiedBy from the first
@@ -83,7 +83,7 @@ def desired_podgroup(job: Mapping[str, Any], kind: JobKind, timeout: _dt.timedel
     name = meta.get("name") or ""
     members = sum(s.count for s in pod_sets(job, kind)
                   if ((s.template.get("metadata") or {}).get("labels") or {}).get(keys.POD_GROUP_LABEL) == name)
-    if not name or members == 0:
+    if not name or members == 0 or _wraps_podgroup(job, name):
         return None
     return {
         "apiVersion": keys.PODGROUP_API_VERSION, "kind": "PodGroup",
@@ -92,6 +92,16 @@ def desired_podgroup(job: Mapping[str, Any], kind: JobKind, timeout: _dt.timedel
             "controller": True, "blockOwnerDeletion": True}]},
         "spec": {"minMember": members, "scheduleTimeoutSeconds": int(timeout.total_seconds())},
     }
+
+
+def _wraps_podgroup(job: Mapping[str, Any], name: str) -> bool:
+    """An AppWrapper that carries the PodGroup itself (MLBatch's job-with-podgroup): its own controller makes it."""
+    for component in (job.get("spec") or {}).get("components") or []:
+        template = component.get("template") if isinstance(component, Mapping) else None
+        if isinstance(template, Mapping) and template.get("kind") == "PodGroup" \
+                and (template.get("metadata") or {}).get("name") == name:
+            return True
+    return False
 
 
 def owned_by(podgroup: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
@@ -123,11 +133,12 @@ def decide_status(group: PodGroupInfo, pods: Sequence[PodInfo], now: _dt.datetim
     status: dict[str, Any] = {}
     if group.phase == "":
         status["phase"] = PENDING
-    elif group.phase == PENDING and len(pods) >= group.min_member:
-        status.update(phase=SCHEDULING, scheduleStartTime=format_time(now))
-        owners = sorted({p.owner for p in pods if p.owner})
-        if owners:
-            status["occupiedBy"] = ",".join(owners)
+    elif group.phase == PENDING:
+        if len(pods) >= group.min_member:
+            status.update(phase=SCHEDULING, scheduleStartTime=format_time(now))
+            owners = sorted({p.owner for p in pods if p.owner})
+            if owners:
+                status["occupiedBy"] = ",".join(owners)
     else:
         running = sum(p.phase == "Running" for p in pods)
         succeeded = sum(p.phase == "Succeeded" for p in pods)
