@@ -66,6 +66,17 @@ def ns(client: KubeClient, controller: Controller) -> str:
     return name
 
 
+@pytest.fixture
+def idle(client: KubeClient, ns: str) -> str:
+    """No pod of an earlier test holds a node any more (tests may run in any order)."""
+    def quiet() -> bool:
+        items = client.list(PODS).get("items") or []
+        return all(p["status"].get("phase") in ("Succeeded", "Failed") for p in items if p["spec"].get("nodeName"))
+
+    eventually(quiet, timeout=30, what="earlier tests' pods to finish")
+    return ns
+
+
 def a_job(ns: str, name: str, *, pods: int, gpus: int, run_for: str = "2s", group: str | None = None,
           scheduler: str = SCHEDULER) -> dict[str, Any]:
     """A Job as the gateway leaves it: the policy's scheduler and the pod-group label on its template."""
@@ -104,35 +115,47 @@ def events(client: KubeClient, ns: str, reason: str) -> list[dict[str, Any]]:
     return [e for e in client.list(EVENTS, ns).get("items") or [] if e.get("reason") == reason]
 
 
+def phases_until_finished(client: KubeClient, ns: str, name: str, since: str) -> list[str]:
+    """Every phase the PodGroup's status went through, read from a watch that starts before it exists."""
+    seen: list[str] = []
+    stream = client.watch(PODGROUPS, ns, since, timeout_seconds=30)
+    try:
+        for event in stream:
+            obj = event.get("object") or {}
+            if (obj.get("metadata") or {}).get("name") != name:
+                continue
+            current = (obj.get("status") or {}).get("phase") or ""
+            if current and (not seen or seen[-1] != current):
+                seen.append(current)
+            if current in ("Finished", "Failed"):
+                break
+    finally:
+        stream.close()
+    return seen
+
+
 def test_a_job_naming_batchgate_scheduler_gets_its_podgroup_and_is_bound_all_at_once_packed(
-        client: KubeClient, ns: str) -> None:
-    client.create(JOBS, a_job(ns, "train", pods=3, gpus=4, run_for="3s"))
-    group = eventually(lambda: podgroup(client, ns, "train"), what="the PodGroup")
-    assert group["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 300}
+        client: KubeClient, idle: str) -> None:
+    ns = idle
+    since = client.list(PODGROUPS, ns)["metadata"]["resourceVersion"]
+    client.create(JOBS, a_job(ns, "train", pods=3, gpus=4, run_for="2s"))
+    assert phases_until_finished(client, ns, "train", since) == ["Pending", "Scheduling", "Running", "Finished"]
+    group = podgroup(client, ns, "train")
+    assert group is not None and group["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 300}
     owner = group["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("Job", "train", True)
-    seen: list[str] = []
-
-    def running() -> bool:
-        current = phase(client, ns, "train")
-        if not seen or seen[-1] != current:
-            seen.append(current)
-        return current == "Running"
-
-    eventually(running, timeout=20, interval=0.02, what=lambda: f"Running (phases seen {seen})")
+    assert (group["status"]["succeeded"], group["status"]["running"], group["status"]["failed"]) == (3, 0, 0)
+    assert group["status"]["occupiedBy"] == f"{ns}/train"
     # Four GPUs each on 8-GPU nodes: packing fills gpu-0 before using gpu-1, gpu-2 stays empty.
     assert bound(pods_of(client, ns, "train")) == ["gpu-0", "gpu-0", "gpu-1"]
-    assert "Scheduling" in seen
     scheduled = events(client, ns, "Scheduled")
-    assert any(e["message"].startswith(f"Successfully assigned {ns}/train-") for e in scheduled)
-    eventually(lambda: phase(client, ns, "train") == "Finished", timeout=20, what="Finished")
-    status = podgroup(client, ns, "train")["status"]  # type: ignore[index]
-    assert (status["succeeded"], status["running"], status["failed"]) == (3, 0, 0)
-    assert status["occupiedBy"] == f"{ns}/train"
+    assert sorted(e["message"] for e in scheduled)[0].startswith(f"Successfully assigned {ns}/train-")
+    assert len(scheduled) == 3
 
 
 def test_a_gang_that_does_not_fit_stays_entirely_pending_and_is_placed_once_capacity_frees(
-        client: KubeClient, ns: str) -> None:
+        client: KubeClient, idle: str) -> None:
+    ns = idle
     client.create(JOBS, a_job(ns, "big", pods=3, gpus=6, run_for="4s"))
     eventually(lambda: len(bound(pods_of(client, ns, "big"))) == 3, timeout=20, what="the first gang bound")
     # Each node has 2 GPUs left: a gang of two 4-GPU pods fits nowhere until `big` finishes.
