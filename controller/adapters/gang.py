@@ -58,7 +58,6 @@ class GangScheduler:
         self._parsed: dict[tuple[str, str, str], PodInfo | FieldError] = {}
         self._told: dict[str, str] = {}  # pod uid -> the FailedScheduling message last written
         self._thread: threading.Thread | None = None
-        self.binds = 0
 
     # --- triggers -----------------------------------------------------------------------------
 
@@ -261,7 +260,6 @@ class GangScheduler:
         bound = {**raw, "spec": {**(raw.get("spec") or {}), "nodeName": decision.node}}
         self.store.assume("Pod", bound)
         self._told.pop(pod.uid, None)
-        self.binds += 1
         self.recorder.normal(raw, "Scheduled", decision.message)
 
     def _reread(self, pod: PodInfo) -> None:
