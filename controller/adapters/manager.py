@@ -17,6 +17,7 @@ from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, pa
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.appwrappers import AppWrapperReconciler
 from controller.adapters.events import EventRecorder
+from controller.adapters.framework_objects import FrameworkObjectReconciler
 from controller.adapters.gang import GangScheduler
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
@@ -70,6 +71,7 @@ class Controller:
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
         self.appwrappers = AppWrapperReconciler(self.store, self.writer, self.recorder, clock, client, self.queue,
                                                 lambda: self.policy, self.metrics)
+        self.framework_objects = FrameworkObjectReconciler(client, self.store, self.writer, self.recorder)
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
@@ -94,6 +96,7 @@ class Controller:
         self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change,
                                        namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
                                        watch_timeout=options.watch_timeout))
+        self.informers += self.framework_objects.informers(self._on_change, options.namespace, options.watch_timeout)
         self.policy: Policy = DEFAULT_POLICY
         self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change, self._on_policy,
                                                                 self.gang.on_change]
@@ -157,7 +160,8 @@ class Controller:
         return all(i.synced.wait(timeout) for i in self.informers)
 
     def _on_change(self, change: Change) -> None:
-        for key in {*self.jobs.keys_for(change), *self.appwrappers.keys_for(change)}:
+        for key in dict.fromkeys([*self.jobs.keys_for(change), *self.appwrappers.keys_for(change),
+                                  *self.framework_objects.keys_for(change)]):
             self.queue.add(key)
         for listener in self.change_listeners:
             listener(change)
@@ -187,9 +191,11 @@ class Controller:
                 continue
             try:
                 if self.is_leader():
-                    self.jobs.reconcile(key)  # type: ignore[arg-type]
+                    if key.kind in JOB_KINDS:  # type: ignore[attr-defined]
+                        self.jobs.reconcile(key)  # type: ignore[arg-type]
                     if key.kind == "AppWrapper":  # type: ignore[attr-defined]
                         self.appwrappers.reconcile(key)  # type: ignore[arg-type]
+                    self.framework_objects.reconcile(key)  # type: ignore[arg-type]
                     self.metrics.reconciles.labels(key.kind, "ok").inc()  # type: ignore[attr-defined]
                 self.queue.forget(key)
             except NotLeader:

@@ -164,3 +164,72 @@ def test_deleting_a_running_appwrapper_removes_its_children_then_its_finalizer(
                what=lambda: f"the AppWrapper to go, phase {phase(live_client, ns, 'doomed')!r}")
     assert get(live_client, JOBS, "doomed-job", ns) is None
     eventually(lambda: not labelled_pods(live_client, ns, "doomed"), what="its pods to be gone")
+
+
+def unqueued(aw: dict[str, Any]) -> dict[str, Any]:
+    """The same AppWrapper outside Kueue: no queue label, not suspended (it deploys at once)."""
+    aw["metadata"]["labels"] = {}
+    aw["spec"]["suspend"] = False
+    return aw
+
+
+@pytest.mark.parametrize("component, message", [
+    pytest.param({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "lws"},
+                  "spec": {}},
+                 'no matches for kind "LeaderWorkerSet" in version "leaderworkerset.x-k8s.io/v1"',
+                 id="a kind the cluster does not serve"),
+    pytest.param({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "taken"}, "data": {}},
+                 "resource taken exists, but is not controlled by appwrapper",
+                 id="a name taken by an object it does not own"),
+])
+def test_a_component_that_cannot_be_created_fails_the_appwrapper_at_once(
+        live_client: KubeClient, controller: Controller, team: dict[str, str], component: dict[str, Any],
+        message: str) -> None:
+    ns = team["ns"]
+    live_client.create(RESOURCES["ConfigMap"], {"apiVersion": "v1", "kind": "ConfigMap",
+                                                "metadata": {"name": "taken", "namespace": ns}})
+    aw = unqueued(an_appwrapper(ns, "broken"))
+    aw["spec"]["components"].append({"template": component})
+    live_client.create(AW, aw)
+    eventually(lambda: phase(live_client, ns, "broken") == keys.PHASE_FAILED, timeout=30,
+               what=lambda: f"Failed, got {phase(live_client, ns, 'broken')!r}")
+    failed = live_client.get(AW, "broken", ns)
+    (unhealthy,) = [c for c in failed["status"]["conditions"] if c["type"] == keys.COND_UNHEALTHY]
+    assert (unhealthy["status"], unhealthy["reason"]) == ("True", keys.REASON_CREATE_FAILED)
+    assert message in unhealthy["message"]
+    assert failed["status"].get("resettingCount", 0) == 0, "a fatal error is not retried"
+    eventually(lambda: get(live_client, JOBS, "broken-job", ns) is None, timeout=20,
+               what="the component created before the failure to be deleted")
+    eventually(lambda: status_of(live_client.get(AW, "broken", ns), keys.COND_RESOURCES_DEPLOYED) == "False",
+               what="ResourcesDeployed False once the failed AppWrapper's components are gone")
+
+
+def a_pod_appwrapper(ns: str, name: str, *, grace: str) -> dict[str, Any]:
+    """An unqueued AppWrapper wrapping one bare Pod that takes 300 s to stop politely."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-pod",
+                                                          "annotations": {BEHAVIOR: json.dumps({"startAfter": "0s"})}},
+           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 300, "containers": [
+               {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": ns, "annotations": {keys.FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION: grace}},
+            "spec": {"components": [{"template": pod}]}}
+
+
+@pytest.mark.parametrize("grace", [
+    pytest.param("0s", id="past the forceful deletion grace period a pod its silent kubelet never stops is force-deleted"),
+])
+def test_pods_that_never_stop_are_force_deleted_after_the_grace_period(
+        live_client: KubeClient, controller: Controller, team: dict[str, str], grace: str) -> None:
+    ns = team["ns"]
+    live_client.create(AW, a_pod_appwrapper(ns, "stubborn", grace=grace))
+    pod = eventually(lambda: (p := get(live_client, PODS, "stubborn-pod", ns)) and p.get("status", {}).get("phase") == "Running" and p,
+                     timeout=30, what="its pod running")
+    node = pod["spec"]["nodeName"]
+    try:  # its kubelet stops answering: a polite deletion would leave the pod Terminating for 300 s
+        live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": "unreachable"}}})
+        live_client.delete(AW, "stubborn", ns)
+        eventually(lambda: get(live_client, AW, "stubborn", ns) is None, timeout=15,
+                   what=lambda: f"the AppWrapper to go; pod {(get(live_client, PODS, 'stubborn-pod', ns) or {}).get('metadata')}")
+        assert get(live_client, PODS, "stubborn-pod", ns) is None
+    finally:
+        live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": None}}})
