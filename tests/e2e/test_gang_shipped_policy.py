@@ -5,7 +5,8 @@ controller to bind it. We test these aspects: a queued Job alice applies with ku
 admitted by quota, gets the scheduler name and pod-group label from the gateway and its
 PodGroup from the controller, and all its pods are bound by the controller (GPU packing) and
 run to completion, the PodGroup ending Finished; a second gang too big for what is left stays
-wholly Pending with kube-scheduler's FailedScheduling wording until the first one is done.
+wholly Pending with kube-scheduler's FailedScheduling wording until the first one is done; MLBatch's
+AppWrapper samples, with and without their own PodGroup, are gang-bound too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from batchgate import keys
 from batchgate.clock import SystemClock
 from controller.adapters.kube import KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
+from tests.controller.builders import corpus_dir
 from tests.e2e.stack import NAMESPACE, ROOT, Kubectl, Stack, running_stack, submit
 
 pytestmark = pytest.mark.timeout(180)
@@ -118,11 +120,15 @@ def test_a_second_gang_waits_whole_until_the_first_is_done(shipped: Stack, contr
     submit(kubectl, a_job("first", pods=2, gpus=6, run_for="60s"))
     wait(lambda: len([p for p in pods_of(kubectl, "first") if p["spec"].get("nodeName")]) == 2, 60, "first bound")
     submit(kubectl, a_job("second", pods=2, gpus=4, run_for="20s"))
-    message = wait(lambda: next((c.get("message") for p in pods_of(kubectl, "second")
-                                 for c in p["status"].get("conditions") or []
-                                 if c["type"] == "PodScheduled" and c["status"] == "False"), None), 60,
-                   "second's pods marked Unschedulable")
-    assert message.startswith("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+
+    def unschedulable() -> list[str]:
+        return [c.get("message") or "" for p in pods_of(kubectl, "second") for c in p["status"].get("conditions") or []
+                if c["type"] == "PodScheduled" and c["status"] == "False"]
+
+    # While the Job controller has made one pod of two, the gang waits for its sibling; then for room.
+    wait(lambda: len(unschedulable()) == 2 and all(m.startswith("0/2 nodes are available: 2 Insufficient "
+                                                                "nvidia.com/gpu.") for m in unschedulable()),
+         60, "both of second's pods marked Unschedulable for want of GPUs")
     counts = []
     while True:
         counts.append(len([p for p in pods_of(kubectl, "second") if p["spec"].get("nodeName")]))
@@ -132,3 +138,31 @@ def test_a_second_gang_waits_whole_until_the_first_is_done(shipped: Stack, contr
     assert counts[-1] == 2 and set(counts) <= {0, 2}, counts
     assert podgroup_phase(kubectl, "first") in ("Running", "Finished")
 
+
+
+@pytest.mark.parametrize(("sample", "min_member", "ours"), [
+    pytest.param("mlbatch/job-with-podgroup.yaml", 2, False,
+                 id="MLBatch's AppWrapper carrying its own PodGroup is gang-bound by that PodGroup, left as written"),
+    pytest.param("mlbatch/job.yaml", 1, True,
+                 id="an AppWrapper without a PodGroup gets one from the controller, sized by its podSets"),
+])
+def test_mlbatch_appwrappers_under_the_shipped_policy_are_gang_bound(shipped: Stack, controller: Controller,
+                                                                     sample: str, min_member: int, ours: bool) -> None:
+    kubectl = shipped.kubectl
+    aw = yaml.safe_load((corpus_dir() / sample).read_text())
+    aw["metadata"]["namespace"] = NAMESPACE
+    submit(kubectl, aw)
+    try:
+        selector = f"{keys.APPWRAPPER_LABEL}=sample-job"
+        wait(lambda: len([p for p in get_json(kubectl, "pods", "-l", selector)["items"]
+                          if p["spec"].get("nodeName")]) == min_member, 60, f"{min_member} AppWrapper pods bound")
+        group = json.loads(kubectl("get", "podgroups.scheduling.x-k8s.io", "sample-job", "-n", NAMESPACE,
+                                   "-o", "json").stdout)
+        assert group["spec"]["minMember"] == min_member
+        assert ("scheduleTimeoutSeconds" in group["spec"]) == ours  # ours carries the policy's gangTimeout
+        assert group["metadata"]["ownerReferences"][0]["kind"] == "AppWrapper"
+        wait(lambda: podgroup_phase(kubectl, "sample-job") == "Running", 60, "the PodGroup Running")
+    finally:
+        kubectl("delete", "appwrapper", "sample-job", "-n", NAMESPACE, "--wait=true", "--timeout=60s", check=False)
+        wait(lambda: not get_json(kubectl, "pods", "-l", f"{keys.APPWRAPPER_LABEL}=sample-job")["items"]
+             and podgroup_phase(kubectl, "sample-job") == "", 60, "the AppWrapper's pods and PodGroup gone")
