@@ -141,7 +141,7 @@ def phases_until_finished(client: KubeClient, ns: str, name: str, since: str) ->
 
 
 def test_a_job_naming_batchgate_scheduler_gets_its_podgroup_and_is_bound_all_at_once_packed(
-        client: KubeClient, idle: str) -> None:
+        client: KubeClient, idle: str, controller: Controller) -> None:
     ns = idle
     since = client.list(PODGROUPS, ns)["metadata"]["resourceVersion"]
     client.create(JOBS, a_job(ns, "train", pods=3, gpus=4, run_for="2s"))
@@ -157,6 +157,7 @@ def test_a_job_naming_batchgate_scheduler_gets_its_podgroup_and_is_bound_all_at_
     scheduled = events(client, ns, "Scheduled")
     assert sorted(e["message"] for e in scheduled)[0].startswith(f"Successfully assigned {ns}/train-")
     assert len(scheduled) == 3
+    assert "batchgate_gang_placement_duration_seconds_count" in controller.metrics.exposition().decode()
 
 
 def test_a_gang_that_does_not_fit_stays_entirely_pending_and_is_placed_once_capacity_frees(
@@ -225,3 +226,6 @@ def test_a_bind_refused_because_the_pod_was_bound_meanwhile_is_read_again_not_re
     assert client.get(PODS, "raced", ns)["spec"]["nodeName"] == "gpu-2"
     assert store.get("Pod", ns, "raced")["spec"]["nodeName"] == "gpu-2"  # type: ignore[index]
     assert not [e for e in events(client, ns, "Scheduled") if e["involvedObject"]["name"] == "raced"]
+    text = scheduler.metrics.exposition().decode()
+    assert 'batchgate_pod_bindings_total{outcome="refused"} 1.0' in text
+    assert 'batchgate_pod_bindings_total{outcome="bound"}' not in text
