@@ -54,6 +54,7 @@ PODS = RESOURCES["Pod"]
 # Phases where nothing is deployed yet, so the components need no look.
 _NOTHING_DEPLOYED = (keys.PHASE_EMPTY, keys.PHASE_SUSPENDED, keys.PHASE_RESUMING)
 _FINALIZER_ATTEMPTS = 5
+_WAIT_FOR_SYNC = _dt.timedelta(milliseconds=200)
 # Component kinds the manager's informers already keep in the store (assumed right after creation).
 _CACHED = {kind: RESOURCES[kind] for kind in JOB_KINDS if kind != "AppWrapper"}
 
@@ -61,9 +62,10 @@ _CACHED = {kind: RESOURCES[kind] for kind in JOB_KINDS if kind != "AppWrapper"}
 class AppWrapperReconciler:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
                  client: KubeClient, queue: WorkQueue, policy: Callable[[], Policy],
-                 metrics: ControllerMetrics) -> None:
+                 metrics: ControllerMetrics, synced: Callable[[], bool] = lambda: True) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
         self.client, self.queue, self.policy, self.metrics = client, queue, policy, metrics
+        self.synced = synced
         self.resolver = ResourceResolver(client)
 
     @staticmethod
@@ -83,6 +85,10 @@ class AppWrapperReconciler:
         return []
 
     def reconcile(self, key: ObjectKey) -> None:
+        if not self.synced():
+            # A cache still listing would show a running AppWrapper without its pods or Jobs.
+            self.queue.add_after(key, _WAIT_FOR_SYNC.total_seconds())
+            return
         aw = self.store.get("AppWrapper", key.namespace, key.name)
         if aw is None or not managed_here(aw):
             return

@@ -70,7 +70,7 @@ class Controller:
         self.recorder = EventRecorder(Writer(events_client, self.is_leader), clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
         self.appwrappers = AppWrapperReconciler(self.store, self.writer, self.recorder, clock, client, self.queue,
-                                                lambda: self.policy, self.metrics)
+                                                lambda: self.policy, self.metrics, synced=self.ready)
         self.framework_objects = FrameworkObjectReconciler(client, self.store, self.writer, self.recorder)
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,

@@ -233,3 +233,28 @@ def test_pods_that_never_stop_are_force_deleted_after_the_grace_period(
         assert get(live_client, PODS, "stubborn-pod", ns) is None
     finally:
         live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": None}}})
+
+
+def test_nothing_is_decided_before_the_caches_are_filled(live_client: KubeClient) -> None:
+    """A restarted controller must not judge a running AppWrapper by a cache still listing its pods."""
+    from batchgate.policy import DEFAULT_POLICY
+    from controller.adapters.appwrappers import AppWrapperReconciler
+    from controller.adapters.events import EventRecorder
+    from controller.adapters.metrics import ControllerMetrics
+    from controller.adapters.store import SharedStore
+    from controller.adapters.workqueue import WorkQueue
+    from controller.adapters.writer import Writer
+    from controller.state.cache import ObjectKey
+
+    clock = SystemClock()
+    store, queue = SharedStore(), WorkQueue(clock)
+    running = an_appwrapper("team-x", "early")
+    running["metadata"]["uid"] = "uid-early"
+    running["status"] = {"phase": keys.PHASE_RUNNING, "componentStatus": [
+        {"name": "early-job", "kind": "Job", "apiVersion": "batch/v1", "podSets": [{"replicas": 2}]}]}
+    store.apply("AppWrapper", "ADDED", running)
+    refusing = Writer(live_client, lambda: False)  # any write would raise NotLeader
+    reconciler = AppWrapperReconciler(store, refusing, EventRecorder(refusing, clock, "test"), clock, live_client,
+                                      queue, lambda: DEFAULT_POLICY, ControllerMetrics(), synced=lambda: False)
+    reconciler.reconcile(ObjectKey("AppWrapper", "team-x", "early"))
+    assert queue.settled() and not queue.idle(), "nothing decided now, looked at again shortly"
