@@ -29,6 +29,7 @@ from batchgate.clock import Clock, format_time
 from batchgate.policy import Policy
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions import podgroups as pg
@@ -44,9 +45,10 @@ PODS, PODGROUPS = RESOURCES["Pod"], RESOURCES["PodGroup"]
 class GangScheduler:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
                  client: KubeClient, policy: Callable[[], Policy], is_leader: Callable[[], bool], *,
-                 bind_workers: int = 8, retry_every: float = 5.0) -> None:
+                 metrics: ControllerMetrics | None = None, bind_workers: int = 8, retry_every: float = 5.0) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
         self.client, self.policy, self.is_leader = client, policy, is_leader
+        self.metrics = metrics or ControllerMetrics()
         self.retry_every = retry_every
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
         self._wake = threading.Event()
@@ -58,7 +60,6 @@ class GangScheduler:
         self._parsed: dict[tuple[str, str, str], PodInfo | FieldError] = {}
         self._told: dict[str, str] = {}  # pod uid -> the FailedScheduling message last written
         self._thread: threading.Thread | None = None
-        self.binds = 0
 
     # --- triggers -----------------------------------------------------------------------------
 
@@ -128,7 +129,8 @@ class GangScheduler:
         nodes = self._nodes()
         groups = self._groups()
         policy = self.policy()
-        decisions = place(pods, nodes, {k: g.spec for k, g in groups.items()}, policy.scheduling.scheduler_name)
+        with self.metrics.placement_duration.time():
+            decisions = place(pods, nodes, {k: g.spec for k, g in groups.items()}, policy.scheduling.scheduler_name)
         by_uid = {(p.get("metadata") or {}).get("uid"): p for p in raw_pods}
         binds = [d for d in decisions if isinstance(d, Bind)]
         list(self._pool.map(lambda b: self._bind(b, by_uid[b.pod.uid]), binds))
@@ -256,12 +258,13 @@ class GangScheduler:
             self.client.request("POST", PODS.path(pod.namespace, pod.name, "binding"), body=body)
         except ApiError as exc:
             log.info("bind %s to %s refused (%s); reading it again", pod.key, decision.node, exc)
+            self.metrics.pod_bindings.labels("refused").inc()
             self._reread(pod)
             return
         bound = {**raw, "spec": {**(raw.get("spec") or {}), "nodeName": decision.node}}
         self.store.assume("Pod", bound)
+        self.metrics.pod_bindings.labels("bound").inc()
         self._told.pop(pod.uid, None)
-        self.binds += 1
         self.recorder.normal(raw, "Scheduled", decision.message)
 
     def _reread(self, pod: PodInfo) -> None:

@@ -91,7 +91,7 @@ class Controller:
         self.informers.append(Informer(client, RESOURCES["PodGroup"], self.store, self._on_change,
                                        namespace=options.namespace, watch_timeout=options.watch_timeout))
         self.gang = GangScheduler(self.store, self.writer, self.recorder, clock, client, lambda: self.policy,
-                                  self.is_leader)
+                                  self.is_leader, metrics=self.metrics)
         policy_ns, policy_name = options.policy_configmap
         self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change,
                                        namespace=policy_ns, field_selector=f"metadata.name={policy_name}",

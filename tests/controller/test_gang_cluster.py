@@ -5,7 +5,8 @@ all at once, packed onto the fullest GPU nodes, and its PodGroup goes Scheduling
 Finished; a gang that does not fit stays entirely Pending (FailedScheduling, PodGroup
 Scheduling) and is placed once capacity frees, never partially; a PodGroup the user wrote is
 kept as written and its schedule timeout is reported; the local cluster's default scheduler
-leaves pods naming another scheduler alone.
+leaves pods naming another scheduler alone; a bind refused because the pod was bound meanwhile
+is read again, not retried.
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ import pytest
 
 from batchgate import keys
 from batchgate.clock import SystemClock
+from batchgate.policy import parse_policy
+from controller.adapters.events import EventRecorder
+from controller.adapters.gang import GangScheduler
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
+from controller.adapters.store import SharedStore
+from controller.adapters.writer import Writer
 from tests.controller.cluster import ROOT, eventually, kubectl
 
 pytestmark = pytest.mark.timeout(120)
@@ -135,7 +141,7 @@ def phases_until_finished(client: KubeClient, ns: str, name: str, since: str) ->
 
 
 def test_a_job_naming_batchgate_scheduler_gets_its_podgroup_and_is_bound_all_at_once_packed(
-        client: KubeClient, idle: str) -> None:
+        client: KubeClient, idle: str, controller: Controller) -> None:
     ns = idle
     since = client.list(PODGROUPS, ns)["metadata"]["resourceVersion"]
     client.create(JOBS, a_job(ns, "train", pods=3, gpus=4, run_for="2s"))
@@ -151,6 +157,7 @@ def test_a_job_naming_batchgate_scheduler_gets_its_podgroup_and_is_bound_all_at_
     scheduled = events(client, ns, "Scheduled")
     assert sorted(e["message"] for e in scheduled)[0].startswith(f"Successfully assigned {ns}/train-")
     assert len(scheduled) == 3
+    assert "batchgate_gang_placement_duration_seconds_count" in controller.metrics.exposition().decode()
 
 
 def test_a_gang_that_does_not_fit_stays_entirely_pending_and_is_placed_once_capacity_frees(
@@ -194,3 +201,31 @@ def test_pods_naming_another_scheduler_are_left_alone_by_both_schedulers(client:
     eventually(lambda: pods_of(client, ns, "other"), what="the Job's pod")
     time.sleep(2)
     assert bound(pods_of(client, ns, "other")) == []
+
+
+def test_a_bind_refused_because_the_pod_was_bound_meanwhile_is_read_again_not_retried(
+        client: KubeClient, ns: str) -> None:
+    """The binder's own step, run by hand with a cache that missed a bind another scheduler made."""
+    policy = parse_policy("scheduling:\n  schedulerName: by-hand-scheduler\n")
+    pod = client.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "raced", "namespace": ns},
+                               "spec": {"schedulerName": "by-hand-scheduler", "containers": [
+                                   {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}})
+    store = SharedStore()
+    store.replace("Node", client.list(RESOURCES["Node"])["items"])
+    store.apply("Pod", "ADDED", pod)  # the cache still sees it unbound...
+    client.request("POST", PODS.path(ns, "raced", "binding"), body={  # ...while someone binds it to gpu-2
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "raced"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "gpu-2"}})
+    writer = Writer(client, lambda: True)
+    scheduler = GangScheduler(store, writer, EventRecorder(writer, SystemClock(), "test"), SystemClock(), client,
+                              lambda: policy, lambda: True)
+    try:
+        scheduler.step()
+    finally:
+        scheduler.stop()
+    assert client.get(PODS, "raced", ns)["spec"]["nodeName"] == "gpu-2"
+    assert store.get("Pod", ns, "raced")["spec"]["nodeName"] == "gpu-2"  # type: ignore[index]
+    assert not [e for e in events(client, ns, "Scheduled") if e["involvedObject"]["name"] == "raced"]
+    text = scheduler.metrics.exposition().decode()
+    assert 'batchgate_pod_bindings_total{outcome="refused"} 1.0' in text
+    assert 'batchgate_pod_bindings_total{outcome="bound"}' not in text

@@ -64,15 +64,15 @@ def webhook_configurations(ca_bundle: str) -> str:
 
 
 @contextmanager
-def running_stack(tmp: Path) -> Iterator[Stack]:
+def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -> Iterator[Stack]:
     certs = tmp / "gateway-certs"
     write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
     policy = tmp / "policy.yaml"
-    policy.write_text(POLICY)
+    policy.write_text(policy_text)
     gateway = start_gateway(certs, "--workers", "1", "--threads", "4", "--policy-file", str(policy),
                             "--audit-log", str(tmp / "audit.log"))
     cluster = LocalCluster(tmp / "cluster", speed=SPEED, controllers=DEFAULT_CONTROLLERS,
-                           nodes=parse_nodes_file(NODES),
+                           nodes=parse_nodes_file(nodes),
                            webhook_addresses={"batchgate-webhook.batchgate-system": f"{gateway.host}:{gateway.port}"})
     try:
         with cluster:
