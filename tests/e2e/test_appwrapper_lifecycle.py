@@ -330,7 +330,10 @@ def test_a_controller_restarted_mid_grace_period_resumes_the_timer_from_the_cond
     warmup = 8
     scenario.apply(appwrapper("patient", [job("patient-job", behavior={"startAfter": "1h"})], annotations={
         **QUICK, **fault_tolerance(retryLimit="0", warmupGracePeriodDuration=f"{warmup}s")}))
-    scenario.wait_condition("patient", "PodsReady", "False", "InsufficientPodsReady")
+    # Upstream (HEAD) leaves PodsReady False with the reason Resuming gave it while pods warm up.
+    scenario.wait("patient", lambda aw: status(aw).get("phase") == "Running"
+                  and condition(aw, "PodsReady").get("status") == "False", "Running, pods not ready")
+    scenario.wait_pods("patient", lambda pods: len(pods) == 1, "the pod, pending")
     deployed_at = parse_time(condition(scenario.aw("patient"), "ResourcesDeployed")["lastTransitionTime"])
     controller = scenario.stack.controller
     controller.stop()
