@@ -169,6 +169,7 @@ def test_a_higher_priority_appwrapper_preempts_a_running_one_which_suspends_rele
     scenario.wait_phase("high", "Running")
     assert scenario.pods("low") == []
 
+    assert "Suspending" in scenario.describe("low")
     scenario.wait_phase("high", "Succeeded")
     aw = scenario.wait_condition("low", "PodsReady", "True")
     assert status(aw).get("resettingCount", 0) == 0
@@ -209,6 +210,9 @@ def test_one_failed_pod_with_retry_limit_0_and_no_failure_grace_fails_at_once_th
     assert status(aw)["phase"] == "Failed" and status(aw).get("resettingCount", 0) == 0
     assert aw["spec"]["suspend"] is False
     scenario.wait_no_pods("once")
+    assert scenario.row("once") | {"AGE": ""} == {"NAME": "once", "STATUS": "Failed", "QUOTA RESERVED": "False",
+                                                  "RESOURCES DEPLOYED": "False", "UNHEALTHY": "True", "AGE": ""}
+    assert "FoundFailedPods" in scenario.describe("once")
 
 
 def test_a_component_the_api_server_rejects_fails_the_appwrapper_directly_with_create_failed(
@@ -221,6 +225,39 @@ def test_a_component_the_api_server_rejects_fails_the_appwrapper_directly_with_c
     assert "image" in unhealthy["message"]
     assert status(aw).get("resettingCount", 0) == 0
     assert settled_phases(scenario, "bad") == ["Suspended", "Resuming", "Failed"]
+
+
+def test_a_component_that_already_exists_but_is_not_the_appwrappers_fails_it_directly_with_create_failed(
+        scenario: Scenario) -> None:
+    mine = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"owner": "alice"}}
+    scenario.apply(mine)
+    scenario.apply(appwrapper("taken", [pod("taken-pod", behavior=RUNNING), mine],
+                              annotations=fault_tolerance(retryLimit="3")))
+    aw = scenario.wait_phase("taken", "Failed")
+    assert condition(aw, "Unhealthy")["reason"] == "CreateFailed"
+    assert status(aw).get("resettingCount", 0) == 0
+    kept = scenario.get("configmap", "settings")
+    assert kept is not None and not kept["metadata"].get("ownerReferences"), "the AppWrapper took over alice's ConfigMap"
+    assert kept["data"] == {"owner": "alice"}
+
+
+def test_a_failed_appwrapper_keeps_its_resources_for_the_deletion_on_failure_grace_period_then_deletes_them(
+        scenario: Scenario) -> None:
+    scenario.apply(appwrapper("debug", [pod("debug-fails", behavior=FAILS), pod("debug-runs", behavior=RUNNING)],
+                              annotations={**QUICK, **fault_tolerance(retryLimit="0",
+                                                                      deletionOnFailureGracePeriodDuration="4s")}))
+    aw = scenario.wait_condition("debug", "DeletingResources", "False", "DeletionPaused")
+    assert status(aw)["phase"] == "Failed"
+    assert condition(aw, "QuotaReserved")["status"] == "True"
+    paused_at = time.monotonic()
+    time.sleep(2)
+    assert condition(scenario.aw("debug"), "ResourcesDeployed")["status"] == "True"
+    assert [p["metadata"]["name"] for p in scenario.pods("debug") if p["status"]["phase"] == "Running"] == ["debug-runs"]
+
+    scenario.wait_condition("debug", "ResourcesDeployed", "False", timeout=20)
+    assert time.monotonic() - paused_at >= 3, "resources deleted before the 4s deletionOnFailureGracePeriod"
+    scenario.wait_no_pods("debug")
+    assert condition(scenario.aw("debug"), "QuotaReserved")["status"] == "False"
 
 
 @pytest.mark.parametrize(("kind", "wrapped"), [
@@ -323,6 +360,24 @@ def test_deleting_a_running_appwrapper_removes_its_components_pods_and_finalizer
     assert scenario.get("aw", "bye") is None
     assert scenario.get("job", "bye-job") is None
     scenario.wait_no_pods("bye")
+
+
+def test_a_controller_restarted_while_an_appwrapper_runs_leaves_its_components_and_pods_alone(
+        scenario: Scenario) -> None:
+    scenario.apply(appwrapper("steady", [job("steady-job", parallelism=2, behavior=RUNNING)]))
+    scenario.wait_condition("steady", "PodsReady", "True")
+    pods = {p["metadata"]["uid"] for p in scenario.pods("steady")}
+    child = scenario.get("job", "steady-job")
+    controller = scenario.stack.controller
+    controller.stop()
+    controller.start()
+    time.sleep(3)
+    aw = scenario.aw("steady")
+    assert (status(aw)["phase"], status(aw).get("resettingCount", 0)) == ("Running", 0)
+    assert condition(aw, "PodsReady")["status"] == "True"
+    assert {p["metadata"]["uid"] for p in scenario.pods("steady")} == pods
+    assert scenario.get("job", "steady-job")["metadata"]["uid"] == child["metadata"]["uid"]
+    assert settled_phases(scenario, "steady") == ["Suspended", "Resuming", "Running"]
 
 
 def test_a_controller_restarted_mid_grace_period_resumes_the_timer_from_the_condition_instead_of_starting_over(
