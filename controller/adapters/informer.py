@@ -29,13 +29,15 @@ class Informer:
     def __init__(self, client: KubeClient, resource: Resource, store: SharedStore, handler: Handler, *,
                  namespace: str | None = None, watch_timeout: int = 300,
                  min_backoff: float = 0.2, max_backoff: float = 30.0, page_size: int = 500,
-                 on_relist: Callable[[str], None] = lambda kind: None, field_selector: str | None = None) -> None:
+                 on_relist: Callable[[str], None] = lambda kind: None, field_selector: str | None = None,
+                 label_selector: str | None = None) -> None:
         self.client, self.resource, self.store, self.handler = client, resource, store, handler
         self.namespace = namespace
         self.watch_timeout, self.page_size = watch_timeout, page_size
         self.min_backoff, self.max_backoff = min_backoff, max_backoff
         self.on_relist = on_relist
         self.field_selector = field_selector
+        self.label_selector = label_selector
         self.synced = threading.Event()
         self.served = True  # False while the API server does not serve this kind (CRD not installed)
         self.resource_version: str | None = None
@@ -104,7 +106,7 @@ class Informer:
         token = None
         while True:
             page = self.client.list(self.resource, self.namespace, limit=self.page_size, fieldSelector=self.field_selector,
-                                    **({"continue": token} if token else {}))
+                                    labelSelector=self.label_selector, **({"continue": token} if token else {}))
             items.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue")
             if not token:
@@ -121,7 +123,7 @@ class Informer:
     def _watch_once(self) -> None:
         assert self.resource_version is not None
         stream = self.client.watch(self.resource, self.namespace, self.resource_version, self.watch_timeout,
-                                   self.field_selector)
+                                   self.field_selector, self.label_selector)
         self._stream = stream
         self.watches += 1
         try:

@@ -12,9 +12,11 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
+from batchgate import keys
 from batchgate.clock import Clock
 from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, parse_policy
 from controller.adapters.admission import AdmissionLoop
+from controller.adapters.appwrappers import AppWrapperReconciler
 from controller.adapters.events import EventRecorder
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
@@ -66,6 +68,8 @@ class Controller:
             TokenBucket(client.limiter.qps, client.limiter.burst, clock) if client.limiter is not None else None)
         self.recorder = EventRecorder(Writer(events_client, self.is_leader), clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
+        self.appwrappers = AppWrapperReconciler(self.store, self.writer, self.recorder, clock, client, self.queue,
+                                                lambda: self.policy, self.metrics)
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
@@ -76,6 +80,12 @@ class Controller:
                      on_relist=lambda kind: self.metrics.relists.labels(kind).inc())
             for kind in WATCHED_KINDS
         ]
+        # The AppWrapper lifecycle counts the pods carrying its label and avoids NoExecute nodes.
+        self.informers.append(Informer(client, RESOURCES["Pod"], self.store, self._on_change,
+                                       namespace=options.namespace, label_selector=keys.APPWRAPPER_LABEL,
+                                       watch_timeout=options.watch_timeout))
+        self.informers.append(Informer(client, RESOURCES["Node"], self.store, self._on_change,
+                                       watch_timeout=options.watch_timeout))
         policy_ns, policy_name = options.policy_configmap
         self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change,
                                        namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
@@ -140,7 +150,7 @@ class Controller:
         return all(i.synced.wait(timeout) for i in self.informers)
 
     def _on_change(self, change: Change) -> None:
-        for key in self.jobs.keys_for(change):
+        for key in {*self.jobs.keys_for(change), *self.appwrappers.keys_for(change)}:
             self.queue.add(key)
         for listener in self.change_listeners:
             listener(change)
@@ -170,6 +180,8 @@ class Controller:
             try:
                 if self.is_leader():
                     self.jobs.reconcile(key)  # type: ignore[arg-type]
+                    if key.kind == "AppWrapper":  # type: ignore[attr-defined]
+                        self.appwrappers.reconcile(key)  # type: ignore[arg-type]
                     self.metrics.reconciles.labels(key.kind, "ok").inc()  # type: ignore[attr-defined]
                 self.queue.forget(key)
             except NotLeader:

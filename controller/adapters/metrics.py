@@ -39,6 +39,8 @@ class ControllerMetrics:
         self.leader = Gauge("batchgate_leader", "1 while this process holds the Lease", registry=r)
         self.policy_errors = Counter("batchgate_policy_errors_total", "Invalid policy ConfigMaps seen (last good kept)",
                                      registry=r)
+        self.appwrapper_phase = Counter("appwrapper_phase_total", "AppWrapper phase transitions, per namespace and phase entered",
+                                        ["namespace", "phase"], registry=r)
         self.status_conflicts = Counter("batchgate_status_conflicts_total", "Status writes retried after a conflict",
                                         registry=r)
 
