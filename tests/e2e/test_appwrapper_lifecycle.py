@@ -24,8 +24,6 @@ from tests.e2e.appwrapper_harness import (FLAVOR_LABEL, AwStack, Scenario, appwr
 
 RUNNING = {"startAfter": "5s"}            # starts half a wall second after binding, runs until deleted
 FAILS = {"startAfter": "5s", "crashAfter": "5s"}   # exits 1 a second after binding
-# Until aw-controller's reconciler is merged there is nothing to run these scenarios against.
-pytest.importorskip("controller.adapters.appwrappers", reason="the AppWrapper reconciler has not landed on this branch")
 
 QUICK = fault_tolerance(retryPausePeriodDuration="1s", failureGracePeriodDuration="0s")
 

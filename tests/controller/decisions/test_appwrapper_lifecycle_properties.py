@@ -17,12 +17,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-# Until aw-controller's lifecycle is merged into this branch there is nothing to check.
-pytest.importorskip("controller.decisions.appwrapper_lifecycle", reason="the AppWrapper lifecycle has not landed here")
 
 from batchgate import keys
 from batchgate.clock import format_time
