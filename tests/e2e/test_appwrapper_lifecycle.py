@@ -336,6 +336,48 @@ def test_an_exit_code_the_policy_calls_terminal_fails_the_appwrapper_without_any
     assert condition(aw, "Unhealthy")["reason"] == "FoundFailedPods"
 
 
+def policy(*rules: dict[str, Any]) -> dict[str, str]:
+    return {keys.FAILURE_POLICY_ANNOTATION: json.dumps(list(rules))}
+
+
+@pytest.mark.xfail(strict=True, reason="bugs-aw.md #1")
+@pytest.mark.parametrize("target", [
+    pytest.param("trainer", id="a Fail rule naming the component whose pod failed, by name, fails the AppWrapper"),
+    pytest.param(0, id="a Fail rule naming the component whose pod failed, by index, fails the AppWrapper"),
+])
+def test_a_failure_policy_rule_targeting_the_component_whose_pods_failed_decides(
+        scenario: Scenario, target: str | int) -> None:
+    rule = {"action": "Fail", "onReasons": ["FoundFailedPods"], "targetComponents": [target]}
+    scenario.apply(appwrapper("target", [pod("trainer", behavior=FAILS), pod("helper", behavior=RUNNING)],
+                              annotations={**QUICK, **fault_tolerance(retryLimit="3"), **policy(rule)}))
+    aw = scenario.wait_phase("target", "Failed", timeout=20)
+    assert "Resetting" not in settled_phases(scenario, "target")
+    assert status(aw).get("resettingCount", 0) == 0
+    assert "failure-policy rule 0" in scenario.describe("target")
+
+
+def test_a_failure_policy_rule_targeting_another_component_leaves_the_failed_pod_to_the_default_reset(
+        scenario: Scenario) -> None:
+    rule = {"action": "Fail", "onReasons": ["FoundFailedPods"], "targetComponents": ["helper"]}
+    scenario.apply(appwrapper("other", [pod("trainer", behavior=FAILS), pod("helper", behavior=RUNNING)],
+                              annotations={**QUICK, **fault_tolerance(retryLimit="3"), **policy(rule)}))
+    scenario.wait_seen("other", "Resetting")
+    assert scenario.wait(
+        "other", lambda aw: status(aw).get("resettingCount", 0) >= 1, "a counted reset")["status"]["phase"] != "Failed"
+
+
+def test_a_failure_policy_rule_on_the_wrapped_jobs_own_reason_fails_the_appwrapper_when_the_job_fails(
+        scenario: Scenario) -> None:
+    rule = {"action": "Fail", "onReasons": ["BackoffLimitExceeded"]}
+    scenario.apply(appwrapper("limit", [job("limit-job", behavior=FAILS)], annotations={
+        **QUICK, **fault_tolerance(retryLimit="3", failureGracePeriodDuration="20s"), **policy(rule)}))
+    aw = scenario.wait_phase("limit", "Failed", timeout=20)
+    unhealthy = condition(aw, "Unhealthy")
+    assert unhealthy["reason"] == "FailedComponent", unhealthy
+    assert "BackoffLimitExceeded" in unhealthy["message"]
+    assert "Resetting" not in settled_phases(scenario, "limit")
+
+
 def test_a_failure_policy_rule_reset_without_counting_resets_a_failed_pod_again_and_again_at_count_0(
         scenario: Scenario) -> None:
     rule = [{"action": "ResetWithoutCounting", "onReasons": ["FoundFailedPods"]}]
