@@ -110,6 +110,8 @@ def test_an_appwrapper_whose_pods_all_succeed_is_succeeded_releases_quota_then_i
     scenario.wait_no_pods("done")
     workload = scenario.items("workloads")
     assert [condition(w, "Finished").get("status") for w in workload] == ["True"]
+    deleted = scenario.kubectl("delete", "aw", "done", "--timeout=30s", check=False)
+    assert deleted.returncode == 0 and scenario.get("aw", "done") is None, deleted.stderr
 
 
 # ---------------------------------------------------------------- quota
@@ -239,23 +241,26 @@ def test_a_component_that_already_exists_but_is_not_the_appwrappers_fails_it_dir
     assert kept["data"] == {"owner": "alice"}
 
 
-def test_a_failed_appwrapper_keeps_its_resources_for_the_deletion_on_failure_grace_period_then_deletes_them(
+def test_a_failed_appwrapper_keeps_its_resources_and_quota_for_the_deletion_on_failure_grace_period(
         scenario: Scenario) -> None:
-    scenario.apply(appwrapper("debug", [pod("debug-fails", behavior=FAILS), pod("debug-runs", behavior=RUNNING)],
+    scenario.apply(appwrapper("debug", [pod("debug-fails", behavior=FAILS), pod("debug-runs", cpu="3", behavior=RUNNING)],
                               annotations={**QUICK, **fault_tolerance(retryLimit="0",
                                                                       deletionOnFailureGracePeriodDuration="4s")}))
     aw = scenario.wait_condition("debug", "DeletingResources", "False", "DeletionPaused")
     assert status(aw)["phase"] == "Failed"
     assert condition(aw, "QuotaReserved")["status"] == "True"
     paused_at = time.monotonic()
+    scenario.apply(appwrapper("next", [pod("next-pod", cpu="2", behavior=RUNNING)]))
     time.sleep(2)
     assert condition(scenario.aw("debug"), "ResourcesDeployed")["status"] == "True"
     assert [p["metadata"]["name"] for p in scenario.pods("debug") if p["status"]["phase"] == "Running"] == ["debug-runs"]
+    assert status(scenario.aw("next")).get("phase") == "Suspended", "quota of a Failed AppWrapper still deployed was reused"
 
     scenario.wait_condition("debug", "ResourcesDeployed", "False", timeout=20)
     assert time.monotonic() - paused_at >= 3, "resources deleted before the 4s deletionOnFailureGracePeriod"
     scenario.wait_no_pods("debug")
     assert condition(scenario.aw("debug"), "QuotaReserved")["status"] == "False"
+    scenario.wait_phase("next", "Running")
 
 
 @pytest.mark.parametrize(("kind", "wrapped"), [
@@ -303,6 +308,7 @@ def test_the_evict_label_on_a_gpu_pods_node_resets_without_counting_and_the_pod_
             and "Resetting" in scenario.watch.phases("gpu"), "Running again after the reset")
         aw = scenario.aw("gpu")
         assert status(aw).get("resettingCount", 0) == 0
+        assert condition(aw, "Unhealthy")["status"] == "False", "Unhealthy not cleared once running healthy again"
         [again] = scenario.wait_pods("gpu", lambda pods: len(pods) == 1 and pods[0]["metadata"]["uid"] != first["metadata"]["uid"],
                                      "a new pod")
         assert again["spec"]["nodeName"] != node
