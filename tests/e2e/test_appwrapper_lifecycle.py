@@ -423,7 +423,7 @@ def test_a_controller_restarted_while_an_appwrapper_runs_leaves_its_components_a
     assert condition(aw, "PodsReady")["status"] == "True"
     assert {p["metadata"]["uid"] for p in scenario.pods("steady")} == pods
     assert scenario.get("job", "steady-job")["metadata"]["uid"] == child["metadata"]["uid"]
-    assert settled_phases(scenario, "steady") == ["Suspended", "Resuming", "Running"]
+    assert settled_phases(scenario, "steady") == ["Suspended", "Resuming", "Running"], scenario.story("steady")
 
 
 def test_a_controller_restarted_mid_grace_period_resumes_the_timer_from_the_condition_instead_of_starting_over(
