@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from batchgate import keys
 from batchgate.clock import parse_time
+from localcluster.sim.nodes import HEALTH_LABEL
 from tests.e2e.appwrapper_harness import (FLAVOR_LABEL, AwStack, Scenario, appwrapper, condition, eventually,
                                           fault_tolerance, job, new_scenario, pod, pytorchjob, start_stack)
 
@@ -406,6 +408,52 @@ def test_deleting_a_running_appwrapper_removes_its_components_pods_and_finalizer
     assert scenario.get("aw", "bye") is None
     assert scenario.get("job", "bye-job") is None
     scenario.wait_no_pods("bye")
+
+
+@contextmanager
+def silent(scenario: Scenario, node: str) -> Iterator[None]:
+    """The node's kubelet stops answering: its pods, once deleted, stay Terminating until force-deleted."""
+    scenario.stack.admin("label", "node", node, f"{HEALTH_LABEL}=unreachable")
+    try:
+        yield
+    finally:
+        scenario.stack.admin("label", "node", node, f"{HEALTH_LABEL}-")
+
+
+def test_deleting_an_appwrapper_whose_pod_is_stuck_on_a_silent_node_force_deletes_it_after_the_grace_period(
+        scenario: Scenario) -> None:
+    scenario.apply(appwrapper("stuck", [job("stuck-job", behavior=RUNNING)],
+                              annotations=fault_tolerance(forcefulDeletionGracePeriodDuration="3s")))
+    scenario.wait_condition("stuck", "PodsReady", "True")
+    [running] = scenario.pods("stuck")
+    with silent(scenario, running["spec"]["nodeName"]):
+        deleted_at = time.monotonic()
+        scenario.kubectl("delete", "aw", "stuck", "--wait=false")
+        time.sleep(1.5)
+        aw = scenario.aw("stuck")
+        assert condition(aw, "DeletingResources")["status"] == "True"
+        assert [p["metadata"].get("deletionTimestamp") is not None for p in scenario.pods("stuck")] == [True]
+        eventually(lambda: scenario.get("aw", "stuck") is None, lambda: scenario.story("stuck"), timeout=20)
+        assert time.monotonic() - deleted_at >= 3 - 0.5, "forced before forcefulDeletionGracePeriod"
+        assert scenario.pods("stuck") == []
+        assert "Terminating" in settled_phases(scenario, "stuck")
+
+
+@pytest.mark.xfail(strict=True, reason="bugs-aw.md #2")
+def test_a_failed_appwrapper_held_for_deletion_on_failure_then_stuck_on_a_silent_node_is_force_deleted_in_time(
+        scenario: Scenario) -> None:
+    scenario.apply(appwrapper("held", [pod("held-fails", behavior=FAILS), pod("held-runs", behavior=RUNNING)],
+                              annotations={**QUICK, **fault_tolerance(retryLimit="0",
+                                                                      deletionOnFailureGracePeriodDuration="2s",
+                                                                      forcefulDeletionGracePeriodDuration="2s")}))
+    scenario.wait_condition("held", "DeletingResources", "False", "DeletionPaused")
+    runs = scenario.get("pod", "held-runs")
+    assert runs is not None
+    with silent(scenario, runs["spec"]["nodeName"]):
+        scenario.wait_condition("held", "DeletingResources", "True", "DeletionInitiated")
+        aw = scenario.wait_condition("held", "ResourcesDeployed", "False", timeout=20)
+        assert condition(aw, "QuotaReserved")["status"] == "False"
+        assert scenario.pods("held") == []
 
 
 def test_a_controller_restarted_while_an_appwrapper_runs_leaves_its_components_and_pods_alone(
