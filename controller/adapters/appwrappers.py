@@ -1,10 +1,11 @@
 """The AppWrapper lifecycle adapter: observes, asks `decisions/appwrapper_lifecycle`, and acts.
 
-Per reconcile it reads the AppWrapper and its labelled pods from the cache, GETs each recorded
-component from the API (wrapped kinds are not watched; upstream polls them the same way), and
+Per reconcile it reads the AppWrapper and its labelled pods from the cache, and each recorded
+component from the cache when the controller watches its kind anyway (Jobs, PyTorchJobs, Ray
+kinds), else with a GET (upstream reads through its cache the same way and polls the rest). It
 applies the returned Transition: finalizer patch, creates and deletes, one `/status` write with
-conflict retry, Events, the phase metric and a delayed requeue. Any pod change requeues the
-AppWrapper its label names.
+conflict retry, Events, the phase metric and a delayed requeue. Any change of a labelled pod or
+of a watched component requeues its AppWrapper.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from batchgate.clock import Clock
 from batchgate.policy import Policy
 from controller.adapters.discovery import NoMatch, ResourceResolver
 from controller.adapters.events import EventRecorder
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.workqueue import WorkQueue
 from controller.adapters.writer import Writer
 from controller.decisions.appwrapper_components import ComponentError, build_component
 from controller.decisions.appwrapper_lifecycle import after_create, decide, managed_here
+from controller.decisions.appwrapper_owners import failed_components
 from controller.decisions.appwrapper_pods import count_pods, no_execute_nodes
 from controller.decisions.appwrapper_timing import timing_for
 from controller.decisions.appwrapper_transition import (
@@ -42,6 +44,7 @@ from controller.decisions.appwrapper_transition import (
     status_patch,
 )
 from controller.decisions.failure_policy import job_failure
+from controller.decisions.podsets import JOB_KINDS
 from controller.decisions.workloads import controller_owner
 from controller.state.cache import Change, ObjectKey
 
@@ -51,14 +54,18 @@ PODS = RESOURCES["Pod"]
 # Phases where nothing is deployed yet, so the components need no look.
 _NOTHING_DEPLOYED = (keys.PHASE_EMPTY, keys.PHASE_SUSPENDED, keys.PHASE_RESUMING)
 _FINALIZER_ATTEMPTS = 5
+_WAIT_FOR_SYNC = _dt.timedelta(milliseconds=200)
+# Component kinds the manager's informers already keep in the store (assumed right after creation).
+_CACHED = {kind: RESOURCES[kind] for kind in JOB_KINDS if kind != "AppWrapper"}
 
 
 class AppWrapperReconciler:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
                  client: KubeClient, queue: WorkQueue, policy: Callable[[], Policy],
-                 metrics: ControllerMetrics) -> None:
+                 metrics: ControllerMetrics, synced: Callable[[], bool] = lambda: True) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
         self.client, self.queue, self.policy, self.metrics = client, queue, policy, metrics
+        self.synced = synced
         self.resolver = ResourceResolver(client)
 
     @staticmethod
@@ -66,14 +73,22 @@ class AppWrapperReconciler:
         """An AppWrapper's own changes, and any change of a pod labelled with its name."""
         if change.key.kind == "AppWrapper":
             return [change.key]
+        obj = change.new or change.old or {}
         if change.key.kind == "Pod":
-            obj = change.new or change.old or {}
             name = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.APPWRAPPER_LABEL)
             if name:
                 return [ObjectKey("AppWrapper", change.key.namespace, name)]
+        elif change.key.kind in _CACHED:
+            ref = controller_owner(obj)
+            if ref is not None and ref.get("kind") == "AppWrapper" and ref.get("name"):
+                return [ObjectKey("AppWrapper", change.key.namespace, str(ref["name"]))]
         return []
 
     def reconcile(self, key: ObjectKey) -> None:
+        if not self.synced():
+            # A cache still listing would show a running AppWrapper without its pods or Jobs.
+            self.queue.add_after(key, _WAIT_FOR_SYNC.total_seconds())
+            return
         aw = self.store.get("AppWrapper", key.namespace, key.name)
         if aw is None or not managed_here(aw):
             return
@@ -99,7 +114,8 @@ class AppWrapperReconciler:
 
     def _observe(self, aw: Mapping[str, Any], policy: Policy) -> Observed:
         evicting = no_execute_nodes(self.store.list("Node"), policy.fault_tolerance.node_health.no_execute_labels)
-        pods = count_pods(self._pods(aw), evicting)
+        labelled = self._pods(aw)
+        pods = count_pods(labelled, evicting)
         deleting = bool((aw.get("metadata") or {}).get("deletionTimestamp"))
         if phase_of(aw) in _NOTHING_DEPLOYED and not deleting:
             return Observed({}, pods)
@@ -111,18 +127,23 @@ class AppWrapperReconciler:
                 continue
             try:
                 resource = self.resolver.resolve(str(component.get("apiVersion")), str(component.get("kind")))
-                obj = self.client.get(resource, str(name), namespace)
-            except NoMatch:
-                states[index] = ComponentState(exists=False)
-                continue
-            except ApiError as exc:
-                if not exc.not_found:
-                    raise
-                states[index] = ComponentState(exists=False)
-                continue
-            states[index] = ComponentState(exists=True, deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")),
-                                           failure=job_failure(obj))
-        return Observed(states, pods)
+                obj = self._read(resource, str(name), str(namespace))
+            except NoMatch:  # nothing of a kind the server does not serve can exist
+                obj = None
+            states[index] = ComponentState(exists=False) if obj is None else ComponentState(
+                exists=True, deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")), failure=job_failure(obj))
+        return Observed(states, pods, failed_components(aw, labelled) if pods.failed else ())
+
+    def _read(self, resource: Resource, name: str, namespace: str) -> Mapping[str, Any] | None:
+        """From the store for a watched kind, else from the API; None if it does not exist."""
+        if _CACHED.get(resource.kind) == resource:
+            return self.store.get(resource.kind, namespace, name)
+        try:
+            return self.client.get(resource, name, namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
 
     # --- acting -------------------------------------------------------------------------------
 
@@ -147,6 +168,8 @@ class AppWrapperReconciler:
             return CreateOutcome(index, error=str(exc), fatal=True)
         try:
             created = self.writer.create(resource, obj)
+            if _CACHED.get(resource.kind) == resource:  # seen at once, though its ADDED event may lag
+                self.store.assume(resource.kind, created)
             return CreateOutcome(index, name=str(created["metadata"]["name"]))
         except ApiError as exc:
             if exc.already_exists:
@@ -154,7 +177,7 @@ class AppWrapperReconciler:
             # Invalid (422) cannot succeed on retry; anything else may be transient.
             return CreateOutcome(index, error=exc.message or str(exc), fatal=exc.status == 422)
 
-    def _adopt(self, aw: Mapping[str, Any], index: int, resource: Any, obj: Mapping[str, Any]) -> CreateOutcome:
+    def _adopt(self, aw: Mapping[str, Any], index: int, resource: Resource, obj: Mapping[str, Any]) -> CreateOutcome:
         """An existing object of the same name counts as created only if this AppWrapper controls it."""
         meta = obj.get("metadata") or {}
         try:

@@ -169,7 +169,8 @@ def running(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> T
             return Transition(keys.PHASE_RUNNING, f"{pods.failed} failed pods; grace period until {deadline}",
                               (unhealthy,), requeue_after=deadline - now)
         message = f"{pods.failed} failed pods"
-        failure = Failure(keys.REASON_FOUND_FAILED_PODS, message, pods.failed_exit_codes)
+        failure = Failure(keys.REASON_FOUND_FAILED_PODS, message, pods.failed_exit_codes,
+                          tuple((i, _name(aw, i)) for i in observed.failed_components))
         return _reset_or_fail(aw, failure, timing, (unhealthy,),
                               Event(keys.EVENT_UNHEALTHY, f"{keys.REASON_FOUND_FAILED_PODS}: {message}"))
     if pods.evicting:

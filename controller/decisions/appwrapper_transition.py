@@ -214,4 +214,5 @@ class Observed:
 
     components: Mapping[int, ComponentState]
     pods: PodCounts
+    failed_components: tuple[int, ...] = ()  # components owning a Failed pod (appwrapper_owners)
 

@@ -202,3 +202,59 @@ def test_a_component_that_cannot_be_created_fails_the_appwrapper_at_once(
                what="the component created before the failure to be deleted")
     eventually(lambda: status_of(live_client.get(AW, "broken", ns), keys.COND_RESOURCES_DEPLOYED) == "False",
                what="ResourcesDeployed False once the failed AppWrapper's components are gone")
+
+
+def a_pod_appwrapper(ns: str, name: str, *, grace: str) -> dict[str, Any]:
+    """An unqueued AppWrapper wrapping one bare Pod that takes 300 s to stop politely."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-pod",
+                                                          "annotations": {BEHAVIOR: json.dumps({"startAfter": "0s"})}},
+           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 300, "containers": [
+               {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": ns, "annotations": {keys.FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION: grace}},
+            "spec": {"components": [{"template": pod}]}}
+
+
+@pytest.mark.parametrize("grace", [
+    pytest.param("0s", id="past the forceful deletion grace period a pod its silent kubelet never stops is force-deleted"),
+])
+def test_pods_that_never_stop_are_force_deleted_after_the_grace_period(
+        live_client: KubeClient, controller: Controller, team: dict[str, str], grace: str) -> None:
+    ns = team["ns"]
+    live_client.create(AW, a_pod_appwrapper(ns, "stubborn", grace=grace))
+    pod = eventually(lambda: (p := get(live_client, PODS, "stubborn-pod", ns)) and p.get("status", {}).get("phase") == "Running" and p,
+                     timeout=30, what="its pod running")
+    node = pod["spec"]["nodeName"]
+    try:  # its kubelet stops answering: a polite deletion would leave the pod Terminating for 300 s
+        live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": "unreachable"}}})
+        live_client.delete(AW, "stubborn", ns)
+        eventually(lambda: get(live_client, AW, "stubborn", ns) is None, timeout=15,
+                   what=lambda: f"the AppWrapper to go; pod {(get(live_client, PODS, 'stubborn-pod', ns) or {}).get('metadata')}")
+        assert get(live_client, PODS, "stubborn-pod", ns) is None
+    finally:
+        live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": None}}})
+
+
+def test_nothing_is_decided_before_the_caches_are_filled(live_client: KubeClient) -> None:
+    """A restarted controller must not judge a running AppWrapper by a cache still listing its pods."""
+    from batchgate.policy import DEFAULT_POLICY
+    from controller.adapters.appwrappers import AppWrapperReconciler
+    from controller.adapters.events import EventRecorder
+    from controller.adapters.metrics import ControllerMetrics
+    from controller.adapters.store import SharedStore
+    from controller.adapters.workqueue import WorkQueue
+    from controller.adapters.writer import Writer
+    from controller.state.cache import ObjectKey
+
+    clock = SystemClock()
+    store, queue = SharedStore(), WorkQueue(clock)
+    running = an_appwrapper("team-x", "early")
+    running["metadata"]["uid"] = "uid-early"
+    running["status"] = {"phase": keys.PHASE_RUNNING, "componentStatus": [
+        {"name": "early-job", "kind": "Job", "apiVersion": "batch/v1", "podSets": [{"replicas": 2}]}]}
+    store.apply("AppWrapper", "ADDED", running)
+    refusing = Writer(live_client, lambda: False)  # any write would raise NotLeader
+    reconciler = AppWrapperReconciler(store, refusing, EventRecorder(refusing, clock, "test"), clock, live_client,
+                                      queue, lambda: DEFAULT_POLICY, ControllerMetrics(), synced=lambda: False)
+    reconciler.reconcile(ObjectKey("AppWrapper", "team-x", "early"))
+    assert queue.settled() and not queue.idle(), "nothing decided now, looked at again shortly"

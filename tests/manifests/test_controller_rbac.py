@@ -45,3 +45,16 @@ def test_the_controller_may_manage_every_default_wrapped_kind(kind: str) -> None
 ])
 def test_the_controller_may_reach_pods_and_nodes(resource: str, verbs: set[str]) -> None:
     assert verbs <= granted().get(("", resource), set())
+
+
+@pytest.mark.parametrize("group, resource, verbs", [
+    pytest.param("", "pods/binding", {"create"}, id="the gang scheduler may bind pods"),
+    pytest.param("", "pods/status", {"patch"}, id="the gang scheduler may mark pods Unschedulable"),
+    pytest.param("", "pods", {"get", "list", "watch"}, id="the gang scheduler may read every pod"),
+    pytest.param("scheduling.x-k8s.io", "podgroups", {"create", "patch", "list", "watch"},
+                 id="the controller may create and resize PodGroups"),
+    pytest.param("scheduling.x-k8s.io", "podgroups/status", {"patch"}, id="the controller may write PodGroup status"),
+    pytest.param("", "events", {"create", "patch"}, id="the controller may record Scheduled and FailedScheduling"),
+])
+def test_the_gang_scheduler_may_do_its_job(group: str, resource: str, verbs: set[str]) -> None:
+    assert verbs <= granted().get((group, resource), set())

@@ -17,6 +17,7 @@ import pytest
 from batchgate import keys
 from batchgate.api.failure_policy import FailurePolicyRule
 from controller.decisions.appwrapper_lifecycle import after_create, decide
+from controller.decisions.appwrapper_pods import PodCounts
 from controller.decisions.appwrapper_timing import Timing
 from controller.decisions.appwrapper_transition import (
     AddFinalizer,
@@ -170,6 +171,17 @@ CASES = [
                  Expect(F, {UH: ("True", keys.REASON_FOUND_FAILED_PODS)},
                         events=("FoundFailedPods: 1 failed pods (exit code 42 is in terminalExitCodes",)),
                  id="a terminal exit code fails the AppWrapper with retries left"),
+    pytest.param(running().build(), Observed({0: ComponentState(True)}, PodCounts(running=1, failed=1, present=2), (0,)),
+                 timing(failure_grace=0, failure_policy=(FailurePolicyRule("Fail", on_reasons=(keys.REASON_FOUND_FAILED_PODS,),
+                                                                           target_components=("aw-0",)),)), 10,
+                 Expect(F, {UH: ("True", keys.REASON_FOUND_FAILED_PODS)},
+                        events=("FoundFailedPods: 1 failed pods (failure-policy rule 0",)),
+                 id="a failure-policy rule targeting the component whose pod failed decides"),
+    pytest.param(running().build(), Observed({0: ComponentState(True)}, PodCounts(running=1, failed=1, present=2), (0,)),
+                 timing(failure_grace=0, failure_policy=(FailurePolicyRule("Fail", target_components=(1,)),)), 10,
+                 Expect(keys.PHASE_RESETTING, {UH: ("True", keys.REASON_FOUND_FAILED_PODS)}, count=1,
+                        events=("FoundFailedPods",)),
+                 id="a rule targeting another component does not"),
     pytest.param(running().build(), seen(running=1, failed=1), timing(failure_grace=0, retry_limit=0), 10,
                  Expect(F, {UH: ("True", keys.REASON_FOUND_FAILED_PODS)}, events=("FoundFailedPods",)),
                  id="with retryLimit 0 the first failed pod fails the AppWrapper"),
