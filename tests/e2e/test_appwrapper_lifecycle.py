@@ -348,7 +348,6 @@ def policy(*rules: dict[str, Any]) -> dict[str, str]:
     return {keys.FAILURE_POLICY_ANNOTATION: json.dumps(list(rules))}
 
 
-@pytest.mark.xfail(strict=True, reason="bugs-aw.md #1")
 @pytest.mark.parametrize("target", [
     pytest.param("trainer", id="a Fail rule naming the component whose pod failed, by name, fails the AppWrapper"),
     pytest.param(0, id="a Fail rule naming the component whose pod failed, by index, fails the AppWrapper"),
@@ -434,7 +433,8 @@ def test_deleting_an_appwrapper_whose_pod_is_stuck_on_a_silent_node_force_delete
         assert condition(aw, "DeletingResources")["status"] == "True"
         assert [p["metadata"].get("deletionTimestamp") is not None for p in scenario.pods("stuck")] == [True]
         eventually(lambda: scenario.get("aw", "stuck") is None, lambda: scenario.story("stuck"), timeout=20)
-        assert time.monotonic() - deleted_at >= 3 - 0.5, "forced before forcefulDeletionGracePeriod"
+        # lastTransitionTime has whole seconds, so the grace may end up to a second early.
+        assert time.monotonic() - deleted_at >= 3 - 1, "forced before forcefulDeletionGracePeriod"
         assert scenario.pods("stuck") == []
         assert "Terminating" in settled_phases(scenario, "stuck")
 
