@@ -51,11 +51,14 @@ QUEUE = "default-queue"
 CONTROLLER_START_TIMEOUT = 30.0
 WAIT = 30.0  # default timeout of every wait below, in wall seconds
 
-# Three GPU nodes of the flavor's pool, so a pod evicted from one node has somewhere to go.
+DEDICATED = "batchgate.dev/e2e-dedicated"
+# Three GPU nodes of the flavor's pool, so a pod evicted from one node has somewhere to go. They are
+# tainted: only pods given the flavor's toleration (through podSetInfos) can run there.
 NODES = f"""
 - name: gpu
   count: 3
   labels: {{{FLAVOR_LABEL}: a, nvidia.com/gpu.present: "true"}}
+  taints: [{{key: {DEDICATED}, value: "true", effect: NoSchedule}}]
   capacity: {{cpu: '8', memory: 64Gi, nvidia.com/gpu: '4'}}
 """
 
@@ -92,7 +95,8 @@ kind: ResourceFlavor
 metadata: {name: %s}
 spec:
   nodeLabels: {%s: a}
-""" % (FLAVOR, FLAVOR_LABEL)
+  tolerations: [{key: %s, operator: Exists, effect: NoSchedule}]
+""" % (FLAVOR, FLAVOR_LABEL, DEDICATED)
 
 T = TypeVar("T")
 

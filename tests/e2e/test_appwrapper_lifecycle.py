@@ -21,8 +21,8 @@ import pytest
 from batchgate import keys
 from batchgate.clock import parse_time
 from localcluster.sim.nodes import HEALTH_LABEL
-from tests.e2e.appwrapper_harness import (FLAVOR_LABEL, AwStack, Scenario, appwrapper, condition, eventually,
-                                          fault_tolerance, job, new_scenario, pod, pytorchjob, start_stack)
+from tests.e2e.appwrapper_harness import (DEDICATED, FLAVOR_LABEL, AwStack, Scenario, appwrapper, condition,
+                                          eventually, fault_tolerance, job, new_scenario, pod, pytorchjob, start_stack)
 
 RUNNING = {"startAfter": "5s"}            # starts half a wall second after binding, runs until deleted
 FAILS = {"startAfter": "5s", "crashAfter": "5s"}   # exits 1 a second after binding
@@ -92,6 +92,7 @@ def test_a_queued_appwrapper_goes_suspended_resuming_running_and_its_pods_carry_
     for p in pods:
         assert p["metadata"]["labels"][keys.APPWRAPPER_LABEL] == "train"
         assert p["spec"]["nodeSelector"][FLAVOR_LABEL] == "a"
+        assert {"key": DEDICATED, "operator": "Exists", "effect": "NoSchedule"} in p["spec"]["tolerations"]
         assert p["status"]["phase"] == "Running"
 
 
@@ -114,6 +115,17 @@ def test_an_appwrapper_whose_pods_all_succeed_is_succeeded_releases_quota_then_i
     assert [condition(w, "Finished").get("status") for w in workload] == ["True"]
     deleted = scenario.kubectl("delete", "aw", "done", "--timeout=30s", check=False)
     assert deleted.returncode == 0 and scenario.get("aw", "done") is None, deleted.stderr
+
+
+def test_an_appwrapper_managed_by_another_controller_is_left_alone(scenario: Scenario) -> None:
+    foreign = appwrapper("foreign", [pod("foreign-pod", behavior=RUNNING)])
+    foreign["spec"]["managedBy"] = "example.com/another-controller"
+    scenario.apply(foreign)
+    time.sleep(3)
+    aw = scenario.aw("foreign")
+    assert not status(aw).get("phase") and not status(aw).get("conditions"), status(aw)
+    assert keys.APPWRAPPER_FINALIZER not in aw["metadata"].get("finalizers", [])
+    assert scenario.get("pod", "foreign-pod") is None
 
 
 # ---------------------------------------------------------------- quota
