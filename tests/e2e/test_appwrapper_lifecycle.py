@@ -190,6 +190,31 @@ def test_a_higher_priority_appwrapper_preempts_a_running_one_which_suspends_rele
     assert settled_phases(scenario, "low")[-3:] == ["Suspended", "Resuming", "Running"]
 
 
+def test_a_resetting_appwrapper_preempted_during_its_retry_pause_suspends_and_gives_its_quota_to_the_other(
+        scenario: Scenario) -> None:
+    low = {keys.PRIORITY_CLASS_LABEL: "aw-e2e-low"}
+    scenario.apply(appwrapper("pausing", [job("pausing-job", cpu="4", behavior=FAILS)], labels=low, annotations={
+        **fault_tolerance(failureGracePeriodDuration="0s", retryPausePeriodDuration="60s", retryLimit="3")}))
+    scenario.wait_seen("pausing", "Resetting")
+    scenario.apply(appwrapper("urgent", [job("urgent-job", cpu="4", behavior=RUNNING)],
+                              labels={keys.PRIORITY_CLASS_LABEL: "aw-e2e-high"}))
+    scenario.wait_phase("urgent", "Running")
+    aw = scenario.wait_phase("pausing", "Suspended")
+    assert settled_phases(scenario, "pausing")[-3:] == ["Resetting", "Suspending", "Suspended"]
+    assert condition(aw, "QuotaReserved")["status"] == "False"
+    assert status(aw)["resettingCount"] == 1
+    assert scenario.pods("pausing") == []
+
+
+def test_a_suspended_appwrapper_that_was_never_admitted_is_deleted_at_once(scenario: Scenario) -> None:
+    scenario.apply(appwrapper("toobig", [pod("toobig-pod", cpu="8", behavior=RUNNING)]))
+    scenario.wait_phase("toobig", "Suspended")
+    assert scenario.items("workloads"), "the AppWrapper should be queued"
+    deleted = scenario.kubectl("delete", "aw", "toobig", "--timeout=15s", check=False)
+    assert deleted.returncode == 0 and scenario.get("aw", "toobig") is None, deleted.stderr
+    eventually(lambda: not scenario.items("workloads"), lambda: "its Workload stayed")
+
+
 # ---------------------------------------------------------------- faults, resets, retry limit
 
 
@@ -330,6 +355,23 @@ def test_the_evict_label_on_a_gpu_pods_node_resets_without_counting_and_the_pod_
             "nodeSelectorTerms"]
         assert terms and all({"key": keys.AUTOPILOT_GPU_HEALTH_LABEL, "operator": "NotIn", "values": ["EVICT"]}
                              in t["matchExpressions"] for t in terms)
+    finally:
+        scenario.stack.admin("label", "node", node, f"{keys.AUTOPILOT_GPU_HEALTH_LABEL}-")
+
+
+def test_the_evict_label_leaves_an_appwrapper_without_gpus_running_on_that_node(scenario: Scenario) -> None:
+    scenario.apply(appwrapper("cpu", [job("cpu-job", behavior=RUNNING)], annotations=QUICK))
+    scenario.wait_condition("cpu", "PodsReady", "True")
+    [running] = scenario.pods("cpu")
+    node = running["spec"]["nodeName"]
+    scenario.stack.admin("label", "node", node, f"{keys.AUTOPILOT_GPU_HEALTH_LABEL}=EVICT")
+    try:
+        time.sleep(3)
+        aw = scenario.aw("cpu")
+        assert status(aw)["phase"] == "Running" and condition(aw, "Unhealthy")["status"] == "False"
+        assert settled_phases(scenario, "cpu") == ["Suspended", "Resuming", "Running"]
+        assert [p["metadata"]["uid"] for p in scenario.pods("cpu")] == [running["metadata"]["uid"]]
+        assert "affinity" not in running["spec"] or not running["spec"]["affinity"].get("nodeAffinity")
     finally:
         scenario.stack.admin("label", "node", node, f"{keys.AUTOPILOT_GPU_HEALTH_LABEL}-")
 
