@@ -1,0 +1,82 @@
+"""The shipped validating webhook polices workload kinds and never the control plane's own writes.
+
+A rule matching every namespaced resource made the gateway deny the Endpoints, EndpointSlices,
+Events and ServiceAccounts Kubernetes writes into each managed namespace (they have no owner, so
+they read as top-level kinds outside `allowedKinds.topLevel`). The rules are matched here with the
+local cluster's kube-apiserver-faithful matcher.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from batchgate.policy import DEFAULT_POLICY
+from localcluster.admission_match import AdmissionAttributes, webhook_matches
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def workloads_hook() -> dict:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl must be installed"
+    out = subprocess.run([kubectl, "kustomize", str(ROOT / "manifests" / "webhook")],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    (config,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "ValidatingWebhookConfiguration"]
+    (hook,) = [h for h in config["webhooks"] if h["name"] == "workloads.validate.batchgate.dev"]
+    return hook
+
+
+def sent(group: str, version: str, resource: str, operation: str = "CREATE", namespace: str = "team-a") -> bool:
+    attrs = AdmissionAttributes(operation, group, version, "", resource, "", namespace, "x", {})
+    return webhook_matches(workloads_hook(), attrs, {}, None, {"kubernetes.io/metadata.name": namespace})
+
+
+@pytest.mark.parametrize(("group", "version", "resource"), [
+    pytest.param("", "v1", "events", id="core Events"),
+    pytest.param("events.k8s.io", "v1", "events", id="events.k8s.io Events"),
+    pytest.param("", "v1", "endpoints", id="Endpoints"),
+    pytest.param("discovery.k8s.io", "v1", "endpointslices", id="EndpointSlices"),
+    pytest.param("", "v1", "serviceaccounts", id="the namespace's default ServiceAccount"),
+    pytest.param("coordination.k8s.io", "v1", "leases", id="Leases"),
+    pytest.param("apps", "v1", "controllerrevisions", id="a StatefulSet's ControllerRevisions"),
+    pytest.param("", "v1", "configmaps", id="the kube-root-ca.crt ConfigMap"),
+    pytest.param("kueue.x-k8s.io", "v1beta1", "workloads", id="the controller's Workloads"),
+    pytest.param("scheduling.x-k8s.io", "v1alpha1", "podgroups", id="the controller's PodGroups"),
+])
+def test_what_the_control_plane_writes_never_reaches_the_kind_policy(group: str, version: str, resource: str) -> None:
+    assert not sent(group, version, resource)
+
+
+@pytest.mark.parametrize(("group", "version", "resource"), [
+    pytest.param("workload.codeflare.dev", "v1beta2", "appwrappers", id="AppWrappers"),
+    pytest.param("batch", "v1", "jobs", id="Jobs"),
+    pytest.param("batch", "v1", "cronjobs", id="CronJobs, denied by default"),
+    pytest.param("", "v1", "pods", id="bare Pods"),
+    pytest.param("apps", "v1", "deployments", id="Deployments, denied at top level by default"),
+    pytest.param("apps", "v1", "statefulsets", id="StatefulSets"),
+    pytest.param("kubeflow.org", "v1", "pytorchjobs", id="PyTorchJobs"),
+    pytest.param("kubeflow.org", "v2beta1", "mpijobs", id="MPIJobs, denied by default"),
+    pytest.param("ray.io", "v1", "rayclusters", id="RayClusters"),
+    pytest.param("jobset.x-k8s.io", "v1alpha2", "jobsets", id="JobSets, denied by default"),
+    pytest.param("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", id="LeaderWorkerSets, denied by default"),
+])
+def test_every_workload_kind_is_policed_on_create_and_update(group: str, version: str, resource: str) -> None:
+    assert sent(group, version, resource, "CREATE") and sent(group, version, resource, "UPDATE")
+
+
+def test_system_namespaces_are_never_policed() -> None:
+    assert not sent("batch", "v1", "jobs", namespace="kube-system")
+
+
+def test_every_default_top_level_kind_that_runs_pods_is_policed() -> None:
+    plural = {"AppWrapper": "appwrappers", "Job": "jobs", "PyTorchJob": "pytorchjobs", "RayJob": "rayjobs",
+              "RayCluster": "rayclusters", "Pod": "pods"}
+    for entry in DEFAULT_POLICY.allowed_kinds.top_level:
+        kind, _, group = entry.partition(".")
+        if kind in plural:
+            assert sent(group, "v1", plural[kind]), entry
