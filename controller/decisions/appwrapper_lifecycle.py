@@ -244,7 +244,8 @@ def failed(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Tr
     """Terminal. Hold the resources for deletionOnFailureGracePeriod (unless suspended), then delete them."""
     conditions: tuple[Condition, ...] = ()
     delay = timing.deletion_on_failure_grace
-    if delay > _dt.timedelta(0) and not suspended(aw):
+    # Once deletion has begun it is not paused again (upstream would re-pause on its next look).
+    if delay > _dt.timedelta(0) and not suspended(aw) and not has_status(aw, keys.COND_DELETING_RESOURCES, "True"):
         paused = Condition(keys.COND_DELETING_RESOURCES, "False", keys.REASON_DELETION_PAUSED,
                            f"{keys.DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION} has value {format_duration(delay)}")
         conditions = (paused,)

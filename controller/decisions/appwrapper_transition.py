@@ -154,7 +154,8 @@ def with_deployed(component: Mapping[str, Any], status: str, reason: str, now: _
 def merged_conditions(aw: Obj, wanted: tuple[Condition, ...], now: _dt.datetime) -> list[dict[str, Any]]:
     """The AppWrapper's conditions with `wanted` applied (a later entry of one type wins)."""
     current = [dict(c) for c in (aw.get("status") or {}).get("conditions") or [] if isinstance(c, Mapping)]
-    for want in wanted:
+    last = {want.type: want for want in wanted}  # only the final word on a type is compared with the stored one
+    for want in last.values():
         old = next((c for c in current if c.get("type") == want.type), None)
         new = {"type": want.type, "status": want.status, "reason": want.reason, "message": want.message,
                "lastTransitionTime": format_time(now)}
