@@ -31,15 +31,11 @@ KUBECTL = "/usr/bin/kubectl"
 NAMESPACE = "team1"
 USER = "alice"
 # Gang placement is not what these tests are about: the local cluster's default scheduler binds.
-# The kube-controller-manager's Endpoints and EndpointSlices (and Events) in a team namespace are
-# top-level objects to the gateway, and the default allowedKinds.topLevel would deny them, leaving
-# a headless Service without the endpoints its DNS names come from; they are allowed here.
-TOP_LEVEL = ("AppWrapper.workload.codeflare.dev", "Job.batch", "PyTorchJob.kubeflow.org", "Pod", "Service",
-             "ConfigMap", "Secret", "Endpoints", "EndpointSlice.discovery.k8s.io", "Event", "Event.events.k8s.io")
+# The default allowedKinds hold: the shipped validating webhook never sends the Endpoints,
+# EndpointSlices and Events the control plane writes (tests/manifests/test_gateway_webhook_scope.py).
 POLICY = ("exempt: {users: [admin]}\n"
           "queues: {requireQueueFor: []}\n"
-          "scheduling: {schedulerName: '', gang: false}\n"
-          f"allowedKinds: {{topLevel: [{', '.join(TOP_LEVEL)}]}}\n")
+          "scheduling: {schedulerName: '', gang: false}\n")
 NODES = "- name: node\n  count: 2\n  capacity: {cpu: '64', memory: 256Gi}\n"
 SPEED = 20.0
 
