@@ -77,7 +77,7 @@ def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path, worke
 
     narrator.section("2. the controller: queues, borrowing and preemption, live")
     install_controller(stack)
-    narrator.say("controller: batchgate controller as service account batchgate-controller (Workloads, quota admission)")
+    narrator.say("controller: batchgate controller as service account batchgate-controller (quota admission, AppWrapper lifecycle, gang placement)")
     queues_scene.run(stack.kubectl, narrator, clock)
 
     narrator.section("3. a PyTorch AppWrapper: each pod's env from the gateway")

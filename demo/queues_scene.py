@@ -104,6 +104,7 @@ def run(kubectl: Kubectl, narrator: Narrator, clock: Clock) -> Watch:
     narrator.say("the queues now (kubectl get clusterqueues -o json, summarized):")
     narrator.quote("\n".join(queue_table(queues)))
     wait_for_running_pods(kubectl, clock)
-    narrator.say(f"pods of the admitted jobs, running on the GPU nodes (kubectl get pods -A -o {PODS_COLUMNS.split('=')[0]}=...):")
+    narrator.say("pods of the admitted jobs, bound by batchgate-scheduler a whole job at a time and packed onto "
+                 f"the fewest GPU nodes (kubectl get pods -A -o {PODS_COLUMNS.split('=')[0]}=...):")
     narrator.quote(kubectl.run("get", "pods", "-A", "-o", PODS_COLUMNS).stdout)
     return watch

@@ -57,7 +57,7 @@ def test_every_sample_is_submitted_by_its_user_and_shows_what_the_gateway_added(
         assert allowed and all(f"workload.codeflare.dev/user={user}" in line for line in allowed)
     job = next(line for line in out.splitlines() if "(mlbatch/job.yaml)" in line)
     for added in ("kueue.x-k8s.io/queue-name=default-queue", "workload.codeflare.dev/userid=1001",
-                  "scheduling.x-k8s.io/pod-group=sample-job", "schedulerName=default-scheduler", "suspend=true"):
+                  "scheduling.x-k8s.io/pod-group=sample-job", "schedulerName=batchgate-scheduler", "suspend=true"):
         assert added in job
 
 
