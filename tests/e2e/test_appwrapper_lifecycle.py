@@ -493,7 +493,6 @@ def test_deleting_an_appwrapper_whose_pod_is_stuck_on_a_silent_node_force_delete
         assert "Terminating" in settled_phases(scenario, "stuck")
 
 
-@pytest.mark.xfail(strict=True, reason="bugs-aw.md #2")
 def test_a_failed_appwrapper_held_for_deletion_on_failure_then_stuck_on_a_silent_node_is_force_deleted_in_time(
         scenario: Scenario) -> None:
     scenario.apply(appwrapper("held", [pod("held-fails", behavior=FAILS), pod("held-runs", behavior=RUNNING)],
