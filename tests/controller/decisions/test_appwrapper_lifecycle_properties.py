@@ -163,6 +163,13 @@ def check_step(world: World, before: dict[str, Any], after: dict[str, Any], step
     if any(isinstance(a, CreateComponents) for a in step.actions):
         assert not before["spec"].get("suspend"), f"components created while suspended: {step.why}"
         assert old not in TERMINAL, f"components created for a {old} AppWrapper: {step.why}"
+        assert not deleting, f"components created for an AppWrapper being deleted: {step.why}"
+    leftovers = [i for i, c in world.components.items() if c.exists], len(world.pods)
+    if any(isinstance(a, RemoveFinalizer) for a in step.actions):  # research 3.2: only once nothing is left
+        assert leftovers == ([], 0), f"finalizer removed with components/pods {leftovers} left: {step.why}"
+    # research 3.6: quota goes back only once nothing runs any more (a success's finished pods may stay).
+    if cond(before, "QuotaReserved") == "True" and cond(after, "QuotaReserved") != "True" and new != "Succeeded":
+        assert leftovers == ([], 0), f"quota released with components/pods {leftovers} left: {step.why}"
     # The grace periods run from these stamps (research 3.1/3.2), so one may move only with its status.
     # (Unhealthy is left out: upstream clears and sets it again within one step, giving a new failure a new stamp.)
     for kind, (status, stamp) in stamps(before).items():
