@@ -77,7 +77,12 @@ data:
     queues:
       defaultQueueName: default-queue
     scheduling: {schedulerName: default-scheduler, gang: false}
-"""
+%s"""
+
+
+def policy_configmap(extra: str = "") -> str:
+    """The stack's policy ConfigMap, with `extra` (indented policy.yaml lines) appended."""
+    return POLICY % extra
 
 PRIORITIES = """\
 apiVersion: kueue.x-k8s.io/v1beta1
@@ -147,6 +152,10 @@ class ControllerProcess:
         # Forget the old "probes on" line so the next start waits for its own.
         self.log_path.write_text(self.log_path.read_text(errors="replace").replace("probes on http://", "probes on (old) "))
 
+    def loaded_policies(self) -> int:
+        """How many times this process has loaded a policy (its log says so each time)."""
+        return self.log_path.read_text(errors="replace").count("INFO controller.adapters.manager: policy ")
+
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
@@ -179,7 +188,7 @@ def start_stack(workdir: Path) -> AwStack:
     try:
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
         kubectl.run("create", "namespace", SYSTEM_NAMESPACE)
-        kubectl.run("apply", "-f", "-", stdin=POLICY)
+        kubectl.run("apply", "-f", "-", stdin=policy_configmap())
         kubectl.run("apply", "-f", "-", stdin=PRIORITIES)
         clock = SystemClock()
         certs = workdir / "gateway-certs"
