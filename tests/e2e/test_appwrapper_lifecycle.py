@@ -234,6 +234,17 @@ def test_a_failing_job_with_retry_limit_2_is_reset_twice_then_failed_with_resett
     assert "Unhealthy" in scenario.describe("flaky")
 
 
+def test_a_failed_wrapped_pytorchjob_is_a_failed_component_reset_without_waiting_for_the_failure_grace(
+        scenario: Scenario) -> None:
+    scenario.apply(appwrapper("torch", [pytorchjob("torch-job", behavior=FAILS)], annotations={
+        **fault_tolerance(retryLimit="1", failureGracePeriodDuration="60s", retryPausePeriodDuration="1s")}))
+    aw = scenario.wait_phase("torch", "Failed", timeout=40)
+    assert status(aw)["resettingCount"] == 1
+    unhealthy = condition(aw, "Unhealthy")
+    assert unhealthy["reason"] == "FailedComponent", unhealthy
+    assert settled_phases(scenario, "torch").count("Resetting") == 1
+
+
 def test_one_failed_pod_with_retry_limit_0_and_no_failure_grace_fails_at_once_then_its_resources_are_deleted(
         scenario: Scenario) -> None:
     scenario.apply(appwrapper("once", [pod("once-fails", behavior=FAILS), pod("once-runs", behavior=RUNNING)],
