@@ -70,7 +70,7 @@ class AppWrapperReconciler:
 
     @staticmethod
     def keys_for(change: Change) -> list[ObjectKey]:
-        """An AppWrapper's own changes, and any change of a pod labelled with its name."""
+        """An AppWrapper's own changes, a pod labelled with its name, a watched component it controls."""
         if change.key.kind == "AppWrapper":
             return [change.key]
         obj = change.new or change.old or {}

@@ -244,14 +244,16 @@ def failed(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Tr
     """Terminal. Hold the resources for deletionOnFailureGracePeriod (unless suspended), then delete them."""
     conditions: tuple[Condition, ...] = ()
     delay = timing.deletion_on_failure_grace
-    # Once deletion has begun it is not paused again (upstream would re-pause on its next look).
-    if delay > _dt.timedelta(0) and not suspended(aw) and not has_status(aw, keys.COND_DELETING_RESOURCES, "True"):
-        paused = Condition(keys.COND_DELETING_RESOURCES, "False", keys.REASON_DELETION_PAUSED,
-                           f"{keys.DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION} has value {format_duration(delay)}")
-        conditions = (paused,)
+    # Held only while something is deployed and its deletion has not begun: upstream re-pauses a
+    # deletion in progress (or a finished one) on its next look, which would restart every timer.
+    holding = (delay > _dt.timedelta(0) and not suspended(aw) and has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True")
+               and not has_status(aw, keys.COND_DELETING_RESOURCES, "True"))
+    if holding:
         deadline = since(aw, keys.COND_DELETING_RESOURCES, "False", now) + delay
         if now < deadline:
-            return Transition(keys.PHASE_FAILED, f"resources kept for debugging until {deadline}", conditions,
+            paused = Condition(keys.COND_DELETING_RESOURCES, "False", keys.REASON_DELETION_PAUSED,
+                               f"{keys.DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION} has value {format_duration(delay)}")
+            return Transition(keys.PHASE_FAILED, f"resources kept for debugging until {deadline}", (paused,),
                               requeue_after=deadline - now)
     components = None
     if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
