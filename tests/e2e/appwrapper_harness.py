@@ -49,6 +49,7 @@ FLAVOR_LABEL = "batchgate.dev/e2e-pool"
 FLAVOR = "aw-e2e-flavor"
 QUEUE = "default-queue"
 CONTROLLER_START_TIMEOUT = 30.0
+WATCH_SENTINEL = "watch-sentinel"
 WAIT = 30.0  # default timeout of every wait below, in wall seconds
 
 DEDICATED = "batchgate.dev/e2e-dedicated"
@@ -446,6 +447,14 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
     stack.admin("create", "namespace", namespace)
     stack.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([queue, local]))
     watch = Watch.start(stack.kubectl, namespace)
+    # kubectl needs a moment before its watch stands; an AppWrapper no controller of ours manages
+    # (the admin's, so unqueued, and managed by someone else) shows when it does.
+    sentinel = {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+                "metadata": {"name": WATCH_SENTINEL, "namespace": namespace},
+                "spec": {"managedBy": "example.com/nobody", "components": [{"template": {
+                    "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": WATCH_SENTINEL}}}]}}
+    stack.admin("apply", "-f", "-", stdin=yaml.safe_dump(sentinel))
+    eventually(lambda: watch.versions(WATCH_SENTINEL), lambda: f"kubectl get aw -w in {namespace} saw nothing")
     try:
         yield Scenario(stack, namespace, watch)
     finally:
