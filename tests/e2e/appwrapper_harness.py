@@ -49,6 +49,7 @@ FLAVOR_LABEL = "batchgate.dev/e2e-pool"
 FLAVOR = "aw-e2e-flavor"
 QUEUE = "default-queue"
 CONTROLLER_START_TIMEOUT = 30.0
+WATCH_SENTINEL = "watch-sentinel"
 WAIT = 30.0  # default timeout of every wait below, in wall seconds
 
 DEDICATED = "batchgate.dev/e2e-dedicated"
@@ -77,7 +78,12 @@ data:
     queues:
       defaultQueueName: default-queue
     scheduling: {schedulerName: default-scheduler, gang: false}
-"""
+%s"""
+
+
+def policy_configmap(extra: str = "") -> str:
+    """The stack's policy ConfigMap, with `extra` (indented policy.yaml lines) appended."""
+    return POLICY % extra
 
 PRIORITIES = """\
 apiVersion: kueue.x-k8s.io/v1beta1
@@ -147,6 +153,10 @@ class ControllerProcess:
         # Forget the old "probes on" line so the next start waits for its own.
         self.log_path.write_text(self.log_path.read_text(errors="replace").replace("probes on http://", "probes on (old) "))
 
+    def loaded_policies(self) -> int:
+        """How many times this process has loaded a policy (its log says so each time)."""
+        return self.log_path.read_text(errors="replace").count("INFO controller.adapters.manager: policy ")
+
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
@@ -179,7 +189,7 @@ def start_stack(workdir: Path) -> AwStack:
     try:
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
         kubectl.run("create", "namespace", SYSTEM_NAMESPACE)
-        kubectl.run("apply", "-f", "-", stdin=POLICY)
+        kubectl.run("apply", "-f", "-", stdin=policy_configmap())
         kubectl.run("apply", "-f", "-", stdin=PRIORITIES)
         clock = SystemClock()
         certs = workdir / "gateway-certs"
@@ -437,6 +447,14 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
     stack.admin("create", "namespace", namespace)
     stack.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([queue, local]))
     watch = Watch.start(stack.kubectl, namespace)
+    # kubectl needs a moment before its watch stands; an AppWrapper no controller of ours manages
+    # (the admin's, so unqueued, and managed by someone else) shows when it does.
+    sentinel = {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+                "metadata": {"name": WATCH_SENTINEL, "namespace": namespace},
+                "spec": {"managedBy": "example.com/nobody", "components": [{"template": {
+                    "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": WATCH_SENTINEL}}}]}}
+    stack.admin("apply", "-f", "-", stdin=yaml.safe_dump(sentinel))
+    eventually(lambda: watch.versions(WATCH_SENTINEL), lambda: f"kubectl get aw -w in {namespace} saw nothing")
     try:
         yield Scenario(stack, namespace, watch)
     finally:

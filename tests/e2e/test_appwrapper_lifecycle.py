@@ -22,7 +22,8 @@ from batchgate import keys
 from batchgate.clock import parse_time
 from localcluster.sim.nodes import HEALTH_LABEL
 from tests.e2e.appwrapper_harness import (DEDICATED, FLAVOR_LABEL, AwStack, Scenario, appwrapper, condition,
-                                          eventually, fault_tolerance, job, new_scenario, pod, pytorchjob, start_stack)
+                                          eventually, fault_tolerance, job, new_scenario, pod, policy_configmap, pytorchjob,
+                                          start_stack)
 
 RUNNING = {"startAfter": "5s"}            # starts half a wall second after binding, runs until deleted
 FAILS = {"startAfter": "5s", "crashAfter": "5s"}   # exits 1 a second after binding
@@ -233,6 +234,17 @@ def test_a_failing_job_with_retry_limit_2_is_reset_twice_then_failed_with_resett
     assert "Unhealthy" in scenario.describe("flaky")
 
 
+def test_a_failed_wrapped_pytorchjob_is_a_failed_component_reset_without_waiting_for_the_failure_grace(
+        scenario: Scenario) -> None:
+    scenario.apply(appwrapper("torch", [pytorchjob("torch-job", behavior=FAILS)], annotations={
+        **fault_tolerance(retryLimit="1", failureGracePeriodDuration="60s", retryPausePeriodDuration="1s")}))
+    aw = scenario.wait_phase("torch", "Failed", timeout=40)
+    assert status(aw)["resettingCount"] == 1
+    unhealthy = condition(aw, "Unhealthy")
+    assert unhealthy["reason"] == "FailedComponent", unhealthy
+    assert settled_phases(scenario, "torch").count("Resetting") == 1
+
+
 def test_one_failed_pod_with_retry_limit_0_and_no_failure_grace_fails_at_once_then_its_resources_are_deleted(
         scenario: Scenario) -> None:
     scenario.apply(appwrapper("once", [pod("once-fails", behavior=FAILS), pod("once-runs", behavior=RUNNING)],
@@ -376,6 +388,30 @@ def test_the_evict_label_leaves_an_appwrapper_without_gpus_running_on_that_node(
         scenario.stack.admin("label", "node", node, f"{keys.AUTOPILOT_GPU_HEALTH_LABEL}-")
 
 
+@contextmanager
+def fault_tolerance_policy(scenario: Scenario, section: str) -> Iterator[None]:
+    """The admin edits the policy ConfigMap's faultTolerance; the running controller reloads it."""
+    def apply(extra: str) -> None:
+        before = scenario.stack.controller.loaded_policies()
+        scenario.stack.admin("apply", "-f", "-", stdin=policy_configmap(extra))
+        eventually(lambda: scenario.stack.controller.loaded_policies() > before,
+                   lambda: f"the controller did not reload the policy\n{scenario.stack.controller.tail()}")
+    apply(section)
+    try:
+        yield
+    finally:
+        apply("")
+
+
+def test_the_policys_fault_tolerance_defaults_apply_to_appwrappers_without_annotations_once_reloaded(
+        scenario: Scenario) -> None:
+    with fault_tolerance_policy(scenario, "    faultTolerance: {failureGracePeriod: 0s, retryLimit: 0}\n"):
+        scenario.apply(appwrapper("plain", [pod("plain-fails", behavior=FAILS), pod("plain-runs", behavior=RUNNING)]))
+        aw = scenario.wait_phase("plain", "Failed", timeout=20)
+    assert status(aw).get("resettingCount", 0) == 0
+    assert condition(aw, "Unhealthy")["reason"] == "FoundFailedPods"
+
+
 # ---------------------------------------------------------------- failure policy (DESIGN 7.4)
 
 
@@ -398,7 +434,7 @@ def test_an_exit_code_the_policy_calls_terminal_fails_the_appwrapper_without_any
     assert condition(aw, "Unhealthy")["reason"] == "FoundFailedPods"
 
 
-def policy(*rules: dict[str, Any]) -> dict[str, str]:
+def failure_policy(*rules: dict[str, Any]) -> dict[str, str]:
     return {keys.FAILURE_POLICY_ANNOTATION: json.dumps(list(rules))}
 
 
@@ -410,7 +446,7 @@ def test_a_failure_policy_rule_targeting_the_component_whose_pods_failed_decides
         scenario: Scenario, target: str | int) -> None:
     rule = {"action": "Fail", "onReasons": ["FoundFailedPods"], "targetComponents": [target]}
     scenario.apply(appwrapper("target", [pod("trainer", behavior=FAILS), pod("helper", behavior=RUNNING)],
-                              annotations={**QUICK, **fault_tolerance(retryLimit="3"), **policy(rule)}))
+                              annotations={**QUICK, **fault_tolerance(retryLimit="3"), **failure_policy(rule)}))
     aw = scenario.wait_phase("target", "Failed", timeout=20)
     assert "Resetting" not in settled_phases(scenario, "target")
     assert status(aw).get("resettingCount", 0) == 0
@@ -421,7 +457,7 @@ def test_a_failure_policy_rule_targeting_another_component_leaves_the_failed_pod
         scenario: Scenario) -> None:
     rule = {"action": "Fail", "onReasons": ["FoundFailedPods"], "targetComponents": ["helper"]}
     scenario.apply(appwrapper("other", [pod("trainer", behavior=FAILS), pod("helper", behavior=RUNNING)],
-                              annotations={**QUICK, **fault_tolerance(retryLimit="3"), **policy(rule)}))
+                              annotations={**QUICK, **fault_tolerance(retryLimit="3"), **failure_policy(rule)}))
     scenario.wait_seen("other", "Resetting")
     assert scenario.wait(
         "other", lambda aw: status(aw).get("resettingCount", 0) >= 1, "a counted reset")["status"]["phase"] != "Failed"
@@ -431,7 +467,7 @@ def test_a_failure_policy_rule_on_the_wrapped_jobs_own_reason_fails_the_appwrapp
         scenario: Scenario) -> None:
     rule = {"action": "Fail", "onReasons": ["BackoffLimitExceeded"]}
     scenario.apply(appwrapper("limit", [job("limit-job", behavior=FAILS)], annotations={
-        **QUICK, **fault_tolerance(retryLimit="3", failureGracePeriodDuration="20s"), **policy(rule)}))
+        **QUICK, **fault_tolerance(retryLimit="3", failureGracePeriodDuration="20s"), **failure_policy(rule)}))
     aw = scenario.wait_phase("limit", "Failed", timeout=20)
     unhealthy = condition(aw, "Unhealthy")
     assert unhealthy["reason"] == "FailedComponent", unhealthy
@@ -493,7 +529,6 @@ def test_deleting_an_appwrapper_whose_pod_is_stuck_on_a_silent_node_force_delete
         assert "Terminating" in settled_phases(scenario, "stuck")
 
 
-@pytest.mark.xfail(strict=True, reason="bugs-aw.md #2")
 def test_a_failed_appwrapper_held_for_deletion_on_failure_then_stuck_on_a_silent_node_is_force_deleted_in_time(
         scenario: Scenario) -> None:
     scenario.apply(appwrapper("held", [pod("held-fails", behavior=FAILS), pod("held-runs", behavior=RUNNING)],
