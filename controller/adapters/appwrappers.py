@@ -2,7 +2,8 @@
 
 Per reconcile it reads the AppWrapper and its labelled pods from the cache, and each recorded
 component from the cache when the controller watches its kind anyway (Jobs, PyTorchJobs, Ray
-kinds), else with a GET (upstream reads through its cache the same way and polls the rest). It
+kinds), else with a GET (upstream reads through its cache the same way and polls the rest); a
+component the cache does not hold is looked up with a GET before it counts as missing. It
 applies the returned Transition: finalizer patch, creates and deletes, one `/status` write with
 conflict retry, Events, the phase metric and a delayed requeue. Any change of a labelled pod or
 of a watched component requeues its AppWrapper.
@@ -135,9 +136,15 @@ class AppWrapperReconciler:
         return Observed(states, pods, failed_components(aw, labelled) if pods.failed else ())
 
     def _read(self, resource: Resource, name: str, namespace: str) -> Mapping[str, Any] | None:
-        """From the store for a watched kind, else from the API; None if it does not exist."""
+        """From the store for a watched kind, else from the API; None only if the API says it does not exist.
+
+        A store miss is confirmed by a GET: a cache that lags the API (a restart, a slow watch) must
+        not turn into a MissingComponent failure, which is never retried (goal R5, appwrapper#416).
+        """
         if _CACHED.get(resource.kind) == resource:
-            return self.store.get(resource.kind, namespace, name)
+            cached = self.store.get(resource.kind, namespace, name)
+            if cached is not None:
+                return cached
         try:
             return self.client.get(resource, name, namespace)
         except ApiError as exc:

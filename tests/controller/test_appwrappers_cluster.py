@@ -258,3 +258,30 @@ def test_nothing_is_decided_before_the_caches_are_filled(live_client: KubeClient
                                       queue, lambda: DEFAULT_POLICY, ControllerMetrics(), synced=lambda: False)
     reconciler.reconcile(ObjectKey("AppWrapper", "team-x", "early"))
     assert queue.settled() and not queue.idle(), "nothing decided now, looked at again shortly"
+
+
+def test_a_component_missing_only_from_a_stale_cache_does_not_fail_the_appwrapper(
+        live_client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+    """Goal R5: a restarted controller whose Job cache lags the API must read the API before failing."""
+    from controller.adapters.appwrappers import AppWrapperReconciler
+    from controller.adapters.events import EventRecorder
+    from controller.adapters.metrics import ControllerMetrics
+    from controller.adapters.store import SharedStore
+    from controller.adapters.workqueue import WorkQueue
+    from controller.adapters.writer import Writer
+    from controller.state.cache import ObjectKey
+
+    ns = team["ns"]
+    live_client.create(AW, an_appwrapper(ns, "steady", run_for=None))
+    eventually(lambda: phase(live_client, ns, "steady") == keys.PHASE_RUNNING, timeout=30,
+               what=lambda: f"Running, got {phase(live_client, ns, 'steady')!r}")
+    clock = SystemClock()
+    stale = SharedStore()  # holds the AppWrapper but has not yet seen its Job
+    stale.apply("AppWrapper", "ADDED", live_client.get(AW, "steady", ns))
+    writer = Writer(live_client, lambda: True)
+    reconciler = AppWrapperReconciler(stale, writer, EventRecorder(writer, clock, "stale"), clock, live_client,
+                                      WorkQueue(clock), lambda: controller.policy, ControllerMetrics())
+    reconciler.reconcile(ObjectKey("AppWrapper", ns, "steady"))
+    after = live_client.get(AW, "steady", ns)
+    assert phase(live_client, ns, "steady") == keys.PHASE_RUNNING, after["status"].get("conditions")
+    assert get(live_client, JOBS, "steady-job", ns) is not None
