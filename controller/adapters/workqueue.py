@@ -3,7 +3,9 @@ and comes back after failures with exponential backoff (client-go's workqueue se
 
 A key added while queued is not queued twice; a key added while being processed is queued again
 when its worker calls `done`, so no change is lost and no object is reconciled concurrently.
-Delays are measured on the injected Clock.
+A key waits for at most one delayed add, the earliest: otherwise every change that asks for a
+periodic poll would start its own everlasting chain of polls. Delays are measured on the injected
+Clock.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ class WorkQueue:
         self._queue: deque[Hashable] = deque()
         self._dirty: set[Hashable] = set()
         self._processing: set[Hashable] = set()
-        self._waiting: list[tuple[float, int, Hashable]] = []
+        self._waiting: list[tuple[float, int, Hashable]] = []  # heap; entries superseded in _due are skipped
+        self._due: dict[Hashable, float] = {}  # each delayed key's one due time
         self._failures: dict[Hashable, int] = {}
         self._seq = itertools.count()
         self._cond = threading.Condition()
@@ -46,8 +49,12 @@ class WorkQueue:
         if delay <= 0:
             self.add(key)
             return
+        due = self.clock.monotonic() + delay
         with self._cond:
-            heapq.heappush(self._waiting, (self.clock.monotonic() + delay, next(self._seq), key))
+            if self._shutdown or self._due.get(key, due) < due:
+                return
+            self._due[key] = due
+            heapq.heappush(self._waiting, (due, next(self._seq), key))
             self._cond.notify()
 
     def add_rate_limited(self, key: Hashable) -> float:
@@ -66,8 +73,10 @@ class WorkQueue:
         """Move due delayed keys into the queue; return seconds until the next one, if any."""
         now = self.clock.monotonic()
         while self._waiting and self._waiting[0][0] <= now:
-            _, _, key = heapq.heappop(self._waiting)
-            self._add(key)
+            due, _, key = heapq.heappop(self._waiting)
+            if self._due.get(key) == due:
+                del self._due[key]
+                self._add(key)
         return self._waiting[0][0] - now if self._waiting else None
 
     def get(self, timeout: float | None = None) -> Hashable | None:
@@ -98,18 +107,18 @@ class WorkQueue:
 
     def __len__(self) -> int:
         with self._cond:
-            return len(self._queue) + len(self._waiting)
+            return len(self._queue) + len(self._due)
 
     def idle(self) -> bool:
         """Nothing queued, delayed or being worked on."""
         with self._cond:
-            return not (self._queue or self._waiting or self._processing)
+            return not (self._queue or self._due or self._processing)
 
     def settled(self) -> bool:
         """Nothing ready or being worked on; keys delayed for later (periodic polls) do not count."""
         with self._cond:
             now = self.clock.monotonic()
-            return not (self._queue or self._processing or any(due <= now for due, _, _ in self._waiting))
+            return not (self._queue or self._processing or any(due <= now for due in self._due.values()))
 
     def shutdown(self) -> None:
         with self._cond:

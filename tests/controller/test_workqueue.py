@@ -65,7 +65,25 @@ def test_a_backed_off_key_returns_only_when_its_delay_has_passed() -> None:
     assert queue.get(timeout=0) == "k"
     queue.done("k")
     clock.advance(1.0)
-    assert queue.get(timeout=0) == "k", "the later delayed add is not lost"
+    assert queue.get(timeout=0) is None, "the later delayed add was folded into the earlier one, as client-go does"
+
+
+def test_periodic_polls_started_by_many_changes_collapse_into_one_per_period() -> None:
+    """Each reconcile asks to be looked at again in a minute; three changes must not start three chains."""
+    clock = FakeClock()
+    queue = WorkQueue(clock)
+    for _ in range(3):  # three pod changes a second apart, each reconciled, each asking for a 60 s poll
+        queue.add("aw")
+        assert drain(queue) == ["aw"]
+        queue.add_after("aw", 60)
+        clock.advance(1)
+    polls = [0] * 5
+    for second in range(5 * 60):  # five minutes, worked second by second; each reconcile asks for the next poll
+        clock.advance(1)
+        for key in drain(queue):
+            polls[second // 60] += 1
+            queue.add_after(key, 60)
+    assert polls == [1, 1, 1, 1, 1]
 
 
 def test_forget_resets_the_backoff() -> None:
