@@ -3,17 +3,24 @@
 Informers feed it events and relists; reconcilers read it instead of the API server. It also
 holds *assumed* objects — what the controller has just written but not yet seen come back — so
 a decision taken right after a write (an admission, say) does not act on stale state; an
-assumption ends when the object's next event arrives or when the write fails (`forget`).
+assumption ends when the object's next event arrives or when the write fails (`forget`). A write
+answered after the watch has moved on (the object already deleted, or a newer version seen) is
+not assumed: it would bring back a ghost, or hide the newer version, until the next event.
 Pure: the adapters own the lock around it.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 Obj = Mapping[str, Any]
+
+DELETED_UIDS_REMEMBERED = 65_536
+"""How many deleted objects' uids are kept to refuse late assumptions: a write races its object's
+DELETED event only while in flight, so this covers a mass deletion of 10,000-pod jobs with room."""
 
 
 @dataclass(frozen=True, order=True)
@@ -35,6 +42,13 @@ def resource_version(obj: Obj | None) -> str | None:
     return ((obj or {}).get("metadata") or {}).get("resourceVersion")
 
 
+def _older(obj: Obj, seen: Obj | None) -> bool:
+    """Whether `obj` predates `seen`. resourceVersions are opaque in general; kube-apiserver's (and
+    the local cluster's) are etcd revisions, so two decimal ones are compared, anything else is not."""
+    mine, theirs = resource_version(obj), resource_version(seen)
+    return bool(mine and theirs and mine.isdigit() and theirs.isdigit() and int(mine) < int(theirs))
+
+
 @dataclass(frozen=True)
 class Change:
     """One observed change: the reconcilers' trigger. `old` is None for ADDED, `new` for DELETED."""
@@ -49,6 +63,7 @@ class ObjectCache:
     def __init__(self) -> None:
         self._objects: dict[str, dict[ObjectKey, Obj]] = {}
         self._assumed: dict[ObjectKey, Obj] = {}
+        self._deleted_uids: OrderedDict[str, None] = OrderedDict()
 
     def apply(self, kind: str, event_type: str, obj: Obj) -> Change | None:
         """Record a watch event; None when it tells nothing new (a replay of a known version)."""
@@ -60,6 +75,7 @@ class ObjectCache:
             if old is None:
                 return None
             del objects[key]
+            self._remember_deleted(old)
             return Change(key, "DELETED", old, None)
         if old is not None and resource_version(old) == resource_version(obj):
             return None
@@ -79,12 +95,30 @@ class ObjectCache:
                 changes.append(Change(key, "MODIFIED", old, obj))
         for change in changes:
             self._assumed.pop(change.key, None)
+            if change.old is not None and change.new is None:
+                self._remember_deleted(change.old)
         self._objects[kind] = fresh
         return changes
 
     def assume(self, kind: str, obj: Obj) -> None:
-        """Act as if `obj` were observed until its next event arrives or `forget` is called."""
-        self._assumed[key_of(kind, obj)] = obj
+        """Act as if `obj` were observed until its next event arrives or `forget` is called.
+
+        Ignored when the watch already showed the object deleted, or a newer version of it.
+        """
+        key = key_of(kind, obj)
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid and uid in self._deleted_uids:
+            return
+        if _older(obj, self._objects.get(kind, {}).get(key)):
+            return
+        self._assumed[key] = obj
+
+    def _remember_deleted(self, obj: Obj) -> None:
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid:
+            self._deleted_uids[uid] = None
+            if len(self._deleted_uids) > DELETED_UIDS_REMEMBERED:
+                self._deleted_uids.popitem(last=False)
 
     def forget(self, key: ObjectKey) -> None:
         self._assumed.pop(key, None)

@@ -13,8 +13,9 @@ from controller.decisions.leader_election import LeaseTiming, decide_lease, micr
 from controller.state.cache import ObjectCache, ObjectKey
 
 
-def obj(name: str, rv: str, ns: str = "ns", **extra: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns, "resourceVersion": rv}, **extra}
+def obj(name: str, rv: str, ns: str = "ns", metadata_uid: str | None = None, **extra: Any) -> dict[str, Any]:
+    uid = {"uid": metadata_uid} if metadata_uid else {}
+    return {"metadata": {"name": name, "namespace": ns, "resourceVersion": rv, **uid}, **extra}
 
 
 def test_events_become_changes_and_replays_do_not() -> None:
@@ -45,6 +46,25 @@ def test_an_assumption_shadows_the_observed_object_until_its_next_event() -> Non
     assert cache.snapshot(["Workload"])["Workload"][ObjectKey("Workload", "ns", "w")]["status"]
     cache.apply("Workload", "MODIFIED", obj("w", "2"))
     assert "status" not in cache.get("Workload", "ns", "w")
+
+
+@pytest.mark.parametrize("events, assumed, expected", [
+    pytest.param([("ADDED", "1"), ("DELETED", "3")], "2", None,
+                 id="a write answered after the object's deletion was seen does not bring it back"),
+    pytest.param([("ADDED", "1"), ("MODIFIED", "3")], "2", "3",
+                 id="a write answered after a newer version was seen does not shadow that version"),
+    pytest.param([("ADDED", "1")], "2", "2", id="a write newer than what was seen is assumed"),
+])
+def test_an_assumption_older_than_what_the_watch_already_showed_is_ignored(
+        events: list[tuple[str, str]], assumed: str, expected: str | None) -> None:
+    """A bind or create answered after the watch moved on must not leave a ghost in the cache."""
+    cache = ObjectCache()
+    for event_type, rv in events:
+        cache.apply("Pod", event_type, obj("p", rv, metadata_uid="u1"))
+    cache.assume("Pod", obj("p", assumed, metadata_uid="u1"))
+    seen = cache.get("Pod", "ns", "p")
+    assert (seen and seen["metadata"]["resourceVersion"]) == expected
+    assert [o["metadata"]["resourceVersion"] for o in cache.list("Pod")] == ([expected] if expected else [])
 
 
 def test_forget_drops_an_assumption_whose_write_failed() -> None:
