@@ -110,8 +110,7 @@ class AppWrapperReconciler:
 
     def _pods(self, aw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         meta = aw.get("metadata") or {}
-        return [p for p in self.store.list("Pod", meta.get("namespace") or "")
-                if ((p.get("metadata") or {}).get("labels") or {}).get(keys.APPWRAPPER_LABEL) == meta.get("name")]
+        return self.store.labelled("Pod", meta.get("namespace") or "", keys.APPWRAPPER_LABEL, str(meta.get("name")))
 
     def _observe(self, aw: Mapping[str, Any], policy: Policy) -> Observed:
         evicting = no_execute_nodes(self.store.list("Node"), policy.fault_tolerance.node_health.no_execute_labels)

@@ -37,6 +37,10 @@ class SharedStore:
         with self._lock:
             return self._cache.list(kind, namespace)
 
+    def labelled(self, kind: str, namespace: str, label: str, value: str) -> list[Obj]:
+        with self._lock:
+            return self._cache.labelled(kind, namespace, label, value)
+
     def snapshot(self, kinds: Iterable[str] | None = None) -> Mapping[str, Mapping[ObjectKey, Any]]:
         with self._lock:
             return self._cache.snapshot(kinds)

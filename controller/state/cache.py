@@ -59,28 +59,37 @@ class Change:
     new: Obj | None
 
 
+LabelEntry = tuple[str, str, str, str]  # kind, namespace, label key, label value
+
+
 class ObjectCache:
     def __init__(self) -> None:
         self._objects: dict[str, dict[ObjectKey, Obj]] = {}
         self._assumed: dict[ObjectKey, Obj] = {}
         self._deleted_uids: OrderedDict[str, None] = OrderedDict()
+        # Objects by label value, for the label keys `labelled` was asked about (built on first use),
+        # so "the pods of this AppWrapper" does not scan every pod on every reconcile.
+        self._indexed_labels: set[str] = set()
+        self._by_label: dict[LabelEntry, set[ObjectKey]] = {}
+        self._entries_of: dict[ObjectKey, list[LabelEntry]] = {}
 
     def apply(self, kind: str, event_type: str, obj: Obj) -> Change | None:
         """Record a watch event; None when it tells nothing new (a replay of a known version)."""
         key = key_of(kind, obj)
         objects = self._objects.setdefault(kind, {})
         old = objects.get(key)
-        self._assumed.pop(key, None)
+        change = None
         if event_type == "DELETED":
-            if old is None:
-                return None
-            del objects[key]
-            self._remember_deleted(old)
-            return Change(key, "DELETED", old, None)
-        if old is not None and resource_version(old) == resource_version(obj):
-            return None
-        objects[key] = obj
-        return Change(key, "MODIFIED" if old is not None else "ADDED", old, obj)
+            if old is not None:
+                del objects[key]
+                self._remember_deleted(old)
+                change = Change(key, "DELETED", old, None)
+        elif old is None or resource_version(old) != resource_version(obj):
+            objects[key] = obj
+            change = Change(key, "MODIFIED" if old is not None else "ADDED", old, obj)
+        if self._assumed.pop(key, None) is not None or change is not None:
+            self._reindex(key)
+        return change
 
     def replace(self, kind: str, items: Iterable[Obj]) -> list[Change]:
         """A fresh list replaces everything known of a kind; the differences come back as changes."""
@@ -98,6 +107,8 @@ class ObjectCache:
             if change.old is not None and change.new is None:
                 self._remember_deleted(change.old)
         self._objects[kind] = fresh
+        for change in changes:
+            self._reindex(change.key)
         return changes
 
     def assume(self, kind: str, obj: Obj) -> None:
@@ -112,6 +123,7 @@ class ObjectCache:
         if _older(obj, self._objects.get(kind, {}).get(key)):
             return
         self._assumed[key] = obj
+        self._reindex(key)
 
     def _remember_deleted(self, obj: Obj) -> None:
         uid = (obj.get("metadata") or {}).get("uid")
@@ -121,7 +133,34 @@ class ObjectCache:
                 self._deleted_uids.popitem(last=False)
 
     def forget(self, key: ObjectKey) -> None:
-        self._assumed.pop(key, None)
+        if self._assumed.pop(key, None) is not None:
+            self._reindex(key)
+
+    def labelled(self, kind: str, namespace: str, label: str, value: str) -> list[Obj]:
+        """The objects of a kind in a namespace whose `label` is `value`, assumptions included."""
+        if label not in self._indexed_labels:
+            self._indexed_labels.add(label)
+            for key in [*(k for objects in self._objects.values() for k in objects), *self._assumed]:
+                self._reindex(key)
+        keys = sorted(self._by_label.get((kind, namespace, label, value), ()))
+        return [self._assumed[k] if k in self._assumed else self._objects[k.kind][k] for k in keys]
+
+    def _reindex(self, key: ObjectKey) -> None:
+        """File `key` under the indexed labels of what `get` now returns for it."""
+        if not self._indexed_labels:
+            return
+        for entry in self._entries_of.pop(key, ()):
+            bucket = self._by_label[entry]
+            bucket.discard(key)
+            if not bucket:
+                del self._by_label[entry]
+        obj = self.get(key.kind, key.namespace, key.name)
+        labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        entries = [(key.kind, key.namespace, label, str(labels[label])) for label in self._indexed_labels if label in labels]
+        for entry in entries:
+            self._by_label.setdefault(entry, set()).add(key)
+        if entries:
+            self._entries_of[key] = entries
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         key = ObjectKey(kind, namespace, name)

@@ -6,16 +6,17 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.decisions.leader_election import LeaseTiming, decide_lease, micro_time
 from controller.state.cache import ObjectCache, ObjectKey
 
 
-def obj(name: str, rv: str, ns: str = "ns", metadata_uid: str | None = None, **extra: Any) -> dict[str, Any]:
-    uid = {"uid": metadata_uid} if metadata_uid else {}
-    return {"metadata": {"name": name, "namespace": ns, "resourceVersion": rv, **uid}, **extra}
+def obj(name: str, rv: str, ns: str = "ns", metadata_uid: str | None = None,
+        metadata_labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    more = {**({"uid": metadata_uid} if metadata_uid else {}), **({"labels": metadata_labels} if metadata_labels else {})}
+    return {"metadata": {"name": name, "namespace": ns, "resourceVersion": rv, **more}, **extra}
 
 
 def test_events_become_changes_and_replays_do_not() -> None:
@@ -101,6 +102,33 @@ def test_after_any_history_a_relist_of_the_truth_converges(history: list[tuple[s
             cache.apply("Job", kind, o)
     cache.replace("Job", list(truth.values()))
     assert sorted(map(repr, cache.list("Job"))) == sorted(map(repr, truth.values()))
+
+
+operations = st.lists(st.tuples(st.sampled_from(["ADDED", "MODIFIED", "DELETED", "assume", "forget", "relist", "ask"]),
+                                st.sampled_from("abc"), st.sampled_from(["x", "y", None])), max_size=40)
+
+
+@settings(max_examples=400)
+@given(history=operations)
+def test_the_label_index_always_agrees_with_a_scan(history: list[tuple[str, str, str | None]]) -> None:
+    """Whatever mix of events, assumptions and relists, `labelled` returns what filtering `list` would."""
+    cache = ObjectCache()
+    for index, (operation, name, owner) in enumerate(history):
+        o = obj(name, str(index + 1), metadata_labels={"owner": owner} if owner else {})
+        if operation == "assume":
+            cache.assume("Pod", o)
+        elif operation == "forget":
+            cache.forget(ObjectKey("Pod", "ns", name))
+        elif operation == "relist":
+            cache.replace("Pod", [o])
+        elif operation == "ask":
+            cache.labelled("Pod", "ns", "owner", "x")  # the index may be built at any point of the history
+        else:
+            cache.apply("Pod", operation, o)
+    for owner in ("x", "y"):
+        scanned = [p for p in cache.list("Pod") if p["metadata"].get("labels", {}).get("owner") == owner]
+        assert sorted(map(repr, cache.labelled("Pod", "ns", "owner", owner))) == sorted(map(repr, scanned))
+        assert cache.labelled("Pod", "other-ns", "owner", owner) == []
 
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
