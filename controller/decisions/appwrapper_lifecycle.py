@@ -27,6 +27,7 @@ from controller.decisions.appwrapper_transition import (
     Obj,
     Observed,
     RemoveFinalizer,
+    Teardown,
     Transition,
     clear,
     component_statuses,
@@ -205,9 +206,7 @@ def suspending(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -
     if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
         down = teardown(aw, observed, timing, now)
         if not down.done:
-            return Transition(keys.PHASE_SUSPENDING, "deleting components", down.conditions,
-                              component_status=down.component_status, actions=down.actions,
-                              requeue_after=down.requeue_after)
+            return _deleting(keys.PHASE_SUSPENDING, down)
         components = down.component_status
         conditions = down.conditions + (
             Condition(keys.COND_RESOURCES_DEPLOYED, "False", keys.PHASE_SUSPENDED, SUSPENDED_MESSAGE),)
@@ -224,9 +223,7 @@ def resetting(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) ->
     if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
         down = teardown(aw, observed, timing, now)
         if not down.done:
-            return Transition(keys.PHASE_RESETTING, "deleting components", conditions + down.conditions,
-                              component_status=down.component_status, actions=down.actions,
-                              requeue_after=down.requeue_after)
+            return _deleting(keys.PHASE_RESETTING, down, conditions)
         # Written before the pause is judged, so ResourcesDeployed's next True is stamped anew.
         pause = _retry_deadline(aw, timing, now) - now
         return Transition(keys.PHASE_RESETTING, "components deleted for the reset", conditions + down.conditions + (
@@ -259,9 +256,7 @@ def failed(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Tr
     if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
         down = teardown(aw, observed, timing, now)
         if not down.done:
-            return Transition(keys.PHASE_FAILED, "deleting components", conditions + down.conditions,
-                              component_status=down.component_status, actions=down.actions,
-                              requeue_after=down.requeue_after)
+            return _deleting(keys.PHASE_FAILED, down, conditions)
         message = ("Kueue forced resource deletion by suspending AppWrapper" if delay > _dt.timedelta(0) and suspended(aw)
                    else "Resources deleted for failed AppWrapper")
         components = down.component_status
@@ -279,8 +274,7 @@ def succeeded(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) ->
         return Transition(keys.PHASE_SUCCEEDED, f"kept until {deadline}", requeue_after=deadline - now)
     down = teardown(aw, observed, timing, now)
     if not down.done:
-        return Transition(keys.PHASE_SUCCEEDED, "deleting components", down.conditions,
-                          component_status=down.component_status, actions=down.actions, requeue_after=down.requeue_after)
+        return _deleting(keys.PHASE_SUCCEEDED, down)
     message = f"Time to live after success of {format_duration(timing.success_ttl)} expired"
     return Transition(keys.PHASE_SUCCEEDED, "success TTL expired", down.conditions + (
         Condition(keys.COND_RESOURCES_DEPLOYED, "False", keys.PHASE_SUCCEEDED, message),),
@@ -295,9 +289,7 @@ def terminating(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) 
     if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
         down = teardown(aw, observed, timing, now)
         if not down.done:
-            return Transition(keys.PHASE_TERMINATING, "deleting components", down.conditions,
-                              component_status=down.component_status, actions=down.actions,
-                              requeue_after=down.requeue_after)
+            return _deleting(keys.PHASE_TERMINATING, down)
         components = down.component_status
         conditions = down.conditions + (Condition(keys.COND_RESOURCES_DEPLOYED, "False", keys.PHASE_TERMINATING,
                                                   "Resources successfully deleted"),)
@@ -321,6 +313,12 @@ def _externally_suspended(aw: Obj) -> Transition:
     phase = phase_of(aw)
     return Transition(keys.PHASE_SUSPENDING, f"suspended while {phase}",
                       events=(Event(keys.EVENT_SUSPENDING, f"Externally suspended while in the {phase} phase"),))
+
+
+def _deleting(phase: str, down: Teardown, conditions: tuple[Condition, ...] = ()) -> Transition:
+    """Stay in `phase` while the teardown is under way: its conditions, deletes and next look."""
+    return Transition(phase, "deleting components", conditions + down.conditions, component_status=down.component_status,
+                      actions=down.actions, requeue_after=down.requeue_after)
 
 
 def _retry_deadline(aw: Obj, timing: Timing, now: _dt.datetime) -> _dt.datetime:
