@@ -36,6 +36,7 @@ from controller.decisions import podgroups as pg
 from controller.decisions.gang_placement import Bind, GroupKey, Unschedulable, place
 from controller.decisions.node_fit import PodInfo, parse_pod
 from controller.decisions.podsets import JOB_KINDS
+from controller.decisions.workloads import controller_owner
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -236,14 +237,23 @@ class GangScheduler:
             if info is None or raw is None:
                 continue
             members = by_group.get(key, [])
-            decision = pg.decide_status(info, members, now, timeout)
+            restartable = pg.redeploys(raw, self._owner(raw))
+            decision = pg.decide_status(info, members, now, timeout, restartable=restartable)
             if decision.patch:
-                self.writer.update_status(PODGROUPS, raw, lambda current: _status_patch(current, members, now, timeout))
+                self.writer.update_status(PODGROUPS, raw, lambda current: _status_patch(
+                    current, members, now, timeout, restartable))
             if decision.warning is not None:
                 self.recorder.warning(raw, *decision.warning)
                 self._wake.set()  # retried now, and its timer starts again
             if decision.requeue_after is not None:
                 self._due[key] = now + decision.requeue_after
+
+    def _owner(self, podgroup: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The cached workload that controls `podgroup`, if it is a kind we watch."""
+        ref = controller_owner(podgroup)
+        if ref is None or ref.get("kind") not in JOB_KINDS:
+            return None
+        return self.store.get(str(ref["kind"]), _ns_name(podgroup)[0], str(ref.get("name") or ""))
 
     # --- applying placement -------------------------------------------------------------------
 
@@ -300,8 +310,8 @@ class GangScheduler:
 
 
 def _status_patch(current: Mapping[str, Any], members: list[PodInfo], now: _dt.datetime,
-                  timeout: _dt.timedelta) -> dict[str, Any] | None:
-    patch = pg.decide_status(pg.parse_podgroup(current), members, now, timeout).patch
+                  timeout: _dt.timedelta, restartable: bool) -> dict[str, Any] | None:
+    patch = pg.decide_status(pg.parse_podgroup(current), members, now, timeout, restartable=restartable).patch
     return {"status": patch} if patch else None
 
 

@@ -12,7 +12,11 @@ pod's owner, scheduleStartTime = now); then counts from pod phases decide Pendin
 Running / Failed / Finished, the last two terminal. Because batchgate decides a gang at once
 instead of holding pods at Permit, the schedule timeout is read here: a group still short of
 minMember placed pods `scheduleTimeoutSeconds` after scheduleStartTime gets a Warning Event and
-a fresh scheduleStartTime, and the placement keeps retrying it.
+a fresh scheduleStartTime, and the placement keeps retrying it. One departure: upstream's
+AppWrapper carries its PodGroup as a component, deleted and made again whenever it resets or is
+suspended, so the PodGroup we make for an AppWrapper starts over (Pending, counts zeroed) once its
+pods are all gone and the AppWrapper will deploy again; a terminal phase would otherwise outlive
+the failure it reported.
 """
 
 from __future__ import annotations
@@ -30,10 +34,12 @@ from controller.decisions.podsets import JobKind, PodSetError, pod_sets
 from controller.decisions.workloads import controller_owner
 
 __all__ = ["PodGroupInfo", "parse_podgroup", "desired_podgroup", "owned_by", "spec_patch", "StatusDecision",
-           "decide_status", "group_pods", "PodSetError", "PENDING", "SCHEDULING", "RUNNING", "FINISHED", "FAILED"]
+           "decide_status", "redeploys", "group_pods", "PodSetError", "PENDING", "SCHEDULING", "RUNNING", "FINISHED", "FAILED"]
 
 PENDING, SCHEDULING, RUNNING, FINISHED, FAILED = "Pending", "Scheduling", "Running", "Finished", "Failed"
 TERMINAL = (FINISHED, FAILED)
+# The AppWrapper phases after which nothing is deployed again.
+_APPWRAPPER_DONE = (keys.PHASE_SUCCEEDED, keys.PHASE_FAILED)
 REASON_TIMEOUT = "Timeout"
 
 
@@ -125,11 +131,25 @@ class StatusDecision:
     requeue_after: _dt.timedelta | None = None
 
 
+def redeploys(podgroup: Mapping[str, Any], owner: Mapping[str, Any] | None) -> bool:
+    """Whether `podgroup` is ours for an AppWrapper that is not done, so it will deploy its gang again."""
+    if owner is None or owner.get("kind") != "AppWrapper" or not owned_by(podgroup, owner):
+        return False
+    return ((owner.get("status") or {}).get("phase") or "") not in _APPWRAPPER_DONE
+
+
 def decide_status(group: PodGroupInfo, pods: Sequence[PodInfo], now: _dt.datetime,
-                  default_timeout: _dt.timedelta) -> StatusDecision:
-    """The next status of `group` given its pods (those carrying its label in its namespace)."""
+                  default_timeout: _dt.timedelta, *, restartable: bool = False) -> StatusDecision:
+    """The next status of `group` given its pods (those carrying its label in its namespace).
+
+    `restartable` (see `redeploys`): a terminal group with no pods left starts over, Pending.
+    """
     if group.phase in TERMINAL:
-        return StatusDecision(None)
+        if not restartable or pods:
+            return StatusDecision(None)
+        fresh = {"phase": PENDING, "running": 0, "succeeded": 0, "failed": 0, "occupiedBy": None,
+                 "scheduleStartTime": None}
+        return StatusDecision({k: v for k, v in fresh.items() if group.status.get(k) != v} or None)
     status: dict[str, Any] = {}
     if group.phase == "":
         status["phase"] = PENDING

@@ -229,3 +229,35 @@ def test_a_bind_refused_because_the_pod_was_bound_meanwhile_is_read_again_not_re
     text = scheduler.metrics.exposition().decode()
     assert 'batchgate_pod_bindings_total{outcome="refused"} 1.0' in text
     assert 'batchgate_pod_bindings_total{outcome="bound"}' not in text
+
+
+@pytest.mark.parametrize("aw_phase, expected", [
+    pytest.param(keys.PHASE_RESETTING, "Pending",
+                 id="the Failed PodGroup of an AppWrapper resetting with no pods left starts over Pending"),
+    pytest.param(keys.PHASE_FAILED, "Failed", id="the Failed PodGroup of a failed AppWrapper stays Failed"),
+])
+def test_a_terminal_podgroup_starts_over_when_its_appwrapper_deploys_again(
+        client: KubeClient, ns: str, aw_phase: str, expected: str) -> None:
+    """Upstream's AppWrapper deletes and remakes its PodGroup on a reset; ours is kept, so it must start over."""
+    aw_res = RESOURCES["AppWrapper"]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "reset-job"}, "spec": {"template": {
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}
+    aw = client.create(aw_res, {  # managed elsewhere, so only its phase, set below, speaks for it
+        "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "metadata": {"name": "reset", "namespace": ns},
+        "spec": {"managedBy": "example.com/elsewhere", "suspend": True, "components": [{"template": job}]}})
+    client.patch(aw_res, "reset", ns, {"status": {"phase": aw_phase}}, subresource="status")
+    client.create(PODGROUPS, {
+        "apiVersion": keys.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": {
+            "name": "reset", "namespace": ns, "ownerReferences": [{
+                "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "reset",
+                "uid": aw["metadata"]["uid"], "controller": True}]},
+        "spec": {"minMember": 2}})
+    eventually(lambda: phase(client, ns, "reset") == "Pending", what="the new PodGroup Pending")
+    failed = client.patch(PODGROUPS, "reset", ns, {"status": {"phase": "Failed", "running": 1, "failed": 1}},
+                          subresource="status")
+    assert failed["status"]["phase"] == "Failed"
+    if expected == "Failed":
+        time.sleep(2)  # several gang steps
+    eventually(lambda: phase(client, ns, "reset") == expected, timeout=10,
+               what=lambda: f"PodGroup {expected}, got {phase(client, ns, 'reset')!r}")
+    assert (podgroup(client, ns, "reset") or {}).get("status", {}).get("failed", 0) == (1 if expected == "Failed" else 0)

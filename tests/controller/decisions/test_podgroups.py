@@ -128,6 +128,38 @@ def test_podgroup_status_follows_the_scheduler_plugins_controller(group: pg.PodG
     assert pg.decide_status(group, pods, T0, TIMEOUT).patch == patch
 
 
+@pytest.mark.parametrize(("group", "pods", "restartable", "patch"), [
+    pytest.param(a_group("Failed", running=1, failed=1, occupiedBy="team-a/aw", started=T0), [], True,
+                 {"phase": "Pending", "running": 0, "succeeded": 0, "failed": 0, "occupiedBy": None,
+                  "scheduleStartTime": None},
+                 id="a failed gang whose AppWrapper took every pod down to deploy again starts over Pending"),
+    pytest.param(a_group("Failed", running=1, failed=1), members("Running", "Failed"), True, None,
+                 id="while the failed pods are still there the PodGroup stays Failed"),
+    pytest.param(a_group("Finished", succeeded=2), [], False, None,
+                 id="a finished gang whose owner is done stays Finished after its pods are gone"),
+])
+def test_a_terminal_podgroup_starts_over_only_when_its_appwrapper_redeploys(
+        group: pg.PodGroupInfo, pods: list[Any], restartable: bool, patch: dict[str, Any] | None) -> None:
+    assert pg.decide_status(group, pods, T0, TIMEOUT, restartable=restartable).patch == patch
+
+
+@pytest.mark.parametrize(("owner_phase", "owned", "expected"), [
+    pytest.param("Resetting", True, True, id="an AppWrapper resetting redeploys its gang"),
+    pytest.param("Suspended", True, True, id="an AppWrapper suspended by Kueue will deploy again"),
+    pytest.param("Failed", True, False, id="a failed AppWrapper is done"),
+    pytest.param("Succeeded", True, False, id="a succeeded AppWrapper is done"),
+    pytest.param("Resetting", False, False, id="a PodGroup the user wrote is never touched"),
+])
+def test_which_owners_redeploy_their_gang(owner_phase: str, owned: bool, expected: bool) -> None:
+    aw = an_appwrapper("aw", [a_job("aw-job")])
+    aw["status"] = {"phase": owner_phase}
+    group = {"metadata": {"name": "aw", "namespace": "team-a",
+                          "ownerReferences": [{"kind": "AppWrapper", "name": "aw", "controller": True,
+                                               "uid": "uid-aw" if owned else "uid-someone"}]}}
+    assert pg.redeploys(group, aw) is expected
+    assert pg.redeploys(group, None) is False
+
+
 @pytest.mark.parametrize(("group", "pods", "now", "warning", "requeue"), [
     pytest.param(a_group("Scheduling", started=T0, timeout=60), members("Pending", "Pending", bound=False),
                  T0 + _dt.timedelta(seconds=20), None, 40, id="before its timeout a waiting gang is looked at again later"),
