@@ -285,3 +285,29 @@ def test_a_component_missing_only_from_a_stale_cache_does_not_fail_the_appwrappe
     after = live_client.get(AW, "steady", ns)
     assert phase(live_client, ns, "steady") == keys.PHASE_RUNNING, after["status"].get("conditions")
     assert get(live_client, JOBS, "steady-job", ns) is not None
+
+
+def test_a_component_a_previous_leader_created_before_its_status_write_is_adopted_not_duplicated(
+        live_client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+    """A leader that created the Job and died before recording it: the next one adopts that Job."""
+    ns = team["ns"]
+    aw = unqueued(an_appwrapper(ns, "again", run_for=None))
+    aw["spec"]["suspend"] = True  # held Suspended until the Job below is in place
+    created = live_client.create(AW, aw)
+    eventually(lambda: phase(live_client, ns, "again") == keys.PHASE_SUSPENDED, what="Suspended")
+    job = json.loads(json.dumps(aw["spec"]["components"][0]["template"]))
+    job["metadata"] = {"name": "again-job", "namespace": ns, "labels": {keys.APPWRAPPER_LABEL: "again"},
+                       "ownerReferences": [{"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+                                            "name": "again", "uid": created["metadata"]["uid"], "controller": True,
+                                            "blockOwnerDeletion": True}]}
+    orphan = live_client.create(JOBS, job)
+    live_client.patch(AW, "again", ns, {"spec": {"suspend": False}})
+    eventually(lambda: phase(live_client, ns, "again") == keys.PHASE_RUNNING, timeout=30,
+               what=lambda: f"Running, got {phase(live_client, ns, 'again')!r}")
+    component = live_client.get(AW, "again", ns)["status"]["componentStatus"][0]
+    assert component["name"] == "again-job"
+    assert [c["reason"] for c in component["conditions"] if c["type"] == keys.COND_RESOURCES_DEPLOYED] == [
+        keys.REASON_COMPONENT_CREATED]
+    jobs = [j for j in live_client.list(JOBS, ns)["items"]
+            if (j["metadata"].get("ownerReferences") or [{}])[0].get("uid") == created["metadata"]["uid"]]
+    assert [j["metadata"]["uid"] for j in jobs] == [orphan["metadata"]["uid"]], "adopted, not created a second time"
