@@ -54,8 +54,8 @@ AW = RESOURCES["AppWrapper"]
 PODS = RESOURCES["Pod"]
 # Phases where nothing is deployed yet, so the components need no look.
 _NOTHING_DEPLOYED = (keys.PHASE_EMPTY, keys.PHASE_SUSPENDED, keys.PHASE_RESUMING)
-_FINALIZER_ATTEMPTS = 5
-_WAIT_FOR_SYNC = _dt.timedelta(milliseconds=200)
+_FINALIZER_ATTEMPTS = 5  # as the Writer's status retries: a conflict means one racing writer, rarely more
+_WAIT_FOR_SYNC = _dt.timedelta(milliseconds=200)  # a first list takes well under a second; look again soon
 # Component kinds the manager's informers already keep in the store (assumed right after creation).
 _CACHED = {kind: RESOURCES[kind] for kind in JOB_KINDS if kind != "AppWrapper"}
 

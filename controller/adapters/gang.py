@@ -43,10 +43,18 @@ log = logging.getLogger(__name__)
 PODS, PODGROUPS = RESOURCES["Pod"], RESOURCES["PodGroup"]
 
 
+BIND_WORKERS = 8
+"""Concurrent POST pods/binding calls, so a 1,000-pod gang does not wait on one connection;
+bounded because every bind spends the same client QPS as the reconcile workers."""
+RETRY_EVERY_SECONDS = 5.0
+"""How often a gang waiting for capacity is placed again on a quiet cluster, where no change
+would wake the loop."""
+
+
 class GangScheduler:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
                  client: KubeClient, policy: Callable[[], Policy], is_leader: Callable[[], bool], *,
-                 metrics: ControllerMetrics | None = None, bind_workers: int = 8, retry_every: float = 5.0) -> None:
+                 metrics: ControllerMetrics | None = None, bind_workers: int = BIND_WORKERS, retry_every: float = RETRY_EVERY_SECONDS) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
         self.client, self.policy, self.is_leader = client, policy, is_leader
         self.metrics = metrics or ControllerMetrics()

@@ -30,6 +30,7 @@ from controller.decisions.appwrapper_transition import (
 POLL_WHILE_DELETING = _dt.timedelta(seconds=5)
 """How soon to look again while components or pods are still going (upstream polls every 5 s)."""
 MIN_POLL = _dt.timedelta(milliseconds=100)
+"""The shortest wait between looks, so a grace period about to expire does not spin the queue."""
 
 
 def maybe_present(aw: Obj) -> list[int]:

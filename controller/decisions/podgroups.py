@@ -34,7 +34,7 @@ from controller.decisions.podsets import JobKind, PodSetError, pod_sets
 from controller.decisions.workloads import controller_owner
 
 __all__ = ["PodGroupInfo", "parse_podgroup", "desired_podgroup", "owned_by", "spec_patch", "StatusDecision",
-           "decide_status", "redeploys", "group_pods", "PodSetError", "PENDING", "SCHEDULING", "RUNNING", "FINISHED", "FAILED"]
+           "decide_status", "redeploys", "PodSetError", "PENDING", "SCHEDULING", "RUNNING", "FINISHED", "FAILED"]
 
 PENDING, SCHEDULING, RUNNING, FINISHED, FAILED = "Pending", "Scheduling", "Running", "Finished", "Failed"
 TERMINAL = (FINISHED, FAILED)
@@ -189,8 +189,3 @@ def decide_status(group: PodGroupInfo, pods: Sequence[PodInfo], now: _dt.datetim
     message = (f"PodGroup {group.namespace}/{group.name}: {placed} of {group.min_member} pods placed after "
                f"{int(timeout.total_seconds())}s; still trying to place the whole group")
     return StatusDecision(changed, (REASON_TIMEOUT, message), timeout)
-
-
-def group_pods(pods: Sequence[PodInfo], namespace: str, name: str) -> list[PodInfo]:
-    return [p for p in pods if p.namespace == namespace and p.group == name]
-
