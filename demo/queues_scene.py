@@ -25,6 +25,7 @@ from demo.workloads import gpu_job
 POLL_SECONDS = 0.4
 QUIET_SECONDS = 2.0
 SETTLE_TIMEOUT_SECONDS = 30.0
+PREEMPTION_PENDING = "Pending the preemption of"  # Kueue's suffix while its victims are being evicted
 PODS_COLUMNS = ("custom-columns=NAMESPACE:.metadata.namespace,POD:.metadata.name,NODE:.spec.nodeName,"
                 "GPUS:.spec.containers[0].resources.limits.nvidia\\.com/gpu,STATUS:.status.phase")
 
@@ -51,11 +52,12 @@ class Watch:
         """Every submitted job's Workload is admitted (or done), or pending with the reason it waits.
 
         A quiet spell alone is not enough on a loaded machine: a Workload the controller has not
-        looked at yet (or is evicting) would end the wait and its admission would go unreported.
+        looked at yet, or one whose preemption is still under way, would end the wait and the
+        admission or preemption that follows would go unreported.
         """
         return all(
             (state := self.states.get(job)) is not None
-            and (state.state in ("admitted", "finished") or (state.state == "pending" and bool(state.message)))
+            and (state.state in ("admitted", "finished") or (state.state == "pending" and _waits(state.message)))
             for job in self.submitted
         )
 
@@ -76,6 +78,11 @@ class Watch:
             time.sleep(POLL_SECONDS)
         self.narrator.say(f"  (still changing after {SETTLE_TIMEOUT_SECONDS:.0f}s; moving on)")
         return queues
+
+
+def _waits(message: str) -> bool:
+    """A pending Workload that says why it waits, and is not about to be admitted by a preemption."""
+    return bool(message) and PREEMPTION_PENDING not in message
 
 
 def _submit(watch: Watch, user: str, jobs: list[dict[str, Any]], why: str) -> None:
