@@ -21,6 +21,8 @@ from tests.webhook.server.helpers import ALICE, corpus, review_for
 from webhook.balance import ACCEPT_DEFER_LIMIT, UNUSED, ConnectionTable, defer_accept
 
 BOOT_TIMEOUT_SECONDS = 30.0
+CLOSE_SETTLE_SECONDS = 0.5
+"""Time for the workers to see the clients' closes (each worker's poller wakes on them)."""
 
 
 @pytest.mark.parametrize(
@@ -97,19 +99,13 @@ def test_counts_written_in_a_forked_worker_are_seen_by_its_peers() -> None:
     assert table.peers(parent_slot) == [5, UNUSED]
 
 
-def test_a_two_worker_gateway_holds_half_the_connections_each(cert_dir: Path, launch, tmp_path: Path) -> None:
-    audit = tmp_path / "audit.log"
-    gateway = launch(cert_dir, "--workers", "2", "--threads", "2", "--audit-log", str(audit))
-    # Both workers up (each logs its first policy after fork), so neither takes all by being first.
-    deadline = time.monotonic() + BOOT_TIMEOUT_SECONDS
-    while sum("loaded from built-in defaults" in line for line in list(gateway.stderr_lines)) < 2:
-        assert time.monotonic() < deadline, gateway.stderr_lines
-        time.sleep(0.05)
+def _reviews_per_worker(gateway, audit: Path, connections: int) -> Counter[int]:
+    """Open `connections` one at a time (each answers before the next opens), review twice on
+    each, close them all; the number of connections each worker held, by audit-line pid."""
     obj = corpus("mlbatch/pytorchjob-in-appwrapper.yaml")
-    clients = [gateway.client() for _ in range(8)]
+    clients = [gateway.client() for _ in range(connections)]
     uids: list[str] = []
     try:
-        # One at a time, as connections come: each is accepted (and answers) before the next opens.
         for client in clients:
             review = review_for(obj, ALICE)
             status, reply = client.review("/mutate", review)
@@ -129,5 +125,20 @@ def test_a_two_worker_gateway_holds_half_the_connections_each(cert_dir: Path, la
         record = json.loads(line)
         pid_of.setdefault(record["uid"], set()).add(record["pid"])
     assert all(len(pid_of[uid]) == 1 for uid in uids), pid_of
-    per_worker = Counter(next(iter(pid_of[uid])) for uid in uids)
-    assert sorted(per_worker.values()) == [4, 4], per_worker
+    return Counter(next(iter(pid_of[uid])) for uid in uids)
+
+
+def test_a_two_worker_gateway_holds_half_the_connections_each(cert_dir: Path, launch, tmp_path: Path) -> None:
+    audit = tmp_path / "audit.log"
+    gateway = launch(cert_dir, "--workers", "2", "--threads", "2", "--audit-log", str(audit))
+    # Both workers up (each logs its first policy after fork), so neither takes all by being first.
+    deadline = time.monotonic() + BOOT_TIMEOUT_SECONDS
+    while sum("loaded from built-in defaults" in line for line in list(gateway.stderr_lines)) < 2:
+        assert time.monotonic() < deadline, gateway.stderr_lines
+        time.sleep(0.05)
+    first = _reviews_per_worker(gateway, audit, 8)
+    assert sorted(first.values()) == [4, 4], first
+    # Closed connections are no longer counted: a second client's connections are split again.
+    time.sleep(CLOSE_SETTLE_SECONDS)
+    second = _reviews_per_worker(gateway, audit, 8)
+    assert sorted(second.values()) == [4, 4], second
