@@ -85,6 +85,32 @@ COND_RESOURCES_DEPLOYED: Final = "ResourcesDeployed"
 COND_UNHEALTHY: Final = "Unhealthy"
 COND_DELETING_RESOURCES: Final = "DeletingResources"
 
+# AppWrapper phases (status.phase); "" is the phase of a new AppWrapper.
+PHASE_EMPTY: Final = ""
+PHASE_SUSPENDED: Final = "Suspended"
+PHASE_RESUMING: Final = "Resuming"
+PHASE_RUNNING: Final = "Running"
+PHASE_RESETTING: Final = "Resetting"
+PHASE_SUSPENDING: Final = "Suspending"
+PHASE_SUCCEEDED: Final = "Succeeded"
+PHASE_FAILED: Final = "Failed"
+PHASE_TERMINATING: Final = "Terminating"
+
+# AppWrapper lifecycle reasons beyond the phase names (conditions and Events, as upstream).
+REASON_MISSING_COMPONENT: Final = "MissingComponent"
+REASON_FOUND_NO_FAILED_PODS: Final = "FoundNoFailedPods"
+REASON_SUFFICIENT_PODS_READY: Final = "SufficientPodsReady"
+REASON_DELETION_INITIATED: Final = "DeletionInitiated"
+REASON_DELETION_COMPLETE: Final = "DeletionComplete"
+REASON_DELETION_PAUSED: Final = "DeletionPaused"
+EVENT_UNHEALTHY: Final = "Unhealthy"
+EVENT_SUSPENDING: Final = "Suspending"
+# componentStatus[i] condition ResourcesDeployed reasons; "CompononetDeleted" is upstream's spelling.
+REASON_COMPONENT_CREATION_INITIATED: Final = "ComponentCreationInitiated"
+REASON_COMPONENT_CREATED: Final = "ComponentCreatedSuccessfully"
+REASON_COMPONENT_CREATION_ERRORED: Final = "ComponentCreationErrored"
+REASON_COMPONENT_DELETED: Final = "CompononetDeleted"
+
 # Unhealthy reasons (also the failure-policy `onReasons` vocabulary).
 REASON_FAILED_COMPONENT: Final = "FailedComponent"
 REASON_FOUND_FAILED_PODS: Final = "FoundFailedPods"

@@ -3,7 +3,7 @@
 A local cluster with 4 GPU nodes, the gateway under gunicorn over TLS registered with its
 caBundle, then three scenes: the upstream samples submitted by alice and bob through the
 gateway; MLBatch-like queues with more work than fits (admission, borrowing and preemption as
-they happen); a PyTorch job whose pods get their env from the gateway. Then the cluster stays up
+they happen); a PyTorch AppWrapper whose pods get their env from the gateway. Then the cluster stays up
 for kubectl until Ctrl-C (or the demo exits, with --exit-when-done).
 """
 
@@ -77,10 +77,10 @@ def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path, worke
 
     narrator.section("2. the controller: queues, borrowing and preemption, live")
     install_controller(stack)
-    narrator.say("controller: batchgate controller as service account batchgate-controller (Workloads, quota admission)")
+    narrator.say("controller: batchgate controller as service account batchgate-controller (quota admission, AppWrapper lifecycle, gang placement)")
     queues_scene.run(stack.kubectl, narrator, clock)
 
-    narrator.section("3. a PyTorch job: each pod's env from the gateway")
+    narrator.section("3. a PyTorch AppWrapper: each pod's env from the gateway")
     framework_scene.run(stack.kubectl, narrator, clock)
 
 

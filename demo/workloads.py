@@ -36,37 +36,27 @@ def gpu_job(name: str, namespace: str, pods: int, gpus_per_pod: int, priority: s
     }
 
 
-def pytorch_job(name: str, namespace: str, pods: int, nproc_per_node: int) -> dict[str, Any]:
-    """An Indexed Job marked `batchgate.dev/framework: pytorch`: index 0 is the master, the rest workers.
+def pytorch_appwrapper(name: str, namespace: str, workers: int, nproc_per_node: int) -> dict[str, Any]:
+    """An AppWrapper marked for the pytorch plugin: a master Job (1 pod) and a worker Job.
 
-    No env, no hostname, no Service in it: the gateway's framework plugin supplies them.
+    No env, no hostname, no Service in it: the gateway lays it out and adds the Service, the
+    controller creates the components, and each pod gets its env from the gateway.
     """
-    return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace,
-                     "labels": {keys.QUEUE_NAME_LABEL: "default-queue", keys.FRAMEWORK_LABEL: "pytorch"},
-                     "annotations": {keys.FRAMEWORK_ARGS_ANNOTATION: json.dumps({"nprocPerNode": nproc_per_node})}},
-        "spec": {"completions": pods, "parallelism": pods, "completionMode": "Indexed", "template": {
-            "metadata": {"annotations": {BEHAVIOR_ANNOTATION: json.dumps({"startAfter": "1s"})}},
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [{
-                "name": "trainer", "image": "docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
-                "command": ["torchrun", "train.py"],
-                "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}},
-    }
 
-
-def pytorch_appwrapper(name: str, namespace: str, workers: int) -> dict[str, Any]:
-    """An AppWrapper around a PyTorchJob (1 master, `workers` workers) marked for the pytorch plugin."""
-
-    def replicas(count: int) -> dict[str, Any]:
-        return {"replicas": count, "template": {"spec": {"containers": [{
-            "name": "pytorch", "image": "docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
-            "command": ["torchrun", "train.py"], "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}}
+    def role(role_name: str, pods: int) -> dict[str, Any]:
+        return {"template": {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": f"{name}-{role_name}", "labels": {keys.ROLE_LABEL: role_name}},
+            "spec": {"completions": pods, "template": {
+                "metadata": {"annotations": {BEHAVIOR_ANNOTATION: json.dumps({"startAfter": "1s"})}},
+                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [{
+                    "name": "trainer", "image": "docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+                    "command": ["torchrun", "train.py"],
+                    "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}}}}
 
     return {
-        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
-        "metadata": {"name": name, "namespace": namespace, "labels": {keys.FRAMEWORK_LABEL: "pytorch"}},
-        "spec": {"components": [{"template": {
-            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
-            "spec": {"pytorchReplicaSpecs": {"Master": replicas(1), "Worker": replicas(workers)}}}}]},
+        "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+        "metadata": {"name": name, "namespace": namespace, "labels": {keys.FRAMEWORK_LABEL: "pytorch"},
+                     "annotations": {keys.FRAMEWORK_ARGS_ANNOTATION: json.dumps({"nprocPerNode": str(nproc_per_node)})}},
+        "spec": {"components": [role("master", 1), role("worker", workers)]},
     }

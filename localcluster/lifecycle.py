@@ -217,9 +217,14 @@ def prepare_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any], s
 
 
 def finished_deleting(obj: dict[str, Any]) -> bool:
-    """An update left an object being deleted with no finalizers: it goes away now."""
+    """An update left an object being deleted with no finalizers: it goes away now, unless it is
+    a pod still in its grace period (apiserver's ShouldDeleteDuringUpdate: only a stored
+    deletionGracePeriodSeconds of 0 or none). Such a pod stays Terminating until its kubelet,
+    once the containers stopped, deletes it with grace 0; on a node that stopped answering, until
+    someone force-deletes it."""
     meta = obj["metadata"]
-    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") \
+        and not meta.get("deletionGracePeriodSeconds")
 
 
 ORPHAN = "orphan"

@@ -29,13 +29,17 @@ class Informer:
     def __init__(self, client: KubeClient, resource: Resource, store: SharedStore, handler: Handler, *,
                  namespace: str | None = None, watch_timeout: int = 300,
                  min_backoff: float = 0.2, max_backoff: float = 30.0, page_size: int = 500,
-                 on_relist: Callable[[str], None] = lambda kind: None, field_selector: str | None = None) -> None:
+                 on_relist: Callable[[str], None] = lambda kind: None, field_selector: str | None = None,
+                 label_selector: str | None = None, cache_kind: str | None = None) -> None:
         self.client, self.resource, self.store, self.handler = client, resource, store, handler
         self.namespace = namespace
         self.watch_timeout, self.page_size = watch_timeout, page_size
         self.min_backoff, self.max_backoff = min_backoff, max_backoff
         self.on_relist = on_relist
-        self.field_selector = field_selector
+        self.field_selector, self.label_selector = field_selector, label_selector
+        # A second informer on a kind (another selector) keeps its objects apart, or each relist
+        # would drop the other's from the store.
+        self.cache_kind = cache_kind or resource.kind
         self.synced = threading.Event()
         self.served = True  # False while the API server does not serve this kind (CRD not installed)
         self.resource_version: str | None = None
@@ -47,7 +51,7 @@ class Informer:
 
     @property
     def kind(self) -> str:
-        return self.resource.kind
+        return self.cache_kind
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run, name=f"informer-{self.kind}", daemon=True)
@@ -104,6 +108,7 @@ class Informer:
         token = None
         while True:
             page = self.client.list(self.resource, self.namespace, limit=self.page_size, fieldSelector=self.field_selector,
+                                    labelSelector=self.label_selector,
                                     **({"continue": token} if token else {}))
             items.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue")
@@ -121,7 +126,7 @@ class Informer:
     def _watch_once(self) -> None:
         assert self.resource_version is not None
         stream = self.client.watch(self.resource, self.namespace, self.resource_version, self.watch_timeout,
-                                   self.field_selector)
+                                   self.field_selector, self.label_selector)
         self._stream = stream
         self.watches += 1
         try:

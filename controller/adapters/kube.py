@@ -69,8 +69,14 @@ RESOURCES: dict[str, Resource] = {
         Resource("Pod", "", "v1", "pods"),
         Resource("Event", "", "v1", "events"),
         Resource("ConfigMap", "", "v1", "configmaps"),
+        Resource("Service", "", "v1", "services"),
         Resource("Lease", "coordination.k8s.io", "v1", "leases"),
         Resource("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups"),
+        Resource("Node", "", "v1", "nodes", namespaced=False),
+        Resource("Secret", "", "v1", "secrets"),
+        Resource("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims"),
+        Resource("Deployment", "apps", "v1", "deployments"),
+        Resource("StatefulSet", "apps", "v1", "statefulsets"),
     )
 }
 
@@ -184,17 +190,19 @@ class KubeClient:
         return self.request("PATCH", res.path(namespace, name, subresource), body=dict(patch), content_type=MERGE_PATCH)
 
     def delete(self, res: Resource, name: str, namespace: str | None = None,
-               preconditions: Mapping[str, str] | None = None) -> dict[str, Any]:
+               preconditions: Mapping[str, str] | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"propagationPolicy": "Background"}
         if preconditions:
             body["preconditions"] = dict(preconditions)
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
         return self.request("DELETE", res.path(namespace, name), body=body)
 
     def watch(self, res: Resource, namespace: str | None, resource_version: str, timeout_seconds: int,
-              field_selector: str | None = None) -> "WatchStream":
+              field_selector: str | None = None, label_selector: str | None = None) -> "WatchStream":
         """Open a watch from `resource_version`; an HTTP-level error (e.g. 410) raises ApiError."""
         query = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-                 "timeoutSeconds": timeout_seconds, "fieldSelector": field_selector}
+                 "timeoutSeconds": timeout_seconds, "fieldSelector": field_selector, "labelSelector": label_selector}
         response = self._send("GET", res.path(namespace), query, None, None, (10, timeout_seconds + 10))
         if not 200 <= response.status <= 299:
             raise ApiError.from_status(response.status, response.read().decode("utf-8", errors="replace"))

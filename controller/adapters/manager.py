@@ -15,7 +15,10 @@ from typing import Callable
 from batchgate.clock import Clock
 from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, parse_policy
 from controller.adapters.admission import AdmissionLoop
+from controller.adapters.appwrappers import AppWrapperReconciler
 from controller.adapters.events import EventRecorder
+from controller.adapters.framework_objects import FrameworkObjectReconciler
+from controller.adapters.gang import GangScheduler
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
 from controller.adapters.kube import RESOURCES, KubeClient
@@ -66,6 +69,9 @@ class Controller:
             TokenBucket(client.limiter.qps, client.limiter.burst, clock) if client.limiter is not None else None)
         self.recorder = EventRecorder(Writer(events_client, self.is_leader), clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
+        self.appwrappers = AppWrapperReconciler(self.store, self.writer, self.recorder, clock, client, self.queue,
+                                                lambda: self.policy, self.metrics, synced=self.ready)
+        self.framework_objects = FrameworkObjectReconciler(client, self.store, self.writer, self.recorder)
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
@@ -76,12 +82,24 @@ class Controller:
                      on_relist=lambda kind: self.metrics.relists.labels(kind).inc())
             for kind in WATCHED_KINDS
         ]
+        # Pods cluster-wide: the AppWrapper lifecycle counts the pods carrying its label, and gang
+        # placement needs every bound pod's requests to know what is left on each node.
+        self.informers.append(Informer(client, RESOURCES["Pod"], self.store, self._on_change,
+                                       watch_timeout=options.watch_timeout))
+        self.informers.append(Informer(client, RESOURCES["Node"], self.store, self._on_change,
+                                       watch_timeout=options.watch_timeout))
+        self.informers.append(Informer(client, RESOURCES["PodGroup"], self.store, self._on_change,
+                                       namespace=options.namespace, watch_timeout=options.watch_timeout))
+        self.gang = GangScheduler(self.store, self.writer, self.recorder, clock, client, lambda: self.policy,
+                                  self.is_leader, metrics=self.metrics)
         policy_ns, policy_name = options.policy_configmap
         self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change,
                                        namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
                                        watch_timeout=options.watch_timeout))
+        self.informers += self.framework_objects.informers(self._on_change, options.namespace, options.watch_timeout)
         self.policy: Policy = DEFAULT_POLICY
-        self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change, self._on_policy]
+        self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change, self._on_policy,
+                                                                self.gang.on_change]
         self._stop = threading.Event()
         self._workers: list[threading.Thread] = []
 
@@ -120,6 +138,7 @@ class Controller:
             thread.start()
             self._workers.append(thread)
         self.admission.start()
+        self.gang.start()
         if self.elector is not None:
             self.elector.start()
         else:
@@ -131,6 +150,7 @@ class Controller:
             self.elector.stop(release=True)
         self.queue.shutdown()
         self.admission.stop()
+        self.gang.stop()
         for informer in self.informers:
             informer.stop()
         for thread in self._workers:
@@ -140,7 +160,8 @@ class Controller:
         return all(i.synced.wait(timeout) for i in self.informers)
 
     def _on_change(self, change: Change) -> None:
-        for key in self.jobs.keys_for(change):
+        for key in dict.fromkeys([*self.jobs.keys_for(change), *self.appwrappers.keys_for(change),
+                                  *self.framework_objects.keys_for(change)]):
             self.queue.add(key)
         for listener in self.change_listeners:
             listener(change)
@@ -155,6 +176,7 @@ class Controller:
             for key in self.jobs.all_keys():
                 self.queue.add(key)
             self.admission.wake()
+            self.gang.resync()
 
         threading.Thread(target=resync, name="leader-resync", daemon=True).start()
 
@@ -169,7 +191,11 @@ class Controller:
                 continue
             try:
                 if self.is_leader():
-                    self.jobs.reconcile(key)  # type: ignore[arg-type]
+                    if key.kind in JOB_KINDS:  # type: ignore[attr-defined]
+                        self.jobs.reconcile(key)  # type: ignore[arg-type]
+                    if key.kind == "AppWrapper":  # type: ignore[attr-defined]
+                        self.appwrappers.reconcile(key)  # type: ignore[arg-type]
+                    self.framework_objects.reconcile(key)  # type: ignore[arg-type]
                     self.metrics.reconciles.labels(key.kind, "ok").inc()  # type: ignore[attr-defined]
                 self.queue.forget(key)
             except NotLeader:

@@ -39,8 +39,16 @@ class ControllerMetrics:
         self.leader = Gauge("batchgate_leader", "1 while this process holds the Lease", registry=r)
         self.policy_errors = Counter("batchgate_policy_errors_total", "Invalid policy ConfigMaps seen (last good kept)",
                                      registry=r)
+        self.appwrapper_phase = Counter("appwrapper_phase_total", "AppWrapper phase transitions, per namespace and phase entered",
+                                        ["namespace", "phase"], registry=r)
         self.status_conflicts = Counter("batchgate_status_conflicts_total", "Status writes retried after a conflict",
                                         registry=r)
+        self.pod_bindings = Counter("batchgate_pod_bindings_total",
+                                    "Pods the gang scheduler bound (bound) or whose bind was refused (refused)",
+                                    ["outcome"], registry=r)
+        self.placement_duration = Histogram("batchgate_gang_placement_duration_seconds",
+                                            "Duration of one gang placement decision",
+                                            buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=r)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

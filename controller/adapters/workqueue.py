@@ -105,6 +105,12 @@ class WorkQueue:
         with self._cond:
             return not (self._queue or self._waiting or self._processing)
 
+    def settled(self) -> bool:
+        """Nothing ready or being worked on; keys delayed for later (periodic polls) do not count."""
+        with self._cond:
+            now = self.clock.monotonic()
+            return not (self._queue or self._processing or any(due <= now for due, _, _ in self._waiting))
+
     def shutdown(self) -> None:
         with self._cond:
             self._shutdown = True

@@ -47,10 +47,11 @@ class Writer:
         self._check()
         return self.client.patch(res, name, namespace, patch)
 
-    def delete(self, res: Resource, name: str, namespace: str | None, uid: str | None = None) -> None:
+    def delete(self, res: Resource, name: str, namespace: str | None, uid: str | None = None,
+               grace_period_seconds: int | None = None) -> None:
         self._check()
         try:
-            self.client.delete(res, name, namespace, {"uid": uid} if uid else None)
+            self.client.delete(res, name, namespace, {"uid": uid} if uid else None, grace_period_seconds)
         except ApiError as exc:
             if not exc.not_found:
                 raise

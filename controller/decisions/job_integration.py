@@ -116,8 +116,10 @@ def finished(job: Mapping[str, Any], kind: JobKind) -> tuple[str, str] | None:
             reason = "Succeeded" if state == "Complete" else "Failed"
             return reason, status.get("message") or f"RayJob deployment {state.lower()}"
     elif kind.kind == "AppWrapper":
+        # A Failed AppWrapper still deleting its components (or holding them for debugging) is not
+        # finished yet: its quota is released only once nothing of it is deployed (research 3.6).
         phase = status.get("phase")
-        if phase in ("Succeeded", "Failed"):
+        if phase == keys.PHASE_SUCCEEDED or (phase == keys.PHASE_FAILED and not is_true(job, keys.COND_RESOURCES_DEPLOYED)):
             return phase, f"AppWrapper {phase.lower()}"
     return None
 
@@ -134,7 +136,7 @@ def has_running_pods(job: Mapping[str, Any], kind: JobKind) -> bool:
     if kind.kind == "RayCluster":
         return status.get("state") not in (None, "", "suspended")
     if kind.kind == "AppWrapper":
-        return is_true(job, keys.COND_RESOURCES_DEPLOYED)
+        return is_true(job, keys.COND_QUOTA_RESERVED)  # upstream's IsActive
     return False
 
 

@@ -42,6 +42,11 @@ class JobController(Controller):
         namespace, name = key.split("/", 1)
         job = self.jobs.get(namespace, name)
         if job is None or job["metadata"].get("deletionTimestamp"):
+            # The real controller's orphan-pod cleanup: pods of a deleted Job lose the tracking
+            # finalizer, or they would outlive it forever once the garbage collector deletes them.
+            orphans = [p["metadata"]["name"] for p in self.pods.values()
+                       if p["metadata"].get("namespace") == namespace and owner_key(p, "Job") == key]
+            await drop_finalizer(self.api, namespace, orphans, TRACKING_FINALIZER, self.pods)
             return None
         uid = job["metadata"].get("uid", "")
         pods = [p for p in self.pods.values() if p["metadata"].get("namespace") == namespace and controlled_by(p, uid)]

@@ -151,6 +151,9 @@ class Kubelets(Controller):
                 for cs in status.get("containerStatuses") or []:
                     await record(self.api, pod, "Normal", "Killing", f"Stopping container {cs['name']}", self.component,
                                  now, node["metadata"]["name"])
+            # Containers stopped: the kubelet's final delete (grace 0, this very pod) lets it go.
+            final = {"gracePeriodSeconds": 0, "preconditions": {"uid": pod["metadata"].get("uid")}}
+            await ignore_gone(self.api.delete(PODS.path(namespace, name), final))
             return None
         if status.get("phase") in ("Succeeded", "Failed") and status.get("startTime"):
             return None

@@ -7,6 +7,12 @@ from typing import Any
 
 import yaml
 
+from batchgate import keys
+from batchgate.policy import DEFAULT_POLICY
+from webhook.rules.frameworks import apply_frameworks
+from webhook.rules.mutation import framework_settings
+from webhook.rules.review import GroupVersionKind
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -43,3 +49,20 @@ def a_job(name: str = "train", *, queue: str | None = "default-queue", paralleli
     if completions is not None:
         spec["completions"] = completions
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+
+
+def a_framework_job(name: str = "train", framework: str = "pytorch", completions: int = 3, *,
+                    namespace: str = "team-a", uid: str | None = "uid-train") -> dict[str, Any]:
+    """A Job as stored after the gateway's workload phase (the real pure rules): Indexed, with the
+    framework layout on its pod template, suspended so no pod runs."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": {keys.FRAMEWORK_LABEL: framework}}
+    if uid is not None:
+        meta["uid"] = uid
+    job: dict[str, Any] = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+        "spec": {"completions": completions, "suspend": True,
+                 "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "t:1"}]}}},
+    }
+    outcome = apply_frameworks(job, GroupVersionKind("batch", "v1", "Job"), "CREATE", framework_settings(DEFAULT_POLICY))
+    assert outcome.error is None, outcome.error
+    return job

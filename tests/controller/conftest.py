@@ -23,3 +23,30 @@ def client(cluster: Any) -> Iterator[KubeClient]:
     c = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
     yield c
     c.close()
+
+
+LIVE_NODES = "- name: node\n  count: 2\n  capacity: {cpu: '16', memory: 64Gi, nvidia.com/gpu: '8'}\n"
+
+
+@pytest.fixture(scope="module")
+def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A local cluster that runs pods (simulated nodes, kubelets, Job controller), CRDs applied.
+
+    Module-scoped and separate from the session's API-only cluster: its simulated controllers
+    would otherwise act on every other test's objects.
+    """
+    from localcluster.controllers import DEFAULT_CONTROLLERS
+    from localcluster.runner import LocalCluster
+    from localcluster.sim.nodes import parse_nodes_file
+
+    with LocalCluster(tmp_path_factory.mktemp("live-cluster"), controllers=DEFAULT_CONTROLLERS,
+                      nodes=parse_nodes_file(LIVE_NODES)) as running:
+        kubectl(running.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
+        yield running
+
+
+@pytest.fixture(scope="module")
+def live_client(live_cluster: Any) -> Iterator[KubeClient]:
+    c = KubeClient.from_kubeconfig(str(live_cluster.kubeconfig))
+    yield c
+    c.close()

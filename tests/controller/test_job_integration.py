@@ -117,6 +117,46 @@ def test_stopping_suspends_first_and_restores_the_submitted_templates_after() ->
     assert restore.job["spec"]["template"] == JOB["spec"]["template"]
 
 
+def an_appwrapper(phase: str, *conditions: tuple[str, str], suspend: bool = False) -> dict[str, Any]:
+    """The corpus AppWrapper in `phase` with the given (type, status) conditions."""
+    aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
+    aw["spec"]["suspend"] = suspend
+    aw["status"] = {"phase": phase, "conditions": [{"type": t, "status": s, "reason": "Test", "message": ""}
+                                                   for t, s in conditions]}
+    return aw
+
+
+AW = an_appwrapper("")
+
+
+@pytest.mark.parametrize(
+    "aw,workload,expected",
+    [
+        pytest.param(an_appwrapper("Succeeded", ("QuotaReserved", "False"), ("ResourcesDeployed", "True")),
+                     workload_for(AW, *ADMITTED), ["FinishWorkload"],
+                     id="a succeeded AppWrapper finishes its Workload though its resources stay for the TTL"),
+        pytest.param(an_appwrapper("Failed", ("QuotaReserved", "True"), ("ResourcesDeployed", "True")),
+                     workload_for(AW, *ADMITTED), [],
+                     id="a failed AppWrapper still deleting its components keeps its quota"),
+        pytest.param(an_appwrapper("Failed", ("QuotaReserved", "False"), ("ResourcesDeployed", "False")),
+                     workload_for(AW, *ADMITTED), ["FinishWorkload"],
+                     id="a failed AppWrapper with nothing deployed finishes its Workload"),
+        pytest.param(an_appwrapper("Suspending", ("QuotaReserved", "True"), ("ResourcesDeployed", "True"), suspend=True),
+                     workload_for(AW, *EVICTED), [],
+                     id="an evicted AppWrapper still taking its components down keeps its quota"),
+        pytest.param(an_appwrapper("Suspending", ("QuotaReserved", "True"), ("ResourcesDeployed", "False"), suspend=True),
+                     workload_for(AW, *EVICTED), [],
+                     id="an evicted AppWrapper is active until it gives its QuotaReserved back"),
+        pytest.param(an_appwrapper("Suspended", ("QuotaReserved", "False"), ("ResourcesDeployed", "False"), suspend=True),
+                     workload_for(AW, *EVICTED), ["ReleaseQuota"],
+                     id="an evicted AppWrapper once suspended releases its quota"),
+    ],
+)
+def test_an_appwrappers_quota_follows_its_lifecycle(aw: dict[str, Any], workload: dict[str, Any],
+                                                   expected: list[str]) -> None:
+    assert [type(a).__name__ for a in decide(aw, workload)] == expected
+
+
 def test_an_admitted_appwrapper_gets_pod_set_infos_per_component() -> None:
     aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
     aw["spec"]["suspend"] = True

@@ -121,3 +121,12 @@ def test_rate_limiter_refills_with_time() -> None:
 def test_rate_limiter_refuses_nonsense_settings() -> None:
     with pytest.raises(ValueError):
         TokenBucket(0, 1, FakeClock())
+
+
+def test_a_queue_with_only_a_later_poll_is_settled_but_not_idle() -> None:
+    clock = FakeClock()
+    queue = WorkQueue(clock)
+    queue.add_after("poll", 60)
+    assert queue.settled() and not queue.idle()
+    clock.advance(60)
+    assert not queue.settled(), "a poll that is due is work to do"

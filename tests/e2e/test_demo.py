@@ -38,7 +38,7 @@ def test_the_scripted_demo_exits_cleanly_after_its_three_scenes(scripted: subpro
     sections = re.findall(r"^== (.*) ==$", out, re.M)
     assert sections == ["1. the gateway: what it does to what users submit",
                         "2. the controller: queues, borrowing and preemption, live",
-                        "3. a PyTorch job: each pod's env from the gateway"]
+                        "3. a PyTorch AppWrapper: each pod's env from the gateway"]
     assert "scripted part done" in out and out.rstrip().endswith("demo cluster, gateway and controller stopped")
 
 
@@ -57,7 +57,7 @@ def test_every_sample_is_submitted_by_its_user_and_shows_what_the_gateway_added(
         assert allowed and all(f"workload.codeflare.dev/user={user}" in line for line in allowed)
     job = next(line for line in out.splitlines() if "(mlbatch/job.yaml)" in line)
     for added in ("kueue.x-k8s.io/queue-name=default-queue", "workload.codeflare.dev/userid=1001",
-                  "scheduling.x-k8s.io/pod-group=sample-job", "schedulerName=default-scheduler", "suspend=true"):
+                  "scheduling.x-k8s.io/pod-group=sample-job", "schedulerName=batchgate-scheduler", "suspend=true"):
         assert added in job
 
 
@@ -92,17 +92,25 @@ def test_the_admitted_jobs_pods_run_on_the_gpu_nodes(out: str) -> None:
 
 
 def test_the_pytorch_appwrapper_gets_its_service_and_host_layout_from_the_gateway(out: str) -> None:
-    assert "components after the gateway: PyTorchJob mnist-aw, Service mnist-aw" in out
-    assert "pod hostnames laid out: mnist-aw-master-0, mnist-aw-worker-0, mnist-aw-worker-1" in out
+    assert "components after the gateway: Job mnist-master, Job mnist-worker, Service mnist" in out
+    assert "pod hostnames laid out: mnist-master-0, mnist-worker-0, mnist-worker-1" in out
+
+
+def test_the_pytorch_appwrapper_is_admitted_and_its_components_created_by_the_controller(out: str) -> None:
+    assert re.search(r"queues it \(Workload appwrapper-mnist-\w+, admitted by team-b-cq\) and runs it; "
+                     r"phases seen: (\w+ -> )*Running$", out, re.M), out[-3000:]
+    assert re.search(r"^\s+mnist\s+Running\s+True\s+True\s+False\s+\S+$", out, re.M), out[-3000:]
+    created = re.findall(r"^\s+((?:job\.batch|service)/mnist\S*)\s", out, re.M)
+    assert sorted(created) == ["job.batch/mnist-master", "job.batch/mnist-worker", "service/mnist"]
 
 
 def test_each_pytorch_pod_shows_the_env_the_gateway_injected(out: str) -> None:
-    envs = dict(re.findall(r"^\s+(mnist-\d)-\w+: (.*)$", out, re.M))
-    assert sorted(envs) == ["mnist-0", "mnist-1", "mnist-2"]
-    for rank, pod in enumerate(sorted(envs)):
+    envs = dict(re.findall(r"^\s+(mnist-(?:master|worker)-\d): (.*)$", out, re.M))
+    assert list(envs) == ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
+    for rank, pod in enumerate(envs):
         env = dict(item.split("=", 1) for item in envs[pod].split())
         assert (env["MASTER_ADDR"], env["MASTER_PORT"], env["WORLD_SIZE"], env["RANK"], env["PET_NPROC_PER_NODE"]) == (
-            "mnist-0.mnist", "23456", "3", str(rank), "2")
+            "mnist-master-0.mnist", "23456", "3", str(rank), "2")
 
 
 def _lines(process: subprocess.Popen[str]) -> Iterator[str]:

@@ -1,0 +1,258 @@
+"""The AppWrapper lifecycle adapter: observes, asks `decisions/appwrapper_lifecycle`, and acts.
+
+Per reconcile it reads the AppWrapper and its labelled pods from the cache, and each recorded
+component from the cache when the controller watches its kind anyway (Jobs, PyTorchJobs, Ray
+kinds), else with a GET (upstream reads through its cache the same way and polls the rest). It
+applies the returned Transition: finalizer patch, creates and deletes, one `/status` write with
+conflict retry, Events, the phase metric and a delayed requeue. Any change of a labelled pod or
+of a watched component requeues its AppWrapper.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from typing import Any, Callable, Mapping
+
+from batchgate import keys
+from batchgate.clock import Clock
+from batchgate.policy import Policy
+from controller.adapters.discovery import NoMatch, ResourceResolver
+from controller.adapters.events import EventRecorder
+from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
+from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.store import SharedStore
+from controller.adapters.workqueue import WorkQueue
+from controller.adapters.writer import Writer
+from controller.decisions.appwrapper_components import ComponentError, build_component
+from controller.decisions.appwrapper_lifecycle import after_create, decide, managed_here
+from controller.decisions.appwrapper_owners import failed_components
+from controller.decisions.appwrapper_pods import count_pods, no_execute_nodes
+from controller.decisions.appwrapper_timing import timing_for
+from controller.decisions.appwrapper_transition import (
+    AddFinalizer,
+    ComponentState,
+    CreateComponents,
+    CreateOutcome,
+    DeleteComponents,
+    DeletePods,
+    Observed,
+    RemoveFinalizer,
+    Transition,
+    component_statuses,
+    phase_of,
+    status_patch,
+)
+from controller.decisions.failure_policy import job_failure
+from controller.decisions.podsets import JOB_KINDS
+from controller.decisions.workloads import controller_owner
+from controller.state.cache import Change, ObjectKey
+
+log = logging.getLogger(__name__)
+AW = RESOURCES["AppWrapper"]
+PODS = RESOURCES["Pod"]
+# Phases where nothing is deployed yet, so the components need no look.
+_NOTHING_DEPLOYED = (keys.PHASE_EMPTY, keys.PHASE_SUSPENDED, keys.PHASE_RESUMING)
+_FINALIZER_ATTEMPTS = 5
+_WAIT_FOR_SYNC = _dt.timedelta(milliseconds=200)
+# Component kinds the manager's informers already keep in the store (assumed right after creation).
+_CACHED = {kind: RESOURCES[kind] for kind in JOB_KINDS if kind != "AppWrapper"}
+
+
+class AppWrapperReconciler:
+    def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
+                 client: KubeClient, queue: WorkQueue, policy: Callable[[], Policy],
+                 metrics: ControllerMetrics, synced: Callable[[], bool] = lambda: True) -> None:
+        self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
+        self.client, self.queue, self.policy, self.metrics = client, queue, policy, metrics
+        self.synced = synced
+        self.resolver = ResourceResolver(client)
+
+    @staticmethod
+    def keys_for(change: Change) -> list[ObjectKey]:
+        """An AppWrapper's own changes, a pod labelled with its name, a watched component it controls."""
+        if change.key.kind == "AppWrapper":
+            return [change.key]
+        obj = change.new or change.old or {}
+        if change.key.kind == "Pod":
+            name = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.APPWRAPPER_LABEL)
+            if name:
+                return [ObjectKey("AppWrapper", change.key.namespace, name)]
+        elif change.key.kind in _CACHED:
+            ref = controller_owner(obj)
+            if ref is not None and ref.get("kind") == "AppWrapper" and ref.get("name"):
+                return [ObjectKey("AppWrapper", change.key.namespace, str(ref["name"]))]
+        return []
+
+    def reconcile(self, key: ObjectKey) -> None:
+        if not self.synced():
+            # A cache still listing would show a running AppWrapper without its pods or Jobs.
+            self.queue.add_after(key, _WAIT_FOR_SYNC.total_seconds())
+            return
+        aw = self.store.get("AppWrapper", key.namespace, key.name)
+        if aw is None or not managed_here(aw):
+            return
+        policy = self.policy()
+        timing = timing_for((aw.get("metadata") or {}).get("annotations") or {}, policy.fault_tolerance)
+        observed = self._observe(aw, policy)
+        step = decide(aw, observed, timing, self.clock.now())
+        if step is None:
+            return
+        creates = next((a for a in step.actions if isinstance(a, CreateComponents)), None)
+        if creates is not None:
+            aw = self._write_status(aw, step, self.clock.now())
+            outcomes = self._create(aw, creates.indices, policy)
+            step = after_create(aw, outcomes, timing, self.clock.now())
+        self._apply(key, aw, step)
+
+    # --- observing ----------------------------------------------------------------------------
+
+    def _pods(self, aw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        meta = aw.get("metadata") or {}
+        return [p for p in self.store.list("Pod", meta.get("namespace") or "")
+                if ((p.get("metadata") or {}).get("labels") or {}).get(keys.APPWRAPPER_LABEL) == meta.get("name")]
+
+    def _observe(self, aw: Mapping[str, Any], policy: Policy) -> Observed:
+        evicting = no_execute_nodes(self.store.list("Node"), policy.fault_tolerance.node_health.no_execute_labels)
+        labelled = self._pods(aw)
+        pods = count_pods(labelled, evicting)
+        deleting = bool((aw.get("metadata") or {}).get("deletionTimestamp"))
+        if phase_of(aw) in _NOTHING_DEPLOYED and not deleting:
+            return Observed({}, pods)
+        states: dict[int, ComponentState] = {}
+        namespace = (aw.get("metadata") or {}).get("namespace")
+        for index, component in enumerate(component_statuses(aw)):
+            name = component.get("name")
+            if not name:
+                continue
+            try:
+                resource = self.resolver.resolve(str(component.get("apiVersion")), str(component.get("kind")))
+                obj = self._read(resource, str(name), str(namespace))
+            except NoMatch:  # nothing of a kind the server does not serve can exist
+                obj = None
+            states[index] = ComponentState(exists=False) if obj is None else ComponentState(
+                exists=True, deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")), failure=job_failure(obj))
+        return Observed(states, pods, failed_components(aw, labelled) if pods.failed else ())
+
+    def _read(self, resource: Resource, name: str, namespace: str) -> Mapping[str, Any] | None:
+        """From the store for a watched kind, else from the API; None if it does not exist."""
+        if _CACHED.get(resource.kind) == resource:
+            return self.store.get(resource.kind, namespace, name)
+        try:
+            return self.client.get(resource, name, namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    # --- acting -------------------------------------------------------------------------------
+
+    def _create(self, aw: Mapping[str, Any], indices: tuple[int, ...], policy: Policy) -> tuple[CreateOutcome, ...]:
+        """Create in order; the first error ends the round (the next reconcile tries again)."""
+        outcomes: list[CreateOutcome] = []
+        labels = policy.fault_tolerance.node_health.no_execute_labels
+        for index in indices:
+            outcome = self._create_one(aw, index, labels)
+            outcomes.append(outcome)
+            if outcome.error is not None:
+                break
+        return tuple(outcomes)
+
+    def _create_one(self, aw: Mapping[str, Any], index: int, labels: Mapping[str, str]) -> CreateOutcome:
+        try:
+            obj = build_component(aw, index, labels)
+            resource = self.resolver.resolve(str(obj.get("apiVersion")), str(obj.get("kind")))
+        except ComponentError as exc:
+            return CreateOutcome(index, error=str(exc), fatal=exc.fatal)
+        except NoMatch as exc:
+            return CreateOutcome(index, error=str(exc), fatal=True)
+        try:
+            created = self.writer.create(resource, obj)
+            if _CACHED.get(resource.kind) == resource:  # seen at once, though its ADDED event may lag
+                self.store.assume(resource.kind, created)
+            return CreateOutcome(index, name=str(created["metadata"]["name"]))
+        except ApiError as exc:
+            if exc.already_exists:
+                return self._adopt(aw, index, resource, obj)
+            # Invalid (422) cannot succeed on retry; anything else may be transient.
+            return CreateOutcome(index, error=exc.message or str(exc), fatal=exc.status == 422)
+
+    def _adopt(self, aw: Mapping[str, Any], index: int, resource: Resource, obj: Mapping[str, Any]) -> CreateOutcome:
+        """An existing object of the same name counts as created only if this AppWrapper controls it."""
+        meta = obj.get("metadata") or {}
+        try:
+            existing = self.client.get(resource, str(meta.get("name")), meta.get("namespace"))
+        except ApiError as exc:
+            return CreateOutcome(index, error=str(exc))
+        ref = controller_owner(existing)
+        if ref is None or ref.get("uid") != (aw.get("metadata") or {}).get("uid"):
+            return CreateOutcome(index, error=f"resource {meta.get('name')} exists, but is not controlled by appwrapper",
+                                 fatal=True)
+        return CreateOutcome(index, name=str(meta.get("name")))
+
+    def _apply(self, key: ObjectKey, aw: Mapping[str, Any], step: Transition) -> None:
+        now = self.clock.now()
+        for action in step.actions:
+            if isinstance(action, AddFinalizer):
+                aw = self._finalizer(aw, add=True)
+            elif isinstance(action, DeleteComponents):
+                self._delete_components(aw, action)
+            elif isinstance(action, DeletePods):
+                for pod in self._pods(aw):
+                    meta = pod.get("metadata") or {}
+                    self.writer.delete(PODS, str(meta.get("name")), meta.get("namespace"), grace_period_seconds=0)
+        before = phase_of(aw)
+        written = self._write_status(aw, step, now)
+        if step.phase != before:
+            self.metrics.appwrapper_phase.labels(key.namespace, step.phase).inc()
+            log.info("AppWrapper %s/%s: %s -> %s (%s)", key.namespace, key.name, before or "Empty", step.phase, step.why)
+        for event in step.events:
+            self.recorder.record(written, event.type, event.reason, event.message)
+        if any(isinstance(a, RemoveFinalizer) for a in step.actions):
+            self._finalizer(written, add=False)
+        if step.requeue_after is not None:
+            self.queue.add_after(key, max(step.requeue_after, _dt.timedelta(0)).total_seconds())
+
+    def _write_status(self, aw: Mapping[str, Any], step: Transition, now: _dt.datetime) -> Mapping[str, Any]:
+        written = self.writer.update_status(AW, aw, lambda current: status_patch(current, step, now))
+        if written is None:
+            return aw
+        self.store.assume("AppWrapper", written)
+        return written
+
+    def _delete_components(self, aw: Mapping[str, Any], action: DeleteComponents) -> None:
+        components = component_statuses(aw)
+        namespace = (aw.get("metadata") or {}).get("namespace")
+        for index in action.indices:
+            component = components[index]
+            try:
+                resource = self.resolver.resolve(str(component.get("apiVersion")), str(component.get("kind")))
+            except NoMatch:
+                continue  # nothing of an unserved kind can exist
+            self.writer.delete(resource, str(component.get("name")), namespace,
+                               grace_period_seconds=0 if action.forced else None)
+
+    def _finalizer(self, aw: Mapping[str, Any], *, add: bool) -> Mapping[str, Any]:
+        """Add or remove our finalizer with a merge patch guarded by resourceVersion."""
+        current = aw
+        for attempt in range(_FINALIZER_ATTEMPTS):
+            meta = current.get("metadata") or {}
+            finalizers = list(meta.get("finalizers") or [])
+            has = keys.APPWRAPPER_FINALIZER in finalizers
+            if has == add:
+                return current
+            finalizers = finalizers + [keys.APPWRAPPER_FINALIZER] if add else [f for f in finalizers if f != keys.APPWRAPPER_FINALIZER]
+            try:
+                written = self.writer.patch(AW, str(meta.get("name")), meta.get("namespace"), {
+                    "metadata": {"finalizers": finalizers, "resourceVersion": meta.get("resourceVersion")}})
+            except ApiError as exc:
+                if exc.not_found and not add:
+                    return current
+                if not exc.conflict or attempt == _FINALIZER_ATTEMPTS - 1:
+                    raise
+                current = self.client.get(AW, str(meta.get("name")), meta.get("namespace"))
+                continue
+            if add:  # a removal may let the object go: its DELETED event must not meet a stale assumption
+                self.store.assume("AppWrapper", written)
+            return written
+        return current

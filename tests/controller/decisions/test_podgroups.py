@@ -1,0 +1,164 @@
+"""PodGroups: the one each top-level workload needs, and their status as scheduler-plugins writes it."""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+from typing import Any
+
+import pytest
+
+from batchgate import keys
+from batchgate.api.errors import FieldError
+from batchgate.clock import format_time
+from controller.decisions import podgroups as pg
+from controller.decisions.podsets import JOB_KINDS
+from tests.controller.builders import corpus
+from tests.controller.decisions.gang_builders import a_pod
+
+T0 = _dt.datetime(2026, 1, 1, 12, tzinfo=_dt.timezone.utc)
+TIMEOUT = _dt.timedelta(seconds=300)
+
+
+def labelled(template: dict[str, Any], group: str) -> dict[str, Any]:
+    template.setdefault("metadata", {}).setdefault("labels", {})[keys.POD_GROUP_LABEL] = group
+    return template
+
+
+def a_job(name: str = "train", *, parallelism: int = 4, completions: int | None = None, group: str | None = None,
+          owner: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "team-a", "uid": f"uid-{name}"}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "aw",
+                                    "uid": "uid-aw", "controller": True}]
+    spec: dict[str, Any] = {"parallelism": parallelism, "template": labelled(
+        {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}, group or name)}
+    if completions is not None:
+        spec["completions"] = completions
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+
+
+def a_pytorchjob(name: str = "pt", workers: int = 3) -> dict[str, Any]:
+    template = labelled({"spec": {"containers": [{"name": "pytorch", "image": "x"}]}}, name)
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}"},
+            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": copy.deepcopy(template)},
+                                             "Worker": {"replicas": workers, "template": copy.deepcopy(template)}}}}
+
+
+def an_appwrapper(name: str, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}"},
+            "spec": {"components": [{"template": {k: v for k, v in job.items() if k != "metadata"}
+                                     | {"metadata": {"name": job["metadata"]["name"]}}} for job in jobs]}}
+
+
+def min_member(job: dict[str, Any]) -> int | None:
+    desired = pg.desired_podgroup(job, JOB_KINDS[job["kind"]], TIMEOUT)
+    return None if desired is None else desired["spec"]["minMember"]
+
+
+@pytest.mark.parametrize(("job", "expected"), [
+    pytest.param(a_job(parallelism=4), 4, id="a Job's parallelism is its gang size"),
+    pytest.param(a_job(parallelism=4, completions=2), 2, id="a Job never runs more pods than its completions"),
+    pytest.param(a_pytorchjob(workers=3), 4, id="a PyTorchJob's master and workers form one gang"),
+    pytest.param(an_appwrapper("aw", [a_job("a", group="aw", parallelism=2), a_job("b", group="aw", parallelism=3)]),
+                 5, id="an AppWrapper's gang sums the replicas of its podSets"),
+    pytest.param(a_job(group="someone-else"), None, id="a workload whose pods name another group gets none"),
+    pytest.param(a_job(owner=True), None, id="a Job an AppWrapper owns gets none (the AppWrapper's gang covers it)"),
+    pytest.param(corpus("mlbatch/job-with-podgroup.yaml"), None,
+                 id="MLBatch's AppWrapper wrapping its own PodGroup gets none from us"),
+])
+def test_which_workloads_get_a_podgroup_and_how_big(job: dict[str, Any], expected: int | None) -> None:
+    assert min_member(job) == expected
+
+
+def test_the_podgroup_is_named_like_the_label_owned_by_the_workload_and_times_out_by_policy() -> None:
+    desired = pg.desired_podgroup(a_job("train"), JOB_KINDS["Job"], _dt.timedelta(minutes=2))
+    assert desired == {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "team-a", "ownerReferences": [{
+            "apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "uid-train",
+            "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"minMember": 4, "scheduleTimeoutSeconds": 120}}
+    assert pg.owned_by(desired, a_job("train"))
+    assert not pg.owned_by({"metadata": {"name": "train"}}, a_job("train"))
+    assert pg.spec_patch(desired, desired) is None
+    assert pg.spec_patch({"spec": {"minMember": 2, "scheduleTimeoutSeconds": 120}}, desired) == {"spec": {"minMember": 4}}
+
+
+def a_group(phase: str = "", *, min_member: int = 2, started: _dt.datetime | None = None,
+            timeout: int | None = None, **status: Any) -> pg.PodGroupInfo:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    raw_status = {**status, **({"phase": phase} if phase else {})}
+    if started is not None:
+        raw_status["scheduleStartTime"] = format_time(started)
+    return pg.parse_podgroup({"metadata": {"name": "g", "namespace": "team-a", "creationTimestamp": format_time(T0)},
+                              "spec": spec, "status": raw_status})
+
+
+def members(*phases: str, bound: bool = True) -> list[Any]:
+    return [a_pod(f"g-{i}", group="g", phase=p, node="n1" if bound or p != "Pending" else "", owner="train")
+            for i, p in enumerate(phases)]
+
+
+@pytest.mark.parametrize(("group", "pods", "patch"), [
+    pytest.param(a_group(), [], {"phase": "Pending"}, id="a new PodGroup is Pending"),
+    pytest.param(a_group("Pending"), members("Pending"), None, id="a Pending group short of pods stays Pending"),
+    pytest.param(a_group("Pending"), members("Pending", "Pending", bound=False),
+                 {"phase": "Scheduling", "scheduleStartTime": format_time(T0), "occupiedBy": "team-a/train"},
+                 id="a Pending group with minMember pods starts Scheduling, occupied by their owner"),
+    pytest.param(a_group("Scheduling", started=T0), members("Running", "Pending"),
+                 {"running": 1, "succeeded": 0, "failed": 0}, id="one of two running keeps it Scheduling"),
+    pytest.param(a_group("Scheduling", started=T0), members("Running", "Running"),
+                 {"phase": "Running", "running": 2, "succeeded": 0, "failed": 0}, id="minMember running makes it Running"),
+    pytest.param(a_group("Running", running=2, succeeded=0, failed=0), members("Succeeded", "Succeeded"),
+                 {"phase": "Finished", "running": 0, "succeeded": 2}, id="minMember succeeded makes it Finished"),
+    pytest.param(a_group("Running", running=2, succeeded=0, failed=0), members("Running", "Failed"),
+                 {"phase": "Failed", "running": 1, "failed": 1}, id="a failed pod once all are out makes it Failed"),
+    pytest.param(a_group("Running", running=2, succeeded=0, failed=0), members("Running"),
+                 {"phase": "Pending", "running": 1}, id="losing pods below minMember makes it Pending again"),
+    pytest.param(a_group("Finished"), members("Running", "Running"), None, id="Finished is terminal"),
+    pytest.param(a_group("Failed"), [], None, id="Failed is terminal"),
+])
+def test_podgroup_status_follows_the_scheduler_plugins_controller(group: pg.PodGroupInfo, pods: list[Any],
+                                                                  patch: dict[str, Any] | None) -> None:
+    assert pg.decide_status(group, pods, T0, TIMEOUT).patch == patch
+
+
+@pytest.mark.parametrize(("group", "pods", "now", "warning", "requeue"), [
+    pytest.param(a_group("Scheduling", started=T0, timeout=60), members("Pending", "Pending", bound=False),
+                 T0 + _dt.timedelta(seconds=20), None, 40, id="before its timeout a waiting gang is looked at again later"),
+    pytest.param(a_group("Scheduling", started=T0, timeout=60), members("Pending", "Pending", bound=False),
+                 T0 + _dt.timedelta(seconds=60), "team-a/g: 0 of 2 pods placed after 60s", 60,
+                 id="at its timeout a waiting gang is reported and its timer starts again"),
+    pytest.param(a_group("Scheduling", started=T0), members("Pending", "Pending", bound=False),
+                 T0 + _dt.timedelta(seconds=300), "0 of 2 pods placed after 300s", 300,
+                 id="a PodGroup without its own timeout uses the policy's gangTimeout"),
+    pytest.param(a_group("Scheduling", started=T0, timeout=60), members("Pending", "Pending"),
+                 T0 + _dt.timedelta(hours=1), None, None, id="a gang whose pods are all bound is not late"),
+])
+def test_the_schedule_timeout(group: pg.PodGroupInfo, pods: list[Any], now: _dt.datetime, warning: str | None,
+                              requeue: int | None) -> None:
+    decision = pg.decide_status(group, pods, now, TIMEOUT)
+    if warning is None:
+        assert decision.warning is None
+    else:
+        assert decision.warning is not None and decision.warning[0] == "Timeout" and warning in decision.warning[1]
+        assert decision.patch and decision.patch["scheduleStartTime"] == format_time(now)
+    assert decision.requeue_after == (None if requeue is None else _dt.timedelta(seconds=requeue))
+
+
+@pytest.mark.parametrize(("raw", "path"), [
+    pytest.param({"metadata": {"name": "g"}, "spec": {"minMember": 0}}, "spec.minMember", id="minMember below 1"),
+    pytest.param({"metadata": {"name": "g"}, "spec": {"minMember": 2, "scheduleTimeoutSeconds": "soon"}},
+                 "spec.scheduleTimeoutSeconds", id="a timeout that is no integer"),
+    pytest.param({"metadata": {"name": "g"}, "status": {"scheduleStartTime": "yesterday"}},
+                 "status.scheduleStartTime", id="a start time that is no timestamp"),
+])
+def test_a_malformed_podgroup_is_a_field_error(raw: dict[str, Any], path: str) -> None:
+    with pytest.raises(FieldError) as caught:
+        pg.parse_podgroup(raw)
+    assert str(caught.value).startswith(path)

@@ -1,0 +1,260 @@
+"""AppWrappers on a local cluster that runs pods, with the real controller and the real client.
+
+We test the adapter's plumbing end to end: a queued AppWrapper admitted by quota goes Suspended ->
+Resuming -> Running (its Job created with an owner reference and the AppWrapper label on its pod
+template) -> Succeeded, and its Workload finishes; a Kueue eviction suspends it, deletes its
+components and releases the quota; deleting a running AppWrapper removes its children and then
+the finalizer. The fault scenarios live in the acceptance tests.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Iterator
+
+import pytest
+
+from batchgate import keys
+from batchgate.clock import SystemClock
+from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.manager import Controller, ControllerOptions
+from tests.controller.cluster import eventually
+
+pytestmark = pytest.mark.timeout(90)
+AW, JOBS, PODS, WL = RESOURCES["AppWrapper"], RESOURCES["Job"], RESOURCES["Pod"], RESOURCES["Workload"]
+CQ, LQ, RF = RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"], RESOURCES["ResourceFlavor"]
+KUEUE = keys.KUEUE_API_VERSION
+BEHAVIOR = "localcluster.batchgate.dev/behavior"
+
+
+@pytest.fixture(scope="module")
+def controller(live_client: KubeClient) -> Iterator[Controller]:
+    ctl = Controller(live_client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
+    ctl.start()
+    assert ctl.wait_synced(20)
+    yield ctl
+    ctl.stop()
+
+
+@pytest.fixture
+def team(live_client: KubeClient, controller: Controller) -> dict[str, str]:
+    """A namespace whose LocalQueue `default-queue` feeds its own ClusterQueue of 4 cpu."""
+    suffix = uuid.uuid4().hex[:6]
+    ns, cq = f"team-{suffix}", f"cq-{suffix}"
+    live_client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        live_client.create(RF, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
+    except ApiError as exc:
+        if not exc.already_exists:
+            raise
+    live_client.create(CQ, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
+        "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}})
+    live_client.create(LQ, {"apiVersion": KUEUE, "kind": "LocalQueue",
+                            "metadata": {"name": "default-queue", "namespace": ns}, "spec": {"clusterQueue": cq}})
+    return {"ns": ns, "cq": cq}
+
+
+def an_appwrapper(ns: str, name: str, *, pods: int = 2, run_for: str | None = "1s") -> dict[str, Any]:
+    """A queued, suspended AppWrapper wrapping one Job of `pods` pods of 1 cpu (as the gateway leaves it)."""
+    behavior = {"startAfter": "0s", **({"runFor": run_for} if run_for else {})}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"{name}-job"}, "spec": {
+        "parallelism": pods, "completions": pods, "template": {
+            "metadata": {"annotations": {BEHAVIOR: json.dumps(behavior)}},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}
+    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": ns, "labels": {keys.QUEUE_NAME_LABEL: "default-queue"}},
+            "spec": {"suspend": True, "components": [{"template": job}]}}
+
+
+def get(client: KubeClient, res: Any, name: str, ns: str) -> dict[str, Any] | None:
+    try:
+        return client.get(res, name, ns)
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+
+
+def status_of(obj: dict[str, Any] | None, type_: str) -> str | None:
+    conds = ((obj or {}).get("status") or {}).get("conditions") or []
+    return next((c["status"] for c in conds if c["type"] == type_), None)
+
+
+def phase(client: KubeClient, ns: str, name: str) -> str:
+    return ((get(client, AW, name, ns) or {}).get("status") or {}).get("phase", "")
+
+
+def labelled_pods(client: KubeClient, ns: str, name: str) -> list[dict[str, Any]]:
+    return client.list(PODS, ns, labelSelector=f"{keys.APPWRAPPER_LABEL}={name}")["items"]
+
+
+def workload(client: KubeClient, ns: str, aw: dict[str, Any]) -> dict[str, Any] | None:
+    items = client.list(WL, ns)["items"]
+    return next((w for w in items if w["metadata"]["ownerReferences"][0]["uid"] == aw["metadata"]["uid"]), None)
+
+
+def events(client: KubeClient, ns: str, name: str) -> list[tuple[str, str]]:
+    return [(e["reason"], e["message"]) for e in client.list(RESOURCES["Event"], ns)["items"]
+            if e["involvedObject"]["name"] == name and e["involvedObject"]["kind"] == "AppWrapper"]
+
+
+def test_an_admitted_appwrapper_deploys_runs_and_succeeds(live_client: KubeClient, controller: Controller,
+                                                          team: dict[str, str]) -> None:
+    ns = team["ns"]
+    aw = live_client.create(AW, an_appwrapper(ns, "train"))
+    eventually(lambda: phase(live_client, ns, "train") == keys.PHASE_RUNNING, timeout=30,
+               what=lambda: f"Running, got {phase(live_client, ns, 'train')!r}")
+    running = live_client.get(AW, "train", ns)
+    assert keys.APPWRAPPER_FINALIZER in running["metadata"]["finalizers"]
+    assert running["spec"]["suspend"] is False, "admitted by quota and un-suspended by the job integration"
+    assert status_of(running, keys.COND_QUOTA_RESERVED) == "True"
+    assert status_of(running, keys.COND_RESOURCES_DEPLOYED) == "True"
+    component = running["status"]["componentStatus"][0]
+    assert (component["name"], component["kind"], component["podSets"][0]["replicas"]) == ("train-job", "Job", 2)
+
+    job = live_client.get(JOBS, "train-job", ns)
+    owner = job["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == ("AppWrapper", "train", aw["metadata"]["uid"], True)
+    assert job["metadata"]["labels"][keys.APPWRAPPER_LABEL] == "train"
+    assert job["spec"]["template"]["metadata"]["labels"][keys.APPWRAPPER_LABEL] == "train"
+
+    eventually(lambda: phase(live_client, ns, "train") == keys.PHASE_SUCCEEDED, timeout=30,
+               what=lambda: f"Succeeded, got {phase(live_client, ns, 'train')!r}")
+    done = live_client.get(AW, "train", ns)
+    assert status_of(done, keys.COND_QUOTA_RESERVED) == "False"
+    assert status_of(done, keys.COND_RESOURCES_DEPLOYED) == "True", "kept for successTTL, as upstream"
+    assert len(labelled_pods(live_client, ns, "train")) == 2
+    eventually(lambda: status_of(workload(live_client, ns, aw), "Finished") == "True", what="the Workload to finish")
+    text = controller.metrics.exposition().decode()
+    assert f'appwrapper_phase_total{{namespace="{ns}",phase="Succeeded"}} 1.0' in text
+
+
+def test_a_kueue_eviction_suspends_the_appwrapper_and_releases_its_quota(
+        live_client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+    ns, cq = team["ns"], team["cq"]
+    aw = live_client.create(AW, an_appwrapper(ns, "serve", run_for=None))
+    eventually(lambda: len([p for p in labelled_pods(live_client, ns, "serve")
+                            if p.get("status", {}).get("phase") == "Running"]) == 2, timeout=30,
+               what="both pods running")
+    live_client.patch(CQ, cq, None, {"spec": {"stopPolicy": "HoldAndDrain"}})
+
+    eventually(lambda: phase(live_client, ns, "serve") == keys.PHASE_SUSPENDED, timeout=30,
+               what=lambda: f"Suspended, got {phase(live_client, ns, 'serve')!r}")
+    suspended = live_client.get(AW, "serve", ns)
+    assert suspended["spec"]["suspend"] is True
+    assert status_of(suspended, keys.COND_QUOTA_RESERVED) == "False"
+    assert status_of(suspended, keys.COND_RESOURCES_DEPLOYED) == "False"
+    assert get(live_client, JOBS, "serve-job", ns) is None
+    eventually(lambda: not labelled_pods(live_client, ns, "serve"), what="the pods to be gone")
+    eventually(lambda: status_of(workload(live_client, ns, aw), keys.COND_QUOTA_RESERVED) == "False",
+               what="the Workload's quota to be released")
+    assert (keys.EVENT_SUSPENDING, "Externally suspended while in the Running phase") in events(live_client, ns, "serve")
+
+
+def test_deleting_a_running_appwrapper_removes_its_children_then_its_finalizer(
+        live_client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+    ns = team["ns"]
+    live_client.create(AW, an_appwrapper(ns, "doomed", run_for=None))
+    eventually(lambda: labelled_pods(live_client, ns, "doomed"), timeout=30, what="its pods")
+    live_client.delete(AW, "doomed", ns)
+    eventually(lambda: get(live_client, AW, "doomed", ns) is None, timeout=30,
+               what=lambda: f"the AppWrapper to go, phase {phase(live_client, ns, 'doomed')!r}")
+    assert get(live_client, JOBS, "doomed-job", ns) is None
+    eventually(lambda: not labelled_pods(live_client, ns, "doomed"), what="its pods to be gone")
+
+
+def unqueued(aw: dict[str, Any]) -> dict[str, Any]:
+    """The same AppWrapper outside Kueue: no queue label, not suspended (it deploys at once)."""
+    aw["metadata"]["labels"] = {}
+    aw["spec"]["suspend"] = False
+    return aw
+
+
+@pytest.mark.parametrize("component, message", [
+    pytest.param({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "lws"},
+                  "spec": {}},
+                 'no matches for kind "LeaderWorkerSet" in version "leaderworkerset.x-k8s.io/v1"',
+                 id="a kind the cluster does not serve"),
+    pytest.param({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "taken"}, "data": {}},
+                 "resource taken exists, but is not controlled by appwrapper",
+                 id="a name taken by an object it does not own"),
+])
+def test_a_component_that_cannot_be_created_fails_the_appwrapper_at_once(
+        live_client: KubeClient, controller: Controller, team: dict[str, str], component: dict[str, Any],
+        message: str) -> None:
+    ns = team["ns"]
+    live_client.create(RESOURCES["ConfigMap"], {"apiVersion": "v1", "kind": "ConfigMap",
+                                                "metadata": {"name": "taken", "namespace": ns}})
+    aw = unqueued(an_appwrapper(ns, "broken"))
+    aw["spec"]["components"].append({"template": component})
+    live_client.create(AW, aw)
+    eventually(lambda: phase(live_client, ns, "broken") == keys.PHASE_FAILED, timeout=30,
+               what=lambda: f"Failed, got {phase(live_client, ns, 'broken')!r}")
+    failed = live_client.get(AW, "broken", ns)
+    (unhealthy,) = [c for c in failed["status"]["conditions"] if c["type"] == keys.COND_UNHEALTHY]
+    assert (unhealthy["status"], unhealthy["reason"]) == ("True", keys.REASON_CREATE_FAILED)
+    assert message in unhealthy["message"]
+    assert failed["status"].get("resettingCount", 0) == 0, "a fatal error is not retried"
+    eventually(lambda: get(live_client, JOBS, "broken-job", ns) is None, timeout=20,
+               what="the component created before the failure to be deleted")
+    eventually(lambda: status_of(live_client.get(AW, "broken", ns), keys.COND_RESOURCES_DEPLOYED) == "False",
+               what="ResourcesDeployed False once the failed AppWrapper's components are gone")
+
+
+def a_pod_appwrapper(ns: str, name: str, *, grace: str) -> dict[str, Any]:
+    """An unqueued AppWrapper wrapping one bare Pod that takes 300 s to stop politely."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-pod",
+                                                          "annotations": {BEHAVIOR: json.dumps({"startAfter": "0s"})}},
+           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 300, "containers": [
+               {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": ns, "annotations": {keys.FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION: grace}},
+            "spec": {"components": [{"template": pod}]}}
+
+
+@pytest.mark.parametrize("grace", [
+    pytest.param("0s", id="past the forceful deletion grace period a pod its silent kubelet never stops is force-deleted"),
+])
+def test_pods_that_never_stop_are_force_deleted_after_the_grace_period(
+        live_client: KubeClient, controller: Controller, team: dict[str, str], grace: str) -> None:
+    ns = team["ns"]
+    live_client.create(AW, a_pod_appwrapper(ns, "stubborn", grace=grace))
+    pod = eventually(lambda: (p := get(live_client, PODS, "stubborn-pod", ns)) and p.get("status", {}).get("phase") == "Running" and p,
+                     timeout=30, what="its pod running")
+    node = pod["spec"]["nodeName"]
+    try:  # its kubelet stops answering: a polite deletion would leave the pod Terminating for 300 s
+        live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": "unreachable"}}})
+        live_client.delete(AW, "stubborn", ns)
+        eventually(lambda: get(live_client, AW, "stubborn", ns) is None, timeout=15,
+                   what=lambda: f"the AppWrapper to go; pod {(get(live_client, PODS, 'stubborn-pod', ns) or {}).get('metadata')}")
+        assert get(live_client, PODS, "stubborn-pod", ns) is None
+    finally:
+        live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": None}}})
+
+
+def test_nothing_is_decided_before_the_caches_are_filled(live_client: KubeClient) -> None:
+    """A restarted controller must not judge a running AppWrapper by a cache still listing its pods."""
+    from batchgate.policy import DEFAULT_POLICY
+    from controller.adapters.appwrappers import AppWrapperReconciler
+    from controller.adapters.events import EventRecorder
+    from controller.adapters.metrics import ControllerMetrics
+    from controller.adapters.store import SharedStore
+    from controller.adapters.workqueue import WorkQueue
+    from controller.adapters.writer import Writer
+    from controller.state.cache import ObjectKey
+
+    clock = SystemClock()
+    store, queue = SharedStore(), WorkQueue(clock)
+    running = an_appwrapper("team-x", "early")
+    running["metadata"]["uid"] = "uid-early"
+    running["status"] = {"phase": keys.PHASE_RUNNING, "componentStatus": [
+        {"name": "early-job", "kind": "Job", "apiVersion": "batch/v1", "podSets": [{"replicas": 2}]}]}
+    store.apply("AppWrapper", "ADDED", running)
+    refusing = Writer(live_client, lambda: False)  # any write would raise NotLeader
+    reconciler = AppWrapperReconciler(store, refusing, EventRecorder(refusing, clock, "test"), clock, live_client,
+                                      queue, lambda: DEFAULT_POLICY, ControllerMetrics(), synced=lambda: False)
+    reconciler.reconcile(ObjectKey("AppWrapper", "team-x", "early"))
+    assert queue.settled() and not queue.idle(), "nothing decided now, looked at again shortly"

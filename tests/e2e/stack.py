@@ -1,0 +1,121 @@
+"""The end-to-end stack for framework tests: the real gateway (gunicorn over TLS) registered with
+the local cluster through the shipped webhook configurations, and the real kubectl.
+
+Users submit as alice; the admin is exempt (as cluster admins are in the shipped policy), so the
+admin's set-up (queues) and the controller, which runs as the admin, pass the gateway untouched,
+while the pods the local cluster's Job and PyTorchJob controllers create still go through it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import yaml
+
+from batchgate.clock import SystemClock
+from certs.authority import service_names, write_serving_files
+from localcluster.controllers import DEFAULT_CONTROLLERS
+from localcluster.runner import LocalCluster
+from localcluster.sim.nodes import parse_nodes_file
+from webhook.launch import start_gateway
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = "/usr/bin/kubectl"
+NAMESPACE = "team1"
+USER = "alice"
+# Gang placement is not what these tests are about: the local cluster's default scheduler binds.
+# The default allowedKinds hold: the shipped validating webhook never sends the Endpoints,
+# EndpointSlices and Events the control plane writes (tests/manifests/test_gateway_webhook_scope.py).
+POLICY = ("exempt: {users: [admin]}\n"
+          "queues: {requireQueueFor: []}\n"
+          "scheduling: {schedulerName: '', gang: false}\n")
+NODES = "- name: node\n  count: 2\n  capacity: {cpu: '64', memory: 256Gi}\n"
+SPEED = 20.0
+
+Kubectl = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@dataclass(frozen=True)
+class Stack:
+    cluster: LocalCluster
+    kubectl: Kubectl
+
+
+def webhook_configurations(ca_bundle: str) -> str:
+    """The shipped Mutating/ValidatingWebhookConfigurations (kustomize), with the real caBundle."""
+    built = subprocess.run([KUBECTL, "kustomize", str(ROOT / "manifests" / "webhook")], capture_output=True,
+                           text=True, check=True, timeout=60).stdout
+    configs = [d for d in yaml.safe_load_all(built) if d and d["kind"].endswith("WebhookConfiguration")]
+    for config in configs:
+        for hook in config["webhooks"]:
+            hook["clientConfig"]["caBundle"] = ca_bundle
+    return yaml.safe_dump_all(configs)
+
+
+@contextmanager
+def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -> Iterator[Stack]:
+    certs = tmp / "gateway-certs"
+    write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
+    policy = tmp / "policy.yaml"
+    policy.write_text(policy_text)
+    gateway = start_gateway(certs, "--workers", "1", "--threads", "4", "--policy-file", str(policy),
+                            "--audit-log", str(tmp / "audit.log"))
+    cluster = LocalCluster(tmp / "cluster", speed=SPEED, controllers=DEFAULT_CONTROLLERS,
+                           nodes=parse_nodes_file(nodes),
+                           webhook_addresses={"batchgate-webhook.batchgate-system": f"{gateway.host}:{gateway.port}"})
+    try:
+        with cluster:
+            def run(*args: str, input: str | None = None, check: bool = True,
+                    user: str = "admin") -> subprocess.CompletedProcess[str]:
+                done = subprocess.run([KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--context", user, *args],
+                                      input=input, capture_output=True, text=True, timeout=30)
+                if check and done.returncode != 0:
+                    raise AssertionError(f"kubectl {' '.join(args)} (as {user}): {done.stderr}")
+                return done
+
+            run("create", "namespace", NAMESPACE)
+            run("apply", "-k", str(ROOT / "manifests" / "crds"))
+            ca_bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+            run("apply", "-f", "-", input=webhook_configurations(ca_bundle))
+            yield Stack(cluster, run)
+    finally:
+        gateway.stop()
+
+
+def submit(kubectl: Kubectl, obj: dict[str, Any]) -> str:
+    """`kubectl apply` as the user; kubectl's one line of output."""
+    return kubectl("apply", "-f", "-", input=yaml.safe_dump(obj), user=USER).stdout.strip()
+
+
+def pods_env(kubectl: Kubectl, selector: str, count: int, timeout: float = 30.0,
+             container: int = 0) -> dict[str, dict[str, str]]:
+    """Wait for `count` pods matching `selector`, then read hostname and env with jsonpath:
+    {hostname: {name: value}}.
+
+    Only literal values (the Job controller's own JOB_COMPLETION_INDEX is a fieldRef). A loaded
+    machine can stall the sped-up kubelets long enough for a pod to fail and be replaced; the
+    replacement of an index must then carry exactly the same env as the pod it replaces.
+    """
+    jsonpath = '{range .items[*]}{.spec.hostname}{"\\t"}{.spec.containers[%d].env}{"\\n"}{end}' % container
+    deadline = time.monotonic() + timeout
+    while True:
+        out = kubectl("get", "pods", "-n", NAMESPACE, "-l", selector, "-o", f"jsonpath={jsonpath}").stdout
+        rows = [line.split("\t", 1) for line in out.splitlines() if line.strip()]
+        by_host: dict[str, list[dict[str, str]]] = {}
+        for host, env in rows:
+            literal = {e["name"]: e["value"] for e in json.loads(env or "[]") if "value" in e}
+            by_host.setdefault(host, []).append(literal)
+        if len(by_host) >= count or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert len(by_host) == count, out
+    for host, envs in by_host.items():
+        assert all(env == envs[0] for env in envs), f"pods of {host} disagree: {envs}"
+    return {host: envs[0] for host, envs in by_host.items()}
