@@ -20,6 +20,7 @@ import json
 import multiprocessing
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -181,6 +182,30 @@ def process_tree_cpu_seconds(root: int) -> float:
     return total
 
 
+def machine_busy_seconds() -> float:
+    """CPU time the whole machine spent busy (all CPUs, not idle or waiting on I/O), from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """CPU of this process's finished children: the load generator runs."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def worker_shares(audit_log: Path, offset: int) -> str:
+    """Percent of the reviews each worker answered since `offset`, from the audit lines' pid."""
+    counts: dict[int, int] = {}
+    with audit_log.open("rb") as lines:
+        lines.seek(offset)
+        for line in lines:
+            pid = json.loads(line)["pid"]
+            counts[pid] = counts.get(pid, 0) + 1
+    total = sum(counts.values()) or 1
+    return "/".join(str(round(100 * n / total)) for n in sorted(counts.values(), reverse=True)) or "-"
+
+
 def machine() -> str:
     model = ""
     try:
@@ -193,22 +218,31 @@ def machine() -> str:
             f"Python {platform.python_version()}; load generator on the same host; load average before: {load}")
 
 
-def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: bytes, cert_dir: Path) -> None:
-    """One line per run: throughput, latency percentiles, and the server's CPU per review."""
+def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: bytes, cert_dir: Path,
+              audit_log: Path | None = None) -> None:
+    """One line per run: throughput, latency percentiles, the server's CPU per review, the other
+    work on the machine meanwhile (CPUs' worth, neither server nor load generator), and how the
+    reviews were shared among the workers (from the audit log)."""
     print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
-          f"{'server CPU us/review':>8}")
+          f"{'server CPU us/review':>8} {'other load':>10} {'worker shares %':>15}")
     for conns in [int(c) for c in args.conns.split(",") for _ in range(args.repeat)]:
         check_reply(host, port, cert_dir, body)
+        offset = audit_log.stat().st_size if audit_log else 0
+        busy_before, children_before, own_before = machine_busy_seconds(), children_cpu_seconds(), time.process_time()
+        wall_before = time.monotonic()
         cpu_before = process_tree_cpu_seconds(pid)
         if args.client == "wrk":
             r = measure_wrk(host, port, body, conns, args.seconds, args.warmup, cert_dir)
         else:
             r = measure_python(host, port, str(cert_dir / "ca.crt"), body, conns, args.seconds, args.warmup)
         cpu = process_tree_cpu_seconds(pid) - cpu_before
+        ours = cpu + children_cpu_seconds() - children_before + time.process_time() - own_before
+        other = (machine_busy_seconds() - busy_before - ours) / (time.monotonic() - wall_before)
+        shares = worker_shares(audit_log, offset) if audit_log else "-"
         # Warm-up requests are not in r["requests"]; the CPU figure counts them at the measured rate.
         served = r["requests"] * (1 + warmup_seconds(args.warmup) / args.seconds)
         print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-              f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f}")
+              f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f} {max(other, 0.0):>10.2f} {shares:>15}")
         for sample in r["error_sample"]:
             print(f"      error: {sample}")
 
@@ -268,7 +302,7 @@ def main() -> int:
             print(f"gateway: gunicorn {args.worker_class}, {shape}, TLS (ECDSA P-256), "
                   f"audit log to a file, multiprocess metrics on; review: {described} "
                   f"({len(body)} bytes) to /mutate")
-            run_table(args, gateway.host, gateway.port, gateway.process.pid, body, cert_dir)
+            run_table(args, gateway.host, gateway.port, gateway.process.pid, body, cert_dir, cert_dir / "audit.log")
         finally:
             gateway.stop()
         if args.peer_python and args.review == "appwrapper":

@@ -2,7 +2,9 @@
 
 Worker model: gthread workers (one process per core, a few threads each). They keep connections
 alive, which the API server relies on (it reuses connections to a webhook), and the sync worker
-cannot; bench/webhook_load.py measures the choice.
+cannot; bench/webhook_load.py measures the choice. Our subclass (`webhook/worker.py`) accepts
+only a worker's share of the connections, so kept-alive connections do not pile up on one
+process (webhook/balance.py); `pre_fork` hands each worker its slot in the shared table.
 
 Per worker, after fork (`post_fork`): a fresh `PolicyStore` and its reloader thread (threads do
 not survive fork), the audit log descriptor, metrics, and a `ReloadingContext` that gunicorn's
@@ -28,10 +30,12 @@ from batchgate.policy import DEFAULT_POLICY_CONFIGMAP
 from certs.authority import TLS_CERT, TLS_KEY
 from webhook.app import GatewayContext, create_app
 from webhook.audit import AuditLog
+from webhook.balance import ConnectionTable
 from webhook.metrics import MULTIPROC_ENV, worker_exited
 from webhook.policy_file import PolicyFileWatcher
 from webhook.policy_store import DEFAULTS, PolicyStore
 from webhook.tls import ReloadingContext
+from webhook.worker import BalancedThreadWorker
 
 GC_YOUNG_THRESHOLD = 20_000
 """Allocations between young-generation collections (CPython's default is 700). One review
@@ -84,6 +88,8 @@ class GatewayServer(BaseApplication):
         self.context: GatewayContext | None = None
         self.policy_source: Any = None
         self.tls: ReloadingContext | None = None
+        # In the master, before any fork: room for every worker plus replacements being started.
+        self.connections = ConnectionTable(2 * options.workers + 2, reserved=options.workers)
         super().__init__()
 
     def load_config(self) -> None:
@@ -91,7 +97,7 @@ class GatewayServer(BaseApplication):
         settings = {
             "bind": [f"{o.host}:{o.port}"],
             "workers": o.workers,
-            "worker_class": o.worker_class,
+            "worker_class": BalancedThreadWorker if o.worker_class == "gthread" else o.worker_class,
             "threads": o.threads,
             # Longer than the client's idle timeout (Go's http.Transport: 90 s), so the API server closes
             # idle connections first and never sends a review into one we are closing.
@@ -99,6 +105,7 @@ class GatewayServer(BaseApplication):
             "certfile": str(o.certfile),
             "keyfile": str(o.keyfile),
             "ssl_context": self._ssl_context,
+            "pre_fork": self._pre_fork,
             "post_fork": self._post_fork,
             "child_exit": self._child_exit,
             "worker_exit": self._worker_exit,
@@ -128,6 +135,11 @@ class GatewayServer(BaseApplication):
         return app
 
     # --- hooks ------------------------------------------------------------------------------
+    def _pre_fork(self, server: Any, worker: Any) -> None:
+        """In the master: give the worker-to-be its slot in the shared connection table."""
+        worker.connection_table = self.connections
+        worker.connection_slot = self.connections.claim()
+
     def _post_fork(self, server: Any, worker: Any) -> None:
         logging.basicConfig(level=self.options.log_level.upper(), stream=sys.stderr,
                             format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
@@ -153,6 +165,8 @@ class GatewayServer(BaseApplication):
 
     def _child_exit(self, server: Any, worker: Any) -> None:
         worker_exited(worker.pid)
+        if getattr(worker, "connection_slot", None) is not None:
+            self.connections.release(worker.connection_slot)
 
     def _when_ready(self, server: Any) -> None:
         for listener in server.LISTENERS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 class FieldError(ValueError):
     """Bad input at a field path, e.g. `spec.components[1].podSets[0].path: missing field`."""
@@ -16,6 +18,8 @@ def child(path: str, key: str | int) -> str:
     """Extend a field path with a map key or a list index, the way Kubernetes prints them."""
     if isinstance(key, int):
         return f"{path}[{key}]"
+    if not key or any(c.isspace() or not c.isprintable() or c in '[]"' for c in key):
+        return f"{path}[{json.dumps(key)}]"  # quoted, so the path stays on one line and unambiguous
     if not path:
         return key
     if "." in key or "/" in key:
