@@ -200,3 +200,23 @@ def test_with_a_pytorchjob_in_it_a_pytorch_appwrapper_is_denied_or_every_pod_agr
     assert all(p["metadata"]["annotations"][keys.RANK_ANNOTATION] == env_of(p)["RANK"] for p in pods.values())
     assert {row["rank"]: row["hostname"] for row in workload_pod_previews(workload)} == {
         int(env_of(p)["RANK"]): host for host, p in pods.items()}
+
+
+@pytest.mark.parametrize(
+    "workload, expected",
+    [
+        pytest.param(appwrapper("ptj", pytorchjob("ptj", workers=1), framework="pytorch"), [],
+                     id="an operator-made pod is told it got no env from batchgate"),
+        pytest.param(appwrapper("aw", indexed_job("m", 1, role="master"), indexed_job("w", 1), framework="pytorch"),
+                     ["env MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, PET_MASTER_ADDR, PET_MASTER_PORT, "
+                      "PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE added"],
+                     id="a Job's pod is told every variable batchgate added"),
+    ],
+)
+def test_the_pod_phase_reports_only_the_env_it_added(workload: dict[str, Any], expected: list[str]) -> None:
+    assert admit(workload, APPWRAPPER).error is None
+    template = workload["spec"]["components"][0]["template"]
+    pod = operator_pods(template)[0] if template["kind"] == "PyTorchJob" else pods_of(template)[0]
+    outcome = admit(pod, POD)
+    assert outcome.error is None, outcome.error
+    assert [c for c in outcome.changes if c.startswith("env ")] == expected
