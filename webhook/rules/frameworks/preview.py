@@ -56,7 +56,8 @@ def workload_layout(obj: dict[str, Any]) -> Layout | None:
 
 def operator_prefixes(obj: dict[str, Any]) -> frozenset[str]:
     """The host prefixes of the pods of an AppWrapper's PyTorchJobs, whose env the operator sets."""
-    components = (obj.get("spec") or {}).get("components") if obj.get("kind") == "AppWrapper" else None
+    spec = obj.get("spec") if obj.get("kind") == "AppWrapper" else None
+    components = spec.get("components") if isinstance(spec, dict) else None
     prefixes = set()
     for component in components if isinstance(components, list) else []:
         template = component.get("template") if isinstance(component, dict) else None

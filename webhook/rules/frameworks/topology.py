@@ -148,7 +148,10 @@ def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, li
     template = _map(spec.get("template"), path)
     _check_pod_spec(template, path)
     role, role_path = _role_of(template, job, path, base)
-    group = TemplateGroup(template, path, f"{name}-", completions, role, role_path, None, True, base[:-1], "Job")
+    group = TemplateGroup(
+        template, path, f"{name}-", completions, role, role_path,
+        default_role=None, splittable=True, owner=base[:-1], owner_kind="Job",
+    )
     return group, fills
 
 
@@ -173,7 +176,8 @@ def pytorchjob_groups(job: dict[str, Any], base: str) -> list[TemplateGroup]:
             prefix = f"{name}-{rtype.lower()}-"
             groups.append(
                 TemplateGroup(
-                    template, path, prefix, count, role, role_path, rtype.lower(), False, base[:-1], "PyTorchJob", nproc
+                    template, path, prefix, count, role, role_path, default_role=rtype.lower(), splittable=False,
+                    owner=base[:-1], owner_kind="PyTorchJob", nproc_per_node=nproc,
                 )
             )
     return groups

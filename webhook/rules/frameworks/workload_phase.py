@@ -104,8 +104,8 @@ def _check_operator_env(framework: str, topology: Topology) -> None:
     if framework != "pytorch":
         raise FrameworkError(
             f"{wrapped.owner}.kind",
-            f"the training operator gives a PyTorchJob's pods PyTorch env (MASTER_ADDR, WORLD_SIZE, RANK), "
-            f"which a {framework} job cannot use; wrap batch Jobs (one per role) instead",
+            f"the training operator gives a PyTorchJob's pods PyTorch's env (MASTER_ADDR, WORLD_SIZE, RANK), "
+            f"not {framework}'s; wrap batch Jobs (one per role) instead",
         )
     other = next((g for g in topology.groups if g.owner != wrapped.owner), None)
     if other is not None:
