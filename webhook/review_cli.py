@@ -20,7 +20,7 @@ import yaml
 
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError, load_policy_document
 from webhook.gateway import Decision, review_offline
-from webhook.rules.frameworks.preview import workload_pod_previews
+from webhook.rules.frameworks.preview import describe_env, workload_pod_previews
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 DEFAULT_GROUPS = ("system:authenticated",)
@@ -148,8 +148,8 @@ def _print(outcomes: list[Outcome], output: str) -> None:
         print(yaml.safe_dump_all([o.decision.mutated for o in allowed], sort_keys=False), end="")
     for o in allowed:
         for pod in workload_pod_previews(o.decision.mutated):
-            env = " ".join(f"{name}={value}" for name, value in pod["env"].items())
-            print(f"Pod {pod['host']} of {o.label}: {pod['role']}, rank {pod['rank']}: {env}", file=sys.stderr)
+            print(f"Pod {pod['host']} of {o.label}: {pod['role']}, rank {pod['rank']}: {describe_env(pod)}",
+                  file=sys.stderr)
     for o in outcomes:
         reply = o.decision.reply
         for warning in reply.warnings:

@@ -90,8 +90,9 @@ def plan_pod(pod: dict[str, Any]) -> PodPlan:
     return PodPlan(layout, place, framework_env(layout, place))
 
 
-def _add_env(container: dict[str, Any], env: EnvList) -> list[str]:
-    """Append the env the container lacks; return `NAME (batchgate: value)` where the user's differs.
+def _add_env(container: dict[str, Any], env: EnvList) -> tuple[list[str], list[str]]:
+    """Append the env the container lacks; return the names added and `NAME (batchgate: value)`
+    where the user's (or the training operator's) value differs.
 
     The user wins. Comparing values keeps the phase idempotent: run again on its own output
     (reinvocation, or validation on the mutated pod) it changes and reports nothing.
@@ -103,8 +104,9 @@ def _add_env(container: dict[str, Any], env: EnvList) -> list[str]:
         for name, value in env
         if name in present and (present[name].get("value") != value or "valueFrom" in present[name])
     ]
+    added = [name for name, _ in env if name not in present]
     current += [{"name": name, "value": value} for name, value in env if name not in present]
-    return kept
+    return added, kept
 
 
 def apply_pod_plan(pod: dict[str, Any], plan: PodPlan) -> tuple[list[str], list[str]]:
@@ -123,12 +125,14 @@ def apply_pod_plan(pod: dict[str, Any], plan: PodPlan) -> tuple[list[str], list[
     if layout.framework == "pytorch":
         edit_map(pod["metadata"], "annotations")[keys.RANK_ANNOTATION] = str(place.rank)
     containers = spec.get("containers") or []
+    added_to: dict[str, None] = {}
     for container in containers:
-        kept = _add_env(container, plan.env)
+        added, kept = _add_env(container, plan.env)
+        added_to.update(dict.fromkeys(added))
         if kept:
             warnings.append(f"container {container.get('name', '?')} keeps its own {', '.join(kept)}")
-    if plan.env:
-        changes.append(f"env {', '.join(name for name, _ in plan.env)} on {len(containers)} container(s)")
+    if added_to:
+        changes.append(f"env {', '.join(added_to)} added")
     if layout.framework == "mpi":
         changes += _add_mpi_parts(spec, containers, plan)
     return changes, warnings

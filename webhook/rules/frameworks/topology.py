@@ -53,8 +53,16 @@ class TemplateGroup:
     """The role its controller implies (a PyTorchJob's replica type), if any."""
     splittable: bool
     """An Indexed Job template: without a role label, index 0 may lead and the rest work."""
+    owner: str
+    """The field path of the object whose controller makes these pods ('' for a top-level Job)."""
+    owner_kind: str
     nproc_per_node: tuple[str, str] | None = None
     """A PyTorchJob's own `spec.nprocPerNode` and where it is written."""
+
+    @property
+    def operator_env(self) -> bool:
+        """The training operator puts its own rank env on a PyTorchJob's pods before the gateway sees them."""
+        return self.owner_kind == "PyTorchJob"
 
 
 @dataclass(frozen=True)
@@ -140,7 +148,10 @@ def indexed_job_group(job: dict[str, Any], base: str) -> tuple[TemplateGroup, li
     template = _map(spec.get("template"), path)
     _check_pod_spec(template, path)
     role, role_path = _role_of(template, job, path, base)
-    group = TemplateGroup(template, path, f"{name}-", completions, role, role_path, None, True)
+    group = TemplateGroup(
+        template, path, f"{name}-", completions, role, role_path,
+        default_role=None, splittable=True, owner=base[:-1], owner_kind="Job",
+    )
     return group, fills
 
 
@@ -164,7 +175,10 @@ def pytorchjob_groups(job: dict[str, Any], base: str) -> list[TemplateGroup]:
         if count:
             prefix = f"{name}-{rtype.lower()}-"
             groups.append(
-                TemplateGroup(template, path, prefix, count, role, role_path, rtype.lower(), False, nproc)
+                TemplateGroup(
+                    template, path, prefix, count, role, role_path, default_role=rtype.lower(), splittable=False,
+                    owner=base[:-1], owner_kind="PyTorchJob", nproc_per_node=nproc,
+                )
             )
     return groups
 

@@ -44,6 +44,12 @@ def _role_of_group(group: TemplateGroup, args: FrameworkArgs, single: bool) -> l
         if role is None:
             names = ", ".join(args.role_names[r] for r in ROLES[fw])
             raise FrameworkError(group.role_label_path, f"{group.role_label!r} is not a {fw} role; roles: {names}")
+        if group.operator_env and role != group.default_role:
+            raise FrameworkError(
+                group.role_label_path,
+                f"{group.role_label!r} contradicts the replica type: the training operator ranks a PyTorchJob's "
+                "Master first and its Workers after it, so its replica types are its roles; remove the label",
+            )
         return [(role, 0, group.count)]
     if group.default_role is not None:
         if group.default_role not in ROLES[fw]:
@@ -79,17 +85,37 @@ def _check_named_roles_exist(args: FrameworkArgs, topology: Topology) -> None:
 
 
 def _nproc_per_node(args: FrameworkArgs, topology: Topology) -> str:
-    """The args' value, else the wrapped PyTorchJobs' own (which must agree), else the default."""
-    declared = list(dict.fromkeys(g.nproc_per_node for g in topology.groups if g.nproc_per_node is not None))
-    if not declared:
+    """The args' value, else the wrapped PyTorchJob's own (which the args must not contradict), else the default."""
+    declared = next((g.nproc_per_node for g in topology.groups if g.nproc_per_node is not None), None)
+    if declared is None:
         return args.nproc_per_node or DEFAULT_NPROC_PER_NODE
-    first, first_path = declared[0]
-    for value, path in declared[1:]:
-        if value != first:
-            raise FrameworkError(path, f"{value!r} disagrees with {first_path}: {first!r}")
-    if args.nproc_per_node is not None and args.nproc_per_node != first:
-        raise FrameworkError(f"{ARGS_PATH}.nprocPerNode", f"{args.nproc_per_node!r} contradicts {first_path}: {first!r}")
-    return first
+    value, path = declared
+    if args.nproc_per_node is not None and args.nproc_per_node != value:
+        raise FrameworkError(f"{ARGS_PATH}.nprocPerNode", f"{args.nproc_per_node!r} contradicts {path}: {value!r}")
+    return value
+
+
+def _check_operator_env(framework: str, topology: Topology) -> None:
+    """A PyTorchJob's pods keep the rank env the training operator gave them (DESIGN 6.4): deny any
+    layout in which those values would not be the layout's own, since that means a wrong rank."""
+    wrapped = next((g for g in topology.groups if g.operator_env), None)
+    if wrapped is None:
+        return
+    if framework != "pytorch":
+        raise FrameworkError(
+            f"{wrapped.owner}.kind",
+            f"the training operator gives a PyTorchJob's pods PyTorch's env (MASTER_ADDR, WORLD_SIZE, RANK), "
+            f"not {framework}'s; wrap batch Jobs (one per role) instead",
+        )
+    other = next((g for g in topology.groups if g.owner != wrapped.owner), None)
+    if other is not None:
+        raise FrameworkError(
+            f"{other.owner}.kind",
+            f"the pods of this {other.owner_kind} and of the PyTorchJob at {wrapped.owner} would disagree on "
+            "WORLD_SIZE and RANK: the training operator sets them on the PyTorchJob's pods counting only its "
+            "own replicas. Make these pods Worker replicas of that PyTorchJob, or wrap only batch Jobs (one per "
+            f"role), or remove the label {keys.FRAMEWORK_LABEL} and let the operator set the env",
+        )
 
 
 def plan_workload(obj: dict[str, Any], kind: str, settings: FrameworkSettings) -> WorkloadPlan:
@@ -108,6 +134,7 @@ def plan_workload(obj: dict[str, Any], kind: str, settings: FrameworkSettings) -
         raise FrameworkError("metadata.name", "a framework workload needs a name (its pods' DNS names derive from it)")
     check_subdomain(name, "metadata.name")
     topology = appwrapper_topology(obj) if kind == "AppWrapper" else job_topology(obj)
+    _check_operator_env(framework, topology)
     _check_named_roles_exist(args, topology)
     slots = _slots(topology, args, name)
     counts = {role: sum(s.count for s in slots if s.role == role) for role in ROLES[framework]}

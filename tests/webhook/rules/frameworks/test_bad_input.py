@@ -115,11 +115,6 @@ def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
                      APPWRAPPER, f"{ARGS}.nprocPerNode",
                      "'4' contradicts spec.components[0].template.spec.nprocPerNode: '2'",
                      id="args that contradict the wrapped PyTorchJob's nprocPerNode are denied"),
-        pytest.param(appwrapper("aw", with_nproc(pytorchjob("p", workers=1), "2"),
-                                with_nproc(pytorchjob("q", masters=None, workers=1), "8"), framework="pytorch"),
-                     APPWRAPPER, "spec.components[1].template.spec.nprocPerNode",
-                     "'8' disagrees with spec.components[0].template.spec.nprocPerNode: '2'",
-                     id="two PyTorchJobs that disagree on nprocPerNode are denied"),
         pytest.param(appwrapper("aw", with_nproc(pytorchjob("p", workers=1), "many"), framework="pytorch"),
                      APPWRAPPER, "spec.components[0].template.spec.nprocPerNode",
                      "must be a positive integer or one of auto, cpu, gpu",
@@ -148,10 +143,6 @@ def hostnamed(job: dict[str, Any]) -> dict[str, Any]:
                                 framework="pytorch"),
                      APPWRAPPER, "spec.components", "would both name their pods x-worker-<i>",
                      id="two templates whose pods would share names are denied"),
-        pytest.param(appwrapper("aw", pytorchjob("p", masters=1, workers=2), framework="tensorflow"),
-                     APPWRAPPER, f"spec.components[0].template.metadata.labels[{keys.ROLE_LABEL}]",
-                     "replica type 'master' is not a tensorflow role",
-                     id="a PyTorchJob master in a TensorFlow job is denied"),
     ],
 )
 def test_bad_workloads_are_denied_with_the_field_path(obj: dict[str, Any], kind: Any, path: str, message: str) -> None:

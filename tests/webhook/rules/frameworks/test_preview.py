@@ -11,7 +11,6 @@ from tests.webhook.rules.frameworks.builders import (
     appwrapper,
     env_of,
     indexed_job,
-    pytorchjob,
 )
 from webhook.rules.frameworks.preview import preview_pods, workload_layout
 
@@ -19,8 +18,8 @@ from webhook.rules.frameworks.preview import preview_pods, workload_layout
 @pytest.mark.parametrize(
     "workload, kind",
     [
-        pytest.param(appwrapper("aw", pytorchjob("p", masters=1, workers=2), indexed_job("x", 2), framework="pytorch"),
-                     APPWRAPPER, id="a PyTorchJob plus an extra worker Job"),
+        pytest.param(appwrapper("aw", indexed_job("m", 1, role="master"), indexed_job("x", 2), framework="pytorch"),
+                     APPWRAPPER, id="a PyTorch master Job plus a worker Job"),
         pytest.param(indexed_job("tf", 3, framework="tensorflow"), JOB, id="a TensorFlow Indexed Job"),
         pytest.param(appwrapper("m", indexed_job("m-l", 1, role="master"), indexed_job("m-w", 3), framework="mpi"),
                      APPWRAPPER, id="an MPI launcher and three workers"),

@@ -28,15 +28,14 @@ worker_counts = st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_
 
 @st.composite
 def pytorch_workloads(draw: st.DrawFn) -> tuple[dict[str, Any], Any]:
-    shape = draw(st.sampled_from(["single indexed job", "master job and worker jobs", "pytorchjob and worker jobs"]))
+    shape = draw(st.sampled_from(["single indexed job", "master job and worker jobs", "a pytorchjob alone"]))
     if shape == "single indexed job":
         return indexed_job("t", draw(st.integers(min_value=2, max_value=40)), framework="pytorch"), JOB
+    if shape == "a pytorchjob alone":
+        return appwrapper("aw", pytorchjob("p", workers=draw(st.integers(min_value=1, max_value=5))),
+                          framework="pytorch"), APPWRAPPER
     workers = [indexed_job(f"w{i}", n, role="worker") for i, n in enumerate(draw(worker_counts))]
-    if shape == "master job and worker jobs":
-        first = [indexed_job("m", 1, role="master")]
-    else:
-        first = [pytorchjob("p", masters=1, workers=draw(st.integers(min_value=0, max_value=5)) or None)]
-    components = draw(st.permutations(first + workers))
+    components = draw(st.permutations([indexed_job("m", 1, role="master")] + workers))
     return appwrapper("aw", *components, framework="pytorch"), APPWRAPPER
 
 
@@ -224,8 +223,10 @@ def laid_out_mpi_pod() -> dict[str, Any]:
 
 WORKLOADS = {
     "an Indexed Job": (indexed_job("t", 3, framework="mpi", role="worker", args={"slotsPerHost": 2}), JOB),
-    "an AppWrapper": (appwrapper("aw", indexed_job("m", 1, role="master"), pytorchjob("p", masters=None, workers=2),
-                                 framework="pytorch", args={"roles": {"worker": "worker"}}), APPWRAPPER),
+    "an AppWrapper of Jobs": (appwrapper("aw", indexed_job("m", 1, role="master"), indexed_job("w", 2),
+                                         framework="pytorch", args={"roles": {"worker": "worker"}}), APPWRAPPER),
+    "an AppWrapper of a PyTorchJob": (appwrapper("ptj", pytorchjob("ptj", workers=2), framework="pytorch",
+                                                 args={"nprocPerNode": "auto"}), APPWRAPPER),
     "an MPI pod": (laid_out_mpi_pod(), POD),
 }
 

@@ -7,7 +7,7 @@ import json
 import yaml
 
 from batchgate import keys
-from tests.webhook.rules.frameworks.builders import appwrapper, indexed_job
+from tests.webhook.rules.frameworks.builders import appwrapper, indexed_job, pytorchjob
 from tests.webhook.server.helpers import run_cli
 
 
@@ -48,3 +48,20 @@ def test_review_of_a_denied_framework_workload_shows_the_denial_and_no_pods(tmp_
     (outcome,) = json.loads(done.stdout)
     assert (outcome["reason"], outcome["pods"]) == ("InvalidFramework", [])
     assert "spec.completions: an Indexed framework Job needs completions" in outcome["message"]
+
+
+def test_review_says_the_training_operator_sets_a_wrapped_pytorchjobs_env_and_prints_none_of_batchgates(
+        tmp_path) -> None:
+    aw = appwrapper("ptj", pytorchjob("ptj", workers=2), framework="pytorch")
+    done = run_cli("review", "-f", manifest(tmp_path, aw), "--user", "alice", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    (outcome,) = json.loads(done.stdout)
+    assert [(p["host"], p["role"], p["rank"], p["env"], p["envSetBy"]) for p in outcome["pods"]] == [
+        ("ptj-master-0.ptj", "master", 0, {}, "training operator"),
+        ("ptj-worker-0.ptj", "worker", 1, {}, "training operator"),
+        ("ptj-worker-1.ptj", "worker", 2, {}, "training operator"),
+    ]
+    done = run_cli("review", "-f", manifest(tmp_path, aw), "--user", "alice")
+    assert ("Pod ptj-worker-1.ptj of AppWrapper team1/ptj: worker, rank 2: "
+            "MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, PET_* set by the training operator") in done.stderr
+    assert "MASTER_ADDR=" not in done.stderr
