@@ -50,7 +50,7 @@ FLAVOR = "aw-e2e-flavor"
 QUEUE = "default-queue"
 CONTROLLER_START_TIMEOUT = 30.0
 WATCH_SENTINEL = "watch-sentinel"
-WAIT = 30.0  # default timeout of every wait below, in wall seconds
+WAIT = 60.0  # default timeout of every wait below, in wall seconds (generous: CI machines are shared)
 
 DEDICATED = "batchgate.dev/e2e-dedicated"
 # Three GPU nodes of the flavor's pool, so a pod evicted from one node has somewhere to go. They are
