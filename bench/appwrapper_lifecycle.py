@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import requests
 import yaml
+from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 KUBECTL = "/usr/bin/kubectl"
@@ -41,18 +41,6 @@ AW_PATH = "/apis/workload.codeflare.dev/v1beta2"
 KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta1"
 NAMESPACE = "bench"
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cpus ({cpu}), Python {platform.python_version()}"
 
 
 def cpu_seconds(pid: int) -> float:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -41,19 +40,10 @@ from batchgate import keys  # noqa: E402
 from batchgate.api.node import Node  # noqa: E402
 from controller.decisions.gang_placement import Bind, GroupSpec, place  # noqa: E402
 from controller.decisions.node_fit import PodInfo, parse_pod  # noqa: E402
+from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 
 KUBECTL = "/usr/bin/kubectl"
 SCHEDULER = "batchgate-scheduler"
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cpus ({cpu}), Python {platform.python_version()}"
 
 
 def node(i: int, gpus: int = 8) -> Node:

@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import signal
 import ssl
 import statistics
@@ -32,20 +31,9 @@ import aiohttp
 import requests
 import yaml
 from kubernetes import client, config
+from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cpus ({cpu}), Python {platform.python_version()}"
 
 
 # The bare API server, without simulated nodes and controllers, in its own process.

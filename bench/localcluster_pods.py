@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -29,21 +28,10 @@ from pathlib import Path
 
 import requests
 import yaml
+from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 BEHAVIOR = json.dumps({"runFor": "1s"})
-
-
-def machine() -> str:
-    cpu = "unknown cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cpus ({cpu}), Python {platform.python_version()}"
 
 
 class Cluster:
