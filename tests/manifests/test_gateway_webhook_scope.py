@@ -8,25 +8,15 @@ local cluster's kube-apiserver-faithful matcher.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
-import yaml
 
 from batchgate.policy import DEFAULT_POLICY
 from localcluster.admission_match import AdmissionAttributes, webhook_matches
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.manifests.kustomize import webhook_documents
 
 
 def workloads_hook() -> dict:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl must be installed"
-    out = subprocess.run([kubectl, "kustomize", str(ROOT / "manifests" / "webhook")],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
-    (config,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "ValidatingWebhookConfiguration"]
+    (config,) = [d for d in webhook_documents() if d["kind"] == "ValidatingWebhookConfiguration"]
     (hook,) = [h for h in config["webhooks"] if h["name"] == "workloads.validate.batchgate.dev"]
     return hook
 

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
-import yaml
-
 from batchgate import keys
 from batchgate.api.selectors import parse_label_selector
+from tests.manifests.kustomize import webhook_documents
 from tests.webhook.rules.frameworks.builders import JOB, admit, indexed_job, pods_of
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def pod_hook() -> dict:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl must be installed"
-    out = subprocess.run([kubectl, "kustomize", str(ROOT / "manifests" / "webhook")],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
-    (config,) = [d for d in yaml.safe_load_all(out) if d and d["metadata"]["name"] == "batchgate-pod-frameworks"]
+    (config,) = [d for d in webhook_documents() if d["metadata"]["name"] == "batchgate-pod-frameworks"]
     (hook,) = config["webhooks"]
     return hook
 

@@ -1,0 +1,20 @@
+"""The shipped webhook manifests as the cluster would get them: built by the real `kubectl kustomize`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def webhook_documents() -> list[dict[str, Any]]:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl must be installed"
+    out = subprocess.run([kubectl, "kustomize", str(ROOT / "manifests" / "webhook")],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
