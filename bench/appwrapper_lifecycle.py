@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,11 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
-import yaml
+from controller_stack import Processes  # noqa: E402  (bench/ is the script's own folder)
 from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 
 ROOT = Path(__file__).resolve().parents[1]
-KUBECTL = "/usr/bin/kubectl"
 AW_PATH = "/apis/workload.codeflare.dev/v1beta2"
 KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta1"
 NAMESPACE = "bench"
@@ -47,48 +44,6 @@ def cpu_seconds(pid: int) -> float:
     """utime + stime of a live process, from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-class Processes:
-    """The local cluster and the controller, each in its own process."""
-
-    def __init__(self, workdir: Path, nodes: int, qps: float, burst: int) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.kubeconfig = workdir / "kubeconfig"
-        self.cluster = subprocess.Popen(
-            [sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(workdir), "--kubeconfig",
-             str(self.kubeconfig), "--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi"],
-            stdout=subprocess.PIPE, text=True, env=env)
-        assert self.cluster.stdout is not None
-        for line in self.cluster.stdout:
-            if line.startswith("press Ctrl-C"):
-                break
-        threading.Thread(target=self.cluster.stdout.read, daemon=True).start()  # keep the pipe drained
-        document = yaml.safe_load(self.kubeconfig.read_text())
-        self.url = document["clusters"][0]["cluster"]["server"]
-        self.token = next(u["user"]["token"] for u in document["users"] if u["name"] == "admin")
-        self.ca_file = str(workdir / "pki" / "ca.crt")
-        subprocess.run([KUBECTL, f"--kubeconfig={self.kubeconfig}", "apply", "-k", str(ROOT / "manifests" / "crds")],
-                       check=True, capture_output=True, timeout=120)
-        self.controller = subprocess.Popen(
-            [sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig", str(self.kubeconfig),
-             "--no-leader-elect", "--qps", str(qps), "--burst", str(burst), "--metrics-address", "127.0.0.1", "--metrics-port", "0", "--log-level", "warning"],
-            env=env, stderr=subprocess.DEVNULL)
-
-    def session(self) -> requests.Session:
-        session = requests.Session()
-        session.trust_env = False
-        session.verify = self.ca_file
-        session.headers.update({"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-        return session
-
-    def stop(self) -> None:
-        for process in (self.controller, self.cluster):
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 def setup(session: requests.Session, url: str, n: int, pods: int) -> None:

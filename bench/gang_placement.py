@@ -19,19 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-import requests
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,9 +34,9 @@ from batchgate import keys  # noqa: E402
 from batchgate.api.node import Node  # noqa: E402
 from controller.decisions.gang_placement import Bind, GroupSpec, place  # noqa: E402
 from controller.decisions.node_fit import PodInfo, parse_pod  # noqa: E402
+from controller_stack import Processes  # noqa: E402  (bench/ is the script's own folder)
 from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 
-KUBECTL = "/usr/bin/kubectl"
 SCHEDULER = "batchgate-scheduler"
 
 
@@ -98,48 +92,6 @@ def pure(repeat: int) -> None:
           f"{placed / seconds:,.0f} gangs/s ({placed} placed)")
 
 
-class Processes:
-    """`batchgate cluster` and `batchgate controller`, each in its own process."""
-
-    def __init__(self, workdir: Path, nodes: int, qps: float, burst: int) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.kubeconfig = workdir / "kubeconfig"
-        self.cluster = subprocess.Popen(
-            [sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(workdir), "--kubeconfig",
-             str(self.kubeconfig), "--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi",
-             "--node-gpus", "8"], stdout=subprocess.PIPE, text=True, env=env)
-        assert self.cluster.stdout is not None
-        for line in self.cluster.stdout:
-            if line.startswith("press Ctrl-C"):
-                break
-        threading.Thread(target=self.cluster.stdout.read, daemon=True).start()
-        document = yaml.safe_load(self.kubeconfig.read_text())
-        self.url = document["clusters"][0]["cluster"]["server"]
-        self.token = next(u["user"]["token"] for u in document["users"] if u["name"] == "admin")
-        self.ca_file = str(workdir / "pki" / "ca.crt")
-        subprocess.run([KUBECTL, f"--kubeconfig={self.kubeconfig}", "apply", "-k", str(ROOT / "manifests" / "crds")],
-                       check=True, capture_output=True, timeout=120)
-        self.controller = subprocess.Popen(
-            [sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig", str(self.kubeconfig),
-             "--no-leader-elect", "--qps", str(qps), "--burst", str(burst), "--metrics-address", "127.0.0.1",
-             "--metrics-port", "0", "--log-level", "warning"], env=env, stderr=subprocess.DEVNULL)
-
-    def session(self) -> requests.Session:
-        session = requests.Session()
-        session.trust_env = False
-        session.verify = self.ca_file
-        session.headers.update({"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-        return session
-
-    def stop(self) -> None:
-        for process in (self.controller, self.cluster):
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-
 def a_job(name: str, pods: int) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "bench"}, "spec": {
         "parallelism": pods, "completions": pods, "template": {
@@ -153,7 +105,7 @@ def a_job(name: str, pods: int) -> dict[str, Any]:
 def end_to_end(jobs: int, pods: int, qps: float, burst: int) -> None:
     nodes = max(1, (jobs * pods + 7) // 8)
     with tempfile.TemporaryDirectory() as tmp:
-        processes = Processes(Path(tmp), nodes, qps, burst)
+        processes = Processes(Path(tmp), nodes, qps, burst, node_gpus=8)
         try:
             session = processes.session()
             session.post(f"{processes.url}/api/v1/namespaces", json={
