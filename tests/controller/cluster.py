@@ -6,7 +6,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = "/usr/bin/kubectl"
@@ -35,3 +35,15 @@ def eventually(probe: Callable[[], T], timeout: float = 10.0, interval: float = 
 
 def subprocess_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def started_controller(client: Any, watch_timeout: int = 2) -> Iterator[Any]:
+    """A real Controller (no leader election) on `client`, synced before the tests see it; stopped after."""
+    from batchgate.clock import SystemClock
+    from controller.adapters.manager import Controller, ControllerOptions
+
+    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=watch_timeout))
+    ctl.start()
+    assert ctl.wait_synced(20)
+    yield ctl
+    ctl.stop()

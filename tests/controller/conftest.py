@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Iterator
 
 import pytest
 
-from controller.adapters.kube import KubeClient
+from controller.adapters.kube import RESOURCES, KubeClient
 from tests.controller.cluster import ROOT, kubectl
 from tests.localcluster_fixtures import local_cluster  # noqa: F401  (session-scoped local cluster)
 
@@ -23,6 +24,14 @@ def client(cluster: Any) -> Iterator[KubeClient]:
     c = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
     yield c
     c.close()
+
+
+@pytest.fixture
+def namespace(client: KubeClient) -> str:
+    """A fresh namespace on the session cluster, so tests never see each other's objects."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
 
 
 LIVE_NODES = "- name: node\n  count: 2\n  capacity: {cpu: '16', memory: 64Gi, nvidia.com/gpu: '8'}\n"

@@ -10,12 +10,11 @@ from typing import Any, Iterator
 import pytest
 import requests
 
-from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
+from controller.adapters.manager import Controller
 from controller.adapters.metrics import ProbeServer
 from tests.controller.builders import a_job
-from tests.controller.cluster import eventually, kubectl
+from tests.controller.cluster import eventually, kubectl, started_controller
 from tests.controller.test_jobs_cluster import cond, workload_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -25,11 +24,7 @@ KUEUE = "kueue.x-k8s.io/v1beta1"
 
 @pytest.fixture(scope="module")
 def controller(client: KubeClient) -> Iterator[Controller]:
-    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2))
-    ctl.start()
-    assert ctl.wait_synced(20)
-    yield ctl
-    ctl.stop()
+    yield from started_controller(client)
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ import pytest
 from batchgate import keys
 from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
-from tests.controller.cluster import eventually
+from controller.adapters.manager import Controller
+from tests.controller.cluster import eventually, started_controller
 
 pytestmark = pytest.mark.timeout(90)
 AW, JOBS, PODS, WL = RESOURCES["AppWrapper"], RESOURCES["Job"], RESOURCES["Pod"], RESOURCES["Workload"]
@@ -30,11 +30,7 @@ BEHAVIOR = "localcluster.batchgate.dev/behavior"
 
 @pytest.fixture(scope="module")
 def controller(live_client: KubeClient) -> Iterator[Controller]:
-    ctl = Controller(live_client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
-    ctl.start()
-    assert ctl.wait_synced(20)
-    yield ctl
-    ctl.stop()
+    yield from started_controller(live_client, watch_timeout=5)
 
 
 @pytest.fixture

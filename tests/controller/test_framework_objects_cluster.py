@@ -4,18 +4,16 @@ Warning Event; `kubectl describe` tells which. The Jobs are stored as the gatewa
 
 from __future__ import annotations
 
-import uuid
 from typing import Any, Iterator
 
 import pytest
 import yaml
 
 from batchgate import keys
-from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
+from controller.adapters.manager import Controller
 from tests.controller.builders import ROOT, a_framework_job
-from tests.controller.cluster import eventually, kubectl
+from tests.controller.cluster import eventually, kubectl, started_controller
 
 pytestmark = pytest.mark.timeout(90)
 JOBS, SERVICES, CONFIGMAPS = RESOURCES["Job"], RESOURCES["Service"], RESOURCES["ConfigMap"]
@@ -23,18 +21,7 @@ JOBS, SERVICES, CONFIGMAPS = RESOURCES["Job"], RESOURCES["Service"], RESOURCES["
 
 @pytest.fixture(scope="module")
 def controller(client: KubeClient) -> Iterator[Controller]:
-    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2))
-    ctl.start()
-    assert ctl.wait_synced(20)
-    yield ctl
-    ctl.stop()
-
-
-@pytest.fixture
-def namespace(client: KubeClient) -> str:
-    name = f"fw-{uuid.uuid4().hex[:8]}"
-    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
+    yield from started_controller(client)
 
 
 def submit(client: KubeClient, namespace: str, name: str, framework: str, completions: int) -> dict[str, Any]:

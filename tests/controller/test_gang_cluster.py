@@ -24,10 +24,10 @@ from batchgate.policy import parse_policy
 from controller.adapters.events import EventRecorder
 from controller.adapters.gang import GangScheduler
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
+from controller.adapters.manager import Controller
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
-from tests.controller.cluster import ROOT, eventually, kubectl
+from tests.controller.cluster import ROOT, eventually, kubectl, started_controller
 
 pytestmark = pytest.mark.timeout(120)
 PODS, JOBS, PODGROUPS, EVENTS = RESOURCES["Pod"], RESOURCES["Job"], RESOURCES["PodGroup"], RESOURCES["Event"]
@@ -58,11 +58,7 @@ def client(gang_cluster: Any) -> Iterator[KubeClient]:
 
 @pytest.fixture(scope="module")
 def controller(client: KubeClient) -> Iterator[Controller]:
-    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
-    ctl.start()
-    assert ctl.wait_synced(20)
-    yield ctl
-    ctl.stop()
+    yield from started_controller(client, watch_timeout=5)
 
 
 @pytest.fixture

@@ -10,19 +10,17 @@ import signal
 import subprocess
 import sys
 import threading
-import uuid
 from typing import Any, Iterator
 
 import pytest
 import requests
 
-from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
+from controller.adapters.manager import Controller
 from controller.decisions.podsets import JOB_KINDS
 from controller.decisions.workloads import workload_name
 from tests.controller.builders import a_job, corpus
-from tests.controller.cluster import eventually, kubectl, subprocess_env
+from tests.controller.cluster import eventually, kubectl, subprocess_env, started_controller
 
 pytestmark = pytest.mark.timeout(120)
 JOBS, WL, AW, RF = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["AppWrapper"], RESOURCES["ResourceFlavor"]
@@ -41,18 +39,7 @@ def client(cluster: Any) -> Iterator[KubeClient]:
 
 @pytest.fixture(scope="module")
 def controller(client: KubeClient) -> Iterator[Controller]:
-    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2))
-    ctl.start()
-    assert ctl.wait_synced(20)
-    yield ctl
-    ctl.stop()
-
-
-@pytest.fixture
-def namespace(client: KubeClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
+    yield from started_controller(client)
 
 
 def workload_of(client: KubeClient, kind: str, obj: dict[str, Any]) -> dict[str, Any] | None:

@@ -29,13 +29,6 @@ CM = RESOURCES["ConfigMap"]
 WL = RESOURCES["Workload"]
 
 
-@pytest.fixture
-def namespace(client: KubeClient) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
-
-
 def configmap(name: str, ns: str, value: str = "1") -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {"v": value}}
 
