@@ -3,13 +3,11 @@
 Shrunk by hand: `late` (cq-2, priority 3) is borrowing GPUs and reclaims `big` (cq-0,
 priority 0) under borrowWithinCohort; once `big` is released both are heads of their queues,
 fair-sharing order puts cq-0 (lower share) first, `big` is admitted again and `late` no longer
-fits, so the next cycle preempts `big` again, forever. Kept as a strict xfail until the rule that
-breaks the cycle is settled against upstream Kueue; it flips to a failure once fixed.
+fits, so the next cycle preempted `big` again, forever. As in Kueue (kubernetes-sigs/kueue#4165),
+borrowWithinCohort is ignored under fair sharing, so `late` may not take `big` against the shares.
 """
 
 from __future__ import annotations
-
-import pytest
 
 from batchgate.clock import FakeClock
 from controller.simulation import Simulation
@@ -22,7 +20,6 @@ def _queue(name: str, cpu: dict, gpu: dict, within: str, reclaim: str, borrow_wi
                          cohort="c", within=within, reclaim=reclaim, borrow_within=borrow_within)
 
 
-@pytest.mark.xfail(strict=True, reason="fair sharing + borrowWithinCohort reclaim livelock, not fixed yet")
 def test_a_reclaimed_workload_is_not_preempted_again_by_the_same_preemptor() -> None:
     sim = Simulation(FakeClock(T0))
     sim.state.fair_sharing = FairSharing(enable=True)
