@@ -5,6 +5,9 @@ share (DRS) stays at least as high as its own queue's would become: candidate qu
 visited highest share first, and a victim is taken only when a strategy allows it
 (`LessThanOrEqualToFinalShare`: the preemptor's new share is not above the victim queue's share
 without the victim; then `LessThanInitialShare`: below the victim queue's current share).
+borrowWithinCohort has no say here, as in Kueue since kubernetes-sigs/kueue#4165: a victim taken
+below its priority threshold but against the shares wins readmission on fair-sharing order, and
+the preemptor takes it again, forever.
 """
 
 from __future__ import annotations
@@ -33,8 +36,7 @@ class _CandidateQueue:
 
 
 def fair_preemptions(cq: str, requests: Mapping[FlavorResource, int], frs: frozenset[FlavorResource],
-                     candidates: list[AdmittedWorkload], view: UsageOverlay, threshold: int | None,
-                     strategies: tuple[str, ...]) -> list[PreemptionTarget]:
+                     candidates: list[AdmittedWorkload], view: UsageOverlay, strategies: tuple[str, ...]) -> list[PreemptionTarget]:
     """Victims in the cohort, fairest first; empty if the preemptor still would not fit."""
     rules = [_RULES[s] for s in strategies] or [_RULES[s] for s in STRATEGIES]
     queues = _by_queue(candidates, view, first_only=False)
@@ -57,13 +59,10 @@ def fair_preemptions(cq: str, requests: Mapping[FlavorResource, int], frs: froze
                 queues[cand.name] = cand
             continue
         for i, held in enumerate(cand.workloads):
-            below = threshold is not None and held.info.priority < threshold
             victim_new = view.dominant_resource_share(cand.name, held.usage, -1)
-            allowed = rules[0](new_share, cand.share, victim_new)
-            if below or allowed:
+            if rules[0](new_share, cand.share, victim_new):
                 view.add(held.cluster_queue, held.usage, -1)
-                reason = keys.PREEMPTED_IN_COHORT_FAIR_SHARING if allowed else keys.PREEMPTED_IN_COHORT_RECLAIM_WHILE_BORROWING
-                removed.append((held, reason))
+                removed.append((held, keys.PREEMPTED_IN_COHORT_FAIR_SHARING))
                 if view.fits(cq, requests):
                     fits = True
                     break

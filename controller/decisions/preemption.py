@@ -45,10 +45,10 @@ def get_targets(info: WorkloadInfo, cq: ClusterQueue, requests: Mapping[FlavorRe
     own = [c for c in candidates if c.cluster_queue == cq.name]
     if len(own) == len(candidates):
         return _minimal(requests, cq, view, needs_preemption, candidates, True, None)
-    threshold = _borrow_within_cohort_threshold(cq, info.priority)
-    if fair:
-        return fair_preemptions(cq.name, requests, needs_preemption, candidates, view, threshold,
+    if fair:  # borrowWithinCohort is ignored: taking below-threshold victims against the shares livelocks
+        return fair_preemptions(cq.name, requests, needs_preemption, candidates, view,
                                 state.fair_sharing.preemption_strategies)
+    threshold = _borrow_within_cohort_threshold(cq, info.priority)
     if threshold is not None:
         if not _under_nominal(cq, needs_preemption, view):
             candidates = [c for c in candidates if c.cluster_queue == cq.name or c.info.priority < threshold]
