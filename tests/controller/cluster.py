@@ -47,3 +47,14 @@ def started_controller(client: Any, watch_timeout: int = 2) -> Iterator[Any]:
     assert ctl.wait_synced(20)
     yield ctl
     ctl.stop()
+
+
+def running_cluster(workdir: Path, nodes_yaml: str) -> Iterator[Any]:
+    """A local cluster that runs pods (simulated nodes, kubelets, workload controllers), our CRDs applied."""
+    from localcluster.controllers import DEFAULT_CONTROLLERS
+    from localcluster.runner import LocalCluster
+    from localcluster.sim.nodes import parse_nodes_file
+
+    with LocalCluster(workdir, controllers=DEFAULT_CONTROLLERS, nodes=parse_nodes_file(nodes_yaml)) as running:
+        kubectl(running.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
+        yield running

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 import pytest
 
 from controller.adapters.kube import RESOURCES, KubeClient
-from tests.controller.cluster import ROOT, kubectl
+from tests.controller.cluster import ROOT, kubectl, running_cluster
 from tests.localcluster_fixtures import local_cluster  # noqa: F401  (session-scoped local cluster)
 
 
@@ -44,14 +44,7 @@ def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     Module-scoped and separate from the session's API-only cluster: its simulated controllers
     would otherwise act on every other test's objects.
     """
-    from localcluster.controllers import DEFAULT_CONTROLLERS
-    from localcluster.runner import LocalCluster
-    from localcluster.sim.nodes import parse_nodes_file
-
-    with LocalCluster(tmp_path_factory.mktemp("live-cluster"), controllers=DEFAULT_CONTROLLERS,
-                      nodes=parse_nodes_file(LIVE_NODES)) as running:
-        kubectl(running.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-        yield running
+    yield from running_cluster(tmp_path_factory.mktemp("live-cluster"), LIVE_NODES)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
-from tests.controller.cluster import ROOT, eventually, kubectl, started_controller
+from tests.controller.cluster import eventually, running_cluster, started_controller
 
 pytestmark = pytest.mark.timeout(120)
 PODS, JOBS, PODGROUPS, EVENTS = RESOURCES["Pod"], RESOURCES["Job"], RESOURCES["PodGroup"], RESOURCES["Event"]
@@ -39,14 +39,7 @@ GANG_NODES = "- name: gpu\n  count: 3\n  capacity: {cpu: '32', memory: 128Gi, nv
 @pytest.fixture(scope="module")
 def gang_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Three 8-GPU nodes (gpu-0, gpu-1, gpu-2), kubelets and the Job controller; CRDs applied."""
-    from localcluster.controllers import DEFAULT_CONTROLLERS
-    from localcluster.runner import LocalCluster
-    from localcluster.sim.nodes import parse_nodes_file
-
-    with LocalCluster(tmp_path_factory.mktemp("gang-cluster"), controllers=DEFAULT_CONTROLLERS,
-                      nodes=parse_nodes_file(GANG_NODES)) as running:
-        kubectl(running.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-        yield running
+    yield from running_cluster(tmp_path_factory.mktemp("gang-cluster"), GANG_NODES)
 
 
 @pytest.fixture(scope="module")
