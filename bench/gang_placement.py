@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from batchgate import keys  # noqa: E402
 from batchgate.api.node import Node  # noqa: E402
-from controller.decisions.gang_placement import Bind, GroupSpec, place  # noqa: E402
-from controller.decisions.node_fit import PodInfo, parse_pod  # noqa: E402
+from controller.decisions.gang.placement import Bind, GroupSpec, place  # noqa: E402
+from controller.decisions.gang.node_fit import PodInfo, parse_pod  # noqa: E402
 from controller_stack import Processes  # noqa: E402  (bench/ is the script's own folder)
 from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 

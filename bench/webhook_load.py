@@ -38,10 +38,10 @@ sys.path.insert(0, str(REPO))
 from batchgate.clock import SystemClock  # noqa: E402
 from bench.framework_pod_phase import framework_pods  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
-from webhook.admission_review import review_document  # noqa: E402
-from webhook.client import GatewayClient  # noqa: E402
+from webhook.serving.admission_review import review_document  # noqa: E402
+from webhook.serving.client import GatewayClient  # noqa: E402
 from demo.gateway_only import default_corpus, request_for  # noqa: E402
-from webhook.launch import start_gateway  # noqa: E402
+from webhook.serving.launch import start_gateway  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 
 MANIFEST = default_corpus() / "mlbatch" / "pytorchjob-in-appwrapper.yaml"

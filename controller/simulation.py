@@ -18,9 +18,9 @@ from batchgate.api.kueue import (
 from batchgate.api.kueue_fields import string_map, timestamp
 from batchgate.clock import FakeClock
 from batchgate.durations import DurationError, parse_duration
-from controller.decisions.outcomes import CycleResult
-from controller.decisions.quota_admission import run_cycle
-from controller.decisions.stop_policy import drain_evictions
+from controller.decisions.quota.outcomes import CycleResult
+from controller.decisions.quota.admission import run_cycle
+from controller.decisions.quota.stop_policy import drain_evictions
 from controller.state.quota_state import STRATEGIES, FairSharing, QuotaState
 
 MAX_CYCLES_PER_STEP = 100_000

@@ -21,9 +21,9 @@ import yaml
 
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
-from webhook.admission_review import review_document
-from webhook.client import GatewayClient
-from webhook.launch import REPO_ROOT, start_gateway
+from webhook.serving.admission_review import review_document
+from webhook.serving.client import GatewayClient
+from webhook.serving.launch import REPO_ROOT, start_gateway
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 

@@ -31,7 +31,7 @@ from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import NodeSpec
 from localcluster.webhook_sources import ADDRESS_ANNOTATION
-from webhook.launch import REPO_ROOT, RunningGateway, start_gateway
+from webhook.serving.launch import REPO_ROOT, RunningGateway, start_gateway
 
 MANIFESTS = REPO_ROOT / "manifests"
 DEMO_MANIFESTS = Path(__file__).resolve().parent / "manifests"

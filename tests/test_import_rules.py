@@ -12,14 +12,31 @@ IO_LIBRARIES = {"flask", "gunicorn", "kubernetes", "requests", "threading", "tim
 PRODUCT = {"batchgate", "webhook", "controller"}  # certs/ is shared tooling
 
 
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def absolute(path: Path, node: ast.ImportFrom) -> str:
+    """The dotted name an ImportFrom refers to, relative imports resolved against `path`."""
+    if node.level == 0:
+        return node.module or ""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
 def imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, relative imports included (so `from ..adapters` counts)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            names.add(absolute(path, node))
     return names
 
 
@@ -58,7 +75,7 @@ def test_pure_layers_import_no_io_and_no_adapter(path: Path) -> None:
 
 def may_use_kubernetes_client(path: Path) -> bool:
     rel = path.relative_to(ROOT).as_posix()
-    return rel.startswith("controller/adapters/") or rel == "webhook/policy_reloader.py"
+    return rel.startswith("controller/adapters/") or rel == "webhook/policy/reloader.py"
 
 
 @pytest.mark.parametrize(
@@ -68,6 +85,21 @@ def may_use_kubernetes_client(path: Path) -> bool:
 )
 def test_only_adapters_and_policy_reloader_use_the_kubernetes_client(path: Path) -> None:
     assert offending(path, {"kubernetes"}, allowed_prefixes=("kubernetes.utils",)) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "other"),
+    [(p, "controller") for p in python_files("webhook")] + [(p, "webhook") for p in python_files("controller")],
+    ids=lambda v: str(v.relative_to(ROOT)) if isinstance(v, Path) else v,
+)
+def test_the_gateway_and_the_controller_do_not_import_each_other(path: Path, other: str) -> None:
+    """What both need (frameworks, keys, models) lives in batchgate/ (DESIGN.md 2)."""
+    assert offending(path, {other}) == []
+
+
+def test_relative_imports_are_resolved() -> None:
+    names = imported_modules(ROOT / "webhook/rules/frameworks/__init__.py")
+    assert "webhook.rules.review" in names
 
 
 @pytest.mark.parametrize("path", python_files("localcluster"), ids=lambda p: str(p.relative_to(ROOT)))

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     if args.policy_file is not None:
-        from webhook.policy_file import read_policy_file
+        from webhook.policy.file import read_policy_file
 
         try:
             loaded = read_policy_file(args.policy_file)
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.policy_configmap is not None:
         # Imported (and the kubeconfig checked) once in the master: workers inherit the modules
         # instead of each importing the kubernetes client after fork.
-        from webhook.policy_reloader import api_client
+        from webhook.policy.reloader import api_client
 
         try:
             api_client(args.kubeconfig).close()
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     # Before anything imports prometheus_client: every worker must write to this run's directory.
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="batchgate-metrics-")
-    from webhook.server import GatewayServer, ServerOptions
+    from webhook.serving.server import GatewayServer, ServerOptions
 
     GatewayServer(ServerOptions(
         cert_dir=args.cert_dir, port=args.port, host=args.host, workers=args.workers, threads=args.threads,

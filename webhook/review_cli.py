@@ -19,7 +19,7 @@ from typing import Any, NoReturn, Sequence
 import yaml
 
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError, load_policy_document
-from webhook.gateway import Decision, review_offline
+from webhook.serving.gateway import Decision, review_offline
 from webhook.rules.frameworks.preview import describe_env, workload_pod_previews
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 

@@ -26,12 +26,12 @@ from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
-from controller.decisions import admission_status as status
-from controller.decisions import queue_status
+from controller.decisions.quota import admission_status as status
+from controller.decisions.quota import queue_status
 from controller.decisions.conditions import condition, is_true
-from controller.decisions.quota_admission import run_cycle
-from controller.decisions.stop_policy import drain_evictions
-from controller.decisions.workloads import controller_owner
+from controller.decisions.quota.admission import run_cycle
+from controller.decisions.quota.stop_policy import drain_evictions
+from controller.decisions.jobs.workloads import controller_owner
 from controller.state.cache import Change
 from batchgate.policy import Policy
 from controller.state.quota_state import FairSharing, QuotaState

@@ -25,12 +25,12 @@ from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.workqueue import WorkQueue
 from controller.adapters.writer import Writer
-from controller.decisions.appwrapper_components import ComponentError, build_component
-from controller.decisions.appwrapper_lifecycle import after_create, decide, managed_here
-from controller.decisions.appwrapper_owners import failed_components
-from controller.decisions.appwrapper_pods import count_pods, no_execute_nodes
-from controller.decisions.appwrapper_timing import timing_for
-from controller.decisions.appwrapper_transition import (
+from controller.decisions.appwrapper.components import ComponentError, build_component
+from controller.decisions.appwrapper.lifecycle import after_create, decide, managed_here
+from controller.decisions.appwrapper.owners import failed_components
+from controller.decisions.appwrapper.pods import count_pods, no_execute_nodes
+from controller.decisions.appwrapper.timing import timing_for
+from controller.decisions.appwrapper.transition import (
     AddFinalizer,
     ComponentState,
     CreateComponents,
@@ -44,9 +44,9 @@ from controller.decisions.appwrapper_transition import (
     phase_of,
     status_patch,
 )
-from controller.decisions.failure_policy import job_failure
-from controller.decisions.podsets import JOB_KINDS
-from controller.decisions.workloads import controller_owner
+from controller.decisions.appwrapper.failure_policy import job_failure
+from controller.decisions.jobs.podsets import JOB_KINDS
+from controller.decisions.jobs.workloads import controller_owner
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)

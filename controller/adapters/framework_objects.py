@@ -18,9 +18,9 @@ from controller.adapters.informer import Informer
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
-from controller.decisions import framework_objects as fo
+from controller.decisions.jobs import framework_objects as fo
 from controller.state.cache import Change, ObjectKey
-from webhook.rules.frameworks import FrameworkError
+from batchgate.frameworks import FrameworkError
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 One loop thread, woken by any Pod, Node, PodGroup or workload change (and every `retry_every`
 seconds, so a gang waiting for capacity is retried even on a quiet cluster). Each step, while
 this process leads:
-1. makes the PodGroup each changed top-level workload needs (decisions/podgroups.py);
-2. decides placement over the cache (decisions/gang_placement.py) and applies it: POST
+1. makes the PodGroup each changed top-level workload needs (decisions/gang/podgroups.py);
+2. decides placement over the cache (decisions/gang/placement.py) and applies it: POST
    `pods/binding` (a small pool of threads, so a 1,000-pod gang does not wait on one
    connection), an assumed `spec.nodeName` in the cache so the next step sees the node as used,
    Event `Scheduled`; for pods left Pending, PodScheduled=False/Unschedulable and Event
@@ -32,11 +32,11 @@ from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
-from controller.decisions import podgroups as pg
-from controller.decisions.gang_placement import Bind, GroupKey, Unschedulable, place
-from controller.decisions.node_fit import PodInfo, parse_pod
-from controller.decisions.podsets import JOB_KINDS
-from controller.decisions.workloads import controller_owner
+from controller.decisions.gang import podgroups as pg
+from controller.decisions.gang.placement import Bind, GroupKey, Unschedulable, place
+from controller.decisions.gang.node_fit import PodInfo, parse_pod
+from controller.decisions.jobs.podsets import JOB_KINDS
+from controller.decisions.jobs.workloads import controller_owner
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)

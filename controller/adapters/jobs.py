@@ -15,9 +15,9 @@ from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
-from controller.decisions import job_integration as ji
-from controller.decisions.podsets import JOB_KINDS, JobKind
-from controller.decisions.workloads import PriorityClasses, controller_owner, owner_kind, workload_name
+from controller.decisions.jobs import integration as ji
+from controller.decisions.jobs.podsets import JOB_KINDS, JobKind
+from controller.decisions.jobs.workloads import PriorityClasses, controller_owner, owner_kind, workload_name
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)

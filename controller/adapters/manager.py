@@ -29,7 +29,7 @@ from controller.adapters.store import SharedStore
 from controller.adapters.workqueue import WorkQueue
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions.leader_election import LeaseTiming
-from controller.decisions.podsets import JOB_KINDS
+from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.state.cache import Change
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from typing import Literal
 from batchgate import keys
 from controller.check.findings import MISSING_LOCAL_QUEUE, UNCOVERED_RESOURCE, Finding
 from controller.check.inventory import Inventory
-from controller.decisions.quota_admission import run_cycle
+from controller.decisions.quota.admission import run_cycle
 from controller.state.quota_book import format_units
 from controller.state.quota_state import QuotaState
 

@@ -3,7 +3,7 @@
 It is fed object by object (as a watch would feed it) and by the effects of decisions
 (`assume`, `mark_evicted`, `release`). Every quota-freeing event moves the parked workloads of
 the affected cohort back into their heaps, as Kueue's queue manager does. Nothing here decides
-who gets quota; `controller.decisions.quota_admission` does, reading this state.
+who gets quota; `controller.decisions.quota.admission` does, reading this state.
 """
 
 from __future__ import annotations

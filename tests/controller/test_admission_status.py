@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from batchgate.api.kueue import ClusterQueue, LocalQueue, ResourceFlavor, Workload
-from controller.decisions import admission_status as st
-from controller.decisions.queue_status import cluster_queue_status, local_queue_status
-from controller.decisions.outcomes import Admit, Assignment, Evict, PreemptionTarget
+from controller.decisions.quota import admission_status as st
+from controller.decisions.quota.queue_status import cluster_queue_status, local_queue_status
+from controller.decisions.quota.outcomes import Admit, Assignment, Evict, PreemptionTarget
 from controller.state.quota_state import QuotaState
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from controller.decisions import job_integration as ji
-from controller.decisions.podsets import JOB_KINDS
-from controller.decisions.workloads import PriorityClasses, desired_workload
+from controller.decisions.jobs import integration as ji
+from controller.decisions.jobs.podsets import JOB_KINDS
+from controller.decisions.jobs.workloads import PriorityClasses, desired_workload
 from tests.controller.builders import a_job, corpus
 
 NOW = "2026-01-01T00:00:00Z"

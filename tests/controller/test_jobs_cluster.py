@@ -17,8 +17,8 @@ import requests
 
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
-from controller.decisions.podsets import JOB_KINDS
-from controller.decisions.workloads import workload_name
+from controller.decisions.jobs.podsets import JOB_KINDS
+from controller.decisions.jobs.workloads import workload_name
 from tests.controller.builders import a_job, corpus
 from tests.controller.cluster import eventually, kubectl, subprocess_env, started_controller
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.decisions.pod_requests import PodSpecError, pod_requests, with_limits_as_requests
+from controller.decisions.jobs.pod_requests import PodSpecError, pod_requests, with_limits_as_requests
 
 
 def c(cpu: str | None = None, memory: str | None = None, *, limit_cpu: str | None = None,

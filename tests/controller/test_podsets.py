@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.decisions.podsets import JOB_KINDS, PodSetError, pod_sets
+from controller.decisions.jobs.podsets import JOB_KINDS, PodSetError, pod_sets
 from tests.controller.builders import a_job, corpus
 
 

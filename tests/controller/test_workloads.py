@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from controller.decisions.podsets import JOB_KINDS
-from controller.decisions.workloads import (
+from controller.decisions.jobs.podsets import JOB_KINDS
+from controller.decisions.jobs.workloads import (
     PriorityClasses,
     WorkloadError,
     desired_workload,

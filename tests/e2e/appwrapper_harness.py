@@ -39,7 +39,7 @@ from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.behavior import BEHAVIOR_ANNOTATION
 from localcluster.sim.nodes import parse_nodes_file
-from webhook.launch import REPO_ROOT, RunningGateway, start_gateway
+from webhook.serving.launch import REPO_ROOT, RunningGateway, start_gateway
 
 SPEED = 10.0
 USERS = REPO_ROOT / "demo" / "manifests" / "users.yaml"

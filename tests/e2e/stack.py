@@ -24,7 +24,7 @@ from certs.authority import service_names, write_serving_files
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
-from webhook.launch import start_gateway
+from webhook.serving.launch import start_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = "/usr/bin/kubectl"

@@ -14,7 +14,7 @@ import yaml
 
 from certs.authority import service_names, write_serving_files
 from localcluster.runner import LocalCluster
-from webhook.launch import start_gateway
+from webhook.serving.launch import start_gateway
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

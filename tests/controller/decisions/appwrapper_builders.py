@@ -16,9 +16,9 @@ from typing import Any
 from batchgate import keys
 from batchgate.clock import format_time
 from batchgate.policy import FaultTolerance
-from controller.decisions.appwrapper_pods import PodCounts
-from controller.decisions.appwrapper_timing import Timing, timing_for
-from controller.decisions.appwrapper_transition import ComponentState, Observed
+from controller.decisions.appwrapper.pods import PodCounts
+from controller.decisions.appwrapper.timing import Timing, timing_for
+from controller.decisions.appwrapper.transition import ComponentState, Observed
 
 T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
 DEFAULT_TIMING = timing_for({}, FaultTolerance())

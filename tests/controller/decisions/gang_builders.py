@@ -6,7 +6,7 @@ from typing import Any
 
 from batchgate import keys
 from batchgate.api.node import Node
-from controller.decisions.node_fit import PodInfo, parse_pod
+from controller.decisions.gang.node_fit import PodInfo, parse_pod
 
 SCHEDULER = "batchgate-scheduler"
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from batchgate import keys
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.api.paths import get_at, parse_podset_path
-from controller.decisions.appwrapper_components import ComponentError, build_component, component_status
+from controller.decisions.appwrapper.components import ComponentError, build_component, component_status
 from tests.builders import corpus_documents
 
 EVICT = {keys.AUTOPILOT_GPU_HEALTH_LABEL: "EVICT"}

@@ -16,10 +16,10 @@ import pytest
 
 from batchgate import keys
 from batchgate.api.failure_policy import FailurePolicyRule
-from controller.decisions.appwrapper_lifecycle import after_create, decide
-from controller.decisions.appwrapper_pods import PodCounts
-from controller.decisions.appwrapper_timing import Timing
-from controller.decisions.appwrapper_transition import (
+from controller.decisions.appwrapper.lifecycle import after_create, decide
+from controller.decisions.appwrapper.pods import PodCounts
+from controller.decisions.appwrapper.timing import Timing
+from controller.decisions.appwrapper.transition import (
     AddFinalizer,
     ComponentState,
     CreateComponents,

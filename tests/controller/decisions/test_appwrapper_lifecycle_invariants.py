@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchgate import keys
-from controller.decisions.appwrapper_lifecycle import decide
-from controller.decisions.appwrapper_pods import PodCounts
-from controller.decisions.appwrapper_transition import (
+from controller.decisions.appwrapper.lifecycle import decide
+from controller.decisions.appwrapper.pods import PodCounts
+from controller.decisions.appwrapper.transition import (
     ComponentState,
     CreateComponents,
     DeleteComponents,

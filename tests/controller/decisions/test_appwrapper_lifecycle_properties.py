@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 from batchgate import keys
 from batchgate.clock import format_time
 from batchgate.policy import DEFAULT_POLICY
-from controller.decisions.appwrapper_lifecycle import after_create, decide
-from controller.decisions.appwrapper_pods import count_pods
-from controller.decisions.appwrapper_timing import timing_for
-from controller.decisions.appwrapper_transition import (AddFinalizer, ComponentState, CreateComponents,
+from controller.decisions.appwrapper.lifecycle import after_create, decide
+from controller.decisions.appwrapper.pods import count_pods
+from controller.decisions.appwrapper.timing import timing_for
+from controller.decisions.appwrapper.transition import (AddFinalizer, ComponentState, CreateComponents,
                                                        CreateOutcome, DeleteComponents, DeletePods, Observed,
                                                        RemoveFinalizer, Transition, status_patch)
 

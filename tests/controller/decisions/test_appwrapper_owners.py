@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.decisions.appwrapper_owners import component_of, failed_components
+from controller.decisions.appwrapper.owners import component_of, failed_components
 
 AW = {"status": {"componentStatus": [
     {"name": "trainer", "kind": "Pod", "apiVersion": "v1"},

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchgate import keys
-from controller.decisions.appwrapper_pods import PodCounts, count_pods, no_execute_nodes
+from controller.decisions.appwrapper.pods import PodCounts, count_pods, no_execute_nodes
 
 EVICT = {keys.AUTOPILOT_GPU_HEALTH_LABEL: "EVICT"}
 

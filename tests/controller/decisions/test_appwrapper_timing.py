@@ -19,7 +19,7 @@ from batchgate import keys
 from batchgate.api.failure_policy import FailurePolicyRule
 from batchgate.durations import format_duration
 from batchgate.policy import FaultTolerance
-from controller.decisions.appwrapper_timing import Timing, timing_for
+from controller.decisions.appwrapper.timing import Timing, timing_for
 
 DEFAULTS = FaultTolerance()
 SECONDS_10 = _dt.timedelta(seconds=10)

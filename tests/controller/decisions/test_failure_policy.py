@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from batchgate import keys
 from batchgate.api.failure_policy import ACTIONS, REASONS, FailurePolicyRule
 from batchgate.policy import FaultTolerance
-from controller.decisions.appwrapper_timing import Timing, timing_for
-from controller.decisions.failure_policy import Failure, Verdict, job_failure, judge
+from controller.decisions.appwrapper.timing import Timing, timing_for
+from controller.decisions.appwrapper.failure_policy import Failure, Verdict, job_failure, judge
 
 BASE = timing_for({}, FaultTolerance())
 PODS_FAILED = Failure(keys.REASON_FOUND_FAILED_PODS, "2 failed pods", (1, 42), ((0, "trainer"),))

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchgate import keys
-from controller.decisions.framework_objects import (
+from controller.decisions.jobs.framework_objects import (
     REASON_CONFLICT,
     Conflict,
     CreateObject,

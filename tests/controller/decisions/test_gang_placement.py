@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchgate.api.node import Node
-from controller.decisions.gang_placement import Bind, GroupSpec, Unschedulable, place
-from controller.decisions.node_fit import PodInfo, free_of, node_reason
+from controller.decisions.gang.placement import Bind, GroupSpec, Unschedulable, place
+from controller.decisions.gang.node_fit import PodInfo, free_of, node_reason
 from tests.controller.decisions.gang_builders import SCHEDULER, a_node, a_pod, gang
 
 T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from batchgate.api.errors import FieldError
-from controller.decisions.node_fit import failure_message, free_of, gpu_score, node_reason, parse_pod, resource_reasons
+from controller.decisions.gang.node_fit import failure_message, free_of, gpu_score, node_reason, parse_pod, resource_reasons
 from tests.controller.decisions.gang_builders import a_node, a_pod, a_pod_dict
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}

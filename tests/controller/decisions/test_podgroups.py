@@ -11,8 +11,8 @@ import pytest
 from batchgate import keys
 from batchgate.api.errors import FieldError
 from batchgate.clock import format_time
-from controller.decisions import podgroups as pg
-from controller.decisions.podsets import JOB_KINDS
+from controller.decisions.gang import podgroups as pg
+from controller.decisions.jobs.podsets import JOB_KINDS
 from tests.controller.builders import corpus
 from tests.controller.decisions.gang_builders import a_pod
 

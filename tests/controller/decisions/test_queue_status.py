@@ -7,7 +7,7 @@ import datetime as _dt
 import pytest
 
 from batchgate.clock import FakeClock
-from controller.decisions.queue_status import (
+from controller.decisions.quota.queue_status import (
     admitted_conditions, cluster_queue_status, condition_dicts, local_queue_status, pending_conditions,
     preempted_conditions, released_conditions,
 )

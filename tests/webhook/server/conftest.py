@@ -9,7 +9,7 @@ import pytest
 
 from certs.authority import service_names, write_serving_files
 from batchgate.clock import SystemClock
-from webhook.launch import RunningGateway, start_gateway
+from webhook.serving.launch import RunningGateway, start_gateway
 
 
 @pytest.fixture

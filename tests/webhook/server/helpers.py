@@ -19,8 +19,8 @@ import yaml
 from hypothesis import strategies as st
 
 from batchgate.clock import UTC
-from webhook.admission_review import review_document
-from webhook.launch import RunningGateway
+from webhook.serving.admission_review import review_document
+from webhook.serving.launch import RunningGateway
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from batchgate.policy import DEFAULT_POLICY
 from tests.webhook.server.helpers import ALICE, corpus, review_for
 from webhook import rules
-from webhook.admission_review import (
+from webhook.serving.admission_review import (
     MAX_BODY_BYTES,
     MalformedReview,
     Reply,

@@ -1,4 +1,4 @@
-"""Rotated serving certificates are served without a restart (webhook/tls.py).
+"""Rotated serving certificates are served without a restart (webhook/serving/tls.py).
 
 `batchgate certs rotate` renews the serving certificate under the same CA; the next TLS
 handshake with a running gateway must present it, while clients keep trusting the one caBundle.
@@ -16,8 +16,8 @@ from typing import Callable
 from cryptography import x509
 
 from tests.webhook.server.helpers import run_cli
-from webhook.launch import RunningGateway
-from webhook.tls import ReloadingContext
+from webhook.serving.launch import RunningGateway
+from webhook.serving.tls import ReloadingContext
 
 ROTATION_TIMEOUT_SECONDS = 10.0
 

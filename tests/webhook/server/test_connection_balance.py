@@ -1,4 +1,4 @@
-"""Kept-alive connections are spread over the gateway's workers (webhook/balance.py).
+"""Kept-alive connections are spread over the gateway's workers (webhook/serving/balance.py).
 
 We test these aspects: the accept decision (pure, table-driven and as an invariant), the shared
 connection table across a real fork, and a real 2-worker gateway that ends up holding the
@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.webhook.server.helpers import ALICE, corpus, review_for
-from webhook.balance import ACCEPT_DEFER_LIMIT, UNUSED, ConnectionTable, defer_accept
+from webhook.serving.balance import ACCEPT_DEFER_LIMIT, UNUSED, ConnectionTable, defer_accept
 
 BOOT_TIMEOUT_SECONDS = 30.0
 CLOSE_SETTLE_SECONDS = 0.5

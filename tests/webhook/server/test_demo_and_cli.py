@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.webhook.server.helpers import run_cli
-from webhook.launch import start_gateway
+from webhook.serving.launch import start_gateway
 
 
 @pytest.mark.parametrize(

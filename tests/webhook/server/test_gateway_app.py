@@ -22,10 +22,10 @@ from batchgate.clock import FakeClock
 from batchgate.policy import parse_policy
 from tests.webhook.server.helpers import ALICE, BOB, corpus, corpus_objects, hostile_reviews, review_for
 from webhook import rules
-from webhook.admission_review import parse_review
-from webhook.app import GatewayContext, create_app
-from webhook.audit import AuditLog
-from webhook.policy_store import DEFAULTS, LoadedPolicy, PolicyStore
+from webhook.serving.admission_review import parse_review
+from webhook.serving.app import GatewayContext, create_app
+from webhook.serving.audit import AuditLog
+from webhook.policy.store import DEFAULTS, LoadedPolicy, PolicyStore
 from webhook.rules.review import GroupVersionKind
 
 

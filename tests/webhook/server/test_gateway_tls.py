@@ -25,9 +25,9 @@ from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from tests.webhook.server.helpers import ALICE, BOB, corpus, corpus_objects, hostile_reviews, review_for
 from webhook import rules
-from webhook.admission_review import parse_review
-from webhook.launch import RunningGateway, start_gateway
-from webhook.policy_store import DEFAULTS
+from webhook.serving.admission_review import parse_review
+from webhook.serving.launch import RunningGateway, start_gateway
+from webhook.policy.store import DEFAULTS
 
 
 @pytest.fixture(scope="module")

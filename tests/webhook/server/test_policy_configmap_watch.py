@@ -24,8 +24,8 @@ from localcluster.runner import LocalCluster
 from localcluster.store import HISTORY_PER_RESOURCE
 from tests.localcluster_fixtures import kubectl, local_cluster  # noqa: F401 - fixtures
 from tests.webhook.server.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, wait_until_every_worker_injects
-from webhook.launch import RunningGateway
-from webhook.policy_reloader import ListWatch, api_client
+from webhook.serving.launch import RunningGateway
+from webhook.policy.reloader import ListWatch, api_client
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -14,9 +14,9 @@ from typing import Callable
 import pytest
 
 from tests.webhook.server.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, run_cli, wait_until_every_worker_injects
-from webhook.launch import RunningGateway
-from webhook.policy_file import PolicyFileWatcher
-from webhook.policy_store import PolicyStore
+from webhook.serving.launch import RunningGateway
+from webhook.policy.file import PolicyFileWatcher
+from webhook.policy.store import PolicyStore
 
 
 

@@ -21,7 +21,7 @@ from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from localcluster.runner import LocalCluster
 from tests.localcluster_fixtures import kubectl, local_cluster  # noqa: F401 - fixtures
-from webhook.launch import RunningGateway
+from webhook.serving.launch import RunningGateway
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 

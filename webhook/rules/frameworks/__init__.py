@@ -14,8 +14,8 @@ from batchgate import keys
 from batchgate.api.objects import controller_owner
 
 from ..review import GroupVersionKind
-from .errors import FrameworkError
-from .objects import headless_service_for, hostfile_configmap_for
+from batchgate.frameworks.errors import FrameworkError
+from batchgate.frameworks.objects import headless_service_for, hostfile_configmap_for
 from .pod_phase import apply_pod_plan, plan_pod
 from .settings import FrameworkSettings
 from .workload_phase import apply_plan, plan_workload
@@ -25,8 +25,6 @@ __all__ = [
     "FrameworkOutcome",
     "FrameworkSettings",
     "apply_frameworks",
-    "headless_service_for",
-    "hostfile_configmap_for",
 ]
 
 _WORKLOAD_KINDS = {(keys.APPWRAPPER_GROUP, "AppWrapper"), ("batch", "Job")}

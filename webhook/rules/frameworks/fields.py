@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import FrameworkError
+from batchgate.frameworks.errors import FrameworkError
 
 
 def mapping_at(obj: dict[str, Any], key: str, path: str) -> dict[str, Any]:

@@ -13,11 +13,11 @@ from typing import Any
 
 from batchgate import keys
 
-from .env import EnvList, framework_env
-from .errors import FrameworkError
+from batchgate.frameworks.env import EnvList, framework_env
+from batchgate.frameworks.errors import FrameworkError
 from .fields import check_metadata, edit_list, edit_map, mapping_at, objects_at, string_at
-from .layout import LAYOUT_PATH, Layout, Place, parse_layout
-from .objects import hostfile_mount, hostfile_volume, wait_for_workers
+from batchgate.frameworks.layout import LAYOUT_PATH, Layout, Place, parse_layout
+from batchgate.frameworks.objects import hostfile_mount, hostfile_volume, wait_for_workers
 
 _INDEX_SOURCES = (
     ("annotations", keys.JOB_COMPLETION_INDEX_ANNOTATION),

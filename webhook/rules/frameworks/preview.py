@@ -16,9 +16,9 @@ from typing import Any
 from batchgate import keys
 from batchgate.api.pod_templates import pod_template_locations
 
-from .env import EnvList, framework_env
-from .errors import FrameworkError
-from .layout import Layout, Place, parse_layout
+from batchgate.frameworks.env import EnvList, framework_env
+from batchgate.frameworks.errors import FrameworkError
+from batchgate.frameworks.layout import Layout, Place, parse_layout
 
 _WORKLOADS = {(keys.APPWRAPPER_API_VERSION, "AppWrapper"), ("batch/v1", "Job")}
 

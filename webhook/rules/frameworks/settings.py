@@ -13,8 +13,8 @@ from typing import Any, Mapping
 
 from batchgate import keys
 
-from .errors import FrameworkError
-from .roles import ROLES
+from batchgate.frameworks.errors import FrameworkError
+from batchgate.frameworks.roles import ROLES
 
 ARGS_PATH = f"metadata.annotations[{keys.FRAMEWORK_ARGS_ANNOTATION}]"
 DEFAULT_NPROC_PER_NODE = "auto"

@@ -14,7 +14,7 @@ from typing import Any
 
 from batchgate import keys
 
-from .errors import FrameworkError
+from batchgate.frameworks.errors import FrameworkError
 from .fields import check_metadata, mapping_at, string_at
 from .settings import check_nproc
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from batchgate import keys
 
-from .errors import FrameworkError
+from batchgate.frameworks.errors import FrameworkError
 from .fields import check_metadata, edit_map, mapping_at, string_at
-from .layout import Layout, Slot
-from .objects import headless_service, hostfile_configmap, hostfile_configmap_name
-from .roles import LEADER, ROLES, WORKER, check_counts
+from batchgate.frameworks.layout import Layout, Slot
+from batchgate.frameworks.objects import headless_service, hostfile_configmap, hostfile_configmap_name
+from batchgate.frameworks.roles import LEADER, ROLES, WORKER, check_counts
 from .settings import ARGS_PATH, DEFAULT_NPROC_PER_NODE, FrameworkArgs, FrameworkSettings, parse_args
 from .topology import (
     JobFill,

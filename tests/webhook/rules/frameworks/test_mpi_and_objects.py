@@ -17,7 +17,7 @@ from tests.webhook.rules.frameworks.builders import (
     env_of,
     indexed_job,
 )
-from webhook.rules.frameworks import headless_service_for, hostfile_configmap_for
+from batchgate.frameworks import headless_service_for, hostfile_configmap_for
 
 
 def mpi_aw(**kwargs):

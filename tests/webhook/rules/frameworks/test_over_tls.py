@@ -20,9 +20,9 @@ from batchgate import keys
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from tests.webhook.rules.frameworks.builders import env_of, indexed_job, pods_of
-from webhook.admission_review import review_document
-from webhook.client import GatewayClient
-from webhook.launch import start_gateway
+from webhook.serving.admission_review import review_document
+from webhook.serving.client import GatewayClient
+from webhook.serving.launch import start_gateway
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 ALICE = UserInfo("alice", "uid-alice", ("system:authenticated",))

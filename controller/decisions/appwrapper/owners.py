@@ -1,0 +1,39 @@
+"""Which of an AppWrapper's components a pod belongs to, so failure-policy rules can target them.
+
+A wrapped Pod is its own component; any other pod belongs to the component that is its
+controlling owner (a Job's or a PyTorchJob's pods, a RayCluster's). Pods two owners away (a
+Deployment's, through its ReplicaSet) are matched by the component's own name prefix, as the
+ReplicaSet controller names them `<deployment>-<hash>-<suffix>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from controller.decisions.appwrapper.transition import Obj, component_statuses
+
+
+def component_of(aw: Obj, pod: Mapping[str, Any]) -> int | None:
+    """Index of the component `pod` belongs to, or None if it cannot be told."""
+    meta = pod.get("metadata") or {}
+    owners = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping) and r.get("controller")]
+    by_name: dict[tuple[str, str], int] = {}
+    for index, component in enumerate(component_statuses(aw)):
+        by_name[(str(component.get("kind")), str(component.get("name")))] = index
+    if ("Pod", str(meta.get("name"))) in by_name:
+        return by_name[("Pod", str(meta.get("name")))]
+    for ref in owners:
+        index = by_name.get((str(ref.get("kind")), str(ref.get("name"))))
+        if index is not None:
+            return index
+        if ref.get("kind") == "ReplicaSet":
+            for (kind, name), index in by_name.items():
+                if kind == "Deployment" and str(ref.get("name")).startswith(f"{name}-"):
+                    return index
+    return None
+
+
+def failed_components(aw: Obj, pods: Iterable[Mapping[str, Any]]) -> tuple[int, ...]:
+    """Sorted indices of the components owning at least one Failed pod."""
+    found = {component_of(aw, pod) for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"}
+    return tuple(sorted(i for i in found if i is not None))

@@ -1,0 +1,1 @@
+"""Queued jobs: the Workload each needs, suspend and resume, and a framework Job's own objects."""

@@ -1,0 +1,170 @@
+"""One quota admission cycle, Kueue's `schedule` made pure (research/kueue.md 2.2-2.6).
+
+`run_cycle(state, heads, now)` reads the state and returns decisions; it changes nothing.
+The caller assumes each `Admit` in the state (and writes it to the API), marks `Preempt`
+targets evicted, and requeues the rest where each `Requeue` says. The phases are Kueue's:
+nominate every head against the same snapshot, order the entries (non-borrowing first, then
+the lower dominant resource share under fair sharing, then priority, then queue-order time),
+then process them in order on a running overlay of usage, so two heads that compete for the
+same cohort capacity are settled by that order.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+
+from controller.decisions.quota.flavor_assignment import FIT, NO_FIT, PREEMPT, FlavorAssignment, assign_flavors
+from controller.decisions.quota.outcomes import Admit, CycleResult, Preempt, PreemptionTarget, QueueName, Requeue
+from controller.decisions.quota.preemption import get_targets
+from controller.state.quota_book import UsageOverlay
+from controller.state.quota_state import FlavorProgress, QuotaState, WorkloadInfo
+
+# Why a head goes back (Kueue's RequeueReason); decides heap vs inadmissible set.
+GENERIC, NAMESPACE_MISMATCH, FAILED_AFTER_NOMINATION, PENDING_PREEMPTION = (
+    "Generic", "NamespaceMismatch", "FailedAfterNomination", "PendingPreemption")
+
+
+@dataclass
+class _Entry:
+    info: WorkloadInfo
+    cluster_queue: str
+    message: str = ""
+    cause: str = GENERIC
+    assignment: FlavorAssignment | None = None
+    targets: list[PreemptionTarget] = field(default_factory=list)
+    nominated: bool = False  # reached processing (Kueue: status nominated or skipped)
+    share: int = 0  # dominant resource share with this workload admitted (fair sharing only)
+    progress: FlavorProgress | None = None  # where flavor assignment resumes next time
+
+    @property
+    def mode(self) -> int:
+        return NO_FIT if self.assignment is None else self.assignment.mode
+
+
+def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleResult:
+    """Decide, for one head per ClusterQueue, admit / preempt / requeue."""
+    view = UsageOverlay(state.book)
+    entries = [_nominate(state, key, view, now) for key in heads if state.is_pending(key)]
+    entries.sort(key=lambda e: (e.assignment is not None and e.assignment.borrows, e.share, -e.info.priority,
+                                e.info.timestamp, e.info.key))
+    admitted: list[Admit] = []
+    preempted: list[Preempt] = []
+    claimed: set[str] = set()
+    skipped: dict[str, int] = {}
+    for e in entries:
+        if e.mode == NO_FIT:
+            continue
+        assert e.assignment is not None
+        cq = state.cluster_queues[e.cluster_queue]
+        if e.mode == PREEMPT and not e.targets:
+            if cq.preemption.reclaim_within_cohort != "Any":  # it could not reclaim this later
+                view.add(cq.name, _to_reserve(e.assignment, cq.name, view))
+            continue
+        target_keys = {t.workload for t in e.targets}
+        if target_keys & claimed:
+            _skip(e, "Workload has overlapping preemption targets with another workload")
+            skipped[cq.name] = skipped.get(cq.name, 0) + 1
+            continue
+        net = _net_usage(e, state)
+        if not view.fits(cq.name, net):
+            _skip(e, "Workload no longer fits after processing another workload")
+            if e.mode == PREEMPT:
+                skipped[cq.name] = skipped.get(cq.name, 0) + 1
+            continue
+        claimed |= target_keys
+        view.add(cq.name, net)
+        if e.mode == PREEMPT:
+            e.message += f". Pending the preemption of {len(e.targets)} workload(s)"
+            e.cause = PENDING_PREEMPTION
+            e.progress = None  # once victims are gone, every flavor is worth trying again
+            preempted.append(Preempt(e.info.key, tuple(e.targets), e.message))
+            continue
+        admitted.append(Admit(e.info.key, cq.name, e.assignment.to_assignment()))
+    done = {a.workload for a in admitted}
+    requeued = tuple(Requeue(e.info.key, _queue_for(state, e), e.message)
+                     for e in entries if e.info.key not in done)
+    progress = {e.info.key: e.progress for e in entries if e.assignment is not None and e.info.key not in done}
+    return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped, progress)
+
+
+def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime) -> _Entry:
+    info = state.workloads[key]
+    cq_name = state.cluster_queue_of(key) or ""
+    entry = _Entry(info, cq_name)
+    inactive = state.inactive_reason(cq_name)
+    if inactive is not None:
+        entry.message = inactive
+        return entry
+    cq = state.cluster_queues[cq_name]
+    labels = state.namespace_labels(info.namespace)
+    if cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
+        entry.message = "Workload namespace doesn't match ClusterQueue selector"
+        entry.cause = NAMESPACE_MISMATCH
+        return entry
+
+    def reclaim_possible(fr: tuple[str, str], value: int) -> bool:
+        """Kueue's preemption oracle: room can be made without touching this queue's own work."""
+        if view.borrowing_with(cq.name, fr, value):
+            return False
+        targets = get_targets(info, cq, {fr: value}, frozenset({fr}), state, view, now)
+        return all(t.cluster_queue != cq.name for t in targets)
+
+    fair = state.fair_sharing.enable
+    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair,
+                                      state.current_progress(key, cq_name))
+    entry.message = entry.assignment.message
+    entry.progress = FlavorProgress(state.generation.get(cq_name, 0), entry.assignment.tried)
+    if fair and entry.assignment.mode != NO_FIT:
+        entry.share = view.dominant_resource_share(cq.name, entry.assignment.usage)
+    if entry.assignment.mode == PREEMPT:
+        entry.targets = get_targets(info, cq, entry.assignment.usage, entry.assignment.needs_preemption,
+                                    state, view, now)
+    return entry
+
+
+def _skip(entry: _Entry, message: str) -> None:
+    entry.message = message
+    entry.nominated = True
+    entry.progress = None  # retry every flavor next time
+
+
+def _net_usage(entry: _Entry, state: QuotaState) -> dict[tuple[str, str], int]:
+    """The request minus what its victims free: what the cycle must still find for it."""
+    assert entry.assignment is not None
+    usage = dict(entry.assignment.usage)
+    if entry.mode == FIT:
+        return usage
+    for target in entry.targets:
+        for fr, value in state.admitted[target.workload].usage.items():
+            if fr in usage:
+                usage[fr] = max(0, usage[fr] - value)
+    return usage
+
+
+def _to_reserve(assignment: FlavorAssignment, cq: str, view: UsageOverlay) -> dict[tuple[str, str], int]:
+    """Capacity held back for a preemptor that found no victims, so lower entries can't take it."""
+    out = {}
+    for fr, value in assignment.usage.items():
+        quota = view.book.quota(cq, fr)
+        used = view.usage(cq, fr)
+        if assignment.borrows:
+            limit = value if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit - used
+            out[fr] = max(0, min(value, limit))
+        else:
+            out[fr] = max(0, min(value, quota.nominal - used))
+    return out
+
+
+def _queue_for(state: QuotaState, entry: _Entry) -> QueueName:
+    """Kueue's RequeueIfNotPresent: where a head that was not admitted waits next."""
+    cause = entry.cause
+    if entry.nominated and cause == GENERIC:
+        cause = FAILED_AFTER_NOMINATION
+    cq = state.cluster_queues.get(entry.cluster_queue)
+    strict = cq is not None and cq.queueing_strategy == "StrictFIFO"
+    if strict:
+        return "inadmissible" if cause == NAMESPACE_MISMATCH else "active"
+    if cause in (FAILED_AFTER_NOMINATION, PENDING_PREEMPTION):
+        return "active"
+    return "inadmissible"

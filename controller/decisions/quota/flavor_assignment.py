@@ -1,0 +1,215 @@
+"""Which flavor each pod set gets, and whether it fits, needs preemption, or can never fit.
+
+Kueue's flavor assigner (research/kueue.md 2.4): for each pod set and each resource group,
+flavors are tried in the ClusterQueue's order; a flavor's mode is the worst over its
+resources; the default fungibility stops at the first flavor that fits (borrowing included)
+and keeps a flavor that needs preemption only if no later one fits. The reasons collected on
+the way become the message a pending workload shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from batchgate.api.kueue import ClusterQueue, ResourceFlavor, Taint
+from controller.decisions.quota.outcomes import Assignment
+from controller.state.quota_book import FlavorResource, UsageOverlay, format_units
+from controller.state.quota_state import FlavorProgress, PodSetRequest, WorkloadInfo
+
+NO_FIT, PREEMPT, FIT = 0, 1, 3
+RECLAIM = 2  # a Preempt that only takes back lent quota: preferred when choosing between flavors
+ReclaimCheck = Callable[[FlavorResource, int], bool]
+
+
+def _coarse(mode: int) -> int:
+    return PREEMPT if mode == RECLAIM else mode
+
+
+@dataclass(frozen=True)
+class FlavorAssignment:
+    """The assigner's verdict for one workload in one ClusterQueue.
+
+    `tried` is Kueue's LastAssignment: per pod set, the index of the last flavor tried for each
+    resource (-1 once the last flavor was reached), so the next attempt resumes after it.
+    """
+
+    mode: int
+    flavors: Mapping[str, Mapping[str, str]]
+    usage: Mapping[FlavorResource, int]
+    borrows: bool
+    message: str
+    needs_preemption: frozenset[FlavorResource]
+    tried: tuple[Mapping[str, int], ...] = ()
+
+    def to_assignment(self) -> Assignment:
+        return Assignment(self.flavors, self.usage, self.borrows)
+
+
+@dataclass(frozen=True)
+class _Context:
+    cq: ClusterQueue
+    flavors: Mapping[str, ResourceFlavor]
+    view: UsageOverlay
+    reclaim_possible: ReclaimCheck
+    fair_sharing: bool
+    progress: FlavorProgress | None
+
+    def first_flavor(self, pod_set_index: int, resource: str) -> int:
+        if self.progress is None or pod_set_index >= len(self.progress.tried):
+            return 0
+        return self.progress.tried[pod_set_index].get(resource, -1) + 1
+
+
+def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor],
+                   view: UsageOverlay, reclaim_possible: ReclaimCheck, fair_sharing: bool = False,
+                   progress: FlavorProgress | None = None) -> FlavorAssignment:
+    """Kueue's assignment; `reclaim_possible(fr, value)` tells reclaim from in-queue preemption,
+    `progress` is where the previous attempt stopped (None: start from the first flavor)."""
+    ctx = _Context(cq, flavors, view, reclaim_possible, fair_sharing, progress)
+    usage: dict[FlavorResource, int] = {}
+    chosen: dict[str, dict[str, str]] = {}
+    needs_preemption: set[FlavorResource] = set()
+    messages: list[str] = []
+    tried: list[dict[str, int]] = []
+    mode = FIT
+    borrows = False
+    for index, pod_set in enumerate(info.pod_sets):
+        requests = dict(pod_set.total)
+        if "pods" in cq.group_of:
+            requests["pods"] = pod_set.count
+        result = _assign_pod_set(ctx, index, pod_set, requests, usage)
+        tried.append(result.tried)
+        if result.reasons:
+            messages.append(f"couldn't assign flavors to pod set {pod_set.name}: {', '.join(sorted(result.reasons))}")
+        mode = min(mode, result.mode)
+        if result.mode == NO_FIT:
+            break
+        chosen[pod_set.name] = {res: flavor for res, (flavor, _) in result.flavors.items()}
+        for res, (flavor, res_mode) in result.flavors.items():
+            usage[(flavor, res)] = usage.get((flavor, res), 0) + requests[res]
+            if res_mode == PREEMPT:
+                needs_preemption.add((flavor, res))
+        borrows = borrows or result.borrows
+    return FlavorAssignment(mode, chosen if mode != NO_FIT else {}, usage if mode != NO_FIT else {},
+                            borrows, "; ".join(messages), frozenset(needs_preemption), tuple(tried))
+
+
+@dataclass
+class _PodSetResult:
+    mode: int = FIT
+    flavors: dict[str, tuple[str, int]] = field(default_factory=dict)  # resource -> (flavor, mode)
+    reasons: list[str] = field(default_factory=list)
+    borrows: bool = False
+    tried: dict[str, int] = field(default_factory=dict)
+
+
+def _assign_pod_set(ctx: _Context, index: int, pod_set: PodSetRequest, requests: Mapping[str, int],
+                    earlier: Mapping[FlavorResource, int]) -> _PodSetResult:
+    result = _PodSetResult()
+    cq = ctx.cq
+    for res in sorted(requests):
+        if res in result.flavors:
+            continue
+        group = cq.group_of.get(res)
+        if group is None:
+            result.reasons.append(f"resource {res} unavailable in ClusterQueue")
+            result.mode = NO_FIT
+            return result
+        rg = cq.resource_groups[group]
+        group_requests = {r: v for r, v in requests.items() if r in rg.covered_resources}
+        best: dict[str, tuple[str, int]] = {}
+        best_mode, best_borrow = NO_FIT, False
+        reasons: list[str] = []
+        attempted = -1
+        for position in range(ctx.first_flavor(index, res), len(rg.flavors)):
+            attempted = position
+            fq = rg.flavors[position]
+            flavor = ctx.flavors.get(fq.name)
+            if flavor is None:
+                reasons.append(f"flavor {fq.name} not found")
+                continue
+            taint = _untolerated_taint(flavor, pod_set.tolerations)
+            if taint is not None:
+                reasons.append(f"untolerated taint {taint} in flavor {fq.name}")
+                continue
+            flavor_mode, borrow, assigned = FIT, False, {}
+            for r in sorted(group_requests):
+                fr = (fq.name, r)
+                r_mode, r_borrow, reason = _fits(ctx, fr, group_requests[r] + earlier.get(fr, 0))
+                if reason:
+                    reasons.append(reason)
+                flavor_mode = min(flavor_mode, r_mode)
+                borrow = borrow or r_borrow
+                if flavor_mode == NO_FIT:
+                    break
+                assigned[r] = (fq.name, _coarse(r_mode))
+            if not _try_next_flavor(flavor_mode, borrow, cq):
+                best, best_mode, best_borrow = assigned, flavor_mode, borrow
+                break
+            if flavor_mode > best_mode:
+                best, best_mode, best_borrow = assigned, flavor_mode, borrow
+        if best_mode != FIT:
+            result.reasons.extend(reasons)
+        if best_mode == NO_FIT:
+            result.mode = NO_FIT
+            return result
+        result.flavors.update(best)
+        last = -1 if attempted == len(rg.flavors) - 1 else attempted
+        result.tried.update({r: last for r in best})
+        result.mode = min(result.mode, _coarse(best_mode))
+        result.borrows = result.borrows or best_borrow
+    return result
+
+
+def _fits(ctx: _Context, fr: FlavorResource, value: int) -> tuple[int, bool, str]:
+    cq, view = ctx.cq, ctx.view
+    flavor, res = fr
+    borrow = bool(cq.cohort) and view.borrowing_with(cq.name, fr, value)
+    most = view.potential_available(cq.name, fr)
+    if value > most:
+        return NO_FIT, False, (f"insufficient quota for {res} in flavor {flavor}, request > maximum capacity "
+                               f"({format_units(res, value)} > {format_units(res, most)})")
+    available = view.available(cq.name, fr)
+    if value <= available:
+        return FIT, borrow, ""
+    reason = (f"insufficient unused quota for {res} in flavor {flavor}, "
+              f"{format_units(res, value - available)} more needed")
+    if value <= view.book.quota(cq.name, fr).nominal:
+        return (RECLAIM if ctx.reclaim_possible(fr, value) else PREEMPT), borrow, reason
+    if cq.preemption.borrow_within_cohort != "Never" or (ctx.fair_sharing and cq.preemption.reclaim_within_cohort != "Never"):
+        return PREEMPT, borrow, reason
+    return NO_FIT, borrow, reason
+
+
+def _try_next_flavor(mode: int, borrow: bool, cq: ClusterQueue) -> bool:
+    fungibility = cq.flavor_fungibility
+    if mode in (PREEMPT, RECLAIM) and fungibility.when_can_preempt == "Preempt":
+        if not borrow or fungibility.when_can_borrow == "Borrow":
+            return False
+    if mode == FIT and (not borrow or fungibility.when_can_borrow == "Borrow"):
+        return False
+    return True
+
+
+def _untolerated_taint(flavor: ResourceFlavor, pod_tolerations: tuple[Mapping[str, Any], ...]) -> str | None:
+    tolerations = tuple(pod_tolerations) + tuple(flavor.tolerations)
+    for taint in flavor.node_taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_tolerates(t, taint) for t in tolerations):
+            return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+    return None
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.effect:
+        return False
+    key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if key and key != taint.key:
+        return False
+    if operator == "Exists":
+        return True
+    return bool(key) and (toleration.get("value") or "") == taint.value

@@ -1,0 +1,1 @@
+"""Serving the gateway: the flask app, gunicorn workers, TLS, audit lines and metrics."""

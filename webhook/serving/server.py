@@ -1,0 +1,180 @@
+"""gunicorn serving the gateway over TLS: worker model, hooks, and per-worker start-up.
+
+Worker model: gthread workers (one process per core, a few threads each). They keep connections
+alive, which the API server relies on (it reuses connections to a webhook), and the sync worker
+cannot; bench/webhook_load.py measures the choice. Our subclass (`webhook/serving/worker.py`) accepts
+only a worker's share of the connections, so kept-alive connections do not pile up on one
+process (webhook/serving/balance.py); `pre_fork` hands each worker its slot in the shared table.
+
+Per worker, after fork (`post_fork`): a fresh `PolicyStore` and its reloader thread (threads do
+not survive fork), the audit log descriptor, metrics, and a `ReloadingContext` that gunicorn's
+`ssl_context` hook asks on every new connection, so rotated certificates are served without a
+restart. The master only binds, forks and reaps; `child_exit` clears a dead worker's metric files
+and `on_exit` removes the run's metrics directory.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from batchgate.policy import DEFAULT_POLICY_CONFIGMAP
+from certs.authority import TLS_CERT, TLS_KEY
+from webhook.serving.app import GatewayContext, create_app
+from webhook.serving.audit import AuditLog
+from webhook.serving.balance import ConnectionTable
+from webhook.serving.metrics import MULTIPROC_ENV, worker_exited
+from webhook.policy.file import PolicyFileWatcher
+from webhook.policy.store import DEFAULTS, PolicyStore
+from webhook.serving.tls import ReloadingContext
+from webhook.serving.worker import BalancedThreadWorker
+
+GC_YOUNG_THRESHOLD = 20_000
+"""Allocations between young-generation collections (CPython's default is 700). One review
+allocates thousands of short-lived objects, so the default ran the collector several times per
+review; measured about 10% less CPU per review in-process."""
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What `batchgate webhook` was asked to serve."""
+
+    cert_dir: Path
+    port: int
+    host: str = "127.0.0.1"
+    workers: int = 2
+    threads: int = 4
+    worker_class: str = "gthread"
+    policy_file: Path | None = None
+    policy_configmap: tuple[str, str] | None = None
+    audit_log: str | None = None
+    kubeconfig: str | None = None
+    log_level: str = "info"
+
+    @property
+    def certfile(self) -> Path:
+        return self.cert_dir / TLS_CERT
+
+    @property
+    def keyfile(self) -> Path:
+        return self.cert_dir / TLS_KEY
+
+
+def start_policy_source(options: ServerOptions, store: PolicyStore) -> Any:
+    """Begin filling `store` from the chosen source; returns the running watcher (or None)."""
+    if options.policy_file is not None:
+        return PolicyFileWatcher(options.policy_file, store).start()
+    if options.policy_configmap is not None:
+        from webhook.policy.reloader import ClusterPolicySource  # the kubernetes client, only when asked for
+
+        return ClusterPolicySource(store, options.policy_configmap, kubeconfig=options.kubeconfig).start()
+    store.install(DEFAULTS)
+    return None
+
+
+class GatewayServer(BaseApplication):
+    """`gunicorn 'webhook.serving.app:create_app(...)'` with our options, started from Python."""
+
+    def __init__(self, options: ServerOptions):
+        self.options = options
+        self.context: GatewayContext | None = None
+        self.policy_source: Any = None
+        self.tls: ReloadingContext | None = None
+        # In the master, before any fork: room for every worker plus replacements being started.
+        self.connections = ConnectionTable(2 * options.workers + 2, reserved=options.workers)
+        super().__init__()
+
+    def load_config(self) -> None:
+        o = self.options
+        settings = {
+            "bind": [f"{o.host}:{o.port}"],
+            "workers": o.workers,
+            "worker_class": BalancedThreadWorker if o.worker_class == "gthread" else o.worker_class,
+            "threads": o.threads,
+            # Longer than the client's idle timeout (Go's http.Transport: 90 s), so the API server closes
+            # idle connections first and never sends a review into one we are closing.
+            "keepalive": 120,
+            "certfile": str(o.certfile),
+            "keyfile": str(o.keyfile),
+            "ssl_context": self._ssl_context,
+            "pre_fork": self._pre_fork,
+            "post_fork": self._post_fork,
+            "child_exit": self._child_exit,
+            "worker_exit": self._worker_exit,
+            "when_ready": self._when_ready,
+            "on_exit": self._on_exit,
+            "accesslog": None,
+            "errorlog": "-",
+            "loglevel": o.log_level,
+            "proc_name": "batchgate-webhook",
+            "graceful_timeout": 5,
+            "limit_request_line": 8190,
+            # One fixed path per user ($HOME/.gunicorn/gunicorn.ctl) would be shared by every
+            # gateway on the machine (tests run several); nothing here uses gunicornc.
+            "control_socket_disable": True,
+        }
+        for key, value in settings.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        assert self.context is not None, "post_fork builds the worker's context before the app loads"
+        app = create_app(self.context)
+        # Everything loaded so far (flask, the rules, maybe the kubernetes client) lives as long
+        # as the worker: keep it out of the cyclic collector, whose full passes would otherwise
+        # walk it all and show up as latency spikes under load.
+        gc.freeze()
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        return app
+
+    # --- hooks ------------------------------------------------------------------------------
+    def _pre_fork(self, server: Any, worker: Any) -> None:
+        """In the master: give the worker-to-be its slot in the shared connection table."""
+        worker.connection_table = self.connections
+        worker.connection_slot = self.connections.claim()
+
+    def _post_fork(self, server: Any, worker: Any) -> None:
+        logging.basicConfig(level=self.options.log_level.upper(), stream=sys.stderr,
+                            format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
+        self.context = GatewayContext(
+            store=PolicyStore(),
+            audit=AuditLog(self.options.audit_log),
+            policy_configmap=self.options.policy_configmap or DEFAULT_POLICY_CONFIGMAP,
+        )
+        self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
+        self.policy_source = start_policy_source(self.options, self.context.store)
+
+    def _ssl_context(self, conf: Any, default_factory: Any) -> Any:
+        if self.tls is None:  # the master never serves, but be safe
+            self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
+        return self.tls.get()
+
+    def _worker_exit(self, server: Any, worker: Any) -> None:
+        """In the worker, on its way out: stop watching and close the audit descriptor."""
+        if self.policy_source is not None:
+            self.policy_source.stop()
+        if self.context is not None:
+            self.context.audit.close()
+
+    def _child_exit(self, server: Any, worker: Any) -> None:
+        worker_exited(worker.pid)
+        if getattr(worker, "connection_slot", None) is not None:
+            self.connections.release(worker.connection_slot)
+
+    def _when_ready(self, server: Any) -> None:
+        for listener in server.LISTENERS:
+            host, port = listener.sock.getsockname()[:2]
+            print(f"batchgate webhook serving https://{host}:{port} with {self.options.workers} workers",
+                  file=sys.stderr, flush=True)
+
+    def _on_exit(self, server: Any) -> None:
+        directory = os.environ.get(MULTIPROC_ENV)
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
