@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api import kueue_fields as f
+from batchgate.api.conditions import Condition
 from batchgate.api.kueue_fields import FieldError
 from batchgate.api.pod_requests import pod_requests
 from batchgate.api.selectors import LabelSelector, parse_label_selector
@@ -285,15 +286,6 @@ class PodSetAssignment:
 class Admission:
     cluster_queue: str
     pod_set_assignments: tuple[PodSetAssignment, ...]
-
-
-@dataclass(frozen=True)
-class Condition:
-    type: str
-    status: str
-    reason: str = ""
-    message: str = ""
-    last_transition_time: _dt.datetime | None = None
 
 
 @dataclass(frozen=True)

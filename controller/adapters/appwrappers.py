@@ -1,6 +1,7 @@
-"""The AppWrapper lifecycle adapter: observes, asks `decisions/appwrapper_lifecycle`, and acts.
+"""The AppWrapper lifecycle adapter: observes, asks `decisions/appwrapper/lifecycle`, and acts.
 
-Per reconcile it reads the AppWrapper and its labelled pods from the cache, and each recorded
+Per reconcile it reads the AppWrapper from the cache and parses it once into its typed state,
+reads its labelled pods from the cache, and each recorded
 component from the cache when the controller watches its kind anyway (Jobs, PyTorchJobs, Ray
 kinds), else with a GET (upstream reads through its cache the same way and polls the rest); a
 component the cache does not hold is looked up with a GET before it counts as missing. It
@@ -16,6 +17,7 @@ import logging
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
+from batchgate.api.appwrapper_status import AppWrapperState, read_appwrapper_state
 from batchgate.clock import Clock
 from batchgate.policy import Policy
 from controller.adapters.discovery import NoMatch, ResourceResolver
@@ -40,8 +42,6 @@ from controller.decisions.appwrapper.transition import (
     Observed,
     RemoveFinalizer,
     Transition,
-    component_statuses,
-    phase_of,
     status_patch,
 )
 from controller.decisions.appwrapper.failure_policy import job_failure
@@ -90,44 +90,44 @@ class AppWrapperReconciler:
             # A cache still listing would show a running AppWrapper without its pods or Jobs.
             self.queue.add_after(key, _WAIT_FOR_SYNC.total_seconds())
             return
-        aw = self.store.get("AppWrapper", key.namespace, key.name)
-        if aw is None or not managed_here(aw):
+        wire = self.store.get("AppWrapper", key.namespace, key.name)
+        if wire is None:
+            return
+        aw = read_appwrapper_state(wire)
+        if not managed_here(aw):
             return
         policy = self.policy()
-        timing = timing_for((aw.get("metadata") or {}).get("annotations") or {}, policy.fault_tolerance)
+        timing = timing_for(aw.annotations, policy.fault_tolerance)
         observed = self._observe(aw, policy)
         step = decide(aw, observed, timing, self.clock.now())
         if step is None:
             return
         creates = next((a for a in step.actions if isinstance(a, CreateComponents)), None)
         if creates is not None:
-            aw = self._write_status(aw, step, self.clock.now())
+            wire = self._write_status(wire, step, self.clock.now())
+            aw = read_appwrapper_state(wire)
             outcomes = self._create(aw, creates.indices, policy)
             step = after_create(aw, outcomes, timing, self.clock.now())
-        self._apply(key, aw, step)
+        self._apply(key, wire, step)
 
     # --- observing ----------------------------------------------------------------------------
 
-    def _pods(self, aw: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        meta = aw.get("metadata") or {}
-        return self.store.labelled("Pod", meta.get("namespace") or "", keys.APPWRAPPER_LABEL, str(meta.get("name")))
+    def _pods(self, aw: AppWrapperState) -> list[Mapping[str, Any]]:
+        return self.store.labelled("Pod", aw.namespace, keys.APPWRAPPER_LABEL, aw.name)
 
-    def _observe(self, aw: Mapping[str, Any], policy: Policy) -> Observed:
+    def _observe(self, aw: AppWrapperState, policy: Policy) -> Observed:
         evicting = no_execute_nodes(self.store.list("Node"), policy.fault_tolerance.node_health.no_execute_labels)
         labelled = self._pods(aw)
         pods = count_pods(labelled, evicting)
-        deleting = bool((aw.get("metadata") or {}).get("deletionTimestamp"))
-        if phase_of(aw) in _NOTHING_DEPLOYED and not deleting:
+        if aw.phase in _NOTHING_DEPLOYED and not aw.deleting:
             return Observed({}, pods)
         states: dict[int, ComponentState] = {}
-        namespace = (aw.get("metadata") or {}).get("namespace")
-        for index, component in enumerate(component_statuses(aw)):
-            name = component.get("name")
-            if not name:
+        for index, component in enumerate(aw.components):
+            if not component.name:
                 continue
             try:
-                resource = self.resolver.resolve(str(component.get("apiVersion")), str(component.get("kind")))
-                obj = self._read(resource, str(name), str(namespace))
+                resource = self.resolver.resolve(component.api_version, component.kind)
+                obj = self._read(resource, component.name, aw.namespace)
             except NoMatch:  # nothing of a kind the server does not serve can exist
                 obj = None
             states[index] = ComponentState(exists=False) if obj is None else ComponentState(
@@ -153,7 +153,7 @@ class AppWrapperReconciler:
 
     # --- acting -------------------------------------------------------------------------------
 
-    def _create(self, aw: Mapping[str, Any], indices: tuple[int, ...], policy: Policy) -> tuple[CreateOutcome, ...]:
+    def _create(self, aw: AppWrapperState, indices: tuple[int, ...], policy: Policy) -> tuple[CreateOutcome, ...]:
         """Create in order; the first error ends the round (the next reconcile tries again)."""
         outcomes: list[CreateOutcome] = []
         labels = policy.fault_tolerance.node_health.no_execute_labels
@@ -164,7 +164,7 @@ class AppWrapperReconciler:
                 break
         return tuple(outcomes)
 
-    def _create_one(self, aw: Mapping[str, Any], index: int, labels: Mapping[str, str]) -> CreateOutcome:
+    def _create_one(self, aw: AppWrapperState, index: int, labels: Mapping[str, str]) -> CreateOutcome:
         try:
             obj = build_component(aw, index, labels)
             resource = self.resolver.resolve(str(obj.get("apiVersion")), str(obj.get("kind")))
@@ -183,7 +183,7 @@ class AppWrapperReconciler:
             # Invalid (422) cannot succeed on retry; anything else may be transient.
             return CreateOutcome(index, error=exc.message or str(exc), fatal=exc.status == 422)
 
-    def _adopt(self, aw: Mapping[str, Any], index: int, resource: Resource, obj: Mapping[str, Any]) -> CreateOutcome:
+    def _adopt(self, aw: AppWrapperState, index: int, resource: Resource, obj: Mapping[str, Any]) -> CreateOutcome:
         """An existing object of the same name counts as created only if this AppWrapper controls it."""
         meta = obj.get("metadata") or {}
         try:
@@ -191,24 +191,25 @@ class AppWrapperReconciler:
         except ApiError as exc:
             return CreateOutcome(index, error=str(exc))
         ref = controller_owner(existing)
-        if ref is None or ref.get("uid") != (aw.get("metadata") or {}).get("uid"):
+        if ref is None or ref.get("uid") != aw.uid:
             return CreateOutcome(index, error=f"resource {meta.get('name')} exists, but is not controlled by appwrapper",
                                  fatal=True)
         return CreateOutcome(index, name=str(meta.get("name")))
 
-    def _apply(self, key: ObjectKey, aw: Mapping[str, Any], step: Transition) -> None:
+    def _apply(self, key: ObjectKey, wire: Mapping[str, Any], step: Transition) -> None:
         now = self.clock.now()
+        aw = read_appwrapper_state(wire)
         for action in step.actions:
             if isinstance(action, AddFinalizer):
-                aw = self._finalizer(aw, add=True)
+                wire = self._finalizer(wire, add=True)
             elif isinstance(action, DeleteComponents):
                 self._delete_components(aw, action)
             elif isinstance(action, DeletePods):
                 for pod in self._pods(aw):
                     meta = pod.get("metadata") or {}
                     self.writer.delete(PODS, str(meta.get("name")), meta.get("namespace"), grace_period_seconds=0)
-        before = phase_of(aw)
-        written = self._write_status(aw, step, now)
+        before = aw.phase
+        written = self._write_status(wire, step, now)
         if step.phase != before:
             self.metrics.appwrapper_phase.labels(key.namespace, step.phase).inc()
             log.info("AppWrapper %s/%s: %s -> %s (%s)", key.namespace, key.name, before or "Empty", step.phase, step.why)
@@ -219,23 +220,21 @@ class AppWrapperReconciler:
         if step.requeue_after is not None:
             self.queue.add_after(key, max(step.requeue_after, _dt.timedelta(0)).total_seconds())
 
-    def _write_status(self, aw: Mapping[str, Any], step: Transition, now: _dt.datetime) -> Mapping[str, Any]:
-        written = self.writer.update_status(AW, aw, lambda current: status_patch(current, step, now))
+    def _write_status(self, wire: Mapping[str, Any], step: Transition, now: _dt.datetime) -> Mapping[str, Any]:
+        written = self.writer.update_status(AW, wire, lambda current: status_patch(read_appwrapper_state(current), step, now))
         if written is None:
-            return aw
+            return wire
         self.store.assume("AppWrapper", written)
         return written
 
-    def _delete_components(self, aw: Mapping[str, Any], action: DeleteComponents) -> None:
-        components = component_statuses(aw)
-        namespace = (aw.get("metadata") or {}).get("namespace")
+    def _delete_components(self, aw: AppWrapperState, action: DeleteComponents) -> None:
         for index in action.indices:
-            component = components[index]
+            component = aw.components[index]
             try:
-                resource = self.resolver.resolve(str(component.get("apiVersion")), str(component.get("kind")))
+                resource = self.resolver.resolve(component.api_version, component.kind)
             except NoMatch:
                 continue  # nothing of an unserved kind can exist
-            self.writer.delete(resource, str(component.get("name")), namespace,
+            self.writer.delete(resource, component.name, aw.namespace,
                                grace_period_seconds=0 if action.forced else None)
 
     def _finalizer(self, aw: Mapping[str, Any], *, add: bool) -> Mapping[str, Any]:

@@ -14,7 +14,8 @@ import copy
 from typing import Any, Mapping
 
 from batchgate import keys
-from batchgate.api.appwrapper import effective_pod_sets, inferred_pod_sets, parse_appwrapper
+from batchgate.api.appwrapper import DeclaredPodSet, effective_pod_sets, inferred_pod_sets, parse_appwrapper
+from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus
 from batchgate.api.errors import FieldError, type_name
 from batchgate.api.paths import parse_podset_path, resolve
 from controller.decisions.appwrapper.pods import uses_resource
@@ -33,40 +34,36 @@ class ComponentError(Exception):
         self.fatal = fatal
 
 
-def component_status(aw: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The initial `status.componentStatus`: name, kind, apiVersion and the definitive podSets."""
+def component_status(aw: Mapping[str, Any]) -> tuple[ComponentStatus, ...]:
+    """The initial `status.componentStatus` of the AppWrapper wire object: name, kind, apiVersion
+    and the definitive podSets (declared, else inferred)."""
     try:
         parsed = parse_appwrapper(aw)
         out = []
         for component in parsed.components:
-            pod_sets: list[dict[str, Any]]
+            pod_sets: tuple[DeclaredPodSet, ...]
             if component.declared_pod_sets:
                 effective_pod_sets(component)  # the paths must parse
-                pod_sets = [_declared_wire(p.path, p.replicas, p.annotations) for p in component.declared_pod_sets]
+                pod_sets = component.declared_pod_sets
             else:
-                pod_sets = [{"replicas": p.replicas, "path": p.path} for p in inferred_pod_sets(component) or ()]
+                pod_sets = tuple(DeclaredPodSet(p.path, p.replicas) for p in inferred_pod_sets(component) or ())
             meta = component.template.get("metadata")
             name = meta.get("name") if isinstance(meta, dict) else None
-            out.append({
-                "name": name if isinstance(name, str) else "",
-                "kind": component.kind,
-                "apiVersion": component.api_version,
-                "podSets": pod_sets,
-            })
-        return out
+            out.append(ComponentStatus(name if isinstance(name, str) else "", component.kind,
+                                       component.api_version, pod_sets))
+        return tuple(out)
     except FieldError as exc:
         raise ComponentError(str(exc), fatal=True) from None
 
 
-def build_component(aw: Mapping[str, Any], index: int, no_execute_labels: Mapping[str, str]) -> dict[str, Any]:
+def build_component(aw: AppWrapperState, index: int, no_execute_labels: Mapping[str, str]) -> dict[str, Any]:
     """The object to create for component `index`; the AppWrapper is never changed."""
-    meta, aw_spec = aw.get("metadata"), aw.get("spec")
-    meta = meta if isinstance(meta, dict) else {}
-    aw_name, aw_namespace, aw_uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
+    aw_spec = aw.wire.get("spec")
+    aw_name, aw_namespace, aw_uid = aw.name, aw.namespace, aw.uid
     components = aw_spec.get("components") if isinstance(aw_spec, dict) else None
     if not isinstance(components, list) or not 0 <= index < len(components):
         raise ComponentError(f"spec.components[{index}]: no such component", fatal=True)
-    if not (isinstance(aw_name, str) and isinstance(aw_namespace, str) and isinstance(aw_uid, str)):
+    if not (aw_name and aw_namespace and aw_uid):
         raise ComponentError("the AppWrapper has no name, namespace or uid to own its components", fatal=True)
     component = components[index]
     where = f"spec.components[{index}]"
@@ -101,24 +98,11 @@ def build_component(aw: Mapping[str, Any], index: int, no_execute_labels: Mappin
     return obj
 
 
-def _declared_wire(path: str, replicas: int | None, annotations: Mapping[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": path}
-    if replicas is not None:
-        out["replicas"] = replicas
-    if annotations:
-        out["annotations"] = dict(annotations)
-    return out
-
-
-def _pod_sets(aw: Mapping[str, Any], index: int) -> list[str]:
-    """Paths of the component's podSets: the ones cached in status, else computed now."""
-    status = aw.get("status")
-    cached = status.get("componentStatus") if isinstance(status, dict) else None
-    if isinstance(cached, list) and index < len(cached) and isinstance(cached[index], dict):
-        pod_sets = cached[index].get("podSets")
-        if isinstance(pod_sets, list):
-            return [p.get("path") if isinstance(p, dict) else p for p in pod_sets]
-    return [p["path"] for p in component_status(aw)[index]["podSets"]]
+def _pod_sets(aw: AppWrapperState, index: int) -> list[str]:
+    """Paths of the component's podSets: the ones recorded in status, else computed now."""
+    if index < len(aw.components):
+        return [p.path for p in aw.components[index].pod_sets]
+    return [p.path for p in component_status(aw.wire)[index].pod_sets]
 
 
 def _pod_template(obj: dict[str, Any], path: Any, where: str) -> dict[str, Any]:

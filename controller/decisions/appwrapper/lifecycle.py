@@ -1,6 +1,6 @@
 """The AppWrapper phase machine (research/appwrapper.md 3.1), one function per phase.
 
-Each function reads the AppWrapper wire dict, what the adapter observed (its components and
+Each function reads the AppWrapper's typed state (parsed once by the adapter), what the adapter observed (its components and
 labelled pods), the effective Timing and `now`, and returns a `Transition`: the phase after the
 step, the conditions and counters to write, the actions to take and when to look again. Checks
 run in upstream's order, so the same cluster gives the same story. Creating components is the
@@ -18,26 +18,18 @@ from batchgate.durations import format_duration
 from controller.decisions.appwrapper.components import ComponentError, component_status
 from controller.decisions.appwrapper.teardown import teardown
 from controller.decisions.appwrapper.timing import Timing
+from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus
+from batchgate.api.conditions import Condition
 from controller.decisions.appwrapper.transition import (
     AddFinalizer,
-    Condition,
     CreateComponents,
     CreateOutcome,
     Event,
-    Obj,
     Observed,
     RemoveFinalizer,
     Teardown,
     Transition,
     clear,
-    component_statuses,
-    deployed_status,
-    has_status,
-    phase_of,
-    resetting_count_of,
-    since,
-    suspended,
-    with_deployed,
 )
 from controller.decisions.appwrapper.failure_policy import Failure, judge
 
@@ -52,29 +44,25 @@ RESUMING_MESSAGE = "Suspend is false"
 SUSPENDED_MESSAGE = "Suspend is true"
 
 
-def managed_here(aw: Obj) -> bool:
+def managed_here(aw: AppWrapperState) -> bool:
     """Upstream's rule: an AppWrapper whose spec.managedBy names another controller is not ours."""
-    managed_by = (aw.get("spec") or {}).get("managedBy")
-    return managed_by in (None, keys.APPWRAPPER_CONTROLLER_NAME)
+    return aw.managed_by in (None, keys.APPWRAPPER_CONTROLLER_NAME)
 
 
-def decide(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition | None:
+def decide(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition | None:
     """The next step for this AppWrapper; None when it is not ours or nothing is to be done."""
     if not managed_here(aw):
         return None
-    meta = aw.get("metadata") or {}
-    if meta.get("deletionTimestamp"):
-        if keys.APPWRAPPER_FINALIZER not in (meta.get("finalizers") or []):
-            return None
-        return terminating(aw, observed, timing, now)
-    step = PHASES.get(phase_of(aw))
+    if aw.deleting:
+        return terminating(aw, observed, timing, now) if aw.finalized else None
+    step = PHASES.get(aw.phase)
     return step(aw, observed, timing, now) if step is not None else None
 
 
-def empty(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
+def empty(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
     """A new AppWrapper: record its components and their podSets, then wait Suspended."""
     try:
-        components = component_status(aw)
+        components = component_status(aw.wire)
     except ComponentError as exc:
         unhealthy = Condition(keys.COND_UNHEALTHY, "True", keys.REASON_CREATE_FAILED, str(exc))
         return Transition(keys.PHASE_FAILED, f"components unusable: {exc}", (unhealthy,),
@@ -82,46 +70,46 @@ def empty(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Tra
     return Transition(keys.PHASE_SUSPENDED, "component status initialised", component_status=tuple(components))
 
 
-def suspended_phase(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition | None:
+def suspended_phase(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition | None:
     """Nothing deployed; un-suspending (Kueue admission) starts the deployment."""
-    if suspended(aw):
+    if aw.suspend:
         return None
     conditions = tuple(Condition(type_, status, keys.PHASE_RESUMING, RESUMING_MESSAGE) for type_, status in (
         (keys.COND_QUOTA_RESERVED, "True"), (keys.COND_RESOURCES_DEPLOYED, "True"),
         (keys.COND_PODS_READY, "False"), (keys.COND_UNHEALTHY, "False")))
-    actions = () if keys.APPWRAPPER_FINALIZER in ((aw.get("metadata") or {}).get("finalizers") or []) else (AddFinalizer(),)
+    actions = () if aw.finalized else (AddFinalizer(),)
     return Transition(keys.PHASE_RESUMING, "suspend is false", conditions, actions=actions)
 
 
-def resuming(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
+def resuming(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
     """Create every component not yet deployed; `after_create` judges how that went."""
-    if suspended(aw):
+    if aw.suspend:
         return _externally_suspended(aw)
-    components = component_statuses(aw)
-    todo = tuple(i for i, c in enumerate(components) if deployed_status(c) != "True")
+    components = list(aw.components)
+    todo = tuple(i for i, c in enumerate(components) if c.deployed != "True")
     if not todo:
         return Transition(keys.PHASE_RUNNING, "all components deployed")
     for index in todo:
-        components[index] = with_deployed(components[index], "Unknown", keys.REASON_COMPONENT_CREATION_INITIATED, now)
+        components[index] = components[index].with_deployed("Unknown", keys.REASON_COMPONENT_CREATION_INITIATED, now)
     return Transition(keys.PHASE_RESUMING, f"creating components {list(todo)}", component_status=tuple(components),
                       actions=(CreateComponents(todo),))
 
 
-def after_create(aw: Obj, outcomes: tuple[CreateOutcome, ...], timing: Timing, now: _dt.datetime) -> Transition:
+def after_create(aw: AppWrapperState, outcomes: tuple[CreateOutcome, ...], timing: Timing, now: _dt.datetime) -> Transition:
     """Resuming, once the creates were tried: Running, a retry within the grace period, or unhealthy."""
-    components = component_statuses(aw)
+    components = list(aw.components)
     error: CreateOutcome | None = None
     for outcome in outcomes:
         if outcome.error is None:
-            components[outcome.index] = with_deployed(components[outcome.index], "True", keys.REASON_COMPONENT_CREATED,
-                                                      now, name=outcome.name)
+            components[outcome.index] = components[outcome.index].with_deployed(
+                "True", keys.REASON_COMPONENT_CREATED, now, name=outcome.name)
         else:
-            components[outcome.index] = with_deployed(components[outcome.index], "False",
-                                                      keys.REASON_COMPONENT_CREATION_ERRORED, now)
+            components[outcome.index] = components[outcome.index].with_deployed(
+                "False", keys.REASON_COMPONENT_CREATION_ERRORED, now)
             error = error or outcome
     if error is None:
         return Transition(keys.PHASE_RUNNING, "all components deployed", component_status=tuple(components))
-    deadline = since(aw, keys.COND_RESOURCES_DEPLOYED, "True", now) + timing.admission_grace
+    deadline = aw.since(keys.COND_RESOURCES_DEPLOYED, "True", now) + timing.admission_grace
     if not error.fatal and now < deadline:
         return Transition(keys.PHASE_RESUMING, f"component {error.index} not created yet: {error.error}",
                           component_status=tuple(components), requeue_after=RETRY_CREATE_AFTER)
@@ -130,15 +118,15 @@ def after_create(aw: Obj, outcomes: tuple[CreateOutcome, ...], timing: Timing, n
     event = Event(keys.EVENT_UNHEALTHY, f"{keys.REASON_CREATE_FAILED}: {message}")
     if error.fatal:
         return Transition(keys.PHASE_FAILED, message, (unhealthy,), component_status=tuple(components), events=(event,))
-    failure = Failure(keys.REASON_CREATE_FAILED, message, components=((error.index, _name(aw, error.index)),))
+    failure = Failure(keys.REASON_CREATE_FAILED, message, components=((error.index, aw.component_name(error.index)),))
     return _reset_or_fail(aw, failure, timing, (unhealthy,), event, component_status=tuple(components))
 
 
-def running(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
+def running(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
     """Watch the deployed components and their pods, in upstream's order of checks."""
-    if suspended(aw):
+    if aw.suspend:
         return _externally_suspended(aw)
-    components = component_statuses(aw)
+    components = aw.components
     states = [observed.components.get(i) for i in range(len(components))]
     deployed = sum(1 for s in states if s is not None and s.exists and not s.deleting)
     if deployed != len(components):
@@ -150,14 +138,14 @@ def running(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> T
     failed = [(i, s.failure) for i, s in enumerate(states) if s is not None and s.failure is not None]
     if failed:
         message = f"Found {len(failed)} failed components: " + "; ".join(
-            f"{_name(aw, i)} ({reason}: {detail})" if detail else f"{_name(aw, i)} ({reason})"
+            f"{aw.component_name(i)} ({reason}: {detail})" if detail else f"{aw.component_name(i)} ({reason})"
             for i, (reason, detail) in failed)
         reason = failed[0][1][0]
-        failure = Failure(reason, message, pods.failed_exit_codes, tuple((i, _name(aw, i)) for i, _ in failed))
+        failure = Failure(reason, message, pods.failed_exit_codes, tuple((i, aw.component_name(i)) for i, _ in failed))
         return _reset_or_fail(aw, failure, timing,
                               (Condition(keys.COND_UNHEALTHY, "True", keys.REASON_FAILED_COMPONENT, message),),
                               Event(keys.EVENT_UNHEALTHY, f"{keys.REASON_FAILED_COMPONENT}: {message}"))
-    expected = expected_pods(aw)
+    expected = aw.expected_pods
     if pods.succeeded >= expected and pods.pending + pods.running + pods.failed == 0:
         message = f"{pods.succeeded} pods succeeded and no running, pending, or failed pods"
         return Transition(keys.PHASE_SUCCEEDED, message, (
@@ -165,13 +153,13 @@ def running(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> T
             Condition(keys.COND_RESOURCES_DEPLOYED, "True", keys.PHASE_SUCCEEDED, message)))
     if pods.failed > 0:
         unhealthy = Condition(keys.COND_UNHEALTHY, "True", keys.REASON_FOUND_FAILED_PODS)
-        deadline = since(aw, keys.COND_UNHEALTHY, "True", now) + timing.failure_grace
+        deadline = aw.since(keys.COND_UNHEALTHY, "True", now) + timing.failure_grace
         if now < deadline:
             return Transition(keys.PHASE_RUNNING, f"{pods.failed} failed pods; grace period until {deadline}",
                               (unhealthy,), requeue_after=deadline - now)
         message = f"{pods.failed} failed pods"
         failure = Failure(keys.REASON_FOUND_FAILED_PODS, message, pods.failed_exit_codes,
-                          tuple((i, _name(aw, i)) for i in observed.failed_components))
+                          tuple((i, aw.component_name(i)) for i in observed.failed_components))
         return _reset_or_fail(aw, failure, timing, (unhealthy,),
                               Event(keys.EVENT_UNHEALTHY, f"{keys.REASON_FOUND_FAILED_PODS}: {message}"))
     if pods.evicting:
@@ -190,7 +178,7 @@ def running(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> T
     waiting = healthy + clear(aw, keys.COND_PODS_READY, keys.REASON_INSUFFICIENT_PODS_READY, detail)
     all_exist = pods.pending + pods.running + pods.succeeded >= expected
     grace = timing.warmup_grace if all_exist else timing.admission_grace
-    deadline = since(aw, keys.COND_RESOURCES_DEPLOYED, "True", now) + grace
+    deadline = aw.since(keys.COND_RESOURCES_DEPLOYED, "True", now) + grace
     if now < deadline:
         return Transition(keys.PHASE_RUNNING, f"waiting for pods until {deadline}: {detail}", waiting,
                           requeue_after=min(POLL_WHILE_WARMING, deadline - now))
@@ -199,11 +187,11 @@ def running(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> T
                           Event(keys.EVENT_UNHEALTHY, f"{keys.REASON_INSUFFICIENT_PODS_READY}: {detail}"))
 
 
-def suspending(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
+def suspending(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
     """Take everything down whatever suspend says now, then give the quota back."""
     conditions: tuple[Condition, ...] = ()
     components = None
-    if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
+    if aw.holds(keys.COND_RESOURCES_DEPLOYED, "True"):
         down = teardown(aw, observed, timing, now)
         if not down.done:
             return _deleting(keys.PHASE_SUSPENDING, down)
@@ -215,12 +203,12 @@ def suspending(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -
     return Transition(keys.PHASE_SUSPENDED, "suspended: components deleted", conditions, component_status=components)
 
 
-def resetting(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
+def resetting(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
     """Delete the components, keep the quota, pause, then deploy again."""
-    if suspended(aw):
+    if aw.suspend:
         return _externally_suspended(aw)
     conditions = clear(aw, keys.COND_PODS_READY, keys.PHASE_RESETTING)
-    if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
+    if aw.holds(keys.COND_RESOURCES_DEPLOYED, "True"):
         down = teardown(aw, observed, timing, now)
         if not down.done:
             return _deleting(keys.PHASE_RESETTING, down, conditions)
@@ -237,27 +225,27 @@ def resetting(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) ->
         Condition(keys.COND_RESOURCES_DEPLOYED, "True", keys.PHASE_RESUMING, "Reset complete; resuming"),))
 
 
-def failed(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition | None:
+def failed(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition | None:
     """Terminal. Hold the resources for deletionOnFailureGracePeriod (unless suspended), then delete them."""
     conditions: tuple[Condition, ...] = ()
     delay = timing.deletion_on_failure_grace
     # Held only while something is deployed and its deletion has not begun: upstream re-pauses a
     # deletion in progress (or a finished one) on its next look, which would restart every timer.
-    holding = (delay > _dt.timedelta(0) and not suspended(aw) and has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True")
-               and not has_status(aw, keys.COND_DELETING_RESOURCES, "True"))
+    holding = (delay > _dt.timedelta(0) and not aw.suspend and aw.holds(keys.COND_RESOURCES_DEPLOYED, "True")
+               and not aw.holds(keys.COND_DELETING_RESOURCES, "True"))
     if holding:
-        deadline = since(aw, keys.COND_DELETING_RESOURCES, "False", now) + delay
+        deadline = aw.since(keys.COND_DELETING_RESOURCES, "False", now) + delay
         if now < deadline:
             paused = Condition(keys.COND_DELETING_RESOURCES, "False", keys.REASON_DELETION_PAUSED,
                                f"{keys.DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION} has value {format_duration(delay)}")
             return Transition(keys.PHASE_FAILED, f"resources kept for debugging until {deadline}", (paused,),
                               requeue_after=deadline - now)
     components = None
-    if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
+    if aw.holds(keys.COND_RESOURCES_DEPLOYED, "True"):
         down = teardown(aw, observed, timing, now)
         if not down.done:
             return _deleting(keys.PHASE_FAILED, down, conditions)
-        message = ("Kueue forced resource deletion by suspending AppWrapper" if delay > _dt.timedelta(0) and suspended(aw)
+        message = ("Kueue forced resource deletion by suspending AppWrapper" if delay > _dt.timedelta(0) and aw.suspend
                    else "Resources deleted for failed AppWrapper")
         components = down.component_status
         conditions += down.conditions + (Condition(keys.COND_RESOURCES_DEPLOYED, "False", keys.PHASE_FAILED, message),)
@@ -265,11 +253,11 @@ def failed(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Tr
     return Transition(keys.PHASE_FAILED, "failed: nothing left deployed", conditions, component_status=components)
 
 
-def succeeded(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition | None:
+def succeeded(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition | None:
     """Terminal. Keep the finished components for successTTL after deployment, then delete them."""
-    if not has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
+    if not aw.holds(keys.COND_RESOURCES_DEPLOYED, "True"):
         return None
-    deadline = since(aw, keys.COND_RESOURCES_DEPLOYED, "True", now) + timing.success_ttl
+    deadline = aw.since(keys.COND_RESOURCES_DEPLOYED, "True", now) + timing.success_ttl
     if now < deadline:
         return Transition(keys.PHASE_SUCCEEDED, f"kept until {deadline}", requeue_after=deadline - now)
     down = teardown(aw, observed, timing, now)
@@ -281,36 +269,26 @@ def succeeded(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) ->
         component_status=down.component_status)
 
 
-def terminating(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
+def terminating(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Transition:
     """The AppWrapper is being deleted: take its components down, give the quota back, let it go."""
     conditions: tuple[Condition, ...] = ()
     components = None
-    phase = phase_of(aw)
-    if has_status(aw, keys.COND_RESOURCES_DEPLOYED, "True"):
+    phase = aw.phase
+    if aw.holds(keys.COND_RESOURCES_DEPLOYED, "True"):
         down = teardown(aw, observed, timing, now)
         if not down.done:
             return _deleting(keys.PHASE_TERMINATING, down)
         components = down.component_status
         conditions = down.conditions + (Condition(keys.COND_RESOURCES_DEPLOYED, "False", keys.PHASE_TERMINATING,
                                                   "Resources successfully deleted"),)
-    if has_status(aw, keys.COND_QUOTA_RESERVED, "True"):
+    if aw.holds(keys.COND_QUOTA_RESERVED, "True"):
         conditions += (Condition(keys.COND_QUOTA_RESERVED, "False", keys.PHASE_TERMINATING, "No resources deployed"),)
     return Transition(phase, "teardown complete: finalizer removed", conditions, component_status=components,
                       actions=(RemoveFinalizer(),))
 
 
-def expected_pods(aw: Obj) -> int:
-    """Sum of podSet replicas over the recorded components (a podSet without replicas is one pod)."""
-    total = 0
-    for component in component_statuses(aw):
-        for pod_set in component.get("podSets") or []:
-            replicas = pod_set.get("replicas") if isinstance(pod_set, dict) else None
-            total += replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
-    return total
-
-
-def _externally_suspended(aw: Obj) -> Transition:
-    phase = phase_of(aw)
+def _externally_suspended(aw: AppWrapperState) -> Transition:
+    phase = aw.phase
     return Transition(keys.PHASE_SUSPENDING, f"suspended while {phase}",
                       events=(Event(keys.EVENT_SUSPENDING, f"Externally suspended while in the {phase} phase"),))
 
@@ -321,15 +299,15 @@ def _deleting(phase: str, down: Teardown, conditions: tuple[Condition, ...] = ()
                       actions=down.actions, requeue_after=down.requeue_after)
 
 
-def _retry_deadline(aw: Obj, timing: Timing, now: _dt.datetime) -> _dt.datetime:
-    return since(aw, keys.COND_UNHEALTHY, "True", now) + timing.retry_pause
+def _retry_deadline(aw: AppWrapperState, timing: Timing, now: _dt.datetime) -> _dt.datetime:
+    return aw.since(keys.COND_UNHEALTHY, "True", now) + timing.retry_pause
 
 
-def _reset_or_fail(aw: Obj, failure: Failure, timing: Timing, conditions: tuple[Condition, ...], event: Event,
-                   component_status: tuple | None = None) -> Transition:
+def _reset_or_fail(aw: AppWrapperState, failure: Failure, timing: Timing, conditions: tuple[Condition, ...], event: Event,
+                   component_status: tuple[ComponentStatus, ...] | None = None) -> Transition:
     """Resetting while the retry limit allows and the failure policy does not say Fail; else Failed."""
     verdict = judge(failure, timing)
-    count = resetting_count_of(aw)
+    count = aw.resetting_count
     if verdict.rule is not None or verdict.action != "Reset":
         event = Event(event.reason, f"{event.message} ({verdict.why})", event.type)
     if verdict.action != "Fail" and count < timing.retry_limit:
@@ -341,12 +319,7 @@ def _reset_or_fail(aw: Obj, failure: Failure, timing: Timing, conditions: tuple[
                       events=(event,))
 
 
-def _name(aw: Obj, index: int) -> str:
-    components = component_statuses(aw)
-    return str(components[index].get("name") or "") if index < len(components) else ""
-
-
-PhaseStep = Callable[[Obj, Observed, Timing, _dt.datetime], "Transition | None"]
+PhaseStep = Callable[[AppWrapperState, Observed, Timing, _dt.datetime], "Transition | None"]
 PHASES: dict[str, PhaseStep] = {
     keys.PHASE_EMPTY: empty,
     keys.PHASE_SUSPENDED: suspended_phase,

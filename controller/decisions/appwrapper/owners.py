@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from controller.decisions.appwrapper.transition import Obj, component_statuses
+from batchgate.api.appwrapper_status import AppWrapperState
 
 
-def component_of(aw: Obj, pod: Mapping[str, Any]) -> int | None:
+def component_of(aw: AppWrapperState, pod: Mapping[str, Any]) -> int | None:
     """Index of the component `pod` belongs to, or None if it cannot be told."""
     meta = pod.get("metadata") or {}
     owners = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping) and r.get("controller")]
     by_name: dict[tuple[str, str], int] = {}
-    for index, component in enumerate(component_statuses(aw)):
-        by_name[(str(component.get("kind")), str(component.get("name")))] = index
+    for index, component in enumerate(aw.components):
+        by_name[(component.kind, component.name)] = index
     if ("Pod", str(meta.get("name"))) in by_name:
         return by_name[("Pod", str(meta.get("name")))]
     for ref in owners:
@@ -33,7 +33,7 @@ def component_of(aw: Obj, pod: Mapping[str, Any]) -> int | None:
     return None
 
 
-def failed_components(aw: Obj, pods: Iterable[Mapping[str, Any]]) -> tuple[int, ...]:
+def failed_components(aw: AppWrapperState, pods: Iterable[Mapping[str, Any]]) -> tuple[int, ...]:
     """Sorted indices of the components owning at least one Failed pod."""
     found = {component_of(aw, pod) for pod in pods if (pod.get("status") or {}).get("phase") == "Failed"}
     return tuple(sorted(i for i in found if i is not None))

@@ -12,20 +12,10 @@ from __future__ import annotations
 import datetime as _dt
 
 from batchgate import keys
+from batchgate.api.appwrapper_status import AppWrapperState
+from batchgate.api.conditions import Condition
 from controller.decisions.appwrapper.timing import Timing
-from controller.decisions.appwrapper.transition import (
-    Action,
-    Condition,
-    DeleteComponents,
-    DeletePods,
-    Obj,
-    Observed,
-    Teardown,
-    component_statuses,
-    deployed_status,
-    since,
-    with_deployed,
-)
+from controller.decisions.appwrapper.transition import Action, DeleteComponents, DeletePods, Observed, Teardown
 
 POLL_WHILE_DELETING = _dt.timedelta(seconds=5)
 """How soon to look again while components or pods are still going (upstream polls every 5 s)."""
@@ -33,26 +23,22 @@ MIN_POLL = _dt.timedelta(milliseconds=100)
 """The shortest wait between looks, so a grace period about to expire does not spin the queue."""
 
 
-def maybe_present(aw: Obj) -> list[int]:
+def maybe_present(aw: AppWrapperState) -> list[int]:
     """Components that may exist: created, or being created under a known name."""
-    out = []
-    for index, component in enumerate(component_statuses(aw)):
-        status = deployed_status(component)
-        if status == "True" or (status == "Unknown" and component.get("name")):
-            out.append(index)
-    return out
+    return [index for index, component in enumerate(aw.components)
+            if component.deployed == "True" or (component.deployed == "Unknown" and component.name)]
 
 
-def teardown(aw: Obj, observed: Observed, timing: Timing, now: _dt.datetime) -> Teardown:
+def teardown(aw: AppWrapperState, observed: Observed, timing: Timing, now: _dt.datetime) -> Teardown:
     """The next deletion step, from what the last look at the cluster showed."""
-    started = since(aw, keys.COND_DELETING_RESOURCES, "True", now)
+    started = aw.since(keys.COND_DELETING_RESOURCES, "True", now)
     deleting = Condition(keys.COND_DELETING_RESOURCES, "True", keys.REASON_DELETION_INITIATED)
-    components = component_statuses(aw)
+    components = list(aw.components)
     remaining: list[int] = []
     for index in maybe_present(aw):
         state = observed.components.get(index)
         if state is not None and not state.exists:
-            components[index] = with_deployed(components[index], "False", keys.REASON_COMPONENT_DELETED, now)
+            components[index] = components[index].with_deployed("False", keys.REASON_COMPONENT_DELETED, now)
         else:
             remaining.append(index)
     expired = now > started + timing.forceful_deletion_grace

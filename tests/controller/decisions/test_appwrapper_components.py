@@ -17,6 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from batchgate import keys
+from batchgate.api.appwrapper_status import read_appwrapper_state as state
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.api.paths import get_at, parse_podset_path
 from controller.decisions.appwrapper.components import ComponentError, build_component, component_status
@@ -79,7 +80,7 @@ def required_terms(pod_spec: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def templates_of(obj: dict[str, Any], aw: dict[str, Any], index: int) -> list[dict[str, Any]]:
-    return [get_at(obj, parse_podset_path(p["path"], "")[1:]) for p in component_status(aw)[index]["podSets"]]
+    return [get_at(obj, parse_podset_path(p.path, "")[1:]) for p in component_status(aw)[index].pod_sets]
 
 
 def corpus_appwrappers() -> list[Any]:
@@ -98,17 +99,17 @@ def corpus_appwrappers() -> list[Any]:
 def test_every_corpus_component_is_built_with_admissions_pod_set_infos(aw: dict[str, Any]) -> None:
     statuses = component_status(aw)
     for index, component in enumerate(aw["spec"]["components"]):
-        component["podSetInfos"] = [MARKER] * len(statuses[index]["podSets"])
+        component["podSetInfos"] = [MARKER] * len(statuses[index].pod_sets)
     before = copy.deepcopy(aw)
     for index, component in enumerate(aw["spec"]["components"]):
-        obj = build_component(aw, index, EVICT)
+        obj = build_component(state(aw), index, EVICT)
         user_labels = component["template"]["metadata"].get("labels") or {}
         assert obj["metadata"]["labels"][keys.APPWRAPPER_LABEL] == user_labels.get(keys.APPWRAPPER_LABEL, aw["metadata"]["name"])
         assert obj["metadata"]["namespace"] == aw["metadata"]["namespace"]
         assert obj["metadata"]["ownerReferences"] == [{
             "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": aw["metadata"]["name"],
             "uid": "uid-aw", "controller": True, "blockOwnerDeletion": True}]
-        for path in (p["path"] for p in statuses[index]["podSets"]):
+        for path in (p.path for p in statuses[index].pod_sets):
             steps = parse_podset_path(path, "")[1:]
             template, original = get_at(obj, steps), get_at(component["template"], steps)
             assert template["metadata"]["labels"][keys.APPWRAPPER_LABEL] == aw["metadata"]["name"]
@@ -140,7 +141,7 @@ def test_minimal_pods_get_markers_and_only_the_gpu_pod_gets_the_affinity() -> No
     """Upstream item 13, minimal pods: one CPU pod, one GPU pod with a declared podSet."""
     aw = an_appwrapper(a_pod(gpus=0), a_pod(gpus=1), infos=[MARKER])
     aw["spec"]["components"][1]["podSets"] = [{"replicas": 1, "path": "template"}]
-    cpu_pod, gpu_pod = build_component(aw, 0, EVICT), build_component(aw, 1, EVICT)
+    cpu_pod, gpu_pod = build_component(state(aw), 0, EVICT), build_component(state(aw), 1, EVICT)
     for pod in (cpu_pod, gpu_pod):
         assert pod["metadata"]["labels"] == {keys.APPWRAPPER_LABEL: "aw", "testkey1": "value1"}
         assert pod["metadata"]["annotations"] == {"test2": "test2"}
@@ -153,7 +154,7 @@ def test_minimal_pods_get_markers_and_only_the_gpu_pod_gets_the_affinity() -> No
 
 def test_a_complex_pod_keeps_everything_it_had() -> None:
     """Upstream item 13, complex pods: user labels, annotations, selector, tolerations, gates, affinity kept."""
-    pod = build_component(an_appwrapper(complex_pod(), infos=[MARKER]), 0, EVICT)
+    pod = build_component(state(an_appwrapper(complex_pod(), infos=[MARKER])), 0, EVICT)
     assert pod["metadata"]["labels"] == {"myComplexLabel": "myComplexValue", keys.APPWRAPPER_LABEL: "aw",
                                          "testkey1": "value1"}
     assert pod["metadata"]["annotations"] == {"myComplexAnnotation": "myComplexValue", "test2": "test2"}
@@ -171,7 +172,7 @@ def a_job(gpus: int = 1) -> dict[str, Any]:
 
 
 def built(aw: dict[str, Any], index: int = 0, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return build_component(aw, index, EVICT if labels is None else labels)
+    return build_component(state(aw), index, EVICT if labels is None else labels)
 
 
 BUILD_CASES = [
@@ -335,12 +336,12 @@ STATUS_CASES = [
 
 @pytest.mark.parametrize(("aw", "expected"), STATUS_CASES)
 def test_component_status(aw: dict[str, Any], expected: list[dict[str, Any]]) -> None:
-    assert component_status(aw) == expected
+    assert [c.to_wire() for c in component_status(aw)] == expected
 
 
 def test_the_lws_sample_keeps_its_declared_podsets_in_status() -> None:
     lws = next(p.values[0] for p in corpus_appwrappers() if p.id == "appwrapper/wrapped-leader-worker-set.yaml#0")
-    assert [p for c in component_status(lws) for p in c["podSets"]] == [
+    assert [p for c in component_status(lws) for p in c.to_wire()["podSets"]] == [
         {"path": "template.spec.leaderWorkerTemplate.leaderTemplate", "replicas": 2},
         {"path": "template.spec.leaderWorkerTemplate.workerTemplate", "replicas": 3}]
 
@@ -390,7 +391,7 @@ def test_building_keeps_user_settings_and_never_mutates_the_appwrapper(
     conflict = any(user_labels.get(k, v) != v for k, v in info_labels.items()) or any(
         user_selector.get(k, v) != v for k, v in info_selector.items())
     try:
-        obj = build_component(aw, 0, EVICT)
+        obj = build_component(state(aw), 0, EVICT)
     except ComponentError as exc:
         assert conflict and exc.fatal
         assert aw == before
@@ -446,9 +447,9 @@ def replace_at(obj: dict[str, Any], at: tuple[Any, ...], value: Any) -> dict[str
 @settings(max_examples=400)
 def test_a_malformed_appwrapper_raises_only_component_errors(at: tuple[Any, ...], value: Any) -> None:
     aw = an_appwrapper(a_job(), infos=[dict(MARKER)])
-    aw["status"] = {"componentStatus": component_status(aw)}
+    aw["status"] = {"componentStatus": [c.to_wire() for c in component_status(aw)]}
     aw = replace_at(aw, at, value)
-    for build in (lambda: component_status(aw), lambda: build_component(aw, 0, EVICT)):
+    for build in (lambda: component_status(aw), lambda: build_component(state(aw), 0, EVICT)):
         try:
             build()
         except ComponentError as exc:

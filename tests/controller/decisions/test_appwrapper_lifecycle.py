@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from batchgate import keys
+from batchgate.api.appwrapper_status import read_appwrapper_state as state
 from batchgate.api.failure_policy import FailurePolicyRule
 from controller.decisions.appwrapper.lifecycle import after_create, decide
 from controller.decisions.appwrapper.pods import PodCounts
@@ -301,7 +302,7 @@ CASES = [
 @pytest.mark.parametrize("aw, observed, timing_, now, expect", CASES)
 def test_each_phase_takes_upstreams_step(aw: dict[str, Any], observed: Observed, timing_: Timing, now: float,
                                          expect: Expect | None) -> None:
-    check(decide(aw, observed, timing_, at(now)), expect)
+    check(decide(state(aw), observed, timing_, at(now)), expect)
 
 
 TEARDOWN_CASES = [
@@ -322,7 +323,7 @@ TEARDOWN_CASES = [
 def test_the_deletion_protocol_escalates_after_its_grace_period(observed: Observed, started: float, now: float,
                                                                 expect: Expect) -> None:
     aw = an_aw().deployed(F).with_condition(DR, "True", keys.REASON_DELETION_INITIATED, at=started).build()
-    check(decide(aw, observed, DEFAULT_TIMING, at(now)), expect)
+    check(decide(state(aw), observed, DEFAULT_TIMING, at(now)), expect)
 
 
 def resuming_with(*deployed: str) -> dict[str, Any]:
@@ -355,42 +356,42 @@ CREATE_CASES = [
 @pytest.mark.parametrize("aw, outcomes, now, timing_, expect", CREATE_CASES)
 def test_component_creation_outcomes_decide_what_resuming_becomes(aw: dict[str, Any], outcomes: tuple[CreateOutcome, ...],
                                                                   now: float, timing_: Timing, expect: Expect) -> None:
-    check(after_create(aw, outcomes, timing_, at(now)), expect)
+    check(after_create(state(aw), outcomes, timing_, at(now)), expect)
 
 
 def test_created_components_are_recorded_under_their_real_names() -> None:
-    step = after_create(resuming_with("Unknown", "Unknown"), (CreateOutcome(0, "aw-0"), CreateOutcome(1, "aw-1-x7k2p")),
+    step = after_create(state(resuming_with("Unknown", "Unknown")), (CreateOutcome(0, "aw-0"), CreateOutcome(1, "aw-1-x7k2p")),
                         DEFAULT_TIMING, at(5))
     assert step.component_status is not None
-    assert [c["name"] for c in step.component_status] == ["aw-0", "aw-1-x7k2p"]
-    assert [c["conditions"][0]["reason"] for c in step.component_status] == [keys.REASON_COMPONENT_CREATED] * 2
+    assert [c.name for c in step.component_status] == ["aw-0", "aw-1-x7k2p"]
+    assert [c.conditions[0].reason for c in step.component_status] == [keys.REASON_COMPONENT_CREATED] * 2
 
 
 def test_a_failed_create_marks_only_that_component_errored() -> None:
-    step = after_create(resuming_with("True", "Unknown"), (CreateOutcome(1, error="boom"),), DEFAULT_TIMING, at(5))
+    step = after_create(state(resuming_with("True", "Unknown")), (CreateOutcome(1, error="boom"),), DEFAULT_TIMING, at(5))
     assert step.component_status is not None
-    assert [c["conditions"][0]["status"] for c in step.component_status] == ["True", "False"]
+    assert [c.deployed for c in step.component_status] == ["True", "False"]
 
 
 def test_resuming_marks_the_components_it_is_about_to_create() -> None:
     aw = an_aw().deployed(keys.PHASE_RESUMING).components_deployed("False").build()
-    step = decide(aw, seen(0), DEFAULT_TIMING, at(3))
+    step = decide(state(aw), seen(0), DEFAULT_TIMING, at(3))
     assert step is not None and step.component_status is not None
-    assert step.component_status[0]["conditions"][0]["reason"] == keys.REASON_COMPONENT_CREATION_INITIATED
+    assert step.component_status[0].conditions[0].reason == keys.REASON_COMPONENT_CREATION_INITIATED
 
 
 def test_a_new_appwrapper_records_each_components_kind_and_pod_sets() -> None:
-    step = decide(an_aw(replicas=(3, 1)).suspended().build(), seen(0), DEFAULT_TIMING, at(0))
+    step = decide(state(an_aw(replicas=(3, 1)).suspended().build()), seen(0), DEFAULT_TIMING, at(0))
     assert step is not None and step.component_status is not None
-    assert [(c["name"], c["kind"], [p.get("replicas") for p in c["podSets"]]) for c in step.component_status] == [
+    assert [(c.name, c.kind, [p.replicas for p in c.pod_sets]) for c in step.component_status] == [
         ("aw-0", "Job", [3]), ("aw-1", "Job", [1])]
 
 
 def test_status_patch_stamps_a_condition_only_when_its_status_flips() -> None:
     aw = running().build()
-    step = decide(aw, seen(running=2), DEFAULT_TIMING, at(10))
+    step = decide(state(aw), seen(running=2), DEFAULT_TIMING, at(10))
     assert step is not None
-    patch = status_patch(aw, step, at(10))
+    patch = status_patch(state(aw), step, at(10))
     assert patch is not None
     conds = {c["type"]: c for c in patch["status"]["conditions"]}
     assert conds[PR]["lastTransitionTime"] == "2026-01-01T00:00:10Z"
@@ -401,14 +402,14 @@ def test_status_patch_stamps_a_condition_only_when_its_status_flips() -> None:
 def test_status_patch_is_none_when_the_step_changes_nothing() -> None:
     aw = running().with_condition(PR, "True", keys.REASON_SUFFICIENT_PODS_READY, at=5,
                                      message="2 pods running; 0 pods succeeded").build()
-    step = decide(aw, seen(running=2), DEFAULT_TIMING, at(10))
-    assert step is not None and status_patch(aw, step, at(10)) is None
+    step = decide(state(aw), seen(running=2), DEFAULT_TIMING, at(10))
+    assert step is not None and status_patch(state(aw), step, at(10)) is None
 
 
 def test_a_reset_counts_from_the_written_resetting_count() -> None:
     aw = running().resets(2).build()
-    step = decide(aw, seen(running=1), DEFAULT_TIMING, at(61))
+    step = decide(state(aw), seen(running=1), DEFAULT_TIMING, at(61))
     assert step is not None
-    patch = status_patch(aw, step, at(61))
+    patch = status_patch(state(aw), step, at(61))
     assert patch is not None
     assert (patch["status"]["phase"], patch["status"]["resettingCount"]) == (keys.PHASE_RESETTING, 3)

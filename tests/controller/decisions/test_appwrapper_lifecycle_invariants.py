@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchgate import keys
+from batchgate.api.appwrapper_status import read_appwrapper_state as state
 from controller.decisions.appwrapper.lifecycle import decide
 from controller.decisions.appwrapper.pods import PodCounts
 from controller.decisions.appwrapper.transition import (
@@ -23,7 +24,6 @@ from controller.decisions.appwrapper.transition import (
     DeleteComponents,
     DeletePods,
     Observed,
-    resetting_count_of,
     status_patch,
 )
 from tests.controller.decisions.appwrapper_builders import an_aw, at, timing
@@ -78,7 +78,7 @@ def applied(aw: dict[str, Any], patch: dict[str, Any] | None) -> dict[str, Any]:
 @given(aw=appwrappers(), observed=observations, timing_=timings, now=st.integers(0, 1000))
 def test_every_step_keeps_the_machines_invariants(aw: dict[str, Any], observed: Observed, timing_: Any, now: int) -> None:
     before = (aw.get("status") or {}).get("phase", "")
-    step = decide(aw, observed, timing_, at(now))
+    step = decide(state(aw), observed, timing_, at(now))
     if step is None:
         return
     assert step.phase in PHASES + (keys.PHASE_TERMINATING,)
@@ -86,7 +86,7 @@ def test_every_step_keeps_the_machines_invariants(aw: dict[str, Any], observed: 
     if before in (keys.PHASE_SUCCEEDED, keys.PHASE_FAILED) and not deleting:
         assert step.phase == before, "terminal phases stay terminal"
     if step.resetting_count is not None:
-        count = resetting_count_of(aw)
+        count = state(aw).resetting_count
         assert step.resetting_count >= count
         assert step.resetting_count == count or step.resetting_count <= timing_.retry_limit
     creates = any(isinstance(a, CreateComponents) for a in step.actions)
@@ -94,5 +94,5 @@ def test_every_step_keeps_the_machines_invariants(aw: dict[str, Any], observed: 
     assert not (creates and deletes)
     assert step.requeue_after is None or step.requeue_after >= _dt.timedelta(0)
 
-    written = applied(aw, status_patch(aw, step, at(now)))
-    assert status_patch(written, step, at(now + 5)) is None, "re-applying a written step changes nothing"
+    written = applied(aw, status_patch(state(aw), step, at(now)))
+    assert status_patch(state(written), step, at(now + 5)) is None, "re-applying a written step changes nothing"

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 
 from batchgate import keys
+from batchgate.api.appwrapper_status import read_appwrapper_state as state
 from batchgate.clock import format_time
 from batchgate.policy import DEFAULT_POLICY
 from controller.decisions.appwrapper.lifecycle import after_create, decide
@@ -188,7 +189,7 @@ def check_step(world: World, before: dict[str, Any], after: dict[str, Any], step
 def perform(world: World, step: Transition) -> None:
     """Apply one Transition as the adapter does: status first, then the actions."""
     before = world.aw
-    world.aw = apply_patch(before, status_patch(before, step, world.now))
+    world.aw = apply_patch(before, status_patch(state(before), step, world.now))
     check_step(world, before, world.aw, step)
     meta = world.aw["metadata"]
     for action in step.actions:
@@ -217,7 +218,7 @@ def perform(world: World, step: Transition) -> None:
                     continue
                 results.append(CreateOutcome(index, error=f"{kind} error", fatal=kind == "fatal"))
                 break
-            created = after_create(world.aw, tuple(results), timing(world), world.now)
+            created = after_create(state(world.aw), tuple(results), timing(world), world.now)
             perform(world, created)
 
 
@@ -230,7 +231,7 @@ def reconcile(world: World) -> None:
         if world.gone:
             return
         before = copy.deepcopy(world.aw)
-        step = decide(world.aw, world.observed(), timing(world), world.now)
+        step = decide(state(world.aw), world.observed(), timing(world), world.now)
         if step is None:
             return
         perform(world, step)

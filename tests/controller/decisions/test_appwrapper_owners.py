@@ -11,14 +11,15 @@ from typing import Any
 
 import pytest
 
+from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus
 from controller.decisions.appwrapper.owners import component_of, failed_components
 
-AW = {"status": {"componentStatus": [
-    {"name": "trainer", "kind": "Pod", "apiVersion": "v1"},
-    {"name": "eval", "kind": "Job", "apiVersion": "batch/v1"},
-    {"name": "ps", "kind": "PyTorchJob", "apiVersion": "kubeflow.org/v1"},
-    {"name": "web", "kind": "Deployment", "apiVersion": "apps/v1"},
-]}}
+AW = AppWrapperState("aw", "team-a", components=(
+    ComponentStatus("trainer", "Pod", "v1"),
+    ComponentStatus("eval", "Job", "batch/v1"),
+    ComponentStatus("ps", "PyTorchJob", "kubeflow.org/v1"),
+    ComponentStatus("web", "Deployment", "apps/v1"),
+))
 
 
 def a_pod(name: str, owner: tuple[str, str] | None = None, phase: str = "Running") -> dict[str, Any]:

@@ -1,0 +1,81 @@
+"""metav1.Condition: one type for the conditions of every object we read or write, and one merge rule.
+
+Reading is tolerant (an entry that is not a mapping, or a time that does not parse, is skipped or
+left unset): a status is written by controllers, and a bad one must not stop the one reading it.
+`merge` is the metav1 rule every status writer here follows: `lastTransitionTime` changes only when
+a condition's status flips, so grace periods measured from it survive restarts (DESIGN 3.3).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from batchgate.clock import format_time, parse_time
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: str  # "True" | "False" | "Unknown"
+    reason: str = ""
+    message: str = ""
+    last_transition_time: _dt.datetime | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message}
+        if self.last_transition_time is not None:
+            out["lastTransitionTime"] = format_time(self.last_transition_time)
+        return out
+
+
+def read_conditions(value: Any) -> tuple[Condition, ...]:
+    """`status.conditions` as typed values; entries without a string type are skipped."""
+    out = []
+    for raw in value if isinstance(value, list) else ():
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
+            continue
+        out.append(Condition(raw["type"], _text(raw.get("status")), _text(raw.get("reason")),
+                             _text(raw.get("message")), _time(raw.get("lastTransitionTime"))))
+    return tuple(out)
+
+
+def find(conditions: Iterable[Condition], type_: str) -> Condition | None:
+    return next((c for c in conditions if c.type == type_), None)
+
+
+def holds(conditions: Iterable[Condition], type_: str, status: str) -> bool:
+    found = find(conditions, type_)
+    return found is not None and found.status == status
+
+
+def merge(current: Sequence[Condition], wanted: Iterable[Condition], now: _dt.datetime) -> tuple[Condition, ...]:
+    """`current` with `wanted` applied in place (new types appended); a later wanted entry of a type wins.
+
+    A condition keeps its transition time while its status stays the same, else it is stamped `now`.
+    """
+    out = list(current)
+    last = {want.type: want for want in wanted}
+    for want in last.values():
+        old = find(out, want.type)
+        keep = old is not None and old.status == want.status and old.last_transition_time is not None
+        new = replace(want, last_transition_time=old.last_transition_time if keep and old else now)
+        if old is None:
+            out.append(new)
+        else:
+            out[out.index(old)] = new
+    return tuple(out)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _time(value: Any) -> _dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
