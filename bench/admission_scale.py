@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient  # noqa: E402
+from demo.kubectl import KUBECTL  # noqa: E402
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 NAMESPACE = "bench"
@@ -248,7 +249,7 @@ def main() -> int:
     kubeconfig = work / "kubeconfig"
     controller = None
     try:
-        subprocess.run(["/usr/bin/kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={work / 'cache'}", "apply", "-k",
+        subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={work / 'cache'}", "apply", "-k",
                         str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
         client = KubeClient.from_kubeconfig(str(kubeconfig))
         queues = setup(client, args.cohorts, args.queues)

@@ -12,8 +12,9 @@ from pathlib import Path
 import requests
 import yaml
 
+from demo.kubectl import KUBECTL
+
 ROOT = Path(__file__).resolve().parents[1]
-KUBECTL = "/usr/bin/kubectl"
 
 
 class Processes:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-KUBECTL = "/usr/bin/kubectl"
+KUBECTL = shutil.which("kubectl") or "kubectl"
+"""The kubectl on the PATH, as a user runs it (the demo, the tests and the benchmarks all use this one)."""
 CALL_TIMEOUT_SECONDS = 60.0
 
 

@@ -55,8 +55,8 @@ def _check(args: argparse.Namespace) -> str | None:
         return f"--speed must be positive, got {args.speed}"
     if not args.corpus.is_dir():
         return f"corpus directory {args.corpus} not found (shared/corpus beside the clone)"
-    if not Path(KUBECTL).is_file():
-        return f"{KUBECTL} not found: the demo drives the cluster with the real kubectl"
+    if shutil.which(KUBECTL) is None:
+        return "kubectl not found on the PATH: the demo drives the cluster with the real kubectl"
     return None
 
 

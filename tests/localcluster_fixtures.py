@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from demo.kubectl import KUBECTL
 from localcluster.runner import LocalCluster
 
-KUBECTL = "/usr/bin/kubectl"
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
+from demo.kubectl import KUBECTL
+
 ROOT = Path(__file__).resolve().parents[2]
-KUBECTL = "/usr/bin/kubectl"
 T = TypeVar("T")
 
 

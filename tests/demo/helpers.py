@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,9 @@ def run_demo(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
                           cwd=REPO_ROOT)
 
 
-def popen_demo(*args: str) -> subprocess.Popen[str]:
-    options: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True,
+def popen_demo(*args: str, stderr: IO[str]) -> subprocess.Popen[str]:
+    """The demo in the background; its stderr goes to a file, so a chatty demo never blocks on a
+    full pipe and a failing test can show what it said."""
+    options: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": stderr, "text": True,
                                "env": demo_env(), "cwd": REPO_ROOT}
     return subprocess.Popen(demo_command(*args), **options)

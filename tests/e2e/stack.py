@@ -21,13 +21,13 @@ import yaml
 
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
+from demo.kubectl import KUBECTL
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
 from webhook.serving.launch import start_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
-KUBECTL = "/usr/bin/kubectl"
 NAMESPACE = "team1"
 USER = "alice"
 # Gang placement is not what these tests are about: the local cluster's default scheduler binds.

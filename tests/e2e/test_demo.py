@@ -12,12 +12,13 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from demo.kubectl import KUBECTL
 from tests.demo.helpers import corpus_dir, popen_demo, run_demo
 
-KUBECTL = "/usr/bin/kubectl"
 DEMO_TIMEOUT_SECONDS = 240
 
 
@@ -128,15 +129,29 @@ def _lines(process: subprocess.Popen[str]) -> Iterator[str]:
         yield line
 
 
-def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c() -> None:
-    process = popen_demo("--corpus", str(corpus_dir()), "--speed", "2")
+def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path) -> None:
+    stderr_file = tmp_path / "demo.stderr"
+    seen: list[str] = []
+
+    def said() -> str:
+        return f"\n--- demo stdout (last lines) ---\n{''.join(seen[-40:])}\n--- demo stderr ---\n{stderr_file.read_text()[-3000:]}"
+
+    with stderr_file.open("w") as stderr:
+        process = popen_demo("--corpus", str(corpus_dir()), "--speed", "2", stderr=stderr)
     try:
         lines = _lines(process)
-        kubeconfig = next(line.split("=", 1)[1].strip() for line in lines if line.startswith("export KUBECONFIG="))
+        kubeconfig = ""
+        for line in lines:
+            seen.append(line)
+            if line.startswith("export KUBECONFIG="):
+                kubeconfig = line.split("=", 1)[1].strip()
+                break
+        assert kubeconfig, "the demo never printed its KUBECONFIG line" + said()
         queues = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "get", "clusterqueues", "-o", "name"],
                                 capture_output=True, text=True, timeout=30)
         assert queues.stdout.split() == ["clusterqueue.kueue.x-k8s.io/slack-cluster-queue",
-                                         "clusterqueue.kueue.x-k8s.io/team-a-cq", "clusterqueue.kueue.x-k8s.io/team-b-cq"]
+                                         "clusterqueue.kueue.x-k8s.io/team-a-cq",
+                                         "clusterqueue.kueue.x-k8s.io/team-b-cq"], queues.stderr + said()
         # The shipped webhook configuration routes ClusterQueues to the gateway, which checks them
         # as Kueue's webhook would, even for the (otherwise exempt) admin.
         bad_queue = ('{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "bad"},'
@@ -144,21 +159,20 @@ def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c() -> None:
                      ' "resources": [{"name": "cpu", "nominalQuota": "4", "borrowingLimit": "2"}]}]}]}}')
         denied = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "apply", "-f", "-"], input=bad_queue,
                                 capture_output=True, text=True, timeout=30)
-        assert denied.returncode == 1
+        assert denied.returncode == 1, denied.stdout + said()
         assert ('admission webhook "clusterqueues.validate.batchgate.dev" denied the request: InvalidClusterQueue: '
                 'spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: must be nil when cohort is empty'
-                in denied.stderr), denied.stderr
+                in denied.stderr), denied.stderr + said()
         process.send_signal(signal.SIGINT)
         rest = "".join(lines)
-        assert process.wait(timeout=60) == 0
+        seen.append(rest)
+        assert process.wait(timeout=60) == 0, said()
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert process.stderr is not None
-    stderr = process.stderr.read()
-    assert "Traceback" not in stderr + rest
-    assert "interrupted" in rest and rest.rstrip().endswith("demo cluster, gateway and controller stopped")
+    assert "Traceback" not in stderr_file.read_text() + rest, said()
+    assert "interrupted" in rest and rest.rstrip().endswith("demo cluster, gateway and controller stopped"), said()
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -18,6 +18,7 @@ from pathlib import Path
 from aiohttp import web
 
 from certs.authority import service_names, write_serving_files
+from demo.kubectl import KUBECTL
 
 TOKEN = "capture-token"
 
@@ -96,7 +97,7 @@ class CaptureServer:
 
     def kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "HOME": str(self.workdir)}
-        return subprocess.run(["/usr/bin/kubectl", "--cache-dir", str(self.workdir / "cache"), *args],
+        return subprocess.run([KUBECTL, "--cache-dir", str(self.workdir / "cache"), *args],
                               capture_output=True, text=True, env=env, timeout=60)
 
     def protobuf_posts(self) -> list[Captured]:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from demo.kubectl import KUBECTL
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -31,7 +33,7 @@ def test_cluster_command_serves_kubectl_and_exits_cleanly_on_ctrl_c(tmp_path: Pa
             if line.startswith("press Ctrl-C") or not line:
                 break
         assert f"export KUBECONFIG={kubeconfig}\n" in lines, lines
-        whoami = subprocess.run(["/usr/bin/kubectl", "--kubeconfig", str(kubeconfig), "--context", "carol", "auth",
+        whoami = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "--context", "carol", "auth",
                                  "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"],
                                 capture_output=True, text=True, timeout=30)
         assert whoami.stdout == 'carol@example.com ["ml","system:authenticated"]', whoami.stderr

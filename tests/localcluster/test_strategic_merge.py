@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from demo.kubectl import KUBECTL
 from localcluster.patching.strategic import PatchError, strategic_merge
 
-KUBECTL = "/usr/bin/kubectl"
 
 
 def kubectl_patch(tmp_path: Path, original: dict[str, Any], patch: dict[str, Any], check: bool = True) -> Any:

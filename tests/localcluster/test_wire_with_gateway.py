@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from certs.authority import service_names, write_serving_files
+from demo.kubectl import KUBECTL
 from localcluster.runner import LocalCluster
 from webhook.serving.launch import start_gateway
 
@@ -48,7 +49,7 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
             def run(*args: str, user: str = "admin", input: str | None = None,
                     check: bool = True) -> subprocess.CompletedProcess[str]:
                 result = subprocess.run(
-                    ["/usr/bin/kubectl", "--kubeconfig", str(cluster.kubeconfig), "--context", user,
+                    [KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--context", user,
                      "--cache-dir", str(workdir / "cache"), *args],
                     input=input, capture_output=True, text=True, timeout=60)
                 if check and result.returncode != 0:

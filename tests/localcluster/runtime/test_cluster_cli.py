@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from demo.kubectl import KUBECTL
+
 ROOT = Path(__file__).resolve().parents[3]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
@@ -64,11 +66,11 @@ def test_the_flags_bring_up_the_nodes(tmp_path):
             if line.startswith("press Ctrl-C"):
                 break
         assert "nodes: 2 simulated (node-0, node-1)\n" in lines
-        out = subprocess.run(["/usr/bin/kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache"),
+        out = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache"),
                               "wait", "--for=condition=Ready", "node/node-0", "node/node-1", "--timeout=30s"],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
-        nodes = subprocess.run(["/usr/bin/kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache"),
+        nodes = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache"),
                                 "get", "nodes", "-o", "yaml"], capture_output=True, text=True, timeout=60)
         items = yaml.safe_load(nodes.stdout)["items"]
         assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in items] == ["4", "4"]

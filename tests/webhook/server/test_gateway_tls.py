@@ -30,15 +30,24 @@ from webhook.serving.launch import RunningGateway, start_gateway
 from webhook.policy.store import DEFAULTS
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningGateway, Path]]:
-    tmp = tmp_path_factory.mktemp("gateway")
+def two_workers(tmp: Path) -> Iterator[tuple[RunningGateway, Path]]:
     certs = tmp / "certs"
     write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
     audit = tmp / "audit.log"
     gateway = start_gateway(certs, "--workers", "2", "--threads", "2", "--audit-log", str(audit))
     yield gateway, audit
     gateway.stop()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningGateway, Path]]:
+    yield from two_workers(tmp_path_factory.mktemp("gateway"))
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[tuple[RunningGateway, Path]]:
+    """A gateway of its own, for a test that counts every audit line and metric since start."""
+    yield from two_workers(tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +130,12 @@ def test_hostile_bodies_get_a_400_and_no_worker_dies(served: tuple[RunningGatewa
     assert gateway.process.poll() is None
 
 
-def test_audit_lines_and_metrics_add_up_across_both_workers(served: tuple[RunningGateway, Path]) -> None:
-    gateway, audit = served
+def test_audit_lines_and_metrics_add_up_across_both_workers(fresh: tuple[RunningGateway, Path]) -> None:
+    gateway, audit = fresh
     context = ssl.create_default_context(cafile=str(gateway.cert_dir / "ca.crt"))
     body = json.dumps(review_for(corpus("mlbatch/job.yaml"), BOB)).encode()
-    before = len(audit_lines(audit))
+    before = len(audit_lines(audit)) if audit.exists() else 0
+    assert before == 0, "a fresh gateway has audited nothing yet"
     sent, pids = 0, set()
     while sent < 200 and (sent < 40 or len(pids) < 2):
         conn = http.client.HTTPSConnection(gateway.host, gateway.port, context=context, timeout=10)
@@ -135,15 +145,16 @@ def test_audit_lines_and_metrics_add_up_across_both_workers(served: tuple[Runnin
         sent += 1
         pids = {line["pid"] for line in audit_lines(audit)[before:]}
     lines = audit_lines(audit)
-    assert len(lines) - before == sent
-    assert len(pids) == 2, "fresh connections were spread over both workers"
+    assert len(lines) == sent, f"{len(lines)} audit lines for {sent} reviews"
+    assert len(pids) == 2, f"fresh connections were spread over both workers, got pids {sorted(pids)}"
     for line in lines[before:]:
         assert line["user"] == "bob" and line["kind"] == "workload.codeflare.dev/v1beta2/AppWrapper"
     total = sum(1 for line in lines if line["endpoint"] == "mutate")
     metrics = requests.get(url(gateway, "/metrics"), verify=str(gateway.cert_dir / "ca.crt"), timeout=10).text
     counted = sum(float(m) for m in re.findall(r'^batchgate_webhook_reviews_total\{[^}]*endpoint="mutate"[^}]*\} (\S+)$',
                                                metrics, re.M))
-    assert counted == total, "every worker's reviews are in /metrics, whichever worker answers it"
+    assert counted == total == sent, f"{counted} reviews in /metrics, {total} audited, {sent} sent: every worker's " \
+        "reviews are in /metrics, whichever worker answers it"
 
 
 @settings(max_examples=40, deadline=None)
