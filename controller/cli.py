@@ -39,6 +39,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     namespace, _, name = args.policy_configmap.partition("/")
     if not namespace or not name or "/" in name:
         parser.error(f"--policy-configmap: want NAMESPACE/NAME, got {args.policy_configmap!r}")
+    args.policy_configmap = (namespace, name)
     if args.qps <= 0 or args.burst < 1:
         parser.error("--qps must be > 0 and --burst >= 1")
     if not 0 <= args.metrics_port <= 65535:
@@ -72,7 +73,7 @@ def main(argv: list[str]) -> int:
                          dt.timedelta(seconds=args.retry_period))
     options = ControllerOptions(namespace=args.namespace, identity=args.identity, leader_elect=args.leader_elect,
                                 lease_namespace=args.lease_namespace, workers=args.workers, timing=timing,
-                                policy_configmap=tuple(args.policy_configmap.split("/", 1)))  # type: ignore[arg-type]
+                                policy_configmap=args.policy_configmap)
     controller = Controller(client, clock, options, metrics)
     try:
         probes = ProbeServer(metrics, controller.healthy, controller.ready, args.metrics_address, args.metrics_port)

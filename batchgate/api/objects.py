@@ -17,7 +17,7 @@ def labels(obj: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def annotations(obj: Any) -> Mapping[str, Any]:
+def annotations_of(obj: Any) -> Mapping[str, Any]:
     value = metadata(obj).get("annotations")
     return value if isinstance(value, dict) else {}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from typing import Any, Iterable, Mapping
 
@@ -37,7 +38,7 @@ class SharedStore:
         with self._lock:
             return self._cache.list(kind, namespace)
 
-    def labelled(self, kind: str, namespace: str, label: str, value: str) -> list[Obj]:
+    def labelled(self, kind: str, namespace: str, label: str, value: str) -> builtins.list[Obj]:
         with self._lock:
             return self._cache.labelled(kind, namespace, label, value)
 

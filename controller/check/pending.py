@@ -61,6 +61,7 @@ def pending_workloads(inv: Inventory, state: QuotaState, now: _dt.datetime) -> l
         wl = inv.workloads[key]
         info = state.workloads[key]
         cond = wl.condition(keys.COND_QUOTA_RESERVED)
+        source: Source
         if cond is not None and cond.status == "False" and cond.message:
             reason, source = cond.message, "status"
         else:

@@ -115,15 +115,15 @@ def summarize_queues(inv: Inventory, state: QuotaState) -> tuple[list[ClusterQue
         lq_count[lq.cluster_queue] = lq_count.get(lq.cluster_queue, 0) + 1
     pending_count: dict[str, int] = {}
     for key in state.workloads:
-        cq = state.cluster_queue_of(key) if state.is_pending(key) else None
-        if cq is not None:
-            pending_count[cq] = pending_count.get(cq, 0) + 1
+        queue_name = state.cluster_queue_of(key) if state.is_pending(key) else None
+        if queue_name is not None:
+            pending_count[queue_name] = pending_count.get(queue_name, 0) + 1
     summaries = []
     for name in sorted(state.cluster_queues):
         cq = state.cluster_queues[name]
         held = state.admitted_by_cq.get(name, {})
         admitted = sum(1 for k in held if inv.workloads[k].is_true(keys.COND_ADMITTED))
-        rows = []
+        rows: list[QuotaRow] = []
         for (flavor, resource), quota in quotas_of(cq).items():
             fr = (flavor, resource)
             used = view.usage(name, fr)
@@ -145,8 +145,9 @@ def summarize_queues(inv: Inventory, state: QuotaState) -> tuple[list[ClusterQue
                 t[0] += row.nominal
                 t[1] += row.usage
                 t[2] += row.borrowed
-        rows = tuple(CohortRow(flavor, resource, n, u, b, state.book.cohort_quota[cohort].get((flavor, resource), 0),
-                               state.book.cohort_usage[cohort].get((flavor, resource), 0))
-                     for (flavor, resource), (n, u, b) in totals.items())
-        cohorts.append(CohortSummary(cohort, members, rows))
+        cohort_rows = tuple(CohortRow(flavor, resource, n, u, b,
+                                      state.book.cohort_quota[cohort].get((flavor, resource), 0),
+                                      state.book.cohort_usage[cohort].get((flavor, resource), 0))
+                            for (flavor, resource), (n, u, b) in totals.items())
+        cohorts.append(CohortSummary(cohort, members, cohort_rows))
     return summaries, cohorts

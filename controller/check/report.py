@@ -101,14 +101,15 @@ def queue_findings(inv: Inventory, state: QuotaState) -> list[Finding]:
                                if cq.cohort else "no LocalQueue points at it and it has no cohort: its quota is unused"))
     for (namespace, lq_name), lq in sorted(inv.local_queues.items()):
         subject = f"LocalQueue {namespace}/{lq_name}"
-        cq = inv.cluster_queues.get(lq.cluster_queue)
-        if cq is None:
+        target = inv.cluster_queues.get(lq.cluster_queue)
+        if target is None:
             out.append(Finding("error", codes.MISSING_CLUSTER_QUEUE, subject,
                                f"points at ClusterQueue {lq.cluster_queue!r}, which does not exist: "
                                f"its workloads stay pending"))
-        elif cq.namespace_selector is not None and not cq.namespace_selector.matches(inv.namespaces.get(namespace, {})):
+        elif (target.namespace_selector is not None
+              and not target.namespace_selector.matches(inv.namespaces.get(namespace, {}))):
             out.append(Finding("warning", codes.NAMESPACE_NOT_SELECTED, subject,
-                               f"ClusterQueue {cq.name}'s namespaceSelector does not select namespace {namespace}: "
+                               f"ClusterQueue {target.name}'s namespaceSelector does not select namespace {namespace}: "
                                f"its workloads stay pending"))
         if lq.stop_policy != "None":
             out.append(Finding("warning", codes.STOPPED_QUEUE, subject,

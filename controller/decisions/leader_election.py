@@ -47,18 +47,20 @@ def lease_expired(spec: Mapping[str, Any], now: dt.datetime) -> bool:
 def decide_lease(lease: Mapping[str, Any] | None, identity: str, now: dt.datetime, timing: LeaseTiming) -> LeaseDecision:
     seconds = int(timing.lease_duration.total_seconds())
     stamp = micro_time(now)
+    spec: dict[str, Any]
     if lease is None:
         spec = {"holderIdentity": identity, "leaseDurationSeconds": seconds, "acquireTime": stamp,
                 "renewTime": stamp, "leaseTransitions": 0}
         return LeaseDecision("create", spec, identity, "no lease yet")
     spec = dict(lease.get("spec") or {})
-    holder = spec.get("holderIdentity") or ""
+    holder = str(spec.get("holderIdentity") or "")
     if holder == identity:
         spec.update(renewTime=stamp, leaseDurationSeconds=seconds)
         return LeaseDecision("renew", spec, identity, "holder renews")
     if holder and not lease_expired(spec, now):
         return LeaseDecision("wait", None, holder, f"held by {holder}")
-    transitions = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+    previous = spec.get("leaseTransitions")
+    transitions = (previous if isinstance(previous, int) else 0) + (1 if holder else 0)
     spec.update(holderIdentity=identity, leaseDurationSeconds=seconds, acquireTime=stamp, renewTime=stamp,
                 leaseTransitions=transitions)
     return LeaseDecision("acquire", spec, identity, f"lease of {holder} expired" if holder else "lease is free")

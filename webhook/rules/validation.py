@@ -101,7 +101,7 @@ def _check_appwrapper(request: AdmissionRequest, policy: Policy) -> Verdict:
         errors = appwrapper_rules.validate_update(request.old_object, request.object)
         if errors:
             return deny("ImmutableField", errors)
-    problems = annotation_rules.check_annotations(objects.annotations(request.object))
+    problems = annotation_rules.check_annotations(objects.annotations_of(request.object))
     return deny("InvalidAnnotation", problems) if problems else allow()
 
 

@@ -23,9 +23,9 @@ def component_of(aw: AppWrapperState, pod: Mapping[str, Any]) -> int | None:
     if ("Pod", str(meta.get("name"))) in by_name:
         return by_name[("Pod", str(meta.get("name")))]
     for ref in owners:
-        index = by_name.get((str(ref.get("kind")), str(ref.get("name"))))
-        if index is not None:
-            return index
+        owned = by_name.get((str(ref.get("kind")), str(ref.get("name"))))
+        if owned is not None:
+            return owned
         if ref.get("kind") == "ReplicaSet":
             for (kind, name), index in by_name.items():
                 if kind == "Deployment" and str(ref.get("name")).startswith(f"{name}-"):

@@ -74,7 +74,7 @@ def preview_pods(layout: Layout, by_operator: frozenset[str] = frozenset()) -> l
 
     Pods whose host prefix is in `by_operator` get no env from batchgate (the operator's wins).
     """
-    previews = []
+    previews: list[PodPreview] = []
     role_index: dict[str, int] = {}
     for slot in layout.slots:
         operator = slot.prefix in by_operator
