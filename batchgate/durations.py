@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 _UNITS = {
     "ns": Decimal("1e-9"),
@@ -26,14 +26,22 @@ class DurationError(ValueError):
     """A string that is not a Go duration."""
 
 
+_MAX_NANOSECONDS = Decimal(2**63 - 1)  # Go's Duration is int64 nanoseconds: ParseDuration fails beyond it
+
+
 def parse_duration(text: str) -> _dt.timedelta:
-    """Parse a Go duration string; raise DurationError with the offending text otherwise."""
+    """Parse exactly what Go's `time.ParseDuration` parses; raise DurationError with the reason otherwise.
+
+    Nothing is trimmed: `" 2s"` is invalid in Go, so upstream ignores such an annotation and we
+    must not read it differently.
+    """
     if not isinstance(text, str):
         raise DurationError(f"duration must be a string like '90s', got {type(text).__name__}")
-    raw = text.strip()
+    if text != text.strip():
+        raise DurationError(f"invalid duration {text!r}: blanks around the value are not allowed")
+    body = text
     sign = Decimal(1)
-    body = raw
-    if body[:1] and body[0] in "+-":
+    if body[:1] in ("+", "-"):
         sign = Decimal(-1) if body[0] == "-" else Decimal(1)
         body = body[1:]
     if body == "0":
@@ -46,11 +54,10 @@ def parse_duration(text: str) -> _dt.timedelta:
         match = _PART.match(body, pos)
         if not match:
             raise DurationError(f"invalid duration {text!r}: expected forms like 90s, 1m30s, 1.5h")
-        try:
-            total += Decimal(match.group(1)) * _UNITS[match.group(2)]
-        except InvalidOperation as exc:  # pragma: no cover - regex admits only numbers
-            raise DurationError(f"invalid duration {text!r}") from exc
+        total += Decimal(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
+    if total * Decimal(10**9) > _MAX_NANOSECONDS:
+        raise DurationError(f"invalid duration {text!r}: longer than Go's limit of about 292 years")
     return _dt.timedelta(seconds=float(sign * total))
 
 

@@ -1,7 +1,8 @@
 """The effective fault-tolerance timing of one AppWrapper: its annotations over the policy defaults.
 
-Upstream semantics (research/appwrapper.md 3.3): a malformed annotation falls back to the
-default; every duration except successTTL is clamped to [0, gracePeriodMaximum] (defaults
+Upstream semantics (research/appwrapper.md 3.3): a malformed annotation, which is whatever Go's
+`time.ParseDuration` or `strconv.Atoi` rejects (`" 2s"`, `" 0"` and the `" 4"` of `"3, 4"` among
+them), falls back to the default; every duration except successTTL is clamped to [0, gracePeriodMaximum] (defaults
 included); retryLimit is taken as written; successTTL counts only if 0 < ttl < the policy's.
 The gateway denies malformed annotations, but the controller still meets objects written
 before a policy change or by exempt users, so nothing here may raise.
@@ -10,7 +11,6 @@ before a policy change or by exempt users, so nothing here may raise.
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -18,9 +18,8 @@ from batchgate import keys
 from batchgate.api.errors import FieldError
 from batchgate.api.failure_policy import FailurePolicyRule, parse_failure_policy_annotation
 from batchgate.durations import DurationError, parse_duration
+from batchgate.go_numbers import NumberError, atoi, int32
 from batchgate.policy import FaultTolerance
-
-_GO_INT = re.compile(r"[+-]?\d+")  # what Go's strconv.Atoi accepts
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ def _duration(text: object) -> _dt.timedelta | None:
         return None
     try:
         return parse_duration(text)
-    except (DurationError, OverflowError):  # Go rejects durations beyond ~290 years too
+    except DurationError:
         return None
 
 
@@ -81,9 +80,11 @@ def _clamp(value: _dt.timedelta, ceiling: _dt.timedelta) -> _dt.timedelta:
 
 
 def _retry_limit(text: object, default: int) -> int:
-    if isinstance(text, str) and _GO_INT.fullmatch(text.strip()):
-        return int(text)
-    return default
+    """Taken as written, even negative, and converted to int32 as upstream converts it."""
+    try:
+        return int32(atoi(text))
+    except NumberError:
+        return default
 
 
 def _success_ttl(text: object, ceiling: _dt.timedelta) -> _dt.timedelta:
@@ -100,8 +101,13 @@ def _exit_codes(text: object) -> frozenset[int] | None:
     """
     if not isinstance(text, str):
         return None
-    codes = frozenset(int(item) for item in (part.strip() for part in text.split(",")) if _GO_INT.fullmatch(item))
-    return codes or None
+    codes = set()
+    for part in text.split(","):
+        try:
+            codes.add(atoi(part))
+        except NumberError:
+            continue
+    return frozenset(codes) or None
 
 
 def _failure_policy(
