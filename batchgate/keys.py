@@ -159,6 +159,7 @@ KUBEFLOW_REPLICA_INDEX_LABEL: Final = "training.kubeflow.org/replica-index"
 KUBEFLOW_JOB_NAME_LABEL: Final = "training.kubeflow.org/job-name"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 AUTOPILOT_GPU_HEALTH_LABEL: Final = "autopilot.ibm.com/gpuhealth"
+EVENT_LENDING_LIMIT_UPDATED: Final = "LendingLimitUpdated"  # on the slack ClusterQueue, per resource changed
 TAINT_UNREACHABLE: Final = "node.kubernetes.io/unreachable"
 TAINT_NOT_READY: Final = "node.kubernetes.io/not-ready"
 DEFAULT_SCHEDULER: Final = "default-scheduler"

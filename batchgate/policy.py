@@ -194,15 +194,62 @@ class Frameworks:
     )
 
 
+HEALTH_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
+"""What a node health label value means for GPU pods, as the taint effects upstream's Autopilot config names."""
+
+_AUTOPILOT_DEFAULTS = {keys.AUTOPILOT_GPU_HEALTH_LABEL: {"WARN": "PreferNoSchedule", "TESTING": "NoSchedule",
+                                                         "EVICT": "NoExecute"}}
+
+
+def _parse_health_labels(value: Any, path: str) -> Mapping[str, Mapping[str, str]]:
+    if not isinstance(value, dict):
+        raise FieldError(path, f"must be a mapping of node label to {{value: effect}}, got {type_name(value)}")
+    out = {}
+    for label, effects in value.items():
+        where = child(path, str(label))
+        if not isinstance(label, str) or not label:
+            raise FieldError(where, "a node label must be a non-empty string")
+        if not isinstance(effects, dict):
+            raise FieldError(where, f"must be a mapping of label value to effect, got {type_name(effects)}")
+        for label_value, effect in effects.items():
+            if not isinstance(label_value, str) or effect not in HEALTH_EFFECTS:
+                raise FieldError(child(where, str(label_value)),
+                                 f"must map a string value to one of {', '.join(HEALTH_EFFECTS)}, got {effect!r}")
+        out[label] = MappingProxyType(dict(effects))
+    return MappingProxyType(out)
+
+
 @dataclass(frozen=True)
 class NodeHealth:
-    no_execute_labels: Mapping[str, str] = field(
-        default_factory=lambda: MappingProxyType({keys.AUTOPILOT_GPU_HEALTH_LABEL: "EVICT"}),
-        metadata=_wire("noExecuteLabels", values.parse_string_map, dict),
+    """Node labels that flag unhealthy GPUs, and what each value means (upstream's Autopilot config)."""
+
+    labels: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: _parse_health_labels(_AUTOPILOT_DEFAULTS, ""),
+        metadata=_wire("labels", _parse_health_labels, lambda v: {k: dict(m) for k, m in v.items()}),
     )
-    """Node labels whose running GPU pods must leave (an uncounted reset)."""
+    """label -> value -> effect: NoExecute (running GPU pods leave, new ones avoid the node), NoSchedule
+    (new GPU pods avoid it), PreferNoSchedule (new GPU pods prefer other nodes)."""
+    prefer_no_schedule_weight: int = field(default=50, metadata=_wire("preferNoScheduleWeight", values.parse_weight))
+    """Weight of the preferred node-affinity term that steers GPU pods away from PreferNoSchedule values."""
     slack_cluster_queue: str = field(default="", metadata=_wire("slackClusterQueue", values.parse_name))
     """ClusterQueue whose lendingLimit shrinks by unusable capacity ("" = none)."""
+
+    def values_with(self, *effects: str) -> Mapping[str, tuple[str, ...]]:
+        """label -> the values that carry one of `effects`, for labels that have any."""
+        out = {label: tuple(v for v, e in by_value.items() if e in effects) for label, by_value in self.labels.items()}
+        return MappingProxyType({label: found for label, found in out.items() if found})
+
+    @property
+    def no_execute(self) -> Mapping[str, tuple[str, ...]]:
+        return self.values_with("NoExecute")
+
+    @property
+    def unschedulable(self) -> Mapping[str, tuple[str, ...]]:
+        return self.values_with("NoExecute", "NoSchedule")
+
+    @property
+    def prefer_not(self) -> Mapping[str, tuple[str, ...]]:
+        return self.values_with("PreferNoSchedule")
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,13 @@ def parse_positive_int(value: Any, path: str) -> int:
     return value
 
 
+def parse_weight(value: Any, path: str) -> int:
+    """A preferred scheduling term's weight, which Kubernetes bounds to 1..100."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+        raise FieldError(path, "must be an integer from 1 to 100 (a node affinity weight)")
+    return value
+
+
 def parse_port(value: Any, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 65535:
         raise FieldError(path, "must be a port number from 1 to 65535")

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 from batchgate import keys
 from batchgate.api.appwrapper_status import AppWrapperState, read_appwrapper_state
 from batchgate.clock import Clock
-from batchgate.policy import Policy
+from batchgate.policy import NodeHealth, Policy
 from controller.adapters.discovery import NoMatch, ResourceResolver
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
@@ -116,7 +116,7 @@ class AppWrapperReconciler:
         return self.store.labelled("Pod", aw.namespace, keys.APPWRAPPER_LABEL, aw.name)
 
     def _observe(self, aw: AppWrapperState, policy: Policy) -> Observed:
-        evicting = no_execute_nodes(self.store.list("Node"), policy.fault_tolerance.node_health.no_execute_labels)
+        evicting = no_execute_nodes(self.store.list("Node"), policy.fault_tolerance.node_health.no_execute)
         labelled = self._pods(aw)
         pods = count_pods(labelled, evicting)
         if aw.phase in _NOTHING_DEPLOYED and not aw.deleting:
@@ -156,17 +156,17 @@ class AppWrapperReconciler:
     def _create(self, aw: AppWrapperState, indices: tuple[int, ...], policy: Policy) -> tuple[CreateOutcome, ...]:
         """Create in order; the first error ends the round (the next reconcile tries again)."""
         outcomes: list[CreateOutcome] = []
-        labels = policy.fault_tolerance.node_health.no_execute_labels
+        health = policy.fault_tolerance.node_health
         for index in indices:
-            outcome = self._create_one(aw, index, labels)
+            outcome = self._create_one(aw, index, health)
             outcomes.append(outcome)
             if outcome.error is not None:
                 break
         return tuple(outcomes)
 
-    def _create_one(self, aw: AppWrapperState, index: int, labels: Mapping[str, str]) -> CreateOutcome:
+    def _create_one(self, aw: AppWrapperState, index: int, health: NodeHealth) -> CreateOutcome:
         try:
-            obj = build_component(aw, index, labels)
+            obj = build_component(aw, index, health)
             resource = self.resolver.resolve(str(obj.get("apiVersion")), str(obj.get("kind")))
         except ComponentError as exc:
             return CreateOutcome(index, error=str(exc), fatal=exc.fatal)

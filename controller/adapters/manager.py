@@ -21,6 +21,7 @@ from controller.adapters.framework_objects import FrameworkObjectReconciler
 from controller.adapters.gang import GangScheduler
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
+from controller.adapters.slack_queue import SlackQueueReconciler
 from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.leader import LeaderElector
 from controller.adapters.metrics import ControllerMetrics
@@ -30,7 +31,7 @@ from controller.adapters.workqueue import WorkQueue
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions.leader_election import LeaseTiming
 from controller.decisions.jobs.podsets import JOB_KINDS
-from controller.state.cache import Change
+from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class Controller:
         self.appwrappers = AppWrapperReconciler(self.store, self.writer, self.recorder, clock, client, self.queue,
                                                 lambda: self.policy, self.metrics, synced=self.ready)
         self.framework_objects = FrameworkObjectReconciler(client, self.store, self.writer, self.recorder)
+        self.slack_queue = SlackQueueReconciler(self.store, self.writer, self.recorder, lambda: self.policy)
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
@@ -123,6 +125,8 @@ class Controller:
                 log.error("invalid policy, keeping version %s: %s", self.policy.version, exc)
                 return
         self.admission.apply_policy(self.policy)
+        if self.policy.fault_tolerance.node_health.slack_cluster_queue:
+            self.queue.add(ObjectKey("ClusterQueue", "", self.policy.fault_tolerance.node_health.slack_cluster_queue))
 
     def ready(self) -> bool:
         return all(i.synced.is_set() for i in self.informers)
@@ -161,7 +165,7 @@ class Controller:
 
     def _on_change(self, change: Change) -> None:
         for key in dict.fromkeys([*self.jobs.keys_for(change), *self.appwrappers.keys_for(change),
-                                  *self.framework_objects.keys_for(change)]):
+                                  *self.framework_objects.keys_for(change), *self.slack_queue.keys_for(change)]):
             self.queue.add(key)
         for listener in self.change_listeners:
             listener(change)
@@ -196,6 +200,7 @@ class Controller:
                     if key.kind == "AppWrapper":  # type: ignore[attr-defined]
                         self.appwrappers.reconcile(key)  # type: ignore[arg-type]
                     self.framework_objects.reconcile(key)  # type: ignore[arg-type]
+                    self.slack_queue.reconcile(key)  # type: ignore[arg-type]
                     self.metrics.reconciles.labels(key.kind, "ok").inc()  # type: ignore[attr-defined]
                 self.queue.forget(key)
             except NotLeader:

@@ -34,7 +34,10 @@ def test_defaults_are_the_documented_ones() -> None:
     assert "kube-system" in p.exempt.namespaces
     assert "AppWrapper.workload.codeflare.dev" in p.allowed_kinds.top_level
     assert p.frameworks.pytorch.port == 23456 and p.frameworks.mpi.slots_per_host == 1
-    assert dict(p.fault_tolerance.node_health.no_execute_labels) == {"autopilot.ibm.com/gpuhealth": "EVICT"}
+    assert dict(p.fault_tolerance.node_health.no_execute) == {"autopilot.ibm.com/gpuhealth": ("EVICT",)}
+    assert dict(p.fault_tolerance.node_health.unschedulable) == {"autopilot.ibm.com/gpuhealth": ("TESTING", "EVICT")}
+    assert dict(p.fault_tolerance.node_health.prefer_not) == {"autopilot.ibm.com/gpuhealth": ("WARN",)}
+    assert p.fault_tolerance.node_health.prefer_no_schedule_weight == 50
 
 
 def test_the_policy_is_frozen() -> None:
@@ -56,7 +59,7 @@ def test_a_full_policy_overrides_every_section() -> None:
         faultTolerance:
           retryLimit: 0
           failurePolicy: [{action: Fail, onExitCodes: [42]}]
-          nodeHealth: {slackClusterQueue: slack-cluster-queue}
+          nodeHealth: {slackClusterQueue: slack-cluster-queue, labels: {health: {bad: NoExecute}}, preferNoScheduleWeight: 5}
         """)
     p = parse_policy(text)
     assert p.managed_namespaces.selector.matches({"mlbatch-team-namespace": "true"})
@@ -69,6 +72,8 @@ def test_a_full_policy_overrides_every_section() -> None:
     assert p.frameworks.pytorch.port == 29500 and p.frameworks.tensorflow.port == 2222
     assert p.fault_tolerance.failure_policy[0].on_exit_codes == (42,)
     assert p.fault_tolerance.node_health.slack_cluster_queue == "slack-cluster-queue"
+    assert dict(p.fault_tolerance.node_health.no_execute) == {"health": ("bad",)}
+    assert (p.fault_tolerance.node_health.prefer_not, p.fault_tolerance.node_health.prefer_no_schedule_weight) == ({}, 5)
     assert p.version != DEFAULT_POLICY.version
 
 
@@ -131,6 +136,16 @@ def test_a_full_policy_overrides_every_section() -> None:
         pytest.param("queues: {}\nqueues: {}\n",
                      "policy.yaml:2: queues: duplicate key",
                      id="a duplicated key is an error, not last-one-wins"),
+        pytest.param("faultTolerance:\n  nodeHealth:\n    labels:\n      autopilot.ibm.com/gpuhealth: {EVICT: Evict}\n",
+                     "policy.yaml:4: faultTolerance.nodeHealth.labels[autopilot.ibm.com/gpuhealth].EVICT: must map a "
+                     "string value to one of NoExecute, NoSchedule, PreferNoSchedule, got 'Evict'",
+                     id="a node health effect must be one of the taint effects"),
+        pytest.param("faultTolerance:\n  nodeHealth:\n    noExecuteLabels: {a: b}\n",
+                     "policy.yaml:3: faultTolerance.nodeHealth.noExecuteLabels: unknown field (expected one of labels",
+                     id="the old noExecuteLabels field is named as unknown with its replacement listed"),
+        pytest.param("faultTolerance:\n  nodeHealth:\n    preferNoScheduleWeight: 0\n",
+                     "policy.yaml:3: faultTolerance.nodeHealth.preferNoScheduleWeight: must be an integer from 1 to 100",
+                     id="a preferred term weight is bounded as Kubernetes bounds it"),
         pytest.param("queues: [\n", "policy.yaml:2: invalid YAML", id="broken YAML names its line"),
         pytest.param("- a\n- b\n", "policy.yaml:1: must be a mapping, got list", id="the document must be a mapping"),
         pytest.param("a: 1\n---\nb: 2\n", "policy.yaml:2: invalid YAML: expected a single document", id="one document only"),

@@ -10,7 +10,7 @@ from batchgate.policy import DEFAULT_POLICY
 DOC = Path(__file__).resolve().parents[2] / "docs" / "policy.md"
 
 
-MAP_VALUED = {"managedNamespaces.selector", "faultTolerance.nodeHealth.noExecuteLabels"}
+MAP_VALUED = {"managedNamespaces.selector", "faultTolerance.nodeHealth.labels"}
 
 
 def _leaf_paths(value: Any, prefix: str = "") -> list[str]:

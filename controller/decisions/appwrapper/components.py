@@ -18,9 +18,11 @@ from batchgate.api.appwrapper import DeclaredPodSet, effective_pod_sets, inferre
 from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus
 from batchgate.api.errors import FieldError, type_name
 from batchgate.api.paths import parse_podset_path, resolve
+from batchgate.policy import NodeHealth
 from controller.decisions.appwrapper.pods import uses_resource
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 class ComponentError(Exception):
@@ -56,7 +58,7 @@ def component_status(aw: Mapping[str, Any]) -> tuple[ComponentStatus, ...]:
         raise ComponentError(str(exc), fatal=True) from None
 
 
-def build_component(aw: AppWrapperState, index: int, no_execute_labels: Mapping[str, str]) -> dict[str, Any]:
+def build_component(aw: AppWrapperState, index: int, health: NodeHealth) -> dict[str, Any]:
     """The object to create for component `index`; the AppWrapper is never changed."""
     aw_spec = aw.wire.get("spec")
     aw_name, aw_namespace, aw_uid = aw.name, aw.namespace, aw.uid
@@ -93,8 +95,8 @@ def build_component(aw: AppWrapperState, index: int, no_execute_labels: Mapping[
             raise ComponentError(f"{where}.podSetInfos[{i}]: must be a mapping, got {type_name(info)}", fatal=True)
         pod_template = _pod_template(obj, pod_set, f"{where}.podSets[{i}].path")
         _inject(pod_template, info, aw_name, who, f"{where}.podSetInfos[{i}]")
-        if no_execute_labels and uses_resource(pod_template["spec"], keys.GPU_RESOURCE):
-            _avoid_nodes(pod_template["spec"], no_execute_labels, who)
+        if uses_resource(pod_template["spec"], keys.GPU_RESOURCE):
+            _avoid_nodes(pod_template["spec"], health, who)
     return obj
 
 
@@ -158,23 +160,36 @@ def _merge(existing: Any, added: Mapping[str, str], what: str, who: str) -> dict
     return current
 
 
-def _avoid_nodes(spec: dict[str, Any], labels: Mapping[str, str], who: str) -> None:
-    """A required NotIn expression per noExecute label in every node selector term (one made if none)."""
+def _avoid_nodes(spec: dict[str, Any], health: NodeHealth, who: str) -> None:
+    """Upstream's Autopilot anti-affinities for a GPU pod: a required NotIn of each label's NoSchedule
+    and NoExecute values in every node selector term (one made if none), and one preferred term,
+    of the policy's weight, with a NotIn of the PreferNoSchedule values."""
+    required_values, preferred_values = health.unschedulable, health.prefer_not
+    if not required_values and not preferred_values:
+        return
     try:
         affinity = _mapping_at(spec, "affinity", "affinity")
         node_affinity = _mapping_at(affinity, "nodeAffinity", "affinity.nodeAffinity")
-        required = _mapping_at(node_affinity, _REQUIRED, f"affinity.nodeAffinity.{_REQUIRED}")
-        terms = _list_at(required, "nodeSelectorTerms", f"affinity.nodeAffinity.{_REQUIRED}")
+        if required_values:
+            required = _mapping_at(node_affinity, _REQUIRED, f"affinity.nodeAffinity.{_REQUIRED}")
+            terms = _list_at(required, "nodeSelectorTerms", f"affinity.nodeAffinity.{_REQUIRED}") or [{}]
+            for i, term in enumerate(terms):
+                if not isinstance(term, dict):
+                    raise ComponentError(f"nodeSelectorTerms[{i}] must be a mapping, got {type_name(term)}", fatal=True)
+                term["matchExpressions"] = _list_at(term, "matchExpressions", f"nodeSelectorTerms[{i}]") + _not_in(
+                    required_values)
+            required["nodeSelectorTerms"] = terms
+        if preferred_values:
+            preferred = _list_at(node_affinity, _PREFERRED, "affinity.nodeAffinity")
+            preferred.append({"weight": health.prefer_no_schedule_weight,
+                              "preference": {"matchExpressions": _not_in(preferred_values)}})
+            node_affinity[_PREFERRED] = preferred
     except ComponentError as exc:
         raise ComponentError(f"{who}: {exc}", fatal=True) from None
-    if not terms:
-        terms.append({})
-    expressions = [{"key": key, "operator": "NotIn", "values": [value]} for key, value in labels.items()]
-    for i, term in enumerate(terms):
-        if not isinstance(term, dict):
-            raise ComponentError(f"{who}: nodeSelectorTerms[{i}] must be a mapping, got {type_name(term)}", fatal=True)
-        term["matchExpressions"] = _list_at(term, "matchExpressions", who) + copy.deepcopy(expressions)
-    required["nodeSelectorTerms"] = terms
+
+
+def _not_in(values: Mapping[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+    return [{"key": key, "operator": "NotIn", "values": list(found)} for key, found in values.items()]
 
 
 def _owned_by(existing: Any, name: str, uid: str, where: str) -> list[dict[str, Any]]:

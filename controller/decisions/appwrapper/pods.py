@@ -29,14 +29,14 @@ class PodCounts:
     present: int = 0  # every labelled pod still in the API, terminating ones included
 
 
-def no_execute_nodes(nodes: Iterable[Mapping[str, Any]], labels: Mapping[str, str]) -> frozenset[str]:
-    """Names of the nodes carrying any of the policy's noExecute labels (key=value)."""
+def no_execute_nodes(nodes: Iterable[Mapping[str, Any]], labels: Mapping[str, tuple[str, ...]]) -> frozenset[str]:
+    """Names of the nodes carrying a NoExecute value of one of the policy's health labels."""
     found = set()
     for node in nodes:
         meta = _mapping(node.get("metadata"))
         node_labels = _mapping(meta.get("labels"))
         name = meta.get("name")
-        if isinstance(name, str) and name and any(node_labels.get(k) == v for k, v in labels.items()):
+        if isinstance(name, str) and name and any(node_labels.get(k) in v for k, v in labels.items()):
             found.add(name)
     return frozenset(found)
 

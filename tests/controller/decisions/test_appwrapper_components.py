@@ -20,10 +20,15 @@ from batchgate import keys
 from batchgate.api.appwrapper_status import read_appwrapper_state as state
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.api.paths import get_at, parse_podset_path
+from batchgate.policy import NodeHealth
 from controller.decisions.appwrapper.components import ComponentError, build_component, component_status
 from tests.builders import corpus_documents
 
-EVICT = {keys.AUTOPILOT_GPU_HEALTH_LABEL: "EVICT"}
+def health(labels: dict[str, dict[str, str]]) -> NodeHealth:
+    return NodeHealth(labels=labels)
+
+
+EVICT = health({keys.AUTOPILOT_GPU_HEALTH_LABEL: {"EVICT": "NoExecute"}})
 AVOID_EVICT = {"key": keys.AUTOPILOT_GPU_HEALTH_LABEL, "operator": "NotIn", "values": ["EVICT"]}
 MARKER = {
     "labels": {"testkey1": "value1"},
@@ -171,7 +176,7 @@ def a_job(gpus: int = 1) -> dict[str, Any]:
             "spec": {"template": {"spec": pod["spec"]}}}
 
 
-def built(aw: dict[str, Any], index: int = 0, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def built(aw: dict[str, Any], index: int = 0, labels: NodeHealth | None = None) -> dict[str, Any]:
     return build_component(state(aw), index, EVICT if labels is None else labels)
 
 
@@ -214,15 +219,35 @@ def test_the_affinity_goes_into_every_node_selector_term_one_per_label() -> None
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}
-    labels = {**EVICT, "health": "bad"}
+    labels = health({keys.AUTOPILOT_GPU_HEALTH_LABEL: {"EVICT": "NoExecute"}, "health": {"bad": "NoSchedule"}})
     avoid = [AVOID_EVICT, {"key": "health", "operator": "NotIn", "values": ["bad"]}]
     assert required_terms(built(an_appwrapper(job), labels=labels)["spec"]["template"]["spec"]) == [
         {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}, *avoid]},
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}], "matchExpressions": avoid}]
 
 
-def test_a_policy_without_no_execute_labels_adds_no_affinity() -> None:
-    assert "affinity" not in built(an_appwrapper(a_job()), labels={})["spec"]["template"]["spec"]
+def test_a_policy_without_health_labels_adds_no_affinity() -> None:
+    assert "affinity" not in built(an_appwrapper(a_job()), labels=health({}))["spec"]["template"]["spec"]
+
+
+def test_upstreams_autopilot_defaults_give_a_required_and_a_preferred_term() -> None:
+    """resource_management.go: NoSchedule and NoExecute values in a required NotIn, PreferNoSchedule
+    ones in a preferred term of weight preferNoScheduleWeight (50 by default, config.go)."""
+    spec = built(an_appwrapper(a_job()), labels=NodeHealth())["spec"]["template"]["spec"]
+    assert required_terms(spec) == [{"matchExpressions": [
+        {"key": keys.AUTOPILOT_GPU_HEALTH_LABEL, "operator": "NotIn", "values": ["TESTING", "EVICT"]}]}]
+    assert spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] == [{
+        "weight": 50, "preference": {"matchExpressions": [
+            {"key": keys.AUTOPILOT_GPU_HEALTH_LABEL, "operator": "NotIn", "values": ["WARN"]}]}}]
+
+
+def test_a_templates_own_preferred_terms_are_kept() -> None:
+    job = a_job()
+    own = {"weight": 10, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}
+    job["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [own]}}
+    spec = built(an_appwrapper(job), labels=NodeHealth(prefer_no_schedule_weight=7))["spec"]["template"]["spec"]
+    preferred = spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred[0] == own and preferred[1]["weight"] == 7
 
 
 def test_an_init_container_asking_for_gpus_is_enough_for_the_affinity() -> None:

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from batchgate import keys
 from controller.decisions.appwrapper.pods import PodCounts, count_pods, no_execute_nodes
 
-EVICT = {keys.AUTOPILOT_GPU_HEALTH_LABEL: "EVICT"}
+EVICT_LABEL = {keys.AUTOPILOT_GPU_HEALTH_LABEL: "EVICT"}
+EVICT = {keys.AUTOPILOT_GPU_HEALTH_LABEL: ("EVICT",)}
 
 
 def a_pod(name: str = "p", phase: str | None = "Running", *, node: str | None = "n1", gpus: str | None = None,
@@ -116,21 +117,22 @@ def test_another_flagged_resource_is_checked_instead_of_gpus() -> None:
 
 
 NODE_CASES = [
-    pytest.param([a_node("n1", **EVICT)], EVICT, frozenset({"n1"}), id="a node labelled EVICT is flagged"),
+    pytest.param([a_node("n1", **EVICT_LABEL)], EVICT, frozenset({"n1"}), id="a node labelled EVICT is flagged"),
     pytest.param([a_node("n1", **{keys.AUTOPILOT_GPU_HEALTH_LABEL: "WARN"})], EVICT, frozenset(),
                  id="a node labelled with another value is not flagged"),
     pytest.param([a_node("n1")], EVICT, frozenset(), id="a node whose label was removed is not flagged"),
-    pytest.param([a_node("n1", **EVICT), a_node("n2", **EVICT), a_node("n3")], EVICT, frozenset({"n1", "n2"}),
+    pytest.param([a_node("n1", **EVICT_LABEL), a_node("n2", **EVICT_LABEL), a_node("n3")], EVICT, frozenset({"n1", "n2"}),
                  id="every flagged node is found"),
-    pytest.param([a_node("n1", **EVICT)], {}, frozenset(), id="a policy without noExecute labels flags nothing"),
-    pytest.param([a_node("n1", health="bad")], {**EVICT, "health": "bad"}, frozenset({"n1"}),
-                 id="any one of several policy labels flags a node"),
+    pytest.param([a_node("n1", **EVICT_LABEL)], {}, frozenset(), id="a policy without NoExecute values flags nothing"),
+    pytest.param([a_node("n1", health="bad")], {**EVICT, "health": ("worse", "bad")}, frozenset({"n1"}),
+                 id="any NoExecute value of any one of several policy labels flags a node"),
     pytest.param([{"metadata": {"name": "n1"}}], EVICT, frozenset(), id="a node without labels is not flagged"),
 ]
 
 
 @pytest.mark.parametrize(("nodes", "labels", "expected"), NODE_CASES)
-def test_no_execute_nodes(nodes: list[dict[str, Any]], labels: dict[str, str], expected: frozenset[str]) -> None:
+def test_no_execute_nodes(nodes: list[dict[str, Any]], labels: dict[str, tuple[str, ...]],
+                          expected: frozenset[str]) -> None:
     assert no_execute_nodes(nodes, labels) == expected
 
 
