@@ -47,6 +47,7 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases")
 JOBS = Resource("batch", "v1", "jobs")
 DEPLOYMENTS = Resource("apps", "v1", "deployments")
 REPLICASETS = Resource("apps", "v1", "replicasets")
+STATEFULSETS = Resource("apps", "v1", "statefulsets")
 ENDPOINTSLICES = Resource("discovery.k8s.io", "v1", "endpointslices")
 PYTORCHJOBS = Resource("kubeflow.org", "v1", "pytorchjobs")
 

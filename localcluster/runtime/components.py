@@ -20,6 +20,7 @@ from localcluster.runtime.kubelets import Kubelets
 from localcluster.runtime.node_lifecycle import NodeLifecycle
 from localcluster.runtime.pytorchjob_controller import PyTorchJobController
 from localcluster.runtime.scheduler import Scheduler
+from localcluster.runtime.statefulset_controller import StatefulSetController
 
 log = logging.getLogger(__name__)
 COMPONENTS: tuple[type[Controller], ...] = (
@@ -29,6 +30,7 @@ COMPONENTS: tuple[type[Controller], ...] = (
     JobController,
     PyTorchJobController,
     DeploymentController,
+    StatefulSetController,
     EndpointsController,
 )
 

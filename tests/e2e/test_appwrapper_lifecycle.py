@@ -22,8 +22,8 @@ from batchgate import keys
 from batchgate.clock import parse_time
 from localcluster.sim.nodes import HEALTH_LABEL
 from tests.e2e.appwrapper_harness import (DEDICATED, FLAVOR_LABEL, AwStack, Scenario, appwrapper, condition,
-                                          eventually, fault_tolerance, job, new_scenario, pod, policy_configmap, pytorchjob,
-                                          start_stack)
+                                          eventually, fault_tolerance, job, new_scenario, pod, pod_template,
+                                          policy_configmap, pytorchjob, start_stack)
 
 RUNNING = {"startAfter": "5s"}            # starts half a wall second after binding, runs until deleted
 FAILS = {"startAfter": "5s", "crashAfter": "5s"}   # exits 1 a second after binding
@@ -95,6 +95,28 @@ def test_a_queued_appwrapper_goes_suspended_resuming_running_and_its_pods_carry_
         assert p["spec"]["nodeSelector"][FLAVOR_LABEL] == "a"
         assert {"key": DEDICATED, "operator": "Exists", "effect": "NoSchedule"} in p["spec"]["tolerations"]
         assert p["status"]["phase"] == "Running"
+
+
+def test_a_wrapped_statefulset_runs_its_stably_named_pods_and_goes_with_its_appwrapper(scenario: Scenario) -> None:
+    """MLBatch allows a StatefulSet as a component; the local cluster's StatefulSet controller runs it."""
+    template = pod_template(behavior=RUNNING, cpu="500m")
+    template["spec"]["restartPolicy"] = "Always"  # what the API server requires of a StatefulSet's pods
+    template["metadata"]["labels"] = {"app": "db"}
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+           "spec": {"replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                    "template": template}}
+    scenario.apply(appwrapper("sts", [sts]))
+    aw = scenario.wait_condition("sts", "PodsReady", "True", "SufficientPodsReady")
+    assert status(aw)["componentStatus"][0]["podSets"] == [{"replicas": 2, "path": "template.spec.template"}]
+    pods = scenario.pods("sts")
+    assert sorted(p["metadata"]["name"] for p in pods) == ["db-0", "db-1"]
+    assert all(p["metadata"]["labels"][keys.APPWRAPPER_LABEL] == "sts" for p in pods)
+    ready = scenario.kubectl("get", "sts", "db", "-o", "jsonpath={.status.readyReplicas}").stdout
+    assert ready == "2", scenario.story("sts")
+    deleted = scenario.kubectl("delete", "aw", "sts", "--timeout=30s", check=False)
+    assert deleted.returncode == 0, deleted.stderr
+    eventually(lambda: scenario.get("statefulset", "db") is None, lambda: scenario.story("sts"))
+    scenario.wait_no_pods("sts")
 
 
 def test_an_appwrapper_whose_pods_all_succeed_is_succeeded_releases_quota_then_its_ttl_deletes_the_components(
