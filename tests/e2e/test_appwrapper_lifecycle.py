@@ -387,8 +387,11 @@ def test_the_evict_label_on_a_gpu_pods_node_resets_without_counting_and_the_pod_
         assert again["spec"]["nodeName"] != node
         terms = again["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"]
-        assert terms and all({"key": keys.AUTOPILOT_GPU_HEALTH_LABEL, "operator": "NotIn", "values": ["EVICT"]}
-                             in t["matchExpressions"] for t in terms)
+        assert terms and all({"key": keys.AUTOPILOT_GPU_HEALTH_LABEL, "operator": "NotIn", "values": ["TESTING", "EVICT"]}
+                             in t["matchExpressions"] for t in terms), "upstream's Autopilot defaults: TESTING too"
+        preferred = again["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        assert {"weight": 50, "preference": {"matchExpressions": [
+            {"key": keys.AUTOPILOT_GPU_HEALTH_LABEL, "operator": "NotIn", "values": ["WARN"]}]}} in preferred
     finally:
         scenario.stack.admin("label", "node", node, f"{keys.AUTOPILOT_GPU_HEALTH_LABEL}-")
 
