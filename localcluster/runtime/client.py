@@ -50,6 +50,8 @@ REPLICASETS = Resource("apps", "v1", "replicasets")
 STATEFULSETS = Resource("apps", "v1", "statefulsets")
 ENDPOINTSLICES = Resource("discovery.k8s.io", "v1", "endpointslices")
 PYTORCHJOBS = Resource("kubeflow.org", "v1", "pytorchjobs")
+RAYCLUSTERS = Resource("ray.io", "v1", "rayclusters")
+RAYJOBS = Resource("ray.io", "v1", "rayjobs")
 
 
 class ApiError(Exception):

@@ -19,6 +19,7 @@ from localcluster.runtime.job_controller import JobController
 from localcluster.runtime.kubelets import Kubelets
 from localcluster.runtime.node_lifecycle import NodeLifecycle
 from localcluster.runtime.pytorchjob_controller import PyTorchJobController
+from localcluster.runtime.raycluster_controller import RayClusterController
 from localcluster.runtime.scheduler import Scheduler
 from localcluster.runtime.statefulset_controller import StatefulSetController
 
@@ -29,6 +30,7 @@ COMPONENTS: tuple[type[Controller], ...] = (
     NodeLifecycle,
     JobController,
     PyTorchJobController,
+    RayClusterController,
     DeploymentController,
     StatefulSetController,
     EndpointsController,
