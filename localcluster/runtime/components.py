@@ -20,6 +20,7 @@ from localcluster.runtime.kubelets import Kubelets
 from localcluster.runtime.node_lifecycle import NodeLifecycle
 from localcluster.runtime.pytorchjob_controller import PyTorchJobController
 from localcluster.runtime.raycluster_controller import RayClusterController
+from localcluster.runtime.rayjob_controller import RayJobController
 from localcluster.runtime.scheduler import Scheduler
 from localcluster.runtime.statefulset_controller import StatefulSetController
 
@@ -31,6 +32,7 @@ COMPONENTS: tuple[type[Controller], ...] = (
     JobController,
     PyTorchJobController,
     RayClusterController,
+    RayJobController,
     DeploymentController,
     StatefulSetController,
     EndpointsController,

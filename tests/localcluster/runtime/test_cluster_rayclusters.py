@@ -60,3 +60,50 @@ def test_a_raycluster_runs_heals_and_suspends(sim_kubectl: Callable[..., Any], n
     assert sim_kubectl("get", "raycluster", "rc", "-n", ns, "-o", "name").stdout.strip() == "raycluster.ray.io/rc"
     sim_kubectl("patch", "raycluster", "rc", "-n", ns, "--type=merge", "-p", '{"spec":{"suspend":false}}')
     eventually(lambda: cluster_status(sim_kubectl, ns).get("state") == "ready" and len(ray_pods(sim_kubectl, ns)) == 3)
+
+
+RAYJOB = """
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: rj
+  annotations: {localcluster.batchgate.dev/behavior: '{"runFor": "20s", "exitCode": %d}'}
+spec:
+  entrypoint: python -c "print(1)"
+  shutdownAfterJobFinishes: true
+  ttlSecondsAfterFinished: 0
+  submitterConfig: {backoffLimit: 0}
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: ray-head, image: rayproject/ray:2.9.0, resources: {requests: {cpu: 200m}}}]
+    workerGroupSpecs:
+      - groupName: small
+        replicas: 1
+        template:
+          spec:
+            containers: [{name: ray-worker, image: rayproject/ray:2.9.0, resources: {requests: {cpu: 200m}}}]
+"""
+
+
+def rayjob_status(kubectl: Callable[..., Any], ns: str) -> dict[str, Any]:
+    return json.loads(kubectl("get", "rayjob", "rj", "-n", ns, "-o", "json").stdout).get("status") or {}
+
+
+def test_a_rayjob_makes_its_cluster_runs_its_submitter_and_cleans_up(sim_kubectl: Callable[..., Any], ns: str) -> None:
+    sim_kubectl("apply", "-n", ns, "-f", "-", input=RAYJOB % 0)
+    running = eventually(lambda: (s := rayjob_status(sim_kubectl, ns)).get("jobDeploymentStatus") == "Running" and s)
+    cluster = running["rayClusterName"]
+    assert sim_kubectl("get", "job", "rj", "-n", ns, "-o", "name").stdout.strip() == "job.batch/rj"
+    done = eventually(lambda: (s := rayjob_status(sim_kubectl, ns)).get("jobDeploymentStatus") == "Complete" and s,
+                      timeout=30)
+    assert done["jobStatus"] == "SUCCEEDED"
+    eventually(lambda: sim_kubectl("get", "raycluster", cluster, "-n", ns, check=False).returncode != 0)
+
+
+def test_a_failing_rayjob_fails_with_its_submitter(sim_kubectl: Callable[..., Any], ns: str) -> None:
+    sim_kubectl("apply", "-n", ns, "-f", "-", input=RAYJOB % 3)
+    failed = eventually(lambda: (s := rayjob_status(sim_kubectl, ns)).get("jobDeploymentStatus") == "Failed" and s,
+                        timeout=30)
+    assert (failed["jobStatus"], failed["reason"]) == ("FAILED", "AppFailed")
