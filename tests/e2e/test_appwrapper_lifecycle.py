@@ -119,6 +119,66 @@ def test_a_wrapped_statefulset_runs_its_stably_named_pods_and_goes_with_its_appw
     scenario.wait_no_pods("sts")
 
 
+def test_a_wrapped_raycluster_in_the_codeflare_sdks_shape_runs_and_goes_with_its_appwrapper(scenario: Scenario) -> None:
+    """The CodeFlare SDK's default shape: a RayCluster (head + one worker group) in an AppWrapper."""
+    def ray_template(name: str) -> dict[str, Any]:
+        template = pod_template(behavior=RUNNING, cpu="500m")
+        template["spec"]["restartPolicy"] = "Always"
+        template["spec"]["containers"][0]["name"] = name
+        return template
+
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "raytest"},
+               "spec": {"rayVersion": "2.9.0", "headGroupSpec": {"rayStartParams": {}, "template": ray_template("ray-head")},
+                        "workerGroupSpecs": [{"groupName": "small-group", "replicas": 2, "minReplicas": 2,
+                                              "maxReplicas": 2, "rayStartParams": {},
+                                              "template": ray_template("ray-worker")}]}}
+    scenario.apply(appwrapper("ray", [cluster]))
+    aw = scenario.wait_condition("ray", "PodsReady", "True", "SufficientPodsReady")
+    assert [p.get("replicas") for p in status(aw)["componentStatus"][0]["podSets"]] == [1, 2]
+    pods = scenario.pods("ray")
+    assert sorted(p["metadata"]["labels"]["ray.io/node-type"] for p in pods) == ["head", "worker", "worker"]
+    state = scenario.kubectl("get", "raycluster", "raytest", "-o", "jsonpath={.status.state}").stdout
+    assert state == "ready", scenario.story("ray")
+    deleted = scenario.kubectl("delete", "aw", "ray", "--timeout=30s", check=False)
+    assert deleted.returncode == 0, deleted.stderr
+    eventually(lambda: scenario.get("raycluster", "raytest") is None, lambda: scenario.story("ray"))
+    scenario.wait_no_pods("ray")
+
+
+def test_a_top_level_rayjob_with_a_queue_label_is_admitted_and_runs_to_completion(scenario: Scenario) -> None:
+    head = pod_template(behavior=RUNNING, cpu="500m")
+    head["spec"]["restartPolicy"] = "Always"
+    # The nodes are tainted for the flavor: the submitter gets the flavor's toleration on admission
+    # only through a template of its own, as with Kueue (KubeRay's default submitter would stay Pending).
+    submitter = pod_template(behavior={"startAfter": "5s", "runFor": "20s"}, cpu="500m")
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+              "metadata": {"name": "rj", "labels": {keys.QUEUE_NAME_LABEL: "default-queue"}},
+              "spec": {"entrypoint": "python train.py", "shutdownAfterJobFinishes": True,
+                       "submitterPodTemplate": submitter,
+                       "rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}, "template": head},
+                                          "workerGroupSpecs": []}}}
+    scenario.apply(rayjob)
+
+    def finished() -> dict[str, Any] | None:
+        found = scenario.get("rayjob", "rj") or {}
+        return found if (found.get("status") or {}).get("jobDeploymentStatus") == "Complete" else None
+
+    done = eventually(finished, lambda: scenario.kubectl("describe", "rayjob", "rj").stdout)
+    assert done["status"]["jobStatus"] == "SUCCEEDED"
+    [workload] = scenario.items("workloads")
+    assert condition(workload, "Admitted")["status"] == "True"
+    assert [p["name"] for p in workload["spec"]["podSets"]] == ["head", "submitter"]
+
+
+def test_a_top_level_raycluster_without_a_queue_label_is_denied_with_the_rule_and_the_field(scenario: Scenario) -> None:
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "unqueued"},
+               "spec": {"headGroupSpec": {"template": pod_template()}, "workerGroupSpecs": []}}
+    denied = scenario.kubectl("apply", "-f", "-", stdin=json.dumps(cluster), check=False)
+    assert denied.returncode == 1
+    assert "QueueRequired" in denied.stderr and "metadata.labels[kueue.x-k8s.io/queue-name]" in denied.stderr, \
+        denied.stderr
+
+
 def test_an_appwrapper_whose_pods_all_succeed_is_succeeded_releases_quota_then_its_ttl_deletes_the_components(
         scenario: Scenario) -> None:
     done = {"startAfter": "5s", "runFor": "10s"}
