@@ -316,6 +316,28 @@ def test_a_failing_job_with_retry_limit_2_is_reset_twice_then_failed_with_resett
     assert "Unhealthy" in scenario.describe("flaky")
 
 
+def test_a_failing_rayjob_in_an_appwrapper_is_reset_and_retried_up_to_the_retry_limit(scenario: Scenario) -> None:
+    """A RayJob whose deployment Failed is a failed component, as a Job or PyTorchJob is (upstream
+    leaves this check disabled in appwrapper_controller.go; see failure_policy.job_failure)."""
+    head = pod_template(behavior=RUNNING, cpu="500m")
+    head["spec"]["restartPolicy"] = "Always"
+    submitter = pod_template(behavior=FAILS, cpu="500m")
+    # Not a podSet of the AppWrapper (upstream infers only rayClusterSpec's), so it gets no flavor
+    # toleration on admission: it names the nodes' taint itself, as a user of such a cluster would.
+    submitter["spec"]["tolerations"] = [{"key": DEDICATED, "operator": "Exists", "effect": "NoSchedule"}]
+    rayjob = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rj"},
+              "spec": {"entrypoint": "python train.py", "submitterConfig": {"backoffLimit": 0},
+                       "submitterPodTemplate": submitter,
+                       "rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}, "template": head},
+                                          "workerGroupSpecs": []}}}
+    scenario.apply(appwrapper("rayfail", [rayjob], annotations={**QUICK, **fault_tolerance(retryLimit="1")}))
+    aw = scenario.wait_phase("rayfail", "Failed", timeout=60)
+    assert status(aw)["resettingCount"] == 1
+    assert condition(aw, "Unhealthy")["reason"] == "FailedComponent", scenario.story("rayfail")
+    assert "rj (AppFailed" in condition(aw, "Unhealthy")["message"], condition(aw, "Unhealthy")
+    assert settled_phases(scenario, "rayfail").count("Resetting") == 1
+
+
 def test_a_failed_wrapped_pytorchjob_is_a_failed_component_reset_without_waiting_for_the_failure_grace(
         scenario: Scenario) -> None:
     scenario.apply(appwrapper("torch", [pytorchjob("torch-job", behavior=FAILS)], annotations={

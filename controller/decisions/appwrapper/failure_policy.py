@@ -51,10 +51,15 @@ def judge(failure: Failure, timing: Timing) -> Verdict:
 
 
 def job_failure(job: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(reason, message) of a wrapped batch/v1 Job's or PyTorchJob's Failed=True condition, else None.
+    """(reason, message) of a wrapped batch/v1 Job's or PyTorchJob's Failed=True condition, or of a
+    RayJob whose jobDeploymentStatus is Failed; else None.
 
-    A Failed condition without a reason is reported as `FailedComponent`.
+    A failure without a reason is reported as `FailedComponent`. Upstream leaves its RayJob check
+    disabled (unsure Failed is terminal); in KubeRay it is, once the RayJob's own backoffLimit
+    retries are spent, and without it a failed RayJob would hold its quota until someone noticed.
     """
+    if (job.get("apiVersion"), job.get("kind")) == (keys.RAY_API_VERSION, "RayJob"):
+        return _rayjob_failure(job.get("status"))
     if (job.get("apiVersion"), job.get("kind")) not in _FAILURE_CONDITION_KINDS:
         return None
     status = job.get("status")
@@ -68,6 +73,14 @@ def job_failure(job: Mapping[str, Any]) -> tuple[str, str] | None:
                 message if isinstance(message, str) else "",
             )
     return None
+
+
+def _rayjob_failure(status: Any) -> tuple[str, str] | None:
+    if not isinstance(status, Mapping) or status.get("jobDeploymentStatus") != FAILED:
+        return None
+    reason, message = status.get("reason"), status.get("message")
+    return (reason if isinstance(reason, str) and reason else keys.REASON_FAILED_COMPONENT,
+            message if isinstance(message, str) else "")
 
 
 def _reasons(failure: Failure) -> set[str]:

@@ -233,6 +233,12 @@ JOB_CASES = [
                  ("PyTorchJobFailed", "worker 1 failed"), id="a PyTorchJob with condition Failed True has failed"),
     pytest.param(wrapped("ray.io/v1", "RayCluster", {"type": "Failed", "status": "True"}), None,
                  id="a RayCluster is never judged failed as upstream does not"),
+    pytest.param({"apiVersion": "ray.io/v1", "kind": "RayJob", "status": {
+        "jobDeploymentStatus": "Failed", "jobStatus": "FAILED", "reason": "AppFailed", "message": "exit 3"}},
+                 ("AppFailed", "exit 3"), id="a RayJob whose deployment Failed has failed, beyond upstream's disabled check"),
+    pytest.param({"apiVersion": "ray.io/v1", "kind": "RayJob", "status": {"jobDeploymentStatus": "Running",
+                                                                        "jobStatus": "FAILED"}}, None,
+                 id="a RayJob still deploying has not failed whatever its job status says"),
     pytest.param({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}, None,
                  id="a Job without status has not failed"),
     pytest.param({"apiVersion": "batch/v1", "kind": "Job", "status": {"conditions": "broken"}}, None,
