@@ -273,6 +273,40 @@ def test_a_higher_priority_appwrapper_preempts_a_running_one_which_suspends_rele
     assert settled_phases(scenario, "low")[-3:] == ["Suspended", "Resuming", "Running"]
 
 
+def test_a_queued_raycluster_preempted_by_a_higher_priority_appwrapper_keeps_its_object_and_runs_again_later(
+        scenario: Scenario) -> None:
+    def ray_template(name: str) -> dict[str, Any]:
+        template = pod_template(behavior=RUNNING, cpu="1")
+        template["spec"]["restartPolicy"] = "Always"
+        template["spec"]["containers"][0]["name"] = name
+        return template
+
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+               "metadata": {"name": "rc", "labels": {keys.QUEUE_NAME_LABEL: "default-queue",
+                                                     keys.PRIORITY_CLASS_LABEL: "aw-e2e-low"}},
+               "spec": {"headGroupSpec": {"rayStartParams": {}, "template": ray_template("ray-head")},
+                        "workerGroupSpecs": [{"groupName": "w", "replicas": 3, "minReplicas": 3, "maxReplicas": 3,
+                                              "rayStartParams": {}, "template": ray_template("ray-worker")}]}}
+    scenario.apply(cluster)
+
+    def state() -> str:
+        return ((scenario.get("raycluster", "rc") or {}).get("status") or {}).get("state", "")
+
+    def ray_pods() -> list[dict[str, Any]]:
+        return scenario.items("pods", "ray.io/cluster=rc")
+
+    eventually(lambda: state() == "ready", lambda: scenario.kubectl("describe", "raycluster", "rc").stdout)
+    scenario.apply(appwrapper("high", [job("high-job", cpu="4", behavior={"startAfter": "5s", "runFor": "30s"})],
+                              labels={keys.PRIORITY_CLASS_LABEL: "aw-e2e-high"}))
+    eventually(lambda: scenario.get("raycluster", "rc")["spec"].get("suspend") is True and not ray_pods(),
+               lambda: scenario.kubectl("describe", "raycluster", "rc").stdout)
+    assert state() == "suspended", "the object is kept, suspended, its pods gone"
+    scenario.wait_phase("high", "Running")
+    scenario.wait_phase("high", "Succeeded")
+    eventually(lambda: state() == "ready" and len(ray_pods()) == 4,
+               lambda: scenario.kubectl("describe", "raycluster", "rc").stdout)
+
+
 def test_a_resetting_appwrapper_preempted_during_its_retry_pause_suspends_and_gives_its_quota_to_the_other(
         scenario: Scenario) -> None:
     low = {keys.PRIORITY_CLASS_LABEL: "aw-e2e-low"}
