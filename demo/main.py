@@ -1,9 +1,10 @@
 """`batchgate demo`: the main job on the embedded local cluster, narrated.
 
 A local cluster with 4 GPU nodes, the gateway under gunicorn over TLS registered with its
-caBundle, then three scenes: the upstream samples submitted by alice and bob through the
+caBundle, then four scenes: the upstream samples submitted by alice and bob through the
 gateway; MLBatch-like queues with more work than fits (admission, borrowing and preemption as
-they happen); a PyTorch AppWrapper whose pods get their env from the gateway. Then the cluster stays up
+they happen); a PyTorch AppWrapper whose pods get their env from the gateway; Ray (a RayCluster
+in an AppWrapper, a queued RayJob, an unqueued RayCluster refused). Then the cluster stays up
 for kubectl until Ctrl-C (or the demo exits, with --exit-when-done).
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 
 from batchgate.clock import Clock, SystemClock
-from demo import corpus_scene, framework_scene, gateway_only, queues_scene
+from demo import corpus_scene, framework_scene, gateway_only, queues_scene, ray_scene
 from demo.kubectl import KUBECTL, KubectlError
 from demo.narration import Narrator
 from demo.stack import DEMO_MANIFESTS, Stack, install_controller, install_gateway, start_cluster, wait_for_nodes
@@ -61,7 +62,7 @@ def _check(args: argparse.Namespace) -> str | None:
 
 
 def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path, workers: str) -> None:
-    """The three scenes, in order, on a cluster that has just started."""
+    """The four scenes, in order, on a cluster that has just started."""
     narrator.section("1. the gateway: what it does to what users submit")
     nodes = wait_for_nodes(stack.kubectl, NODES)
     narrator.say(f"local cluster at {stack.cluster.url}: {len(nodes)} nodes x {NODE_GPUS} GPUs "
@@ -82,6 +83,9 @@ def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path, worke
 
     narrator.section("3. a PyTorch AppWrapper: each pod's env from the gateway")
     framework_scene.run(stack.kubectl, narrator, clock)
+
+    narrator.section("4. Ray: a RayCluster in an AppWrapper, a queued RayJob, an unqueued RayCluster refused")
+    ray_scene.run(stack.kubectl, narrator, clock)
 
 
 def explore(stack: Stack, narrator: Narrator) -> None:

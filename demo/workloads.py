@@ -60,3 +60,45 @@ def pytorch_appwrapper(name: str, namespace: str, workers: int, nproc_per_node: 
                      "annotations": {keys.FRAMEWORK_ARGS_ANNOTATION: json.dumps({"nprocPerNode": str(nproc_per_node)})}},
         "spec": {"components": [role("master", 1), role("worker", workers)]},
     }
+
+
+def _ray_template(container: str, cpu: str, memory: str) -> dict[str, Any]:
+    return {"metadata": {"annotations": {BEHAVIOR_ANNOTATION: json.dumps({"startAfter": "1s"})}},
+            "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
+                "name": container, "image": "quay.io/modh/ray:2.35.0-py311-cu121",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}}]}}
+
+
+def ray_cluster_spec(workers: int) -> dict[str, Any]:
+    """A head and one worker group, as the CodeFlare SDK lays a cluster out."""
+    return {"rayVersion": "2.35.0", "enableInTreeAutoscaling": False,
+            "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0", "num-gpus": "0"},
+                              "template": _ray_template("ray-head", "2", "8Gi")},
+            "workerGroupSpecs": [{"groupName": "small-group", "replicas": workers, "minReplicas": workers,
+                                  "maxReplicas": workers, "rayStartParams": {"block": "true"},
+                                  "template": _ray_template("machine-learning", "2", "8Gi")}]}
+
+
+def ray_cluster_appwrapper(name: str, namespace: str, workers: int) -> dict[str, Any]:
+    """The CodeFlare SDK's default shape: a RayCluster in an AppWrapper (no queue label: the gateway adds it)."""
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
+               "spec": ray_cluster_spec(workers)}
+    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"components": [{"template": cluster}]}}
+
+
+def ray_job(name: str, namespace: str, run_for: str, queue: str | None = "default-queue") -> dict[str, Any]:
+    """A RayJob on a cluster of its own; its run is its submitter pod's run (the behaviour annotation)."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace,
+                                "annotations": {BEHAVIOR_ANNOTATION: json.dumps({"startAfter": "1s", "runFor": run_for})}}
+    if queue:
+        metadata["labels"] = {keys.QUEUE_NAME_LABEL: queue}
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": metadata,
+            "spec": {"entrypoint": "python /home/ray/samples/sample_code.py", "shutdownAfterJobFinishes": True,
+                     "ttlSecondsAfterFinished": 10, "rayClusterSpec": ray_cluster_spec(1)}}
+
+
+def ray_cluster(name: str, namespace: str) -> dict[str, Any]:
+    """A bare RayCluster with no queue label: quota would not see it, so the gateway refuses it."""
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name, "namespace": namespace},
+            "spec": ray_cluster_spec(1)}

@@ -33,13 +33,14 @@ def out(scripted: subprocess.CompletedProcess[str]) -> str:
     return scripted.stdout
 
 
-def test_the_scripted_demo_exits_cleanly_after_its_three_scenes(scripted: subprocess.CompletedProcess[str],
-                                                                out: str) -> None:
+def test_the_scripted_demo_exits_cleanly_after_its_four_scenes(scripted: subprocess.CompletedProcess[str],
+                                                               out: str) -> None:
     assert "Traceback" not in scripted.stderr + out
     sections = re.findall(r"^== (.*) ==$", out, re.M)
     assert sections == ["1. the gateway: what it does to what users submit",
                         "2. the controller: queues, borrowing and preemption, live",
-                        "3. a PyTorch AppWrapper: each pod's env from the gateway"]
+                        "3. a PyTorch AppWrapper: each pod's env from the gateway",
+                        "4. Ray: a RayCluster in an AppWrapper, a queued RayJob, an unqueued RayCluster refused"]
     assert "scripted part done" in out and out.rstrip().endswith("demo cluster, gateway and controller stopped")
 
 
@@ -112,6 +113,16 @@ def test_each_pytorch_pod_shows_the_env_the_gateway_injected(out: str) -> None:
         env = dict(item.split("=", 1) for item in envs[pod].split())
         assert (env["MASTER_ADDR"], env["MASTER_PORT"], env["WORLD_SIZE"], env["RANK"], env["PET_NPROC_PER_NODE"]) == (
             "mnist-master-0.mnist", "23456", "3", str(rank), "2")
+
+
+def test_the_ray_scene_runs_a_wrapped_raycluster_and_a_queued_rayjob_and_refuses_an_unqueued_cluster(out: str) -> None:
+    assert "the controller queues it, admits it and creates the RayCluster (AppWrapper Running, RayCluster ready)" in out
+    ray_pods = re.findall(r"^\s+(raytest-(?:head|small-group-worker)-\w+)\s+1/1\s+Running", out, re.M)
+    assert len(ray_pods) == 3, out[-3000:]
+    assert "its deployment went Initializing -> Running -> Complete" in out, out[-3000:]
+    assert re.search(r"^\s+ray-sample\s+SUCCEEDED\s+Complete\s", out, re.M), out[-3000:]
+    assert ('denied the request: QueueRequired: metadata.labels[kueue.x-k8s.io/queue-name]: '
+            'RayCluster needs a LocalQueue label') in out
 
 
 def _lines(process: subprocess.Popen[str]) -> Iterator[str]:
