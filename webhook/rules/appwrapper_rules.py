@@ -21,6 +21,7 @@ from batchgate.api.paths import format_steps, parse_podset_path, resolve
 from batchgate.api.pod_spec import check_pod_spec
 from batchgate.api.pod_templates import APPWRAPPER
 from batchgate.policy import Policy
+from webhook.rules.ray_rules import ray_shape_errors
 
 MAX_POD_SETS = 8
 
@@ -66,6 +67,7 @@ def _check_component(
     kind = qualified_kind(*gvk)
     if kind not in policy.allowed_kinds.wrapped:
         errors.append(FieldError(child(template_at, "kind"), f"{kind} is not in allowedKinds.wrapped"))
+    errors.extend(ray_shape_errors(kind, component.template, f"{template_at}."))
     declared = component.declared_pod_sets
     seen: set[str] = set()
     for i, pod_set in enumerate(declared):  # 3.

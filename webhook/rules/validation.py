@@ -15,6 +15,7 @@ from webhook.rules import annotation_rules, appwrapper_rules
 from webhook.rules.cluster_queue import cluster_queue_errors
 from webhook.rules.identity import identity_changes, identity_labels
 from webhook.rules.policy_configmap import check_policy_configmap, is_policy_configmap
+from webhook.rules.ray_rules import RAY_KINDS, ray_shape_errors
 from webhook.rules.review import AdmissionRequest, Verdict
 from webhook.rules.scope import APPWRAPPER, WORKLOAD_KINDS, Scope
 
@@ -57,6 +58,10 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
         verdict = _check_identity(request, policy) or _check_queue(request, policy)
         if verdict:
             return verdict
+    if request.operation == "CREATE" and kind in RAY_KINDS:
+        ray_errors = ray_shape_errors(kind, request.object)
+        if ray_errors:
+            return deny("InvalidRayCluster", ray_errors)
     if kind == APPWRAPPER:
         return _check_appwrapper(request, policy)
     return allow()
