@@ -166,3 +166,32 @@ def test_mlbatch_appwrappers_under_the_shipped_policy_are_gang_bound(shipped: St
         kubectl("delete", "appwrapper", "sample-job", "-n", NAMESPACE, "--wait=true", "--timeout=60s", check=False)
         wait(lambda: not get_json(kubectl, "pods", "-l", f"{keys.APPWRAPPER_LABEL}=sample-job")["items"]
              and podgroup_phase(kubectl, "sample-job") == "", 60, "the AppWrapper's pods and PodGroup gone")
+
+
+def test_a_queued_raycluster_under_the_shipped_policy_is_gang_bound_with_its_podgroup(shipped: Stack,
+                                                                                       controller: Controller) -> None:
+    """Head and workers of a RayCluster are one gang: a PodGroup of head + workers, bound at once."""
+    def template(gpus: int) -> dict[str, Any]:
+        return {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.9.0", "resources": {
+            "requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}}]}}
+
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {
+        "name": "raygang", "namespace": NAMESPACE, "labels": {keys.QUEUE_NAME_LABEL: "default-queue"}},
+        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": template(0)},
+                 "workerGroupSpecs": [{"groupName": "gpus", "replicas": 2, "minReplicas": 2, "maxReplicas": 2,
+                                       "rayStartParams": {}, "template": template(4)}]}}
+    kubectl = shipped.kubectl
+    submit(kubectl, cluster)
+    group = wait(lambda: kubectl("get", "podgroups.scheduling.x-k8s.io", "raygang", "-n", NAMESPACE, "-o", "json",
+                                 check=False).stdout, 30, "the RayCluster's PodGroup")
+    assert json.loads(group)["spec"]["minMember"] == 3
+
+    def bound() -> list[dict[str, Any]]:
+        pods = get_json(kubectl, "pods", "-l", "ray.io/cluster=raygang")["items"]
+        return pods if len(pods) == 3 and all(p["spec"].get("nodeName") for p in pods) else []
+
+    pods = wait(bound, 60, "head and workers bound")
+    assert all(p["metadata"]["labels"][keys.POD_GROUP_LABEL] == "raygang" for p in pods)
+    wait(lambda: get_json(kubectl, "raycluster", "raygang").get("status", {}).get("state") == "ready", 60,
+         "the RayCluster ready")
+    kubectl("delete", "raycluster", "raygang", "-n", NAMESPACE)
