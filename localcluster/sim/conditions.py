@@ -1,13 +1,23 @@
-"""Status conditions and owner references, shared by the workload controllers."""
+"""Status conditions, owner references and Events, shared by the workload controllers."""
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from localcluster.sim.units import format_time
 
 Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Event:
+    """An Event a reconcile step asks its controller to record on the object."""
+
+    type: str
+    reason: str
+    message: str
 
 
 def find(conditions: Sequence[Obj] | None, kind: str) -> Obj | None:

@@ -14,7 +14,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from localcluster.sim.conditions import find, is_true, set_condition
+from localcluster.sim.conditions import Event, find, is_true, set_condition
 from localcluster.sim.job_pods import (
     TRACKING_FINALIZER,
     JobSpec,
@@ -32,13 +32,6 @@ BACKOFF_INITIAL = dt.timedelta(seconds=10)
 BACKOFF_MAX = dt.timedelta(minutes=6)
 
 Obj = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Event:
-    type: str
-    reason: str
-    message: str
 
 
 @dataclass

@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from localcluster.sim.conditions import controller_ref
+from localcluster.sim.conditions import Event, controller_ref
 from localcluster.sim.units import format_time, parse_time
 
 GROUP_LABEL_PREFIX = "training.kubeflow.org"
@@ -34,13 +34,6 @@ KIND = "PyTorchJob"
 INIT_IMAGE = "alpine:3.10"
 
 Obj = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Event:
-    type: str
-    reason: str
-    message: str
 
 
 @dataclass

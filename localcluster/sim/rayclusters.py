@@ -23,7 +23,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from localcluster.sim.conditions import controlled_by, controller_ref
+from localcluster.sim.conditions import Event, controlled_by, controller_ref
 from localcluster.sim.units import format_time
 
 CLUSTER_LABEL = "ray.io/cluster"
@@ -36,13 +36,6 @@ DEFAULT_PORTS = (("client", 10001), ("gcs-server", 6379), ("dashboard", 8265), (
 MAX_REPLICAS = 2**31 - 1
 
 Obj = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Event:
-    type: str
-    reason: str
-    message: str
 
 
 @dataclass

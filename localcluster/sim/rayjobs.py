@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from localcluster.sim.behavior import BEHAVIOR_ANNOTATION
-from localcluster.sim.conditions import controller_ref, find
+from localcluster.sim.conditions import Event, controller_ref, find
 from localcluster.sim.rayclusters import head_service_name
 from localcluster.sim.units import format_time, parse_time
 
@@ -38,13 +38,6 @@ POLL = dt.timedelta(seconds=3)
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 
 Obj = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Event:
-    type: str
-    reason: str
-    message: str
 
 
 @dataclass

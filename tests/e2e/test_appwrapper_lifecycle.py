@@ -45,6 +45,14 @@ def scenario(stack: AwStack) -> Iterator[Scenario]:
     yield from new_scenario(stack)
 
 
+def ray_template(container: str, cpu: str) -> dict[str, Any]:
+    """A Ray pod template: KubeRay's pods restart in place, and this one runs until deleted."""
+    template = pod_template(behavior=RUNNING, cpu=cpu)
+    template["spec"]["restartPolicy"] = "Always"
+    template["spec"]["containers"][0]["name"] = container
+    return template
+
+
 def status(aw: dict[str, Any]) -> dict[str, Any]:
     return aw.get("status") or {}
 
@@ -121,17 +129,12 @@ def test_a_wrapped_statefulset_runs_its_stably_named_pods_and_goes_with_its_appw
 
 def test_a_wrapped_raycluster_in_the_codeflare_sdks_shape_runs_and_goes_with_its_appwrapper(scenario: Scenario) -> None:
     """The CodeFlare SDK's default shape: a RayCluster (head + one worker group) in an AppWrapper."""
-    def ray_template(name: str) -> dict[str, Any]:
-        template = pod_template(behavior=RUNNING, cpu="500m")
-        template["spec"]["restartPolicy"] = "Always"
-        template["spec"]["containers"][0]["name"] = name
-        return template
-
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "raytest"},
-               "spec": {"rayVersion": "2.9.0", "headGroupSpec": {"rayStartParams": {}, "template": ray_template("ray-head")},
+               "spec": {"rayVersion": "2.9.0",
+                        "headGroupSpec": {"rayStartParams": {}, "template": ray_template("ray-head", "500m")},
                         "workerGroupSpecs": [{"groupName": "small-group", "replicas": 2, "minReplicas": 2,
                                               "maxReplicas": 2, "rayStartParams": {},
-                                              "template": ray_template("ray-worker")}]}}
+                                              "template": ray_template("ray-worker", "500m")}]}}
     scenario.apply(appwrapper("ray", [cluster]))
     aw = scenario.wait_condition("ray", "PodsReady", "True", "SufficientPodsReady")
     assert [p.get("replicas") for p in status(aw)["componentStatus"][0]["podSets"]] == [1, 2]
@@ -275,18 +278,12 @@ def test_a_higher_priority_appwrapper_preempts_a_running_one_which_suspends_rele
 
 def test_a_queued_raycluster_preempted_by_a_higher_priority_appwrapper_keeps_its_object_and_runs_again_later(
         scenario: Scenario) -> None:
-    def ray_template(name: str) -> dict[str, Any]:
-        template = pod_template(behavior=RUNNING, cpu="1")
-        template["spec"]["restartPolicy"] = "Always"
-        template["spec"]["containers"][0]["name"] = name
-        return template
-
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
                "metadata": {"name": "rc", "labels": {keys.QUEUE_NAME_LABEL: "default-queue",
                                                      keys.PRIORITY_CLASS_LABEL: "aw-e2e-low"}},
-               "spec": {"headGroupSpec": {"rayStartParams": {}, "template": ray_template("ray-head")},
+               "spec": {"headGroupSpec": {"rayStartParams": {}, "template": ray_template("ray-head", "1")},
                         "workerGroupSpecs": [{"groupName": "w", "replicas": 3, "minReplicas": 3, "maxReplicas": 3,
-                                              "rayStartParams": {}, "template": ray_template("ray-worker")}]}}
+                                              "rayStartParams": {}, "template": ray_template("ray-worker", "1")}]}}
     scenario.apply(cluster)
 
     def state() -> str:
