@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api.kueue import (
-    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass, WPC_SOURCE,
+    ClusterQueue, FieldError, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass, WPC_SOURCE,
+    validate_cluster_queue,
 )
+from batchgate.api.kueue_fields import string_map
 from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
+"""The kinds quota admission reads, in the order a trace applies them."""
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
 
@@ -72,6 +76,11 @@ class FlavorProgress:
 
     generation: int
     tried: tuple[Mapping[str, int], ...]
+
+    @property
+    def pending_flavors(self) -> bool:
+        """Flavors were left untried (Kueue's PendingFlavors): the next attempt may still fit."""
+        return any(index >= 0 for tried in self.tried for index in tried.values())
 
 
 @dataclass
@@ -127,7 +136,50 @@ class QuotaState:
         return (workload in self.workloads and workload not in self.admitted
                 and workload not in self.finished)
 
+    def pending_reason(self, workload: str) -> tuple[str, str]:
+        """Where a pending workload waits (active or inadmissible) and why, as users read it;
+        the message is empty until a cycle has looked at it."""
+        if workload in self.blocked:
+            return "inadmissible", self.blocked[workload]
+        queue = self.pending.state_of(workload) or "inadmissible"
+        cq = self.cluster_queue_of(workload)
+        inactive = self.inactive_reason(cq) if cq else None
+        return queue, inactive or self.messages.get(workload, "")
+
     # --- objects -----------------------------------------------------------------------------
+    def observe(self, raw: Mapping[str, Any], created: _dt.datetime) -> None:
+        """Feed one object as observed (a watch event, a trace entry): parsed, validated, stored.
+
+        A Workload without a creationTimestamp is taken as created at `created`. Raises
+        FieldError naming the field of an object that cannot be understood.
+        """
+        kind = raw.get("kind")
+        if kind == "Namespace":
+            meta = raw.get("metadata") or {}
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            if not isinstance(name, str) or not name:
+                raise FieldError("metadata.name", "is required")
+            self.put_namespace(name, string_map(meta.get("labels"), "metadata.labels"))
+        elif kind == "ResourceFlavor":
+            self.put_flavor(ResourceFlavor.from_dict(raw))
+        elif kind == "WorkloadPriorityClass":
+            self.put_priority_class(WorkloadPriorityClass.from_dict(raw))
+        elif kind == "ClusterQueue":
+            cq = ClusterQueue.from_dict(raw)
+            errors = validate_cluster_queue(cq)
+            if errors:
+                raise errors[0]
+            self.put_cluster_queue(cq)
+        elif kind == "LocalQueue":
+            self.put_local_queue(LocalQueue.from_dict(raw))
+        elif kind == "Workload":
+            wl = Workload.from_dict(raw)
+            if wl.creation_timestamp is None:
+                wl = replace(wl, creation_timestamp=created)
+            self.put_workload(wl)
+        else:
+            raise FieldError("kind", f"must be one of {', '.join(QUOTA_KINDS)}, got {kind!r}")
+
     # Each put returns early when the spec it models is unchanged (a status update, a resync),
     # so only real changes bump generations and move parked workloads back.
     def put_namespace(self, name: str, labels: Mapping[str, str]) -> None:
