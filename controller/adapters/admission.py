@@ -127,7 +127,6 @@ class AdmissionLoop:
         with self._lock:
             effects = admission_cycle(self.state, now)
             self._dirty.update(effects.requeued)
-            self._note_reasons()
             self.cycles += 1
             cluster_queues = list(self.state.cluster_queues)
         self.metrics.cycle_duration.observe(self.clock.monotonic() - started)
@@ -154,7 +153,7 @@ class AdmissionLoop:
                 ("Normal", "Evicted", keys.COND_EVICTED)))
 
     def _note_reasons(self) -> None:
-        """Under the lock: the pending reasons that may have changed, for the next flush."""
+        """Under the lock: the pending reasons that may have changed since the last flush."""
         if self._all_dirty:
             self._dirty.update(key for key in self.state.workloads if self.state.is_pending(key))
             self._all_dirty = False
@@ -170,6 +169,8 @@ class AdmissionLoop:
     def write_status(self, now: Any) -> None:
         """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
         floor = max(1.0, self.reserve)
+        with self._lock:
+            self._note_reasons()
         while True:
             if self.spare_capacity() < floor:
                 return
