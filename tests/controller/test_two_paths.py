@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from dataclasses import replace
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pytest
 
@@ -164,10 +164,20 @@ class LiveWorld:
 
 @pytest.fixture
 def live_worlds() -> Iterator[list[LiveWorld]]:
+    """Worlds made by `live` below, closed after the test."""
     worlds: list[LiveWorld] = []
     yield worlds
     for world in worlds:
         world.close()
+
+
+@pytest.fixture
+def live(live_worlds: list[LiveWorld]) -> Callable[[FakeClock, FairSharing], LiveWorld]:
+    """A world factory for `run_trace`."""
+    def make(clock: FakeClock, fair_sharing: FairSharing) -> LiveWorld:
+        live_worlds.append(LiveWorld(clock, fair_sharing))
+        return live_worlds[-1]
+    return make
 
 
 def comparable(report: StepReport) -> dict[str, Any]:
@@ -189,14 +199,21 @@ def test_the_replay_covers_every_kind_of_trace() -> None:
 
 
 @pytest.mark.parametrize("trace", [pytest.param(t, id=name) for name, t in TRACES])
-def test_the_controller_decides_every_simulate_trace_as_simulate_does(trace: dict[str, Any],
-                                                                       live_worlds: list[LiveWorld]) -> None:
-    def live(clock: FakeClock, fair_sharing: FairSharing) -> LiveWorld:
-        live_worlds.append(LiveWorld(clock, fair_sharing))
-        return live_worlds[-1]
-
+def test_the_controller_decides_every_simulate_trace_as_simulate_does(
+        trace: dict[str, Any], live: Callable[[FakeClock, FairSharing], LiveWorld]) -> None:
     simulated = run_trace(trace)
     controlled = run_trace(trace, live)
     assert len(controlled) == len(simulated)
     for step, (sim, ctl) in enumerate(zip(simulated, controlled)):
         assert comparable(ctl) == comparable(sim), f"step {step} differs"
+
+
+def test_a_preemption_skipped_for_overlapping_targets_shows_in_the_metric(
+        live: Callable[[FakeClock, FairSharing], LiveWorld], live_worlds: list[LiveWorld]) -> None:
+    """Kueue's admission_cycle_preemption_skips: heads per ClusterQueue whose preemption the last
+    cycle skipped because another head took the same victims."""
+    (trace,) = [t for name, t in TRACES if name == "two preemptors in one cycle never share a victim"]
+    run_trace({**trace, "steps": trace["steps"][:1]}, live)
+    body = live_worlds[0].loop.metrics.exposition().decode()
+    assert 'batchgate_admission_cycle_preemption_skips{cluster_queue="cq-a"} 1.0' in body
+    assert 'batchgate_admission_cycle_preemption_skips{cluster_queue="cq-b"} 0.0' in body
