@@ -53,7 +53,7 @@ class AdmissionLoop:
         self.cycles = 0
         self._lock = threading.RLock()
         self._dirty: set[str] = set()  # workloads whose pending condition may need a write
-        self._all_dirty = False  # a queue or flavor changed: every pending reason may have
+        self._all_dirty = False  # a queue, flavor or namespace changed: any pending reason may have
         self._written_cq: dict[str, Mapping[str, Any]] = {}
         self._written_lq: dict[tuple[str, str], Mapping[str, Any]] = {}
         # Reasons and queue status are informative: they are flushed at most every `status_interval`
@@ -76,9 +76,9 @@ class AdmissionLoop:
                 if obj is None:
                     self._remove(change)
                 else:
-                    self.state.observe(obj, self.clock.now())
+                    changed = self.state.observe(obj, self.clock.now())
                     if kind != "Workload":
-                        self._all_dirty = True
+                        self._all_dirty = self._all_dirty or changed
                     elif self.state.is_pending(key := f"{change.key.namespace}/{change.key.name}"):
                         self._dirty.add(key)
             self._bad.discard((kind, str(change.key)))

@@ -147,11 +147,12 @@ class QuotaState:
         return queue, inactive or self.messages.get(workload, "")
 
     # --- objects -----------------------------------------------------------------------------
-    def observe(self, raw: Mapping[str, Any], created: _dt.datetime) -> None:
+    def observe(self, raw: Mapping[str, Any], created: _dt.datetime) -> bool:
         """Feed one object as observed (a watch event, a trace entry): parsed, validated, stored.
 
-        A Workload without a creationTimestamp is taken as created at `created`. Raises
-        FieldError naming the field of an object that cannot be understood.
+        A Workload without a creationTimestamp is taken as created at `created`. Returns False
+        when the object tells nothing new (a status echo, a resync). Raises FieldError naming the
+        field of an object that cannot be understood.
         """
         kind = raw.get("kind")
         if kind == "Namespace":
@@ -159,49 +160,54 @@ class QuotaState:
             name = meta.get("name") if isinstance(meta, Mapping) else None
             if not isinstance(name, str) or not name:
                 raise FieldError("metadata.name", "is required")
-            self.put_namespace(name, string_map(meta.get("labels"), "metadata.labels"))
+            return self.put_namespace(name, string_map(meta.get("labels"), "metadata.labels"))
         elif kind == "ResourceFlavor":
-            self.put_flavor(ResourceFlavor.from_dict(raw))
+            return self.put_flavor(ResourceFlavor.from_dict(raw))
         elif kind == "WorkloadPriorityClass":
-            self.put_priority_class(WorkloadPriorityClass.from_dict(raw))
+            return self.put_priority_class(WorkloadPriorityClass.from_dict(raw))
         elif kind == "ClusterQueue":
             cq = ClusterQueue.from_dict(raw)
             errors = validate_cluster_queue(cq)
             if errors:
                 raise errors[0]
-            self.put_cluster_queue(cq)
+            return self.put_cluster_queue(cq)
         elif kind == "LocalQueue":
-            self.put_local_queue(LocalQueue.from_dict(raw))
+            return self.put_local_queue(LocalQueue.from_dict(raw))
         elif kind == "Workload":
             wl = Workload.from_dict(raw)
             if wl.creation_timestamp is None:
                 wl = replace(wl, creation_timestamp=created)
-            self.put_workload(wl)
+            return self.put_workload(wl)
         else:
             raise FieldError("kind", f"must be one of {', '.join(QUOTA_KINDS)}, got {kind!r}")
 
-    # Each put returns early when the spec it models is unchanged (a status update, a resync),
-    # so only real changes bump generations and move parked workloads back.
-    def put_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+    # Each put returns early (False) when the spec it models is unchanged (a status update, a
+    # resync), so only real changes bump generations and move parked workloads back.
+    def put_namespace(self, name: str, labels: Mapping[str, str]) -> bool:
         if self.namespaces.get(name) == dict(labels):
-            return
+            return False
         self.namespaces[name] = dict(labels)
         self._unpark_all()
+        return True
 
-    def put_flavor(self, flavor: ResourceFlavor) -> None:
+    def put_flavor(self, flavor: ResourceFlavor) -> bool:
         if self.flavors.get(flavor.name) == flavor:
-            return
+            return False
         self.flavors[flavor.name] = flavor
         self._inactive.clear()
         self._unpark_all()
+        return True
 
-    def put_priority_class(self, wpc: WorkloadPriorityClass) -> None:
+    def put_priority_class(self, wpc: WorkloadPriorityClass) -> bool:
+        if self.priority_classes.get(wpc.name) == wpc:
+            return False
         self.priority_classes[wpc.name] = wpc
+        return True
 
-    def put_cluster_queue(self, cq: ClusterQueue) -> None:
+    def put_cluster_queue(self, cq: ClusterQueue) -> bool:
         old = self.cluster_queues.get(cq.name)
         if old == cq:
-            return
+            return False
         self.cluster_queues[cq.name] = cq
         self._inactive.clear()
         self._track_draining()
@@ -216,17 +222,19 @@ class QuotaState:
         self.unpark_cohort(cq.name)
         if old is not None and old.cohort and old.cohort != cq.cohort:
             self._unpark_cohort_named(old.cohort)
+        return True
 
-    def put_local_queue(self, lq: LocalQueue) -> None:
+    def put_local_queue(self, lq: LocalQueue) -> bool:
         if self.local_queues.get((lq.namespace, lq.name)) == lq:
-            return
+            return False
         self.local_queues[(lq.namespace, lq.name)] = lq
         self._track_draining()
         for key in [k for k, info in self.workloads.items()
                     if (info.namespace, info.queue_name) == (lq.namespace, lq.name) and self.is_pending(k)]:
             self._route(key)
+        return True
 
-    def put_workload(self, wl: Workload) -> None:
+    def put_workload(self, wl: Workload) -> bool:
         """Create or replace a Workload as observed (pending, holding quota, or finished).
 
         Seeing again what is already known (our own status writes coming back) changes nothing:
@@ -239,10 +247,10 @@ class QuotaState:
         if previous == info and not finished and wl.key not in self.finished:
             old = self.admitted.get(wl.key)
             if held is None and old is None:
-                return  # still pending where it waits
+                return False  # still pending where it waits
             if held is not None and old is not None and (held.cluster_queue, held.usage) == (old.cluster_queue, old.usage):
                 self._set_held(replace(held, evicted=held.evicted or old.evicted))
-                return
+                return held.evicted and not old.evicted
         if previous is not None:
             self.forget(wl.key)
         self.workloads[wl.key] = info
@@ -252,6 +260,7 @@ class QuotaState:
             self._hold(held)
         else:
             self._route(wl.key)
+        return True
 
     @staticmethod
     def _held_from(wl: Workload, info: WorkloadInfo) -> AdmittedWorkload:
