@@ -1,30 +1,26 @@
 """`batchgate simulate`: the real admission decisions over a trace, on a FakeClock (DESIGN 10).
 
-The simulation plays the controller's part around the pure cycle: it feeds objects into the
-quota state, runs `run_cycle`, assumes admissions, marks victims evicted, and completes their
-eviction (quota released, workload requeued) before the next cycle, as a job that stops would.
+The simulation feeds objects into the quota state (`QuotaState.observe`, as the controller's
+watch does) and runs `admission_cycle`, the controller's own cycle and its effects on the state.
+What it adds is the world around the controller: a victim's job stops, and its quota is
+released, before the next cycle.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
 
-from batchgate.api.kueue import (
-    ClusterQueue, FieldError, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
-    validate_cluster_queue,
-)
-from batchgate.api.kueue_fields import string_map, timestamp
+from batchgate.api.kueue import FieldError
+from batchgate.api.kueue_fields import timestamp
 from batchgate.clock import FakeClock
 from batchgate.durations import DurationError, parse_duration
-from controller.decisions.quota.outcomes import CycleResult
-from controller.decisions.quota.admission import run_cycle
-from controller.decisions.quota.stop_policy import drain_evictions
-from controller.state.quota_state import STRATEGIES, FairSharing, QuotaState
+from controller.decisions.quota.cycle import Effects, admission_cycle
+from controller.state.quota_state import QUOTA_KINDS, STRATEGIES, FairSharing, QuotaState
 
 MAX_CYCLES_PER_STEP = 100_000
-KIND_ORDER = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
+KIND_ORDER = QUOTA_KINDS
 
 
 class TraceError(ValueError):
@@ -44,12 +40,12 @@ class StepReport:
 
 
 class Simulation:
-    """The quota state plus the controller's reactions to decisions, driven by a FakeClock."""
+    """The quota state plus the world's reactions to decisions, driven by a FakeClock."""
 
-    def __init__(self, clock: FakeClock) -> None:
+    def __init__(self, clock: FakeClock, fair_sharing: FairSharing = FairSharing()) -> None:
         self.clock = clock
-        self.state = QuotaState()
-        self.evicting: list[str] = []  # evicted by us; their pods stop before the next cycle
+        self.state = QuotaState(fair_sharing=fair_sharing)
+        self.evicting: list[str] = []  # evicted by the last cycle; their pods stop before the next
         self.cycles = 0
         self.preemptions = 0
         self._report = StepReport()
@@ -57,32 +53,7 @@ class Simulation:
 
     # --- inputs ------------------------------------------------------------------------------
     def apply(self, raw: Mapping[str, Any], *, created: _dt.datetime | None = None) -> None:
-        kind = raw.get("kind")
-        if kind == "Namespace":
-            meta = raw.get("metadata") or {}
-            name = meta.get("name") if isinstance(meta, Mapping) else None
-            if not isinstance(name, str) or not name:
-                raise FieldError("metadata.name", "is required")
-            self.state.put_namespace(name, string_map(meta.get("labels"), "metadata.labels"))
-        elif kind == "ResourceFlavor":
-            self.state.put_flavor(ResourceFlavor.from_dict(raw))
-        elif kind == "WorkloadPriorityClass":
-            self.state.put_priority_class(WorkloadPriorityClass.from_dict(raw))
-        elif kind == "ClusterQueue":
-            cq = ClusterQueue.from_dict(raw)
-            errors = validate_cluster_queue(cq)
-            if errors:
-                raise errors[0]
-            self.state.put_cluster_queue(cq)
-        elif kind == "LocalQueue":
-            self.state.put_local_queue(LocalQueue.from_dict(raw))
-        elif kind == "Workload":
-            wl = Workload.from_dict(raw)
-            if wl.creation_timestamp is None:
-                wl = _with_creation(wl, created or self.clock.now())
-            self.state.put_workload(wl)
-        else:
-            raise FieldError("kind", f"must be one of {', '.join(KIND_ORDER)}, got {kind!r}")
+        self.state.observe(raw, created or self.clock.now())
 
     def delete(self, key: str) -> None:
         self._known(key)
@@ -97,49 +68,28 @@ class Simulation:
             raise FieldError(key, "no such Workload (expected namespace/name)")
 
     # --- cycles ------------------------------------------------------------------------------
-    def drain(self) -> None:
-        for evict in drain_evictions(self.state):
-            if self.state.mark_evicted(evict.workload):
-                self.evicting.append(evict.workload)
-
-    def cycle(self) -> CycleResult:
-        """Complete outstanding evictions, run one cycle, and act on its decisions."""
+    def cycle(self) -> Effects:
+        """Complete the evictions the last cycle started, then run one cycle."""
         for key in self.evicting:
             if key in self.state.admitted:
                 self.state.release(key, requeue=True)
-        self.evicting = []
-        now = self.clock.now()
-        heads = self.state.pending.heads(lambda cq: self.state.inactive_reason(cq) is None)
-        result = run_cycle(self.state, heads, now)
+        effects = admission_cycle(self.state, self.clock.now())
         self.cycles += 1
-        for admit in result.admit:
-            self.state.assume(admit.workload, admit.cluster_queue, admit.assignment.usage,
-                              admit.assignment.flavors, now)
+        for admission in effects.admitted:
+            admit = admission.admit
             self._report.admitted.append({"name": admit.workload, "clusterQueue": admit.cluster_queue,
                                           "flavors": {ps: dict(sorted(fl.items()))
                                                       for ps, fl in admit.assignment.flavors.items()}})
-        for preempt in result.preempt:
-            for target in preempt.targets:
-                if self.state.mark_evicted(target.workload):
-                    self.evicting.append(target.workload)
-                    self.preemptions += 1
-                    self._report.preempted.append({"name": target.workload, "reason": target.reason,
-                                                   "by": preempt.preemptor})
-        resumed = 0  # workloads that will try later flavors next cycle: another cycle may differ
-        for key, progress in result.flavor_progress.items():
-            resumed += progress is not None and any(i >= 0 for tried in progress.tried for i in tried.values())
-            self.state.set_progress(key, progress)
-        parked = 0
-        for requeue in result.requeue:
-            before = self.state.pending.state_of(requeue.workload)
-            self.state.requeue(requeue.workload, requeue.queue, requeue.reason)
-            parked += before == "active" and requeue.queue == "inadmissible"
-        self._changed = bool(result.admit or self.evicting or parked or resumed)
-        return result
+        for preemption in effects.preempted:
+            self.preemptions += 1
+            self._report.preempted.append({"name": preemption.target.workload, "reason": preemption.target.reason,
+                                           "by": preemption.preemptor})
+        self.evicting = [p.target.workload for p in effects.preempted] + [d.workload for d in effects.drained]
+        self._changed = effects.changed
+        return effects
 
     def run(self, cycles: int | None) -> None:
         """`cycles` cycles, or (None) until a cycle changes nothing."""
-        self.drain()
         if cycles is not None:
             for _ in range(cycles):
                 self.cycle()
@@ -157,7 +107,7 @@ class Simulation:
         state = self.state
         active = inadmissible = 0
         for key in sorted(k for k in state.workloads if state.is_pending(k)):
-            queue, reason = self.pending_reason(key)
+            queue, reason = state.pending_reason(key)
             active += queue == "active"
             inadmissible += queue == "inadmissible"
             report.pending.append({"name": key, "queue": queue, "reason": reason})
@@ -166,23 +116,22 @@ class Simulation:
                          "reserving": len(state.admitted), "admitted": len(state.admitted) - evicted}
         return report
 
-    def pending_reason(self, key: str) -> tuple[str, str]:
-        state = self.state
-        if key in state.blocked:
-            return "inadmissible", state.blocked[key]
-        queue = state.pending.state_of(key) or "inadmissible"
-        cq = state.cluster_queue_of(key)
-        inactive = state.inactive_reason(cq) if cq else None
-        return queue, inactive or state.messages.get(key, "")
-
-
-def _with_creation(wl: Workload, created: _dt.datetime) -> Workload:
-    return replace(wl, creation_timestamp=created)
-
 
 # --- traces ------------------------------------------------------------------------------------
-def run_trace(trace: Any) -> list[StepReport]:
-    """Run a parsed YAML trace; raise TraceError naming the step and field on bad input."""
+class World(Protocol):
+    """What a trace drives: the simulation, or (in the tests) the controller's admission loop."""
+
+    clock: FakeClock
+
+    def apply(self, raw: Mapping[str, Any], *, created: _dt.datetime | None = None) -> None: ...
+    def delete(self, key: str) -> None: ...
+    def finish(self, key: str) -> None: ...
+    def run(self, cycles: int | None) -> None: ...
+    def take_report(self) -> StepReport: ...
+
+
+def run_trace(trace: Any, world: Callable[[FakeClock, FairSharing], World] = Simulation) -> list[StepReport]:
+    """Run a parsed YAML trace in `world`; raise TraceError naming the step and field on bad input."""
     if not isinstance(trace, Mapping):
         raise TraceError("trace: must be a mapping with `objects` and `steps`")
     unknown = set(trace) - {"objects", "steps", "fairSharing"}
@@ -190,9 +139,8 @@ def run_trace(trace: Any) -> list[StepReport]:
         raise TraceError(f"trace: unknown keys {sorted(unknown)}; expected objects, steps, fairSharing")
     objects = _list(trace.get("objects"), "objects")
     steps = _list(trace.get("steps"), "steps")
-    sim = Simulation(FakeClock(_latest_timestamp(trace) or FakeClock().now()))
-    sim.state.fair_sharing = _fair_sharing(trace.get("fairSharing"))
-    _apply_all(sim, objects, "objects")
+    running = world(FakeClock(_latest_timestamp(trace) or FakeClock().now()), _fair_sharing(trace.get("fairSharing")))
+    _apply_all(running, objects, "objects")
     reports = []
     for i, step in enumerate(steps):
         where = f"steps[{i}]"
@@ -201,34 +149,34 @@ def run_trace(trace: Any) -> list[StepReport]:
         unknown = set(step) - {"apply", "delete", "finish", "advance", "cycles"}
         if unknown:
             raise TraceError(f"{where}: unknown keys {sorted(unknown)}; expected apply, delete, finish, advance, cycles")
-        _apply_all(sim, _list(step.get("apply"), f"{where}.apply"), f"{where}.apply")
+        _apply_all(running, _list(step.get("apply"), f"{where}.apply"), f"{where}.apply")
         for verb in ("delete", "finish"):
             for j, key in enumerate(_list(step.get(verb), f"{where}.{verb}")):
                 try:
-                    getattr(sim, verb)(key if isinstance(key, str) else repr(key))
+                    getattr(running, verb)(key if isinstance(key, str) else repr(key))
                 except FieldError as exc:
                     raise TraceError(f"{where}.{verb}[{j}]: {exc.detail}: {key!r}") from None
         if step.get("advance") is not None:
             try:
-                sim.clock.advance(parse_duration(step["advance"]))
+                running.clock.advance(parse_duration(step["advance"]))
             except (DurationError, ValueError) as exc:
                 raise TraceError(f"{where}.advance: {exc}") from None
-        sim.run(_cycles(step.get("cycles", "until-idle"), f"{where}.cycles"))
-        reports.append(sim.take_report())
+        running.run(_cycles(step.get("cycles", "until-idle"), f"{where}.cycles"))
+        reports.append(running.take_report())
     return reports
 
 
-def _apply_all(sim: Simulation, objects: list[Any], where: str) -> None:
+def _apply_all(running: World, objects: list[Any], where: str) -> None:
     indexed = list(enumerate(objects))
     for i, raw in indexed:
         if not isinstance(raw, Mapping):
             raise TraceError(f"{where}[{i}]: must be a Kubernetes object (a mapping)")
     rank = {kind: n for n, kind in enumerate(KIND_ORDER)}
     indexed.sort(key=lambda item: rank.get(item[1].get("kind"), -1) if isinstance(item[1].get("kind"), str) else -1)
-    start = sim.clock.now()
+    start = running.clock.now()
     for n, (i, raw) in enumerate(indexed):
         try:
-            sim.apply(raw, created=start + _dt.timedelta(microseconds=n))
+            running.apply(raw, created=start + _dt.timedelta(microseconds=n))
         except FieldError as exc:
             name = (raw.get("metadata") or {}).get("name") if isinstance(raw.get("metadata"), Mapping) else None
             label = f" ({raw.get('kind')} {name})" if name else ""

@@ -1,45 +1,45 @@
-"""The admission loop: Kueue's cycle (`decisions/quota_admission.run_cycle`) run against the cluster.
+"""The admission loop: the quota admission cycle (`decisions/quota/cycle.py`) run against the cluster.
 
-Changes from the informers feed the quota state (under this loop's lock). A cycle takes the
-heads, decides, *assumes* each admission in the state at once — so the next cycle cannot hand
-the same quota out again — and then writes the decisions to the Workloads' `/status`; an
-admission whose write fails is forgotten (its quota released, the workload queued again).
-Victims of preemption are marked Evicted and keep their quota until their job is stopped and
-its pods are gone (the job integration then clears the admission); a Workload without an owner
-has no pods to wait for, so its quota is released here at once.
+Changes from the informers feed the quota state (`QuotaState.observe`, under this loop's lock).
+A cycle is `admission_cycle` — the same code `batchgate simulate` runs: it takes the heads,
+decides, and records the outcome in the state (each admission *assumed* at once, so the next
+cycle cannot hand the same quota out again; victims marked Evicted; flavor progress kept). This
+loop only turns the returned Effects into writes to the Workloads' `/status`; an admission whose
+write fails is forgotten (its quota released, the workload queued again). Victims keep their
+quota until their job is stopped and its pods are gone (the job integration then clears the
+admission); a Workload without an owner has no pods to wait for, so its quota is released here
+at once.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import itertools
-import queue
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
-from batchgate.api.kueue import ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass
 from batchgate.api.kueue_fields import FieldError
 from batchgate.clock import Clock
+from batchgate.policy import Policy
+from controller.adapters.cycle_loop import CycleLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
+from controller.adapters.write_pool import WritePool
 from controller.adapters.writer import NotLeader, Writer
+from controller.decisions.conditions import condition, is_true
+from controller.decisions.jobs.workloads import controller_owner
 from controller.decisions.quota import admission_status as status
 from controller.decisions.quota import queue_status
-from controller.decisions.conditions import condition, is_true
-from controller.decisions.quota.admission import run_cycle
-from controller.decisions.quota.stop_policy import drain_evictions
-from controller.decisions.jobs.workloads import controller_owner
+from controller.decisions.quota.cycle import Admission, Effects, admission_cycle
 from controller.state.cache import Change
-from batchgate.policy import Policy
-from controller.state.quota_state import FairSharing, QuotaState
+from controller.state.quota_state import QUOTA_KINDS, FairSharing, QuotaState
 
 log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
 URGENT = float("-inf")  # evictions and releases go first: a preemptor is waiting for them
-QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
+NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message before a cycle looked at it
 
 
 class AdmissionLoop:
@@ -48,31 +48,22 @@ class AdmissionLoop:
                  status_interval: float = 1.0, spare_capacity: Callable[[], float] = lambda: float("inf"),
                  reserve: float = 0.0, writers: int = 8) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
-        self.metrics, self.is_leader, self.tick = metrics, is_leader, tick
+        self.metrics, self.is_leader = metrics, is_leader
         self.state = QuotaState()
         self.cycles = 0
         self._lock = threading.RLock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._dirty: set[str] = set()  # workloads whose pending condition may need a write
+        self._all_dirty = False  # a queue, flavor or namespace changed: any pending reason may have
         self._written_cq: dict[str, Mapping[str, Any]] = {}
         self._written_lq: dict[tuple[str, str], Mapping[str, Any]] = {}
         # Reasons and queue status are informative: they are flushed at most every `status_interval`
         # and only from the rate limiter's spare capacity, so they never delay an admission.
-        self.status_interval = status_interval
         self.spare_capacity, self.reserve = spare_capacity, reserve
         self._reasons: dict[str, str] = {}
-        # Decisions are written in parallel, as Kueue does: the assumption already holds the quota,
-        # so the next cycle need not wait for the API.
-        self._writes: queue.PriorityQueue[tuple[float, int, str, Callable[..., Any], tuple[Any, ...]]] = queue.PriorityQueue()
-        self._seq = itertools.count()
-        self._writer_threads = [threading.Thread(target=self._write_loop, name=f"admission-write-{i}", daemon=True)
-                                for i in range(writers)]
-        self._in_flight: set[str] = set()
-        self._follow_ups: dict[str, list[tuple[float, int, str, Callable[..., Any], tuple[Any, ...]]]] = {}
-        self._flusher: threading.Thread | None = None
         self._bad: set[tuple[str, str]] = set()
+        self.writes = WritePool("admission-write", writers)
+        self._loop = CycleLoop("admission", self.cycle, is_leader, wait=lambda: tick)
+        self._flusher = CycleLoop("status-flush", self._flush, is_leader, wait=lambda: status_interval)
 
     # --- inputs ------------------------------------------------------------------------------
     def on_change(self, change: Change) -> None:
@@ -85,32 +76,18 @@ class AdmissionLoop:
                 if obj is None:
                     self._remove(change)
                 else:
-                    self._put(kind, obj)
+                    changed = self.state.observe(obj, self.clock.now())
+                    if kind != "Workload":
+                        self._all_dirty = self._all_dirty or changed
+                    elif self.state.is_pending(key := f"{change.key.namespace}/{change.key.name}"):
+                        self._dirty.add(key)
             self._bad.discard((kind, str(change.key)))
         except FieldError as exc:
             if (kind, str(change.key)) not in self._bad and obj is not None:
                 self._bad.add((kind, str(change.key)))
                 log.warning("%s %s: %s", kind, change.key, exc)
                 self.recorder.warning(obj, "InvalidObject", f"{exc}")
-        self._wake.set()
-
-    def _put(self, kind: str, obj: Mapping[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        if kind == "Namespace":
-            self.state.put_namespace(meta.get("name", ""), meta.get("labels") or {})
-        elif kind == "ResourceFlavor":
-            self.state.put_flavor(ResourceFlavor.from_dict(obj))
-        elif kind == "WorkloadPriorityClass":
-            self.state.put_priority_class(WorkloadPriorityClass.from_dict(obj))
-        elif kind == "ClusterQueue":
-            self.state.put_cluster_queue(ClusterQueue.from_dict(obj))
-        elif kind == "LocalQueue":
-            self.state.put_local_queue(LocalQueue.from_dict(obj))
-        elif kind == "Workload":
-            workload = Workload.from_dict(obj)
-            self.state.put_workload(workload)
-            if self.state.is_pending(workload.key):
-                self._dirty.add(workload.key)
+        self.wake()
 
     def _remove(self, change: Change) -> None:
         if change.key.kind == "Workload":
@@ -120,33 +97,17 @@ class AdmissionLoop:
 
     # --- the loop ----------------------------------------------------------------------------
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="admission", daemon=True)
-        self._thread.start()
-        self._flusher = threading.Thread(target=self._flush_loop, name="status-flush", daemon=True)
+        self.writes.start()
+        self._loop.start()
         self._flusher.start()
-        for thread in self._writer_threads:
-            thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        for thread in (self._thread, self._flusher, *self._writer_threads):
-            if thread is not None and thread.is_alive():
-                thread.join(timeout=10)
-
-    def _flush_loop(self) -> None:
-        while not self._stop.wait(self.status_interval):
-            if not self.is_leader():
-                continue
-            try:
-                self._flush_status(self.clock.now())
-            except NotLeader:
-                continue
-            except Exception:
-                log.exception("status flush failed")
+        self._loop.stop()
+        self._flusher.stop()
+        self.writes.stop()
 
     def wake(self) -> None:
-        self._wake.set()
+        self._loop.wake()
 
     def apply_policy(self, policy: Policy) -> None:
         """Fair sharing is the policy's to switch; a change takes effect from the next cycle."""
@@ -158,101 +119,58 @@ class AdmissionLoop:
         log.info("fair sharing %s", "on" if wanted.enable else "off")
         self.wake()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self.tick)
-            self._wake.clear()
-            if self._stop.is_set() or not self.is_leader():
-                continue
-            try:
-                while self.cycle() and not self._stop.is_set():
-                    pass  # back-to-back cycles while they change something, as Kueue's loop does
-            except NotLeader:
-                continue
-            except Exception:
-                log.exception("admission cycle failed")
-
     def cycle(self) -> bool:
-        """One cycle: decide under the lock, then write. Returns whether anything was admitted or evicted."""
+        """One cycle: decide and apply under the lock, then write. Returns whether another cycle
+        could decide differently (something was admitted, evicted, parked or left flavors to try)."""
         now = self.clock.now()
         started = self.clock.monotonic()
         with self._lock:
-            drains = drain_evictions(self.state)
-            for evict in drains:
-                self.state.mark_evicted(evict.workload)
-            heads = self.state.pending.heads(lambda cq: self.state.inactive_reason(cq) is None)
-            result = run_cycle(self.state, heads, now)
-            for admit in result.admit:
-                self.state.assume(admit.workload, admit.cluster_queue, admit.assignment.usage,
-                                  admit.assignment.flavors, now)
-            victims = []
-            for preempt in result.preempt:
-                for target in preempt.targets:
-                    if self.state.mark_evicted(target.workload):
-                        victims.append((preempt, target))
-            for requeue in result.requeue:
-                self.state.requeue(requeue.workload, requeue.queue, requeue.reason)
-                self._dirty.add(requeue.workload)
-            infos = {a.workload: self.state.workloads[a.workload] for a in result.admit}
-            uids = {p.preemptor: self.state.workloads[p.preemptor].uid for p in result.preempt}
-            for key in self._dirty:
-                if self.state.is_pending(key):
-                    self._reasons[key] = self._pending_message(key)
-            self._dirty.clear()
+            effects = admission_cycle(self.state, now)
+            self._dirty.update(effects.requeued)
             self.cycles += 1
+            cluster_queues = list(self.state.cluster_queues)
         self.metrics.cycle_duration.observe(self.clock.monotonic() - started)
-        for admit in result.admit:
-            self._submit(admit.workload, -infos[admit.workload].priority, self._write_admission, admit,
-                         infos[admit.workload], now)
-        for preempt, target in victims:
-            self._submit(target.workload, URGENT, self._write, target.workload,
-                         lambda wl, t=target, p=preempt: status.released_at_once(
-                             wl, status.preemption_patch(wl, t, uids[p.preemptor], now), now),
-                         ("Normal", "Preempted", keys.COND_PREEMPTED))
-            self.metrics.evictions.labels(target.cluster_queue, "Preempted").inc()
-        for evict in drains:
-            self._submit(evict.workload, URGENT, self._write, evict.workload,
-                         lambda wl, e=evict: status.released_at_once(wl, status.stop_eviction_patch(wl, e, now), now),
-                         ("Normal", "Evicted", keys.COND_EVICTED))
+        for name in cluster_queues:
+            self.metrics.preemption_skips.labels(name).set(effects.skipped_preemptions.get(name, 0))
+        self._carry_out(effects, now)
         self._release_ownerless(now)
-        return bool(result.admit or victims or drains)
+        return effects.changed
 
-    def _submit(self, key: str, rank: float, fn: Callable[..., Any], *args: Any) -> None:
-        """Write in the background, most urgent first (evictions, then by priority). Writes of one
-        workload run one at a time, in order: a later one waits for the one in flight."""
-        item = (rank, next(self._seq), key, fn, args)
-        with self._lock:
-            if key in self._in_flight:
-                self._follow_ups.setdefault(key, []).append(item)
-                return
-            self._in_flight.add(key)
-        self._writes.put(item)
+    def _carry_out(self, effects: Effects, now: Any) -> None:
+        for admission in effects.admitted:
+            self.writes.submit(admission.admit.workload, -admission.info.priority,
+                               lambda a=admission: self._write_admission(a, now))
+        for preemption in effects.preempted:
+            target = preemption.target
+            self.writes.submit(target.workload, URGENT, lambda p=preemption, t=target: self._write(
+                t.workload, lambda wl: status.released_at_once(
+                    wl, status.preemption_patch(wl, t, p.preemptor_uid, now), now),
+                ("Normal", "Preempted", keys.COND_PREEMPTED)))
+            self.metrics.evictions.labels(target.cluster_queue, "Preempted").inc()
+        for evict in effects.drained:
+            self.writes.submit(evict.workload, URGENT, lambda e=evict: self._write(
+                e.workload, lambda wl: status.released_at_once(wl, status.stop_eviction_patch(wl, e, now), now),
+                ("Normal", "Evicted", keys.COND_EVICTED)))
 
-    def _write_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                _, _, key, fn, args = self._writes.get(timeout=0.5)
-            except queue.Empty:
-                continue
-            try:
-                fn(*args)
-            except NotLeader:
-                pass
-            except Exception as exc:
-                log.warning("writing %s failed: %s", key, exc)
-            finally:
-                with self._lock:
-                    waiting = self._follow_ups.get(key)
-                    if waiting:
-                        self._writes.put(waiting.pop(0))
-                        if not waiting:
-                            del self._follow_ups[key]
-                    else:
-                        self._in_flight.discard(key)
+    def _note_reasons(self) -> None:
+        """Under the lock: the pending reasons that may have changed since the last flush."""
+        if self._all_dirty:
+            self._dirty.update(key for key in self.state.workloads if self.state.is_pending(key))
+            self._all_dirty = False
+        for key in self._dirty:
+            if self.state.is_pending(key):
+                self._reasons[key] = self.state.pending_reason(key)[1] or NOT_YET_TRIED
+        self._dirty.clear()
 
-    def _flush_status(self, now: Any) -> None:
+    def _flush(self) -> bool:
+        self.write_status(self.clock.now())
+        return False
+
+    def write_status(self, now: Any) -> None:
         """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
         floor = max(1.0, self.reserve)
+        with self._lock:
+            self._note_reasons()
         while True:
             if self.spare_capacity() < floor:
                 return
@@ -266,13 +184,6 @@ class AdmissionLoop:
                         ("Warning", "Pending", keys.COND_QUOTA_RESERVED))
         self._write_cluster_queues(now, floor)
         self._write_local_queues(now, floor)
-
-    def _pending_message(self, key: str) -> str:
-        if key in self.state.blocked:
-            return self.state.blocked[key]
-        cq = self.state.cluster_queue_of(key)
-        inactive = self.state.inactive_reason(cq) if cq else None
-        return inactive or self.state.messages.get(key) or "Workload is waiting for quota"
 
     # --- writes ------------------------------------------------------------------------------
     def _observed(self, key: str) -> Mapping[str, Any] | None:
@@ -296,16 +207,17 @@ class AdmissionLoop:
             self.recorder.record(written, type_, reason, (condition(written, told_by) or {}).get("message", ""))
         return True
 
-    def _write_admission(self, admit: Any, info: Any, now: Any) -> None:
+    def _write_admission(self, admission: Admission, now: Any) -> None:
+        admit = admission.admit
         with self._lock:
             held = self.state.admitted.get(admit.workload)
             if held is not None and held.evicted:
                 # Preempted before its admission reached the API: it never held quota there.
                 self.state.release(admit.workload, requeue=True)
-                self._wake.set()
+                self.wake()
                 return
         try:
-            ok = self._write(admit.workload, lambda wl: status.admission_patch(wl, admit, info, now),
+            ok = self._write(admit.workload, lambda wl: status.admission_patch(wl, admit, admission.info, now),
                              ("Normal", "QuotaReserved", keys.COND_QUOTA_RESERVED))
         except NotLeader:
             ok = False
@@ -316,7 +228,7 @@ class AdmissionLoop:
             with self._lock:  # forget the assumption: the quota goes back, the workload waits again
                 if admit.workload in self.state.workloads:
                     self.state.release(admit.workload, requeue=True)
-            self._wake.set()
+            self.wake()
             return
         self.metrics.admitted.labels(admit.cluster_queue).inc()
 
@@ -327,8 +239,8 @@ class AdmissionLoop:
             observed = self._observed(key)
             if (observed is not None and controller_owner(observed) is None and is_true(observed, keys.COND_EVICTED)
                     and (observed.get("status") or {}).get("admission")):
-                self._submit(key, URGENT, self._write, key, lambda wl: status.release_patch(wl, now),
-                             ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
+                self.writes.submit(key, URGENT, lambda k=key: self._write(
+                    k, lambda wl: status.release_patch(wl, now), ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED)))
 
     def _write_cluster_queues(self, now: Any, floor: float) -> None:
         with self._lock:

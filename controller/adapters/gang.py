@@ -1,8 +1,8 @@
 """batchgate's scheduler: binds the pods that name the policy's scheduler, whole gangs at a time.
 
-One loop thread, woken by any Pod, Node, PodGroup or workload change (and every `retry_every`
-seconds, so a gang waiting for capacity is retried even on a quiet cluster). Each step, while
-this process leads:
+One loop thread (`CycleLoop`), woken by any Pod, Node, PodGroup or workload change (and every
+`retry_every` seconds, so a gang waiting for capacity is retried even on a quiet cluster). Each
+step, while this process leads:
 1. makes the PodGroup each changed top-level workload needs (decisions/gang/podgroups.py);
 2. decides placement over the cache (decisions/gang/placement.py) and applies it: POST
    `pods/binding` (a small pool of threads, so a 1,000-pod gang does not wait on one
@@ -27,6 +27,7 @@ from batchgate.api.errors import FieldError
 from batchgate.api.node import Node
 from batchgate.clock import Clock, format_time
 from batchgate.policy import Policy
+from controller.adapters.cycle_loop import CycleLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.metrics import ControllerMetrics
@@ -60,15 +61,13 @@ class GangScheduler:
         self.metrics = metrics or ControllerMetrics()
         self.retry_every = retry_every
         self._pool = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
-        self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._loop = CycleLoop("gang-scheduler", self._step_once, is_leader, wait=self._next_wait)
         self._lock = threading.Lock()
         self._dirty_jobs: set[ObjectKey] = set()
         self._dirty_groups: set[GroupKey] = set()
         self._due: dict[GroupKey, _dt.datetime] = {}
         self._parsed: dict[tuple[str, str, str], PodInfo | FieldError] = {}
         self._told: dict[str, str] = {}  # pod uid -> the FailedScheduling message last written
-        self._thread: threading.Thread | None = None
 
     # --- triggers -----------------------------------------------------------------------------
 
@@ -86,7 +85,7 @@ class GangScheduler:
                     self._dirty_groups.add((change.key.namespace, group))
             elif kind != "Node":
                 return
-        self._wake.set()
+        self.wake()
 
     def resync(self) -> None:
         """On becoming leader: every workload and PodGroup is looked at once."""
@@ -94,37 +93,28 @@ class GangScheduler:
             for kind in JOB_KINDS:
                 self._dirty_jobs.update(ObjectKey(kind, *_ns_name(o)) for o in self.store.list(kind))
             self._dirty_groups.update(_ns_name(o) for o in self.store.list("PodGroup"))
-        self._wake.set()
+        self.wake()
+
+    def wake(self) -> None:
+        self._loop.wake()
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="gang-scheduler", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._loop.stop()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            wait = self.retry_every
-            due = min(self._due.values(), default=None)
-            if due is not None:
-                wait = min(wait, max(0.0, (due - self.clock.now()).total_seconds()))
-            self._wake.wait(wait)
-            self._wake.clear()
-            if self._stop.is_set() or not self.is_leader():
-                continue
-            try:
-                self.step()
-            except NotLeader:
-                continue
-            except Exception:
-                log.exception("gang scheduling step failed; retrying")
-                self._stop.wait(1.0)
-                self._wake.set()
+    def _next_wait(self) -> float:
+        """Until the next retry, or sooner if a PodGroup's schedule timeout falls due first."""
+        due = min(self._due.values(), default=None)
+        if due is None:
+            return self.retry_every
+        return min(self.retry_every, max(0.0, (due - self.clock.now()).total_seconds()))
+
+    def _step_once(self) -> bool:
+        self.step()
+        return False  # the next step waits for a change, a retry or a due timeout
 
     # --- one step -----------------------------------------------------------------------------
 
@@ -252,7 +242,7 @@ class GangScheduler:
                     current, members, now, timeout, restartable))
             if decision.warning is not None:
                 self.recorder.warning(raw, *decision.warning)
-                self._wake.set()  # retried now, and its timer starts again
+                self.wake()  # retried now, and its timer starts again
             if decision.requeue_after is not None:
                 self._due[key] = now + decision.requeue_after
 
@@ -291,7 +281,7 @@ class GangScheduler:
         except ApiError as exc:
             if not exc.not_found:
                 log.warning("re-reading pod %s failed: %s", pod.key, exc)
-        self._wake.set()
+        self.wake()
 
     def _tell_unschedulable(self, raw: Mapping[str, Any], message: str) -> None:
         """PodScheduled=False/Unschedulable with the message, and a FailedScheduling Event."""

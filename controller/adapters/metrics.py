@@ -31,6 +31,10 @@ class ControllerMetrics:
                                         buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=r)
         self.evictions = Counter("batchgate_evicted_workloads_total", "Workloads evicted, per ClusterQueue and reason",
                                  ["cluster_queue", "reason"], registry=r)
+        self.preemption_skips = Gauge(
+            "batchgate_admission_cycle_preemption_skips",
+            "Heads of a ClusterQueue whose preemption the last cycle skipped because another head took the same "
+            "capacity (Kueue's admission_cycle_preemption_skips)", ["cluster_queue"], registry=r)
         self.relists = Counter("batchgate_informer_relists_total", "Full lists per kind (start and after 410)",
                                ["kind"], registry=r)
         self.queue_depth = Gauge("batchgate_workqueue_depth", "Keys waiting in the work queue", registry=r)

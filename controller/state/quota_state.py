@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api.kueue import (
-    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass, WPC_SOURCE,
+    ClusterQueue, FieldError, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass, WPC_SOURCE,
+    validate_cluster_queue,
 )
+from batchgate.api.kueue_fields import string_map
 from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
+"""The kinds quota admission reads, in the order a trace applies them."""
 STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
 
@@ -72,6 +76,11 @@ class FlavorProgress:
 
     generation: int
     tried: tuple[Mapping[str, int], ...]
+
+    @property
+    def pending_flavors(self) -> bool:
+        """Flavors were left untried (Kueue's PendingFlavors): the next attempt may still fit."""
+        return any(index >= 0 for tried in self.tried for index in tried.values())
 
 
 @dataclass
@@ -127,29 +136,78 @@ class QuotaState:
         return (workload in self.workloads and workload not in self.admitted
                 and workload not in self.finished)
 
+    def pending_reason(self, workload: str) -> tuple[str, str]:
+        """Where a pending workload waits (active or inadmissible) and why, as users read it;
+        the message is empty until a cycle has looked at it."""
+        if workload in self.blocked:
+            return "inadmissible", self.blocked[workload]
+        queue = self.pending.state_of(workload) or "inadmissible"
+        cq = self.cluster_queue_of(workload)
+        inactive = self.inactive_reason(cq) if cq else None
+        return queue, inactive or self.messages.get(workload, "")
+
     # --- objects -----------------------------------------------------------------------------
-    # Each put returns early when the spec it models is unchanged (a status update, a resync),
-    # so only real changes bump generations and move parked workloads back.
-    def put_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+    def observe(self, raw: Mapping[str, Any], created: _dt.datetime) -> bool:
+        """Feed one object as observed (a watch event, a trace entry): parsed, validated, stored.
+
+        A Workload without a creationTimestamp is taken as created at `created`. Returns False
+        when the object tells nothing new (a status echo, a resync). Raises FieldError naming the
+        field of an object that cannot be understood.
+        """
+        kind = raw.get("kind")
+        if kind == "Namespace":
+            meta = raw.get("metadata") or {}
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            if not isinstance(name, str) or not name:
+                raise FieldError("metadata.name", "is required")
+            return self.put_namespace(name, string_map(meta.get("labels"), "metadata.labels"))
+        elif kind == "ResourceFlavor":
+            return self.put_flavor(ResourceFlavor.from_dict(raw))
+        elif kind == "WorkloadPriorityClass":
+            return self.put_priority_class(WorkloadPriorityClass.from_dict(raw))
+        elif kind == "ClusterQueue":
+            cq = ClusterQueue.from_dict(raw)
+            errors = validate_cluster_queue(cq)
+            if errors:
+                raise errors[0]
+            return self.put_cluster_queue(cq)
+        elif kind == "LocalQueue":
+            return self.put_local_queue(LocalQueue.from_dict(raw))
+        elif kind == "Workload":
+            wl = Workload.from_dict(raw)
+            if wl.creation_timestamp is None:
+                wl = replace(wl, creation_timestamp=created)
+            return self.put_workload(wl)
+        else:
+            raise FieldError("kind", f"must be one of {', '.join(QUOTA_KINDS)}, got {kind!r}")
+
+    # Each put returns early (False) when the spec it models is unchanged (a status update, a
+    # resync), so only real changes bump generations and move parked workloads back.
+    def put_namespace(self, name: str, labels: Mapping[str, str]) -> bool:
         if self.namespaces.get(name) == dict(labels):
-            return
+            return False
         self.namespaces[name] = dict(labels)
         self._unpark_all()
+        return True
 
-    def put_flavor(self, flavor: ResourceFlavor) -> None:
+    def put_flavor(self, flavor: ResourceFlavor) -> bool:
         if self.flavors.get(flavor.name) == flavor:
-            return
+            return False
         self.flavors[flavor.name] = flavor
         self._inactive.clear()
         self._unpark_all()
+        return True
 
-    def put_priority_class(self, wpc: WorkloadPriorityClass) -> None:
+    def put_priority_class(self, wpc: WorkloadPriorityClass) -> bool:
+        if self.priority_classes.get(wpc.name) == wpc:
+            return False
         self.priority_classes[wpc.name] = wpc
+        return True
 
-    def put_cluster_queue(self, cq: ClusterQueue) -> None:
+    def put_cluster_queue(self, cq: ClusterQueue) -> bool:
         old = self.cluster_queues.get(cq.name)
         if old == cq:
-            return
+            return False
         self.cluster_queues[cq.name] = cq
         self._inactive.clear()
         self._track_draining()
@@ -164,17 +222,19 @@ class QuotaState:
         self.unpark_cohort(cq.name)
         if old is not None and old.cohort and old.cohort != cq.cohort:
             self._unpark_cohort_named(old.cohort)
+        return True
 
-    def put_local_queue(self, lq: LocalQueue) -> None:
+    def put_local_queue(self, lq: LocalQueue) -> bool:
         if self.local_queues.get((lq.namespace, lq.name)) == lq:
-            return
+            return False
         self.local_queues[(lq.namespace, lq.name)] = lq
         self._track_draining()
         for key in [k for k, info in self.workloads.items()
                     if (info.namespace, info.queue_name) == (lq.namespace, lq.name) and self.is_pending(k)]:
             self._route(key)
+        return True
 
-    def put_workload(self, wl: Workload) -> None:
+    def put_workload(self, wl: Workload) -> bool:
         """Create or replace a Workload as observed (pending, holding quota, or finished).
 
         Seeing again what is already known (our own status writes coming back) changes nothing:
@@ -187,10 +247,10 @@ class QuotaState:
         if previous == info and not finished and wl.key not in self.finished:
             old = self.admitted.get(wl.key)
             if held is None and old is None:
-                return  # still pending where it waits
+                return False  # still pending where it waits
             if held is not None and old is not None and (held.cluster_queue, held.usage) == (old.cluster_queue, old.usage):
                 self._set_held(replace(held, evicted=held.evicted or old.evicted))
-                return
+                return held.evicted and not old.evicted
         if previous is not None:
             self.forget(wl.key)
         self.workloads[wl.key] = info
@@ -200,6 +260,7 @@ class QuotaState:
             self._hold(held)
         else:
             self._route(wl.key)
+        return True
 
     @staticmethod
     def _held_from(wl: Workload, info: WorkloadInfo) -> AdmittedWorkload:

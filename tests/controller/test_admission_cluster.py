@@ -133,3 +133,39 @@ def test_metrics_count_admissions_pending_and_evictions(client: KubeClient, cont
         assert requests.get(f"http://127.0.0.1:{probes.port}/readyz", timeout=5).status_code == 200
     finally:
         probes.stop()
+
+
+def test_a_job_that_cannot_preempt_on_the_first_flavor_runs_on_the_next(
+        cluster: Any, client: KubeClient, controller: Controller) -> None:
+    """Kueue's "Should try next flavor if can't preempt on first" (test/integration/scheduler/
+    scheduler_test.go), with the real controller: the third job's first attempt stops at the full
+    on-demand flavor (whenCanPreempt: Preempt, no lower-priority victim), leaving spot untried;
+    it stays at the head of the BestEffortFIFO queue and the next cycle admits it on spot."""
+    suffix = uuid.uuid4().hex[:6]
+    ns, cq, on_demand, spot = f"flavors-{suffix}", f"prod-{suffix}", f"on-demand-{suffix}", f"spot-{suffix}"
+    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    for flavor in (on_demand, spot):
+        client.create(RESOURCES["ResourceFlavor"], {"apiVersion": KUEUE, "kind": "ResourceFlavor",
+                                                    "metadata": {"name": flavor}, "spec": {"nodeLabels": {"pool": flavor}}})
+    client.create(CQ, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
+        "namespaceSelector": {}, "cohort": f"all-{suffix}", "preemption": {"withinClusterQueue": "LowerPriority"},
+        "flavorFungibility": {"whenCanPreempt": "Preempt"},
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": on_demand, "resources": [{"name": "cpu", "nominalQuota": "2"}]},
+            {"name": spot, "resources": [{"name": "cpu", "nominalQuota": "2"}]}]}]}})
+    client.create(LQ, {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "default-queue", "namespace": ns},
+                       "spec": {"clusterQueue": cq}})
+    first, second = submit(client, ns, "wl-1", "1"), submit(client, ns, "wl-2", "1")
+    eventually(lambda: running(client, ns, "wl-1") and running(client, ns, "wl-2"), timeout=20,
+               what="the first two jobs to run")
+    third = submit(client, ns, "wl-3", "1")
+    eventually(lambda: running(client, ns, "wl-3"), timeout=20,
+               what=lambda: f"the third job to run; its Workload: {workload_of(client, 'Job', third)}")
+    flavors = {name: workload_of(client, "Job", job)["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"]
+               for name, job in (("wl-1", first), ("wl-2", second), ("wl-3", third))}
+    assert flavors == {"wl-1": on_demand, "wl-2": on_demand, "wl-3": spot}
+    assert client.get(JOBS, "wl-3", ns)["spec"]["template"]["spec"]["nodeSelector"] == {"pool": spot}
+    for job in (first, second):
+        assert cond(workload_of(client, "Job", job), "Evicted") != "True", "nothing was preempted"
+    table = kubectl(cluster.kubeconfig, "get", "workloads", "-n", ns).stdout
+    assert table.count(f" {cq} ") == 3, table

@@ -80,11 +80,25 @@ def test_unreadable_traces_exit_2_without_a_traceback(tmp_path: Path, content: s
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+PREEMPTION = trace(basic(cpu=10, within="LowerPriority") + [
+    workload("low", cpu=8, priority=0, admitted_to="cq"), workload("high", cpu=5, priority=10, created=1)],
+    {"cycles": 1}, {})
+TOO_BIG = trace(basic(cpu=10) + [workload("a", cpu=5), workload("b", cpu=50, created=1)])
+EXAMPLE = ROOT / "docs" / "simulate-example.yaml"
+
+
+def _without_timestamp(obj: dict) -> dict:
+    del obj["metadata"]["creationTimestamp"]
+    return obj
+
+
+LATE_ARRIVALS = trace(basic(cpu=10) + [workload("a", cpu=8, admitted_to="cq")],
+                      {"advance": "1m", "apply": [_without_timestamp(workload("late", cpu=6))]},
+                      {"apply": [workload("early", cpu=6, created=30)], "finish": ["ns/a"]})
+
+
 def test_json_output_has_the_design_shape(tmp_path: Path) -> None:
-    scenario = trace(basic(cpu=10, within="LowerPriority") + [
-        workload("low", cpu=8, priority=0, admitted_to="cq"), workload("high", cpu=5, priority=10, created=1)],
-        {"cycles": 1}, {})
-    result = simulate(tmp_path, scenario, "-o", "json")
+    result = simulate(tmp_path, PREEMPTION, "-o", "json")
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out == {"steps": [
@@ -103,15 +117,14 @@ def test_json_output_has_the_design_shape(tmp_path: Path) -> None:
 
 
 def test_the_table_tells_the_same_story(tmp_path: Path) -> None:
-    result = simulate(tmp_path, trace(basic(cpu=10) + [workload("a", cpu=5), workload("b", cpu=50, created=1)]))
+    result = simulate(tmp_path, TOO_BIG)
     assert result.returncode == 0, result.stderr
     assert "ADMITTED   ns/a" in result.stdout
     assert "PENDING    ns/b" in result.stdout and "request > maximum capacity (50 > 10)" in result.stdout
 
 
 def test_the_documented_example_runs(tmp_path: Path) -> None:
-    example = (ROOT / "docs" / "simulate-example.yaml").read_text()
-    result = simulate(tmp_path, example, "-o", "json")
+    result = simulate(tmp_path, EXAMPLE.read_text(), "-o", "json")
     assert result.returncode == 0, result.stderr
     steps = json.loads(result.stdout)["steps"]
     assert [p["reason"] for p in steps[0]["preempted"]] == ["InCohortReclamation"]
@@ -120,16 +133,11 @@ def test_the_documented_example_runs(tmp_path: Path) -> None:
 
 
 def test_workloads_applied_later_are_created_at_the_simulated_time() -> None:
-    reports = run_trace(trace(basic(cpu=10) + [workload("a", cpu=8, admitted_to="cq")],
-                              {"advance": "1m", "apply": [_without_timestamp(workload("late", cpu=6))]},
-                              {"apply": [workload("early", cpu=6, created=30)], "finish": ["ns/a"]}))
+    reports = run_trace(LATE_ARRIVALS)
     assert [a["name"] for a in reports[1].admitted] == ["ns/early"]
     assert [p["name"] for p in reports[1].pending] == ["ns/late"]
 
 
-def _without_timestamp(obj: dict) -> dict:
-    del obj["metadata"]["creationTimestamp"]
-    return obj
 
 
 def test_the_table_shown_in_the_docs_is_what_the_command_prints(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """One quota admission cycle, Kueue's `schedule` made pure (research/kueue.md 2.2-2.6).
 
 `run_cycle(state, heads, now)` reads the state and returns decisions; it changes nothing.
-The caller assumes each `Admit` in the state (and writes it to the API), marks `Preempt`
-targets evicted, and requeues the rest where each `Requeue` says. The phases are Kueue's:
+`decisions/quota/cycle.apply_cycle` records the result in the state (assumes each `Admit`,
+marks `Preempt` targets evicted, keeps flavor progress, requeues the rest where each `Requeue`
+says) for both the controller and `batchgate simulate`. The phases are Kueue's:
 nominate every head against the same snapshot, order the entries (non-borrowing first, then
 the lower dominant resource share under fair sharing, then priority, then queue-order time),
 then process them in order on a running overlay of usage, so two heads that compete for the
@@ -167,4 +168,6 @@ def _queue_for(state: QuotaState, entry: _Entry) -> QueueName:
         return "inadmissible" if cause == NAMESPACE_MISMATCH else "active"
     if cause in (FAILED_AFTER_NOMINATION, PENDING_PREEMPTION):
         return "active"
+    if entry.progress is not None and entry.progress.pending_flavors:
+        return "active"  # Kueue's LastAssignment.PendingFlavors(): the next attempt tries later flavors
     return "inadmissible"

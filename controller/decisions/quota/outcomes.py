@@ -66,7 +66,8 @@ class CycleResult:
     admit: tuple[Admit, ...] = ()
     preempt: tuple[Preempt, ...] = ()
     requeue: tuple[Requeue, ...] = ()
-    skipped_preemptions: Mapping[str, int] = field(default_factory=dict)  # per CQ, for the metric
-    # where flavor assignment resumes for each requeued workload (None: from the first flavor),
-    # kept by the caller with QuotaState.set_progress
+    # per ClusterQueue, heads whose preemption was skipped because another head took the same
+    # capacity this cycle (Kueue's admission_cycle_preemption_skips metric)
+    skipped_preemptions: Mapping[str, int] = field(default_factory=dict)
+    # where flavor assignment resumes for each requeued workload (None: from the first flavor)
     flavor_progress: Mapping[str, FlavorProgress | None] = field(default_factory=dict)

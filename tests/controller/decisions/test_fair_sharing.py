@@ -35,24 +35,33 @@ LOWEST_SHARE = eng_cohort(
     workload("new", ns="eng-alpha", queue="main", cpu=5, created=60))
 
 
-@pytest.mark.parametrize(("fair", "admitted"), [
+ENTRY_ORDER_CASES = [
     pytest.param(True, "eng-alpha/new", id="with fair sharing: schedule workload with lowest share first (TestSchedule)"),
     pytest.param(False, "eng-beta/older-new", id="without fair sharing the older workload goes first"),
-])
+]
+
+
+def entry_order_trace(fair: bool) -> dict:
+    return {"fairSharing": {"enable": fair}, "objects": LOWEST_SHARE, "steps": [{"cycles": 1}]}
+
+
+@pytest.mark.parametrize(("fair", "admitted"), ENTRY_ORDER_CASES)
 def test_entry_order_by_share(fair: bool, admitted: str) -> None:
-    reports = run_trace({"fairSharing": {"enable": fair}, "objects": LOWEST_SHARE, "steps": [{"cycles": 1}]})
+    reports = run_trace(entry_order_trace(fair))
     check(reports[0], expect(admitted=[admitted]))
 
 
+HIGHEST_SHARE = {"fairSharing": {"enable": True}, "steps": [{"cycles": 1}, {}], "objects": eng_cohort(
+    cluster_queue("eng-gamma", group({"on-demand": {"cpu": quota(50, borrow=0)}}), cohort="eng", selector=ENG),
+    namespace("eng-gamma", dep="eng"), local_queue("main", "eng-gamma", ns="eng-gamma"),
+    on("eng-alpha", "all-spot", 100, "spot"),
+    *(on("eng-alpha", f"alpha{i}", 20) for i in range(1, 5)),
+    on("eng-gamma", "gamma1", 10), *(on("eng-gamma", f"gamma{i}", 20) for i in range(2, 5)),
+    workload("preemptor", ns="eng-beta", queue="main", cpu=30, created=1))}
+
+
 def test_with_fair_sharing_preempt_workload_from_cq_with_the_highest_share() -> None:
-    objects = eng_cohort(
-        cluster_queue("eng-gamma", group({"on-demand": {"cpu": quota(50, borrow=0)}}), cohort="eng", selector=ENG),
-        namespace("eng-gamma", dep="eng"), local_queue("main", "eng-gamma", ns="eng-gamma"),
-        on("eng-alpha", "all-spot", 100, "spot"),
-        *(on("eng-alpha", f"alpha{i}", 20) for i in range(1, 5)),
-        on("eng-gamma", "gamma1", 10), *(on("eng-gamma", f"gamma{i}", 20) for i in range(2, 5)),
-        workload("preemptor", ns="eng-beta", queue="main", cpu=30, created=1))
-    reports = run_trace({"fairSharing": {"enable": True}, "objects": objects, "steps": [{"cycles": 1}, {}]})
+    reports = run_trace(HIGHEST_SHARE)
     check(reports[0], expect(admitted=[], preempted=[("eng-alpha/alpha1", "InCohortFairSharing", "eng-beta/preemptor"),
                                                      ("eng-gamma/gamma1", "InCohortFairSharing", "eng-beta/preemptor")]))
     check(reports[1], expect(admitted=["eng-beta/preemptor"], flavors={"eng-beta/preemptor": {"main": {"cpu": "on-demand"}}}))
@@ -81,7 +90,7 @@ def _units(cq: str, n: int, start: int = 1) -> list[dict]:
     return [_held(f"{cq}{i}", cq) for i in range(start, start + n)]
 
 
-@pytest.mark.parametrize(("held", "incoming", "victims"), [
+FAIR_PREEMPTION_CASES = [
     pytest.param(_units("a", 3) + _units("b", 5) + _units("c", 1), ("c", 1), {"ns/b1"},
                  id="reclaim nominal from user using the most"),
     pytest.param([_held("a1", "a", 3), _held("a2", "a", 1), _held("b1", "b", 2), _held("b2", "b", 3)], ("c", 3), {"ns/a1"},
@@ -94,12 +103,20 @@ def _units(cq: str, n: int, start: int = 1) -> list[dict]:
     pytest.param(_units("a", 3) + _units("b", 3) + _units("c", 3), ("c", 1), set(),
                  id="can't preempt when everyone under nominal"),
     pytest.param(_units("a", 3) + _units("b", 5), ("a", 2), set(), id="can't preempt when it would switch the imbalance"),
-])
-def test_fair_preemptions(held: list, incoming: tuple, victims: set) -> None:
-    """Kueue's TestFairPreemptions, through a full cycle (cohort `all`: a, b, c with 3 CPUs each)."""
+]
+
+
+def fair_preemption_trace(held: list, incoming: tuple) -> dict:
+    """Cohort `all`: a, b, c with 3 CPUs each, `held` admitted, `incoming` = (ClusterQueue, cpu)."""
     cq, cpu = incoming
     objects = [flavor(), *(_fair_cq(n, 3) for n in "abc"), cluster_queue("preemptible", cpu=0, cohort="all"),
                *(local_queue(n, n) for n in "abc"), *held, workload("incoming", queue=cq, cpu=cpu, created=1)]
-    report = run_trace({"fairSharing": {"enable": True}, "objects": objects, "steps": [{"cycles": 1}]})[0]
+    return {"fairSharing": {"enable": True}, "objects": objects, "steps": [{"cycles": 1}]}
+
+
+@pytest.mark.parametrize(("held", "incoming", "victims"), FAIR_PREEMPTION_CASES)
+def test_fair_preemptions(held: list, incoming: tuple, victims: set) -> None:
+    """Kueue's TestFairPreemptions, through a full cycle."""
+    report = run_trace(fair_preemption_trace(held, incoming))[0]
     assert {p["name"] for p in report.preempted} == victims
     assert all(p["reason"] == "InCohortFairSharing" for p in report.preempted)

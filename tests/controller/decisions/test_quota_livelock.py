@@ -36,9 +36,8 @@ def test_a_reclaimed_workload_is_not_preempted_again_by_the_same_preemptor() -> 
     sim.run(None)
     assert sorted(sim.state.admitted) == ["ns/big", "ns/filler", "ns/small"]
     sim.apply(workload("late", queue="lq-2", cpu=4, gpu=3, priority=3, created=9))
-    sim.drain()
     victims = []
     for _ in range(8):
-        result = sim.cycle()
-        victims += [t.workload for p in result.preempt for t in p.targets]
+        effects = sim.cycle()
+        victims += [p.target.workload for p in effects.preempted]
     assert victims.count("ns/big") <= 1, f"big preempted {victims.count('ns/big')} times in 8 cycles"

@@ -68,15 +68,20 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("admitted_workloads", "incoming", "victims"), CASES)
-def test_upstream_preemption_case(admitted_workloads: list, incoming: tuple, victims: set) -> None:
+def preemption_trace(admitted_workloads: list, incoming: tuple) -> dict:
+    """The case's queues (the target's and every cohort touched), its admitted workloads and `in`."""
     target, cpu, priority = incoming
     used = {target} | {w["status"]["admission"]["clusterQueue"] for w in admitted_workloads}
     cohorts = {QUEUES[name]["spec"].get("cohort") for name in used} - {None}
     queues = [q for name, q in QUEUES.items() if name in used or q["spec"].get("cohort") in cohorts]
     objects = [flavor(), *queues, *(local_queue(q["metadata"]["name"], q["metadata"]["name"]) for q in queues),
                *admitted_workloads, workload("in", queue=target, cpu=cpu, priority=priority, created=0)]
-    report = run_trace(trace(objects, {"cycles": 1}))[0]
+    return trace(objects, {"cycles": 1})
+
+
+@pytest.mark.parametrize(("admitted_workloads", "incoming", "victims"), CASES)
+def test_upstream_preemption_case(admitted_workloads: list, incoming: tuple, victims: set) -> None:
+    report = run_trace(preemption_trace(admitted_workloads, incoming))[0]
     assert {(p["name"], p["reason"]) for p in report.preempted} == victims
     assert all(p["by"] == "ns/in" for p in report.preempted)
     assert [a["name"] for a in report.admitted] == []

@@ -1,0 +1,59 @@
+"""The runtime of the controller's cycle loops (quota admission, its status flush, gang placement).
+
+A loop is one thread that runs its `step` when woken, or when `wait()` seconds pass, and only
+while this process leads. A step that reports a change runs again at once (back to back, as
+Kueue's scheduler loop does); a step that fails is logged and retried after `retry_after`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+from controller.adapters.writer import NotLeader
+
+log = logging.getLogger(__name__)
+
+
+class CycleLoop:
+    def __init__(self, name: str, step: Callable[[], bool], is_leader: Callable[[], bool], *,
+                 wait: Callable[[], float], retry_after: float = 1.0) -> None:
+        self.name, self.step, self.is_leader, self.wait = name, step, is_leader, wait
+        self.retry_after = retry_after
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.wait())
+            self._wake.clear()
+            if self._stop.is_set() or not self.is_leader():
+                continue
+            try:
+                while self.step() and not self._stop.is_set():
+                    pass
+            except NotLeader:
+                continue
+            except Exception:
+                log.exception("%s step failed; retrying in %.1fs", self.name, self.retry_after)
+                self._stop.wait(self.retry_after)
+                self._wake.set()

@@ -1,0 +1,94 @@
+"""The cycle-loop runtime shared by the admission loop, its status flush and the gang scheduler:
+steps back to back while they change something, only while leading, and again after a failure."""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Iterator
+
+import pytest
+
+from controller.adapters.cycle_loop import CycleLoop
+from controller.adapters.write_pool import WritePool
+from controller.adapters.writer import NotLeader
+from tests.controller.cluster import eventually
+
+QUIET = 3600.0  # a wait so long that only wake() makes the loop step
+
+
+class Steps:
+    """A step that follows a script: True (changed), False (idle), or an exception to raise."""
+
+    def __init__(self, script: list[object]) -> None:
+        self.script, self.taken = list(script), 0
+
+    def __call__(self) -> bool:
+        self.taken += 1
+        outcome = self.script.pop(0) if self.script else False
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return bool(outcome)
+
+
+@pytest.fixture
+def running() -> Iterator[Callable[..., CycleLoop]]:
+    loops: list[CycleLoop] = []
+
+    def start(step: Steps, leading: Callable[[], bool] = lambda: True, wait: float = QUIET) -> CycleLoop:
+        loop = CycleLoop("test", step, leading, wait=lambda: wait, retry_after=0.01)
+        loops.append(loop)
+        loop.start()
+        return loop
+    yield start
+    for loop in loops:
+        loop.stop()
+
+
+@pytest.mark.parametrize(("script", "steps"), [
+    pytest.param([True, True, False], 3, id="a step that changed something runs again at once until one is idle"),
+    pytest.param([RuntimeError("boom"), False], 2, id="a failed step is logged and retried"),
+    pytest.param([NotLeader("lost"), False], 1, id="a write refused for lost leadership waits for the next wake"),
+])
+def test_one_wake_runs(running: Callable[..., CycleLoop], script: list[object], steps: int) -> None:
+    step = Steps(script)
+    loop = running(step)
+    loop.wake()
+    eventually(lambda: step.taken >= steps, what=f"{steps} steps")
+    loop.stop()
+    assert step.taken == steps
+
+
+def test_nothing_runs_while_another_process_leads() -> None:
+    leading = threading.Event()
+    waits: list[float] = []
+
+    def wait() -> float:
+        waits.append(0.01)
+        return 0.01
+
+    step = Steps([False, False])
+    loop = CycleLoop("test", step, leading.is_set, wait=wait)
+    loop.start()
+    try:
+        eventually(lambda: len(waits) >= 3, what="the loop to go round while not leading")
+        assert step.taken == 0
+        leading.set()
+        eventually(lambda: step.taken >= 1, what="a step once leading")
+    finally:
+        loop.stop()
+
+
+def test_writes_of_one_object_run_in_order_and_join_waits_for_all() -> None:
+    pool = WritePool("test-write", workers=4)
+    pool.start()
+    done: list[tuple[str, int]] = []
+    try:
+        for i in range(20):
+            pool.submit(f"wl-{i % 3}", float(i), lambda i=i: done.append((f"wl-{i % 3}", i)))
+        assert pool.join(timeout=30)
+    finally:
+        pool.stop()
+    assert len(done) == 20
+    for key in ("wl-0", "wl-1", "wl-2"):
+        mine = [i for k, i in done if k == key]
+        assert mine == sorted(mine)
