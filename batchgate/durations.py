@@ -19,6 +19,8 @@ _UNITS = {
     "m": Decimal(60),
     "h": Decimal(3600),
 }
+MAX_SECONDS = Decimal(2**63 - 1) * Decimal("1e-9")
+"""Go durations are int64 nanoseconds: about 292 years. Longer ones are errors there and here."""
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
@@ -51,6 +53,8 @@ def parse_duration(text: str) -> _dt.timedelta:
         except InvalidOperation as exc:  # pragma: no cover - regex admits only numbers
             raise DurationError(f"invalid duration {text!r}") from exc
         pos = match.end()
+    if total > MAX_SECONDS:
+        raise DurationError(f"invalid duration {text[:40]!r}: out of range (at most about 292 years)")
     return _dt.timedelta(seconds=float(sign * total))
 
 

@@ -17,6 +17,24 @@ EPISODE_GAP = 0.01
 """Seconds between two deferrals after which the second is about a new connection."""
 
 
+def honour_connection_close(app: Any) -> Any:
+    """WSGI wrapper: a response the app marks `Connection: close` really closes the connection.
+
+    gunicorn drops hop-by-hop headers from the app and decides keep-alive itself, so a
+    connection whose stream the app gave up on (an unreadable or oversized body) would
+    otherwise be kept for the next request. `start_response` is gunicorn's Response method.
+    """
+    def wsgi(environ: Any, start_response: Any) -> Any:
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            if any(k.lower() == "connection" and v.lower() == "close" for k, v in headers):
+                response = getattr(start_response, "__self__", None)
+                if response is not None and hasattr(response, "force_close"):
+                    response.force_close()
+            return start_response(status, headers, exc_info)
+        return app(environ, start)
+    return wsgi
+
+
 class BalancedThreadWorker(ThreadWorker):
     """gthread that leaves a waiting connection to a peer holding fewer connections.
 
@@ -34,6 +52,10 @@ class BalancedThreadWorker(ThreadWorker):
         self._deferring_since = 0.0
         self._last_deferral = float("-inf")
         super().init_process()
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        self.wsgi = honour_connection_close(self.wsgi)
 
     def held_connections(self) -> int:
         return len(self._with_threads) + len(self.keepalived_conns) + len(self.pending_conns)
