@@ -19,7 +19,7 @@ from batchgate.policy import DEFAULT_POLICY_CONFIGMAP
 from webhook.serving.admission_review import MAX_BODY_BYTES, MalformedReview, Reply, decode_json, malformed_body, parse_review
 from webhook.serving.audit import AuditLog, audit_record
 from webhook.serving.gateway import Decision, mutate_reply, validate_reply
-from webhook.serving.metrics import GatewayMetrics
+from webhook.serving.metrics import GatewayMetrics, kind_label
 from webhook.policy.store import LoadedPolicy, PolicyStore
 from webhook.rules.review import AdmissionRequest
 
@@ -83,9 +83,10 @@ def _answer(endpoint: str, decide: Callable[[AdmissionRequest, LoadedPolicy, Gat
     else:
         reply = decide(review_request, loaded, ctx).reply
     elapsed = ctx.clock.monotonic() - started
-    kind = review_request.kind.qualified if review_request else ""
+    kind = kind_label(review_request.kind.qualified, loaded.policy) if review_request else ""
     operation = review_request.operation if review_request else partial.get("operation", "")
-    ctx.metrics.reviews.labels(endpoint, kind, operation, str(reply.allowed).lower(), str(reply.code)).inc()
+    ctx.metrics.reviews.labels(endpoint, kind, operation, str(reply.allowed).lower(), str(reply.code),
+                               reply.reason).inc()
     ctx.metrics.latency.labels(endpoint).observe(elapsed)
     if not ctx.audit.write(audit_record(now=ctx.clock.now(), endpoint=endpoint, reply=reply, request=review_request,
                                         partial=partial, policy_version=loaded.version, duration_ms=elapsed * 1000)):
