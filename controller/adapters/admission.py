@@ -18,7 +18,9 @@ import queue
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
-from batchgate.api.kueue import ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass
+from batchgate.api.kueue import (
+    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass, validate_cluster_queue,
+)
 from batchgate.api.kueue_fields import FieldError
 from batchgate.clock import Clock
 from controller.adapters.events import EventRecorder
@@ -40,6 +42,17 @@ log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
 URGENT = float("-inf")  # evictions and releases go first: a preemptor is waiting for them
 QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
+
+
+def _valid_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
+    """A ClusterQueue the gateway would have let through, else FieldError (the previous version
+    stays in force). Admins may write ClusterQueues past the gateway (break-glass while it is
+    down, docs/webhook.md), so the controller checks again what it reads."""
+    queue = ClusterQueue.from_dict(obj)
+    errors = validate_cluster_queue(queue)
+    if errors:
+        raise FieldError("", "; ".join(str(e) for e in errors))
+    return queue
 
 
 class AdmissionLoop:
@@ -103,7 +116,7 @@ class AdmissionLoop:
         elif kind == "WorkloadPriorityClass":
             self.state.put_priority_class(WorkloadPriorityClass.from_dict(obj))
         elif kind == "ClusterQueue":
-            self.state.put_cluster_queue(ClusterQueue.from_dict(obj))
+            self.state.put_cluster_queue(_valid_cluster_queue(obj))
         elif kind == "LocalQueue":
             self.state.put_local_queue(LocalQueue.from_dict(obj))
         elif kind == "Workload":
