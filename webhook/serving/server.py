@@ -36,6 +36,7 @@ from webhook.serving.metrics import MULTIPROC_ENV, worker_exited
 from webhook.policy.file import PolicyFileWatcher
 from webhook.policy.store import DEFAULTS, PolicyCache, PolicyStore
 from webhook.serving.tls import ReloadingContext
+from webhook.serving.readahead import MAX_CONNECTIONS
 from webhook.serving.worker import BalancedThreadWorker
 
 POLICY_CACHE_NAME = "last-good-policy.yaml"
@@ -105,6 +106,8 @@ class GatewayServer(BaseApplication):
             "workers": o.workers,
             "worker_class": BalancedThreadWorker if o.worker_class == "gthread" else o.worker_class,
             "threads": o.threads,
+            # Our own cap, with eviction of the oldest connection still sending (readahead.py).
+            "worker_connections": MAX_CONNECTIONS + 1,
             # Longer than the client's idle timeout (Go's http.Transport: 90 s), so the API server closes
             # idle connections first and never sends a review into one we are closing.
             "keepalive": 120,
