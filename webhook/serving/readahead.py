@@ -21,6 +21,7 @@ every connection is bounded:
 from __future__ import annotations
 
 import errno
+import selectors
 import socket
 import ssl
 import struct
@@ -31,8 +32,7 @@ from typing import Any
 
 from gunicorn import http
 from gunicorn import sock as gsock
-from gunicorn.workers.gthread import ThreadWorker, TConn
-import selectors
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from webhook.serving.admission_review import MAX_BODY_BYTES
 from webhook.serving.framing import MAX_HEADER_BYTES, request_framing
