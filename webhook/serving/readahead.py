@@ -9,7 +9,7 @@ every connection is bounded:
 
 - `REQUEST_TIMEOUT` from accept (handshake included), or from the first byte of the next request
   on a kept-alive connection, to a complete request; then the connection is closed;
-- a cap of `MAX_CONNECTIONS` per worker: at the cap the oldest connection still sending a request
+- a cap per worker (`MAX_CONNECTIONS` unless `--max-connections` says otherwise): at the cap the oldest connection still sending a request
   (else the oldest idle one) is closed for the new one, so fresh clients are always served;
 - a thread's blocking socket reads and writes time out after `REQUEST_TIMEOUT` too (a client
   that stops reading its reply);
@@ -42,8 +42,10 @@ REQUEST_TIMEOUT = 10.0
 and sends a review in one go, so a request not in after 10 s is from no honest client."""
 
 MAX_CONNECTIONS = 2000
-"""Connections one worker holds: the API server keeps a few per replica; the rest are idle,
-slow or hostile, and each costs a buffer and a TLS session, not a thread."""
+"""Connections one worker holds by default: the API server keeps a few per replica; the rest are
+idle, slow or hostile, and each costs a buffer and a TLS session, not a thread. gunicorn's
+`worker_connections` is set one above the cap, so the worker may accept one more and then close
+one to make room."""
 
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 32 * 1024 * 1024
@@ -119,7 +121,7 @@ class ReadAheadThreadWorker(ThreadWorker):
 
     def _make_room(self) -> None:
         """At the cap, close the oldest connection still sending a request, else the oldest idle one."""
-        if self.nr_conns <= MAX_CONNECTIONS:
+        if self.nr_conns < self.worker_connections:
             return
         if self._reading:
             self._drop(next(iter(self._reading.values())))

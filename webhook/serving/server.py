@@ -62,6 +62,8 @@ class ServerOptions:
     audit_log: str | None = None
     kubeconfig: str | None = None
     log_level: str = "info"
+    max_connections: int = MAX_CONNECTIONS
+    """Connections one worker holds before it closes the oldest still sending (readahead.py)."""
     policy_cache: Path | None = None
     """Where workers keep the last good policy (default: in this run's metrics directory, so it
     outlives a worker restart but not the gateway)."""
@@ -107,7 +109,7 @@ class GatewayServer(BaseApplication):
             "worker_class": BalancedThreadWorker if o.worker_class == "gthread" else o.worker_class,
             "threads": o.threads,
             # Our own cap, with eviction of the oldest connection still sending (readahead.py).
-            "worker_connections": MAX_CONNECTIONS + 1,
+            "worker_connections": o.max_connections + 1,
             # Longer than the client's idle timeout (Go's http.Transport: 90 s), so the API server closes
             # idle connections first and never sends a review into one we are closing.
             "keepalive": 120,

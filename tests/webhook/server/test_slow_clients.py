@@ -73,3 +73,23 @@ def test_kept_alive_connections_still_serve_many_reviews_in_a_row(gateway: Runni
     body = json.dumps(review_for(corpus("mlbatch/job.yaml"))).encode()
     assert [client.request("POST", "/mutate", body)[0] for _ in range(50)] == [200] * 50
     client.close()
+
+
+def test_at_the_connection_cap_the_oldest_connection_still_sending_is_closed_for_a_new_one(
+        cert_dir: Path, launch: Callable[..., RunningGateway]) -> None:
+    capped = launch(cert_dir, "--workers", "1", "--threads", "2", "--max-connections", "8")
+    hostile = HostileConnections(capped.host, capped.port, capped.cert_dir / "ca.crt", count=0)
+    held = [hostile._open("slow-headers") for _ in range(8)]
+    client = capped.client()
+    assert client.request("GET", "/healthz")[0] == 200  # the ninth connection: room made for it
+    client.close()
+    oldest = held[0]
+    assert oldest is not None
+    oldest.sock.setblocking(True)
+    oldest.sock.settimeout(REQUEST_TIMEOUT / 2)  # closed at once, not at its deadline
+    try:
+        assert oldest.sock.recv(4096) == b""
+    except (ConnectionResetError, ssl.SSLError):
+        pass
+    for conn in held:
+        conn.sock.close()  # type: ignore[union-attr]
