@@ -19,14 +19,13 @@ _UNITS = {
     "m": Decimal(60),
     "h": Decimal(3600),
 }
+MAX_SECONDS = Decimal(2**63 - 1) * Decimal("1e-9")
+"""Go durations are int64 nanoseconds: about 292 years. Longer ones are errors there and here."""
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
 class DurationError(ValueError):
     """A string that is not a Go duration."""
-
-
-_MAX_NANOSECONDS = Decimal(2**63 - 1)  # Go's Duration is int64 nanoseconds: ParseDuration fails beyond it
 
 
 def parse_duration(text: str) -> _dt.timedelta:
@@ -56,8 +55,8 @@ def parse_duration(text: str) -> _dt.timedelta:
             raise DurationError(f"invalid duration {text!r}: expected forms like 90s, 1m30s, 1.5h")
         total += Decimal(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
-    if total * Decimal(10**9) > _MAX_NANOSECONDS:
-        raise DurationError(f"invalid duration {text!r}: longer than Go's limit of about 292 years")
+    if total > MAX_SECONDS:
+        raise DurationError(f"invalid duration {text[:40]!r}: out of range (at most about 292 years)")
     return _dt.timedelta(seconds=float(sign * total))
 
 

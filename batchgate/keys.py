@@ -138,6 +138,9 @@ POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 # --- batchgate's own keys ------------------------------------------------------------------
 PREFIX: Final = "batchgate.dev/"
 FRAMEWORK_LABEL: Final = PREFIX + "framework"
+BREAK_GLASS_ANNOTATION: Final = PREFIX + "break-glass"
+"""On the policy ConfigMap or a ClusterQueue, written by a cluster admin: the webhook configurations'
+matchConditions skip the gateway, so the configuration can be repaired while the gateway is down."""
 FRAMEWORK_ARGS_ANNOTATION: Final = PREFIX + "framework-args"
 ROLE_LABEL: Final = PREFIX + "role"
 FAILURE_POLICY_ANNOTATION: Final = PREFIX + "failure-policy"

@@ -66,6 +66,43 @@ class Exempt:
     groups: tuple[str, ...] = field(default=(), metadata=_wire("groups", values.parse_strings, list))
 
 
+KUBE_CONTROLLER_MANAGER = "system:kube-controller-manager"
+"""kube-controller-manager's own identity, which its controllers share without
+`--use-service-account-credentials` (the local cluster's simulated controllers use it too)."""
+
+
+def _kube_system_controllers(*names: str) -> tuple[str, ...]:
+    return tuple(f"system:serviceaccount:kube-system:{name}" for name in names)
+
+
+@dataclass(frozen=True)
+class Controllers:
+    """Who creates objects on a controller's behalf. The gateway decides "made by a controller"
+    from who sends the request, never from the ownerReference an object names: anyone may name
+    any owner, and Kubernetes checks neither that it exists nor that it made the object."""
+
+    app_wrapper: tuple[str, ...] = field(
+        default=("system:serviceaccount:batchgate-system:batchgate-controller",),
+        metadata=_wire("appWrapper", values.parse_strings, list),
+    )
+    """Users whose objects owned by an AppWrapper are its components (the product's controller)."""
+    workloads: tuple[str, ...] = field(
+        default=(
+            KUBE_CONTROLLER_MANAGER,
+            *_kube_system_controllers(
+                "job-controller", "replicaset-controller", "deployment-controller",
+                "statefulset-controller", "daemon-set-controller", "cronjob-controller",
+                "replication-controller",
+            ),
+            "system:serviceaccount:kubeflow:training-operator",
+            "system:serviceaccount:ray-system:kuberay-operator",
+        ),
+        metadata=_wire("workloads", values.parse_strings, list),
+    )
+    """Users whose objects with a controller owner are made by that controller (a Job's pods):
+    they get only the framework pod phase. Anyone else's object is judged as their own."""
+
+
 @dataclass(frozen=True)
 class Queues:
     default_queue_name: str = field(default="default-queue", metadata=_wire("defaultQueueName", values.parse_name))
@@ -311,6 +348,9 @@ class Policy:
         metadata=_wire("managedNamespaces", _section(ManagedNamespaces), _dump_section),
     )
     exempt: Exempt = field(default=Exempt(), metadata=_wire("exempt", _section(Exempt), _dump_section))
+    controllers: Controllers = field(
+        default=Controllers(), metadata=_wire("controllers", _section(Controllers), _dump_section)
+    )
     queues: Queues = field(default=Queues(), metadata=_wire("queues", _section(Queues), _dump_section))
     identity: Identity = field(default=Identity(), metadata=_wire("identity", _section(Identity), _dump_section))
     scheduling: Scheduling = field(

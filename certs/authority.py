@@ -10,6 +10,9 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import ipaddress
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,11 +153,51 @@ def write_serving_files(
         _write(ca_key_path, _pem_key(ca_key), private=True)
         _write(ca_path, ca_cert.public_bytes(serialization.Encoding.PEM))
     cert, key = make_serving_cert(ca_cert, ca_key, names, now, cert_days)
-    _write(root / TLS_KEY, _pem_key(key), private=True)
-    _write(root / TLS_CERT, cert.public_bytes(serialization.Encoding.PEM))
+    write_pair(root, cert.public_bytes(serialization.Encoding.PEM), _pem_key(key))
     bundle = base64.b64encode(ca_cert.public_bytes(serialization.Encoding.PEM)).decode()
     _write(root / CA_BUNDLE, bundle.encode())
     return ServingFiles(root, ca_path, root / TLS_CERT, root / TLS_KEY, bundle)
+
+
+DATA_LINK = "..data"
+PAIR_PREFIX = "..pair-"
+
+
+def write_pair(root: Path, cert_pem: bytes, key_pem: bytes) -> None:
+    """Replace tls.crt and tls.key so that a reader sees the old pair or the new one, never one of
+    each (which a server reloading on change would refuse with KEY_VALUES_MISMATCH).
+
+    Two files cannot be renamed at once, so both go into a fresh directory and one rename of the
+    `..data` symlink switches them: the layout kubelet gives a Secret volume, with tls.crt and
+    tls.key symlinks through `..data`. The previous pair's directory is kept (a reader may be
+    reading it) and older ones removed.
+    """
+    version = Path(tempfile.mkdtemp(prefix=PAIR_PREFIX, dir=root))
+    (version / TLS_CERT).write_bytes(cert_pem)
+    key_path = version / TLS_KEY
+    key_path.write_bytes(key_pem)
+    key_path.chmod(0o600)
+    version.chmod(0o755)
+    link = root / DATA_LINK
+    previous = os.readlink(link) if link.is_symlink() else None
+    _symlink(version.name, link)
+    for name in (TLS_CERT, TLS_KEY):
+        target = f"{DATA_LINK}/{name}"
+        path = root / name
+        if not (path.is_symlink() and os.readlink(path) == target):
+            _symlink(target, path)  # once, in a directory written before this layout
+    for old in root.glob(PAIR_PREFIX + "*"):
+        if old.name not in (version.name, previous):
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _symlink(target: str, path: Path) -> None:
+    """Point `path` at `target` with one rename (a symlink made beside it, then renamed over it)."""
+    tmp = path.with_name(path.name + ".tmp-link")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(target, tmp)
+    os.replace(tmp, path)
 
 
 def _write(path: Path, data: bytes, private: bool = False) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from batchgate.api.paths import get_at
+from batchgate.policy import DEFAULT_POLICY
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -173,6 +174,12 @@ class AppWrapperBuilder(ObjectBuilder):
 
 def an_appwrapper(name: str = "aw", namespace: str | None = "team-a") -> AppWrapperBuilder:
     return AppWrapperBuilder(name, namespace)
+
+
+APPWRAPPER_CONTROLLER = DEFAULT_POLICY.controllers.app_wrapper[0]
+"""The product's controller: what it creates owned by an AppWrapper is a wrapped component."""
+JOB_CONTROLLER = "system:serviceaccount:kube-system:job-controller"
+"""kube-controller-manager's Job controller (with --use-service-account-credentials): it makes a Job's pods."""
 
 
 def a_request(

@@ -45,7 +45,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_positive, default=4, help="threads per worker (default 4)")
     p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread",
                    help="gunicorn worker class: gthread keeps connections alive (default); sync is for comparison")
+    p.add_argument("--max-connections", type=_positive, default=None,
+                   help="connections per worker; past it the oldest one still sending a request is closed (default 2000)")
     p.add_argument("--audit-log", help="append audit lines to this file (default stdout)")
+    p.add_argument("--policy-cache", type=Path,
+                   help="file where workers keep the last good policy, for a restart that finds the policy invalid "
+                        "(default: in the run's temporary directory; a volume makes it outlive the process)")
     p.add_argument("--kubeconfig", help="kubeconfig for --policy-configmap (default in-cluster or ~/.kube/config)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
@@ -84,12 +89,14 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     # Before anything imports prometheus_client: every worker must write to this run's directory.
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="batchgate-metrics-")
+    from webhook.serving.readahead import MAX_CONNECTIONS
     from webhook.serving.server import GatewayServer, ServerOptions
 
     GatewayServer(ServerOptions(
         cert_dir=args.cert_dir, port=args.port, host=args.host, workers=args.workers, threads=args.threads,
         worker_class=args.worker_class,
         policy_file=args.policy_file, policy_configmap=args.policy_configmap, audit_log=args.audit_log,
-        kubeconfig=args.kubeconfig, log_level=args.log_level,
+        kubeconfig=args.kubeconfig, log_level=args.log_level, policy_cache=args.policy_cache,
+        max_connections=args.max_connections or MAX_CONNECTIONS,
     )).run()
     return 0

@@ -18,6 +18,7 @@ from typing import Any, NoReturn, Sequence
 
 import yaml
 
+from batchgate.api.located_yaml import LocatedYAMLError, check_bounds
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError, load_policy_document
 from webhook.serving.gateway import Decision, review_offline
 from webhook.rules.frameworks.preview import describe_env, workload_pod_previews
@@ -59,14 +60,19 @@ def _read(source: str) -> str:
 def load_documents(text: str, source: str) -> list[dict[str, Any]]:
     """The Kubernetes objects of a multi-document manifest, or BadInput saying where it breaks."""
     try:
+        check_bounds(text)
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except LocatedYAMLError as exc:
+        raise BadInput(f"{source}:{exc.line}: {exc.detail}" if exc.line else f"{source}: {exc.detail}") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
         context = f" ({exc.context} at line {exc.context_mark.line + 1})" if exc.context and exc.context_mark else ""
         raise BadInput(f"{where}: invalid YAML: {exc.problem or exc.context}{context}") from None
     except yaml.YAMLError as exc:
-        raise BadInput(f"{source}: invalid YAML: {exc}") from None
+        raise BadInput(f"{source}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    except ValueError as exc:  # an integer with more digits than Python converts
+        raise BadInput(f"{source}: a value cannot be read: {str(exc).splitlines()[0]}") from None
     objects = []
     for index, document in enumerate(documents, start=1):
         if document.__class__ is dict and document.get("kind") == "List" and isinstance(document.get("items"), list):

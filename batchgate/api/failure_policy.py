@@ -14,6 +14,7 @@ import yaml
 
 from batchgate import keys
 from batchgate.api.errors import FieldError, child, type_name
+from batchgate.api.located_yaml import LocatedYAMLError, check_bounds
 
 Action = Literal["Fail", "Reset", "ResetWithoutCounting"]
 ACTIONS: tuple[Action, ...] = ("Fail", "Reset", "ResetWithoutCounting")
@@ -55,9 +56,14 @@ def parse_failure_policy_annotation(text: Any, path: str) -> tuple[FailurePolicy
     if not isinstance(text, str):
         raise FieldError(path, f"must be a string holding a JSON or YAML list, got {type_name(text)}")
     try:
+        check_bounds(text)  # an annotation is the user's text: no alias bombs, no deep nesting
         value = yaml.safe_load(text)
+    except LocatedYAMLError as exc:
+        raise FieldError(path, exc.detail) from None
     except yaml.YAMLError as exc:
         raise FieldError(path, f"is neither JSON nor YAML: {_first_line(exc)}") from None
+    except ValueError as exc:  # an integer with more digits than Python converts
+        raise FieldError(path, f"a value cannot be read: {_first_line(exc)}") from None
     if value is None:
         raise FieldError(path, "is empty; expected a list of rules")
     return parse_failure_policy(value, path)

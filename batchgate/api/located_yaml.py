@@ -32,22 +32,75 @@ class LocatedDocument:
     node: yaml.Node | None
 
 
+MAX_DEPTH = 100
+"""Nesting levels of mappings and lists; a policy or a manifest uses a dozen."""
+MAX_VALUES = 100_000
+"""Values (scalars, mappings, lists) with every alias expanded: a "billion laughs" of a few
+hundred bytes is refused here instead of expanding, and no honest document comes close."""
+
+
 def load_located(text: str, line_offset: int = 0) -> LocatedDocument:
-    """Decode one YAML document; `line_offset` shifts lines when the text is embedded in a file."""
-    loader = yaml.SafeLoader(text)
+    """Decode one YAML document; `line_offset` shifts lines when the text is embedded in a file.
+
+    Bounded work: the document is scanned (without building it) for nesting and alias
+    expansion first, so every input costs time proportional to its length.
+    """
+    loader: yaml.SafeLoader | None = None
     try:
+        check_bounds(text, line_offset)
+        loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
         value = loader.construct_document(node) if node is not None else None
+    except LocatedYAMLError:
+        raise
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         detail = ", ".join(part for part in (exc.context, exc.problem) if part)
         raise LocatedYAMLError(mark.line + 1 + line_offset if mark else None, "", f"invalid YAML: {detail}") from None
     except yaml.YAMLError as exc:
-        raise LocatedYAMLError(None, "", f"invalid YAML: {exc}") from None
+        raise LocatedYAMLError(None, "", f"invalid YAML: {_first_line(exc)}") from None
+    except ValueError as exc:  # int() of a scalar with more digits than Python converts
+        raise LocatedYAMLError(None, "", f"a value cannot be read: {_first_line(exc)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     lines = _line_index(node, line_offset) if node is not None else {}
     return LocatedDocument(value, lines, node)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def check_bounds(text: str, line_offset: int = 0) -> None:
+    """LocatedYAMLError when the document nests deeper than MAX_DEPTH or expands (aliases
+    included) to more than MAX_VALUES values. Parse events only: nothing is built."""
+    depth = 0
+    expanded = 0
+    started: list[tuple[str | None, int]] = []
+    anchored: dict[str, int] = {}
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise LocatedYAMLError(event.start_mark.line + 1 + line_offset, "",
+                                       f"nested more than {MAX_DEPTH} levels deep")
+            started.append((event.anchor, expanded))
+            expanded += 1
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+            anchor, before = started.pop()
+            if anchor:
+                anchored[anchor] = expanded - before
+        elif isinstance(event, yaml.ScalarEvent):
+            expanded += 1
+            if event.anchor:
+                anchored[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            expanded += anchored.get(event.anchor, 1)
+        if expanded > MAX_VALUES:
+            raise LocatedYAMLError(event.start_mark.line + 1 + line_offset, "",
+                                   f"expands to more than {MAX_VALUES} values (aliases included)")
 
 
 def _line_index(node: yaml.Node, offset: int) -> dict[str, int]:

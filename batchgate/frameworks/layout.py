@@ -16,7 +16,7 @@ from typing import Any
 from batchgate import keys
 
 from .errors import FrameworkError
-from .roles import ROLES
+from .roles import ROLES, check_counts
 
 LAYOUT_PATH = f"metadata.annotations[{keys.FRAMEWORK_LAYOUT_ANNOTATION}]"
 
@@ -116,6 +116,8 @@ def parse_layout(raw: str) -> Layout:
     for slot in layout.slots:
         if slot.role not in ROLES[layout.framework] or slot.count < 1 or slot.start < 0:
             raise FrameworkError(LAYOUT_PATH, f"malformed slot {asdict(slot)}")
+    roles = ROLES[layout.framework]
+    check_counts(layout.framework, {role: layout.count(role) for role in roles}, {r: r for r in roles}, LAYOUT_PATH)
     return layout
 
 

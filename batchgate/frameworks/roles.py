@@ -37,8 +37,18 @@ AT_LEAST_ONE: Mapping[str, tuple[str, ...]] = {
 }
 
 
+MAX_PODS = 2000
+"""Pods one framework workload may lay out. Every pod's env (TF_CONFIG, the MPI hostfile) lists
+the hosts, so the reply and each pod grow with the count: at 2,000 a TF_CONFIG is about 100 KB,
+and the largest distributed jobs we know of run a few hundred pods."""
+
+
 def check_counts(framework: str, counts: Mapping[str, int], label_of: Mapping[str, str], path: str) -> None:
-    """Deny a layout that no framework run could use: no leader, two leaders, zero workers."""
+    """Deny a layout that no framework run could use: no leader, two leaders, zero workers, or
+    more pods than MAX_PODS."""
+    total = sum(counts.values())
+    if total > MAX_PODS:
+        raise FrameworkError(path, f"{framework} lays out at most {MAX_PODS} pods, found {total}")
     leader = LEADER[framework]
     if leader is not None:
         found = counts.get(leader, 0)

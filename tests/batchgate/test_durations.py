@@ -24,8 +24,8 @@ def test_parses_go_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == dt.timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize("text", ["", "5", "5x", "s", "1m30", "1 m", "--1s", "1s2", None, 5, " 2s", "2s ", "\t0",
-                                  "99999999999999999999h", "2562048h"])
+@pytest.mark.parametrize("text", ["", "5", "5x", "s", "1m30", "1 m", "--1s", "1s2", None, 5, " 2s", "2s ", "	0",
+                                  "2562048h", "9" * 30 + "h"])
 def test_rejects_what_go_rejects(text: object) -> None:
     with pytest.raises(DurationError):
         parse_duration(text)  # type: ignore[arg-type]

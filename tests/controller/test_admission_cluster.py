@@ -169,3 +169,21 @@ def test_a_job_that_cannot_preempt_on_the_first_flavor_runs_on_the_next(
         assert cond(workload_of(client, "Job", job), "Evicted") != "True", "nothing was preempted"
     table = kubectl(cluster.kubeconfig, "get", "workloads", "-n", ns).stdout
     assert table.count(f" {cq} ") == 3, table
+
+
+def test_a_cluster_queue_written_past_the_gateway_is_checked_again_and_the_last_good_one_kept(
+        client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+    """Break-glass edits skip the gateway: an invalid one (a borrowing limit without a cohort,
+    quota cut to 1 cpu) must not reach the quota book."""
+    flavors = [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "1", "borrowingLimit": "1"}]}]
+    client.patch(CQ, team["cq"], None, {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}]}})
+
+    def warned() -> bool:
+        events = client.list(RESOURCES["Event"])["items"]
+        return any(e.get("reason") == "InvalidObject" and e["involvedObject"].get("name") == team["cq"]
+                   and "borrowingLimit" in e.get("message", "") for e in events)
+
+    eventually(warned, what="no InvalidObject Event on the ClusterQueue")
+    job = submit(client, team["ns"], "three-cpu", "3")
+    eventually(lambda: running(client, team["ns"], job["metadata"]["name"]),
+               what="the 4-cpu quota of the last good ClusterQueue admits a 3-cpu job")

@@ -25,7 +25,7 @@ from demo.kubectl import KUBECTL
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
-from webhook.serving.launch import start_gateway
+from webhook.serving.launch import RunningGateway, start_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "team1"
@@ -46,6 +46,7 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 class Stack:
     cluster: LocalCluster
     kubectl: Kubectl
+    gateway: RunningGateway
 
 
 def webhook_configurations(ca_bundle: str) -> str:
@@ -84,7 +85,7 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
             run("apply", "-k", str(ROOT / "manifests" / "crds"))
             ca_bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
             run("apply", "-f", "-", input=webhook_configurations(ca_bundle))
-            yield Stack(cluster, run)
+            yield Stack(cluster, run, gateway)
     finally:
         gateway.stop()
 

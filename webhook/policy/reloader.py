@@ -12,6 +12,7 @@ keeps the last good policy in force; an absent ConfigMap means the built-in defa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -20,6 +21,7 @@ from typing import Any, Callable
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from batchgate.clock import Clock, SystemClock
 from batchgate.policy import POLICY_KEY, PolicyError, parse_policy
 from webhook.policy.store import DEFAULTS, LoadedPolicy, PolicyStore
 
@@ -32,6 +34,10 @@ REQUEST_TIMEOUT = (10, WATCH_SECONDS + 30)
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
 """Seconds to wait after a failed list or watch, doubling up to the maximum."""
 GONE = 410
+CONFLICT = 409
+EVENT_COMPONENT = "batchgate-webhook"
+EVENT_ERROR_CHARS = 800
+"""An Event message is at most 1 KiB; the error is cut to leave room for what is in force."""
 
 
 def api_client(kubeconfig: str | None) -> client.ApiClient:
@@ -112,12 +118,22 @@ class ListWatch:
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
 
+def _namespace_labels(namespace: Any) -> tuple[str, dict[str, str]] | None:
+    """(name, labels) of a Namespace as the watch delivers it; None for anything malformed."""
+    meta = namespace.get("metadata") if isinstance(namespace, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return None
+    labels = meta.get("labels") or {}
+    return meta["name"], dict(labels) if isinstance(labels, dict) else {}
+
+
 class ClusterPolicySource:
     """Watches the policy ConfigMap and all Namespaces' labels into a `PolicyStore`."""
 
     def __init__(self, store: PolicyStore, configmap: tuple[str, str], kubeconfig: str | None = None,
-                 api: client.ApiClient | None = None):
+                 api: client.ApiClient | None = None, clock: Clock | None = None):
         self.store = store
+        self.clock = clock or SystemClock()
         self.namespace, self.name = configmap
         self.source = f"configmap {self.namespace}/{self.name}"
         self.core = client.CoreV1Api(api or api_client(kubeconfig))
@@ -127,12 +143,46 @@ class ClusterPolicySource:
 
     # --- the policy ConfigMap ---------------------------------------------------------------
     def _apply_configmap(self, configmap: dict[str, Any] | None) -> None:
+        """Install what the ConfigMap holds; whatever it holds, the watch goes on."""
         try:
             loaded = policy_from_configmap(configmap, self.source)
         except PolicyError as exc:
-            self.store.reject(self.source, str(exc))
+            error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a policy we cannot even read must not stop the watch
+            log.exception("reading the policy from %s failed", self.source)
+            error = f"{self.source}: the policy cannot be read ({type(exc).__name__})"
+        else:
+            self.store.install(loaded)
             return
-        self.store.install(loaded)
+        in_force = self.store.reject(self.source, error)
+        self._report_invalid(configmap or {}, error, in_force)
+
+    def _report_invalid(self, configmap: dict[str, Any], error: str, in_force: LoadedPolicy) -> None:
+        """A Warning Event on the ConfigMap, so `kubectl describe` shows why the edit did not
+        take. Named after the ConfigMap's version and the error, so the gateway's workers and
+        replicas, which all see the same edit, make one Event between them."""
+        meta = configmap.get("metadata") if isinstance(configmap.get("metadata"), dict) else {}
+        version = str(meta.get("resourceVersion", ""))
+        digest = hashlib.sha256(f"{version}\n{error}".encode()).hexdigest()[:12]
+        now = self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        message = (f"{error[:EVENT_ERROR_CHARS]}; the gateway keeps serving {in_force.source} "
+                   f"(policy {in_force.version})")
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{self.name}.{digest}", "namespace": self.namespace},
+            "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": self.namespace,
+                               "name": self.name, "uid": meta.get("uid"), "resourceVersion": version},
+            "type": "Warning", "reason": "InvalidPolicy", "message": message,
+            "source": {"component": EVENT_COMPONENT}, "reportingComponent": EVENT_COMPONENT,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        }
+        try:
+            self.core.create_namespaced_event(self.namespace, event, _request_timeout=REQUEST_TIMEOUT[0])
+        except ApiException as exc:
+            if exc.status != CONFLICT:  # another worker reported this edit already
+                log.warning("cannot record an Event on %s: %s %s", self.source, exc.status, exc.reason)
+        except Exception as exc:  # noqa: BLE001 - reporting is best effort; the store has the error
+            log.warning("cannot record an Event on %s: %s", self.source, exc)
 
     def _configmap_listed(self, items: list[dict[str, Any]]) -> None:
         self._apply_configmap(items[0] if items else None)
@@ -142,15 +192,17 @@ class ClusterPolicySource:
 
     # --- Namespace labels -------------------------------------------------------------------
     def _namespaces_listed(self, items: list[dict[str, Any]]) -> None:
-        self._labels = {ns["metadata"]["name"]: dict(ns["metadata"].get("labels") or {}) for ns in items}
+        self._labels = dict(entry for entry in map(_namespace_labels, items) if entry)
         self.store.namespace_labels = dict(self._labels)
 
     def _namespace_event(self, kind: str, obj: dict[str, Any]) -> None:
-        name = obj.get("metadata", {}).get("name", "")
+        entry = _namespace_labels(obj)
+        if entry is None:
+            return
         if kind == "DELETED":
-            self._labels.pop(name, None)
+            self._labels.pop(entry[0], None)
         else:
-            self._labels[name] = dict(obj["metadata"].get("labels") or {})
+            self._labels[entry[0]] = entry[1]
         self.store.namespace_labels = dict(self._labels)  # a new mapping, swapped whole
 
     def start(self) -> "ClusterPolicySource":

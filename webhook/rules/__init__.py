@@ -69,8 +69,6 @@ def validate(
         return allow("Exempt")
     if scope == "unmanaged":
         return allow("NamespaceNotManaged")
-    if scope == "other":
-        return allow()
     return check_policed(request, policy, scope)
 
 

@@ -185,7 +185,8 @@ def framework_settings(policy: Policy) -> FrameworkSettings:
 
 def frameworks(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """7. Distributed-framework plugins: workload layout on CREATE, per-pod env on pod CREATE."""
-    outcome = apply_frameworks(obj, ctx.request.kind, ctx.request.operation, framework_settings(ctx.policy))
+    outcome = apply_frameworks(obj, ctx.request.kind, ctx.request.operation, framework_settings(ctx.policy),
+                               top_level=ctx.scope == "top-level")
     problem = FieldError(outcome.error.path, outcome.error.message) if outcome.error else None
     return StepResult(outcome.changes, outcome.warnings, problem)
 

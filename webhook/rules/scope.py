@@ -1,4 +1,6 @@
-"""Who is policed, and as what: exempt, unmanaged, top-level, wrapped, or made by a controller."""
+"""Who is policed, and as what: exempt, unmanaged, top-level, wrapped, or made by a controller.
+
+Judged by who sends the request, never by what the object says about itself."""
 
 from __future__ import annotations
 
@@ -52,8 +54,22 @@ def classify(
         return "exempt"
     if not namespace_is_managed(request.namespace, policy, namespace_labels):
         return "unmanaged"
+    return made_by(request, policy, obj)
+
+
+def made_by(request: AdmissionRequest, policy: Policy, obj: Any) -> Scope:
+    """Top-level, unless the sender is a configured controller and the object names an owner.
+
+    An ownerReference is a claim anyone can write (Kubernetes checks neither that the owner
+    exists nor that it made the object), so it only counts when the request comes from a
+    controller: the product's own for AppWrapper components, the configured workload
+    controllers (Job, ReplicaSet, ... operators) for what they make.
+    """
     if objects.controller_owner(obj) is None:
         return "top-level"
-    if objects.owned_by_appwrapper(obj):
-        return "wrapped"
-    return "other"
+    sender = request.user.username
+    if sender in policy.controllers.app_wrapper:
+        return "wrapped" if objects.owned_by_appwrapper(obj) else "other"
+    if sender in policy.controllers.workloads:
+        return "other"
+    return "top-level"

@@ -46,16 +46,22 @@ def check_cluster_queue(request: AdmissionRequest) -> Verdict | None:
 
 
 def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Verdict:
-    """The rules for a top-level or wrapped object in a managed namespace."""
+    """The rules for an object in a managed namespace from a user who is not exempt.
+
+    Objects a configured controller made ("other") are checked only for what no one may do:
+    change the identity labels of a workload.
+    """
     kind = request.kind.qualified
     top_level = scope == "top-level"
+    if scope == "other":
+        return (_check_identity(request, policy) if kind in WORKLOAD_KINDS else None) or allow()
     if request.operation == "CREATE":
         allowed = policy.allowed_kinds.top_level if top_level else policy.allowed_kinds.wrapped
         if kind not in allowed:
             which = "allowedKinds.topLevel" if top_level else "allowedKinds.wrapped"
             return deny("KindNotAllowed", [FieldError("kind", f"{kind} is not in {which}")])
-    if top_level and kind in WORKLOAD_KINDS:
-        verdict = _check_identity(request, policy) or _check_queue(request, policy)
+    if kind in WORKLOAD_KINDS and (top_level or request.operation == "UPDATE"):
+        verdict = _check_identity(request, policy) or (_check_queue(request, policy) if top_level else None)
         if verdict:
             return verdict
     if request.operation == "CREATE" and kind in RAY_KINDS:
@@ -71,7 +77,7 @@ def _check_identity(request: AdmissionRequest, policy: Policy) -> Verdict | None
     if not policy.identity.enabled:
         return None
     labels = objects.labels(request.object)
-    if request.operation == "CREATE":
+    if request.operation == "CREATE":  # only top-level workloads: wrapped ones are stamped by no one
         wanted = identity_labels(request.user)
         wrong = [k for k, v in wanted.items() if labels.get(k) != v]
         detail = "must be {value!r}, the submitter's identity"

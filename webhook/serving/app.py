@@ -19,13 +19,11 @@ from batchgate.policy import DEFAULT_POLICY_CONFIGMAP
 from webhook.serving.admission_review import MAX_BODY_BYTES, MalformedReview, Reply, decode_json, malformed_body, parse_review
 from webhook.serving.audit import AuditLog, audit_record
 from webhook.serving.gateway import Decision, mutate_reply, validate_reply
-from webhook.serving.metrics import GatewayMetrics
+from webhook.serving.metrics import GatewayMetrics, kind_label
 from webhook.policy.store import LoadedPolicy, PolicyStore
 from webhook.rules.review import AdmissionRequest
 
 JSON = "application/json"
-DRAIN_BYTES = 32 * 1024 * 1024
-"""How much of an oversized body is read (and dropped) so the client still gets a clear 400."""
 
 
 @dataclass
@@ -56,15 +54,13 @@ def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 
 def _read_body() -> bytes:
-    """The body, or MalformedReview when it is over the limit (read and dropped, so the client
-    gets our 400 instead of a reset; past DRAIN_BYTES the connection is simply closed)."""
+    """The body, or MalformedReview when it is over the limit. What the client still sends is
+    not read here: the reply closes the connection, and the worker reads and drops the rest
+    without a thread (webhook/serving/readahead.py), so the client gets our 400, not a reset."""
     body = request.stream.read(MAX_BODY_BYTES + 1)
     if len(body) <= MAX_BODY_BYTES:
         return body
-    total = len(body)
-    while total <= DRAIN_BYTES and (chunk := request.stream.read(1 << 16)):
-        total += len(chunk)
-    size = f"{request.content_length} bytes" if request.content_length else f"over {total} bytes"
+    size = f"{request.content_length} bytes" if request.content_length else f"over {MAX_BODY_BYTES} bytes"
     raise MalformedReview(f"request body is {size}, over the limit of {MAX_BODY_BYTES}")
 
 
@@ -83,9 +79,10 @@ def _answer(endpoint: str, decide: Callable[[AdmissionRequest, LoadedPolicy, Gat
     else:
         reply = decide(review_request, loaded, ctx).reply
     elapsed = ctx.clock.monotonic() - started
-    kind = review_request.kind.qualified if review_request else ""
+    kind = kind_label(review_request.kind.qualified, loaded.policy) if review_request else ""
     operation = review_request.operation if review_request else partial.get("operation", "")
-    ctx.metrics.reviews.labels(endpoint, kind, operation, str(reply.allowed).lower(), str(reply.code)).inc()
+    ctx.metrics.reviews.labels(endpoint, kind, operation, str(reply.allowed).lower(), str(reply.code),
+                               reply.reason).inc()
     ctx.metrics.latency.labels(endpoint).observe(elapsed)
     if not ctx.audit.write(audit_record(now=ctx.clock.now(), endpoint=endpoint, reply=reply, request=review_request,
                                         partial=partial, policy_version=loaded.version, duration_ms=elapsed * 1000)):

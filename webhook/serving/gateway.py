@@ -7,6 +7,7 @@ allowed=false review, logged with its traceback) and the worker keeps serving.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
@@ -35,9 +36,25 @@ def _denied(uid: str, verdict: Verdict) -> Reply:
 
 
 def _internal_error(uid: str, stage: str, exc: Exception) -> Decision:
+    """A bug in us: the traceback goes to the log, the user gets no internals (the uid finds it)."""
     log.exception("%s rules failed on request %s", stage, uid)
     return Decision(Reply(uid, allowed=False, code=500, reason="InternalError",
-                          message=f"{stage} rules failed: {type(exc).__name__}: {exc}"))
+                          message=f"the {stage} rules failed on this request (logged under uid {uid})"))
+
+
+MAX_PATCH_BYTES = 1024 * 1024
+"""Largest JSON Patch `/mutate` sends (before base64). The rules add labels, env and small
+layout annotations; only a pathological object could make its patch larger, and the API server
+would refuse the result anyway."""
+
+
+def _patch_too_large(patch: list[dict[str, Any]]) -> Verdict | None:
+    size = len(json.dumps(patch, separators=(",", ":")))
+    if size <= MAX_PATCH_BYTES:
+        return None
+    return Verdict(allowed=False, code=403, reason="PatchTooLarge",
+                   message=f"PatchTooLarge: the gateway's changes to this object come to {size} bytes, "
+                           f"over the limit of {MAX_PATCH_BYTES}")
 
 
 def mutate_reply(
@@ -51,6 +68,9 @@ def mutate_reply(
     if mutation.denial is not None and not mutation.denial.allowed:
         return Decision(_denied(request.uid, mutation.denial))
     patch = json_patch(request.object, mutation.object)
+    too_large = _patch_too_large(patch) if patch else None
+    if too_large:
+        return Decision(_denied(request.uid, too_large))
     reply = Reply(request.uid, allowed=True, patch=patch, warnings=mutation.warnings)
     return Decision(reply, changes=mutation.changes, mutated=mutation.object if patch else None)
 

@@ -12,10 +12,33 @@ import os
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client import multiprocess
 
+from batchgate.policy import Policy
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 """Seconds; a webhook answers in milliseconds (perf-reliability 1.1), so the buckets start low."""
+
+
+ROUTED_KINDS = frozenset({
+    "AppWrapper.workload.codeflare.dev", "Job.batch", "CronJob.batch", "Pod", "ReplicationController",
+    "Deployment.apps", "StatefulSet.apps", "DaemonSet.apps", "ReplicaSet.apps", "PyTorchJob.kubeflow.org",
+    "RayJob.ray.io", "RayCluster.ray.io", "JobSet.jobset.x-k8s.io", "LeaderWorkerSet.leaderworkerset.x-k8s.io",
+    "ClusterQueue.kueue.x-k8s.io", "ConfigMap",
+})
+"""The kinds the shipped webhook configurations send us (manifests/webhook)."""
+OTHER_KIND = "other"
+
+
+def kind_label(kind: str, policy: Policy | None) -> str:
+    """The `kind` label: a kind we are sent or the policy names, else "other". The kind comes
+    from the request, and a label taken from the request unchecked would grow a new series
+    for every made-up kind (the API server sends whatever CRDs a webhook rule matches)."""
+    if kind in ROUTED_KINDS:
+        return kind
+    if policy is not None and (kind in policy.allowed_kinds.top_level or kind in policy.allowed_kinds.wrapped):
+        return kind
+    return OTHER_KIND
 
 
 class GatewayMetrics:
@@ -25,8 +48,9 @@ class GatewayMetrics:
         self.registry = CollectorRegistry()
         self.reviews = Counter(
             "batchgate_webhook_reviews_total",
-            "AdmissionReviews answered, by endpoint, kind, operation and outcome.",
-            ["endpoint", "kind", "operation", "allowed", "code"],
+            "AdmissionReviews answered, by endpoint, kind, operation and outcome (the rule that decided). "
+            "Every label comes from a bounded set.",
+            ["endpoint", "kind", "operation", "allowed", "code", "rule"],
             registry=self.registry,
         )
         self.latency = Histogram(

@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,12 @@ from webhook.serving.audit import AuditLog
 from webhook.serving.balance import ConnectionTable
 from webhook.serving.metrics import MULTIPROC_ENV, worker_exited
 from webhook.policy.file import PolicyFileWatcher
-from webhook.policy.store import DEFAULTS, PolicyStore
+from webhook.policy.store import DEFAULTS, PolicyCache, PolicyStore
 from webhook.serving.tls import ReloadingContext
+from webhook.serving.readahead import MAX_CONNECTIONS
 from webhook.serving.worker import BalancedThreadWorker
+
+POLICY_CACHE_NAME = "last-good-policy.yaml"
 
 GC_YOUNG_THRESHOLD = 20_000
 """Allocations between young-generation collections (CPython's default is 700). One review
@@ -58,6 +62,11 @@ class ServerOptions:
     audit_log: str | None = None
     kubeconfig: str | None = None
     log_level: str = "info"
+    max_connections: int = MAX_CONNECTIONS
+    """Connections one worker holds before it closes the oldest still sending (readahead.py)."""
+    policy_cache: Path | None = None
+    """Where workers keep the last good policy (default: in this run's metrics directory, so it
+    outlives a worker restart but not the gateway)."""
 
     @property
     def certfile(self) -> Path:
@@ -99,6 +108,8 @@ class GatewayServer(BaseApplication):
             "workers": o.workers,
             "worker_class": BalancedThreadWorker if o.worker_class == "gthread" else o.worker_class,
             "threads": o.threads,
+            # Our own cap, with eviction of the oldest connection still sending (readahead.py).
+            "worker_connections": o.max_connections + 1,
             # Longer than the client's idle timeout (Go's http.Transport: 90 s), so the API server closes
             # idle connections first and never sends a review into one we are closing.
             "keepalive": 120,
@@ -144,12 +155,18 @@ class GatewayServer(BaseApplication):
         logging.basicConfig(level=self.options.log_level.upper(), stream=sys.stderr,
                             format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s")
         self.context = GatewayContext(
-            store=PolicyStore(),
+            store=PolicyStore(cache=PolicyCache(self._policy_cache_path())),
             audit=AuditLog(self.options.audit_log),
             policy_configmap=self.options.policy_configmap or DEFAULT_POLICY_CONFIGMAP,
         )
         self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
         self.policy_source = start_policy_source(self.options, self.context.store)
+
+    def _policy_cache_path(self) -> Path:
+        if self.options.policy_cache is not None:
+            return self.options.policy_cache
+        run_dir = os.environ.get(MULTIPROC_ENV)
+        return Path(run_dir) / POLICY_CACHE_NAME if run_dir else Path(tempfile.gettempdir()) / POLICY_CACHE_NAME
 
     def _ssl_context(self, conf: Any, default_factory: Any) -> Any:
         if self.tls is None:  # the master never serves, but be safe

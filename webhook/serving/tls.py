@@ -3,8 +3,10 @@
 gunicorn asks its `ssl_context` hook for a context on every new connection. `ReloadingContext`
 answers with a cached `SSLContext` and rebuilds it when tls.crt or tls.key changed on disk
 (`batchgate certs rotate`, or a Secret volume's `..data` swap). Connections already open keep
-their session; the next handshake presents the new certificate. A half-written pair (a new cert
-with the old key) fails to load and the previous context is kept until the pair matches.
+their session; the next handshake presents the new certificate. Both writers switch the pair
+with one rename, and the pair is resolved to one directory before it is loaded, so a reader never
+sees a new certificate with the old key; a pair written otherwise (two plain files, one after the
+other) may still be caught half-way: it fails to load and the previous context is kept.
 """
 
 from __future__ import annotations
@@ -38,10 +40,22 @@ class ReloadingContext:
         self._context: ssl.SSLContext | None = None
         self.reloads = 0
 
+    def _resolved(self) -> tuple[str, str]:
+        """The files the pair points at now. Written as `batchgate certs rotate` or kubelet write
+        them, tls.crt and tls.key are symlinks through one `..data` link that a rename switches;
+        resolved at two moments they can straddle a switch, so look again until both lie in one
+        directory (whose files never change)."""
+        for _ in range(3):
+            cert, key = (os.path.realpath(p) for p in self.paths)
+            if os.path.dirname(cert) == os.path.dirname(key):
+                break
+        return cert, key
+
     def _default_build(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(certfile=self.paths[0], keyfile=self.paths[1])
+        certfile, keyfile = self._resolved()
+        context.load_cert_chain(certfile=certfile, keyfile=keyfile)
         context.set_alpn_protocols(["http/1.1"])
         return context
 

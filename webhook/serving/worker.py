@@ -1,7 +1,8 @@
-"""gunicorn's gthread worker, accepting only its share of the connections (webhook/serving/balance.py).
+"""Our gthread worker: requests read without a thread (webhook/serving/readahead.py), and only
+its share of the connections accepted (webhook/serving/balance.py).
 
 The master hands each worker its `connection_table` and `connection_slot` in `pre_fork`; a
-worker without them (no slot left) behaves exactly like gthread.
+worker without them (no slot left) accepts every connection it is offered.
 """
 
 from __future__ import annotations
@@ -9,19 +10,37 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gunicorn.workers.gthread import ThreadWorker
-
 from webhook.serving.balance import ACCEPT_DEFER_PAUSE, ConnectionTable, defer_accept
+from webhook.serving.readahead import ReadAheadThreadWorker
 
 EPISODE_GAP = 0.01
 """Seconds between two deferrals after which the second is about a new connection."""
 
 
-class BalancedThreadWorker(ThreadWorker):
-    """gthread that leaves a waiting connection to a peer holding fewer connections.
+def honour_connection_close(app: Any) -> Any:
+    """WSGI wrapper: a response the app marks `Connection: close` really closes the connection.
+
+    gunicorn drops hop-by-hop headers from the app and decides keep-alive itself, so a
+    connection whose stream the app gave up on (an unreadable or oversized body) would
+    otherwise be kept for the next request. `start_response` is gunicorn's Response method.
+    """
+    def wsgi(environ: Any, start_response: Any) -> Any:
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            if any(k.lower() == "connection" and v.lower() == "close" for k, v in headers):
+                response = getattr(start_response, "__self__", None)
+                if response is not None and hasattr(response, "force_close"):
+                    response.force_close()
+            return start_response(status, headers, exc_info)
+        return app(environ, start)
+    return wsgi
+
+
+class BalancedThreadWorker(ReadAheadThreadWorker):
+    """Read-ahead gthread that leaves a waiting connection to a peer holding fewer connections.
 
     It counts the connections it holds itself: each is, at any moment, either with a request
-    thread (`enqueue_req` until `finish_request`), kept alive or pending in the poller, or gone.
+    thread (`enqueue_req` until `finish_request`), reading a request, kept alive, lingering or
+    pending in the poller, or gone.
     gthread's own `nr_conns` drifts below zero when a client closes first (a connection that
     the thread already closed is counted down again), so it cannot be compared across workers.
     """
@@ -35,8 +54,13 @@ class BalancedThreadWorker(ThreadWorker):
         self._last_deferral = float("-inf")
         super().init_process()
 
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        self.wsgi = honour_connection_close(self.wsgi)
+
     def held_connections(self) -> int:
-        return len(self._with_threads) + len(self.keepalived_conns) + len(self.pending_conns)
+        return (len(self._with_threads) + len(self._reading) + len(self.keepalived_conns) + len(self._lingering)
+                + len(self.pending_conns))
 
     def _publish(self) -> None:
         if self.connection_table is not None and self.connection_slot is not None:

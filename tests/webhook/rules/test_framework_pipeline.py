@@ -9,7 +9,7 @@ from batchgate import keys
 from batchgate.policy import DEFAULT_POLICY, parse_policy
 from webhook.rules import mutate, validate
 from webhook.rules.mutation import framework_settings
-from tests.builders import a_request
+from tests.builders import APPWRAPPER_CONTROLLER, a_request
 from tests.webhook.rules.frameworks.builders import appwrapper, env_of, indexed_job, pods_of, pytorchjob
 
 
@@ -36,7 +36,7 @@ def test_a_pytorch_appwrapper_is_laid_out_and_its_pods_get_the_rendezvous_env() 
     wrapped = aw["spec"]["components"][0]["template"]
     wrapped["metadata"]["ownerReferences"] = [{"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
                                                "name": "train", "uid": "u", "controller": True}]
-    wrapped = admitted(wrapped, user="system:serviceaccount:batchgate-system:controller")
+    wrapped = admitted(wrapped, user=APPWRAPPER_CONTROLLER)
     pods = [admitted({"apiVersion": "v1", "kind": "Pod", **pod}, user="system:serviceaccount:kubeflow:training-operator")
             for pod in pods_of(wrapped)]
     envs = [env_of(pod) for pod in pods]

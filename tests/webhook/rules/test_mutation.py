@@ -10,6 +10,8 @@ from batchgate.policy import DEFAULT_POLICY, Policy, parse_policy
 from webhook.rules import mutate
 from webhook.rules.mutation import POD_PHASE_STEPS, WORKLOAD_STEPS
 from tests.builders import (
+    APPWRAPPER_CONTROLLER,
+    JOB_CONTROLLER,
     a_deployment, a_job, a_pod, a_pytorchjob, a_raycluster, a_rayjob, a_request, a_service, an_appwrapper, value_at,
 )
 
@@ -47,8 +49,6 @@ NO_DEFAULT_QUEUE = parse_policy("queues: {defaultQueueName: ''}")
                      id="a job's template gets the scheduler"),
         pytest.param(a_pod().build(), DEFAULT_POLICY, "spec.schedulerName", "batchgate-scheduler",
                      id="a bare pod gets the scheduler"),
-        pytest.param(a_deployment().owned_by("AppWrapper", "aw").build(), DEFAULT_POLICY,
-                     "spec.template.spec.schedulerName", "batchgate-scheduler", id="a wrapped deployment gets the scheduler"),
         pytest.param(a_job().with_spec(template={"spec": {"schedulerName": "mine", "containers": []}}).build(),
                      DEFAULT_POLICY, "spec.template.spec.schedulerName", "mine", id="a named scheduler is kept"),
         pytest.param(a_job().with_spec(template={"spec": {"schedulerName": "mine", "containers": []}}).build(),
@@ -85,8 +85,6 @@ NO_DEFAULT_QUEUE = parse_policy("queues: {defaultQueueName: ''}")
                      id="a queued rayjob is created suspended"),
         pytest.param(a_job().build(), DEFAULT_POLICY, "spec.suspend", None,
                      id="a job without a queue is not suspended"),
-        pytest.param(a_job().with_queue().owned_by("AppWrapper", "aw").build(), DEFAULT_POLICY, "spec.suspend", None,
-                     id="a wrapped job is never suspended by the gateway"),
     ],
 )
 def test_mutations(obj: dict[str, Any], policy: Policy, path: str, expected: Any) -> None:
@@ -144,13 +142,59 @@ def test_namespaces_outside_the_selector_are_not_managed() -> None:
     assert mutate(request, policy, None).reason == "Mutated"  # unknown labels count as matching
 
 
+@pytest.mark.parametrize(
+    "obj, path, expected",
+    [
+        pytest.param(a_deployment().owned_by("AppWrapper", "aw").build(), "spec.template.spec.schedulerName",
+                     "batchgate-scheduler", id="a wrapped deployment gets the scheduler"),
+        pytest.param(a_job().with_queue().owned_by("AppWrapper", "aw").build(), "spec.suspend", None,
+                     id="a wrapped job is never suspended by the gateway"),
+        pytest.param(a_job().with_queue().labelled(USER, "bob").owned_by("AppWrapper", "aw").build(),
+                     f"metadata.labels[{USER}]", "bob", id="a wrapped job keeps the labels its appwrapper gave it"),
+    ],
+)
+def test_what_the_appwrapper_controller_creates(obj: dict[str, Any], path: str, expected: Any) -> None:
+    result = mutate(a_request(obj, user=APPWRAPPER_CONTROLLER), DEFAULT_POLICY)
+    assert result.denial is None
+    assert value_at(result.object if result.object is not None else obj, path) == expected
+
+
 def test_a_job_created_by_a_controller_only_runs_the_pod_phase_steps() -> None:
     pod = a_pod().build()
     pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u",
                                            "controller": True}]
-    result = mutate(a_request(pod), DEFAULT_POLICY)
+    result = mutate(a_request(pod, user=JOB_CONTROLLER), DEFAULT_POLICY)
     assert result.changes == () and result.denial is None
     assert POD_PHASE_STEPS is not WORKLOAD_STEPS
+
+
+CONFIGMAP_OWNER = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u", "controller": True}
+APPWRAPPER_OWNER = {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper", "name": "aw", "uid": "u",
+                    "controller": True}
+
+
+def _claiming(obj: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"]["ownerReferences"] = [owner]
+    return obj
+
+
+@pytest.mark.parametrize(
+    "obj, path, expected",
+    [
+        pytest.param(_claiming(a_job().with_queue().labelled(USER, "bob").build(), CONFIGMAP_OWNER),
+                     f"metadata.labels[{USER}]", "alice", id="a job claiming a configmap owner gets her identity"),
+        pytest.param(_claiming(a_job().with_queue().build(), CONFIGMAP_OWNER), "spec.suspend", True,
+                     id="a job claiming a configmap owner is suspended"),
+        pytest.param(_claiming(a_job().with_queue().labelled(USER, "bob").build(), APPWRAPPER_OWNER),
+                     f"metadata.labels[{USER}]", "alice", id="a job claiming an appwrapper owner gets her identity"),
+        pytest.param(_claiming(a_job().with_queue().build(), APPWRAPPER_OWNER), "spec.suspend", True,
+                     id="a job claiming an appwrapper owner is suspended"),
+    ],
+)
+def test_an_owner_reference_from_a_user_is_a_claim_not_a_pass(obj: dict[str, Any], path: str, expected: Any) -> None:
+    result = mutate(a_request(obj), DEFAULT_POLICY)
+    assert result.denial is None
+    assert value_at(result.object, path) == expected
 
 
 def test_a_generated_name_gets_no_gang_label() -> None:

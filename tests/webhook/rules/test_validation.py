@@ -12,6 +12,8 @@ from batchgate.policy import DEFAULT_POLICY, Policy, parse_policy
 from webhook.rules import mutate, validate
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, Verdict
 from tests.builders import (
+    APPWRAPPER_CONTROLLER,
+    JOB_CONTROLLER,
     a_deployment, a_job, a_pod, a_pytorchjob, a_request, a_service, an_appwrapper, ObjectBuilder,
 )
 
@@ -45,7 +47,8 @@ def created_by_alice(obj: dict[str, Any]) -> dict[str, Any]:
         pytest.param(a_request(ObjectBuilder("rbac.authorization.k8s.io/v1", "Role", "r", None).build()),
                      "KindNotAllowed", "Role.rbac.authorization.k8s.io is not in allowedKinds.topLevel",
                      id="any kind outside the list is denied"),
-        pytest.param(a_request(ObjectBuilder("example.com/v1", "Widget", "w", None).owned_by("AppWrapper", "aw").build()),
+        pytest.param(a_request(ObjectBuilder("example.com/v1", "Widget", "w", None).owned_by("AppWrapper", "aw").build(),
+                               user=APPWRAPPER_CONTROLLER),
                      "KindNotAllowed", "Widget.example.com is not in allowedKinds.wrapped",
                      id="a wrapped kind outside the wrapped list is denied"),
         pytest.param(a_request(a_job().build()), "QueueRequired", f"metadata.labels[{QUEUE}]: Job needs a LocalQueue",
@@ -82,7 +85,7 @@ def created_by_alice(obj: dict[str, Any]) -> dict[str, Any]:
                      id="a retry limit that upstream would wrap around is denied"),
         pytest.param(a_request(an_appwrapper().annotated(FT + "warmupGracePeriodDuration", "99999999999999999999h")
                                .with_job().build()),
-                     "InvalidAnnotation", "longer than Go's limit of about 292 years",
+                     "InvalidAnnotation", "out of range (at most about 292 years)",
                      id="a duration beyond Go's limit is denied, not an overflow"),
         pytest.param(a_request(an_appwrapper().annotated("batchgate.dev/failure-policy", "[{action: Explode}]")
                                .with_job().build()),
@@ -115,8 +118,10 @@ def test_rejections(request_: AdmissionRequest, reason: str, message: str) -> No
         pytest.param(a_request(a_job().with_queue().build()), id="a job with a queue"),
         pytest.param(a_request(a_pod().build()), id="a bare pod"),
         pytest.param(a_request(a_service().build()), id="a service"),
-        pytest.param(a_request(a_job().owned_by("AppWrapper", "aw").build()), id="a job the appwrapper controller made"),
-        pytest.param(a_request(a_deployment().owned_by("AppWrapper", "aw").build()), id="a wrapped deployment"),
+        pytest.param(a_request(a_job().owned_by("AppWrapper", "aw").build(), user=APPWRAPPER_CONTROLLER),
+                     id="a job the appwrapper controller made"),
+        pytest.param(a_request(a_deployment().owned_by("AppWrapper", "aw").build(), user=APPWRAPPER_CONTROLLER),
+                     id="a wrapped deployment"),
         pytest.param(a_request(an_appwrapper().annotated(FT + "retryLimit", "101")
                                .annotated(FT + "terminalExitCodes", "3,10,42")
                                .annotated(FT + "successTTLDuration", "1h30m")
@@ -204,6 +209,38 @@ def test_a_job_update_changing_identity_is_denied_too() -> None:
     updated = {**stored, "metadata": {**stored["metadata"], "labels": {**stored["metadata"]["labels"], USER: "eve"}}}
     verdict = validate(a_request(updated, operation="UPDATE", old=stored), DEFAULT_POLICY)
     assert verdict.reason == "IdentityForged"
+
+
+CONFIGMAP_OWNER = {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "u", "controller": True}
+
+
+def _claiming_owner(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "ownerReferences": [CONFIGMAP_OWNER]}}
+
+
+def _relabelled(obj: dict[str, Any], user: str) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "labels": {**obj["metadata"]["labels"], USER: user}}}
+
+
+@pytest.mark.parametrize(
+    "sender, reason",
+    [
+        pytest.param("alice", "IdentityForged", id="alice naming a controller owner cannot relabel her job"),
+        pytest.param(JOB_CONTROLLER, "IdentityForged", id="even a configured controller cannot relabel a job"),
+    ],
+)
+def test_identity_labels_are_immutable_whoever_is_named_owner(sender: str, reason: str) -> None:
+    stored = created_by_alice(a_job().with_queue().build())
+    updated = _relabelled(_claiming_owner(stored), "bob")
+    verdict = validate(a_request(updated, user=sender, operation="UPDATE", old=stored), DEFAULT_POLICY)
+    assert (verdict.allowed, verdict.reason) == (False, reason)
+
+
+def test_a_deployment_naming_a_configmap_owner_is_still_a_deployment_alice_created() -> None:
+    deployment = _claiming_owner(a_deployment().build())
+    verdict = admit(a_request(deployment))
+    assert (verdict.allowed, verdict.reason) == (False, "KindNotAllowed")
+    assert "allowedKinds.topLevel" in verdict.message
 
 
 POLICY_CM = ("batchgate-system", "batchgate-policy")

@@ -6,14 +6,20 @@ handshake with a running gateway must present it, while clients keep trusting th
 
 from __future__ import annotations
 
+import logging
 import shutil
 import socket
 import ssl
+import threading
 import time
 from pathlib import Path
 from typing import Callable
 
+import pytest
 from cryptography import x509
+
+from batchgate.clock import SystemClock
+from certs.authority import service_names, write_serving_files
 
 from tests.webhook.server.helpers import run_cli
 from webhook.serving.launch import RunningGateway
@@ -68,3 +74,27 @@ def test_a_half_written_pair_keeps_the_previous_context_until_it_matches(tmp_pat
     shutil.copy(other / "tls.key", cert_dir / "tls.key")
     assert reloading.get() is not first and reloading.reloads == 1
     assert reloading.get() is reloading.get(), "unchanged files reuse the cached context"
+
+
+def test_rotation_never_shows_a_reader_a_mismatched_pair(cert_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A reader reloading as fast as it can while the pair is rotated 30 times never catches a
+    new certificate with the old key (KEY_VALUES_MISMATCH), so it never logs a failed load."""
+    reloading = ReloadingContext(cert_dir / "tls.crt", cert_dir / "tls.key")
+    reloading.get()
+    done = threading.Event()
+
+    def rotate() -> None:
+        for _ in range(30):
+            write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
+        done.set()
+
+    rotator = threading.Thread(target=rotate)
+    with caplog.at_level(logging.ERROR, logger="batchgate.webhook.tls"):
+        rotator.start()
+        while not done.is_set():
+            reloading.get()
+        rotator.join()
+        reloading.get()
+    assert [r.getMessage() for r in caplog.records] == []
+    assert reloading.reloads >= 1
+    assert len(list(cert_dir.glob("..pair-*"))) <= 2, "old pairs are removed"

@@ -26,7 +26,7 @@ from webhook.serving.admission_review import parse_review
 from webhook.serving.app import GatewayContext, create_app
 from webhook.serving.audit import AuditLog
 from webhook.policy.store import DEFAULTS, LoadedPolicy, PolicyStore
-from webhook.rules.review import GroupVersionKind
+from webhook.rules.review import GroupVersionKind, UserInfo
 
 
 def build_app(tmp_path: Path, store: PolicyStore | None = None) -> tuple[Flask, Path]:
@@ -215,9 +215,10 @@ def test_metrics_count_reviews_by_outcome(client: FlaskClient) -> None:
     post(client, "/mutate", b"nope")
     text = client.get("/metrics").data.decode()
     assert ('batchgate_webhook_reviews_total{allowed="true",code="200",endpoint="mutate",'
-            'kind="AppWrapper.workload.codeflare.dev",operation="CREATE"} 2.0') in text
+            'kind="AppWrapper.workload.codeflare.dev",operation="CREATE",rule=""} 2.0') in text
     assert 'allowed="false",code="403",endpoint="validate"' in text
-    assert 'allowed="false",code="400",endpoint="mutate",kind="",operation=""} 1.0' in text
+    assert 'allowed="false",code="400",endpoint="mutate",kind="",operation="",rule="BadRequest"} 1.0' in text
+    assert 'code="403",endpoint="validate",kind="AppWrapper.workload.codeflare.dev",operation="CREATE",rule="InvalidAppWrapper"' in text
     assert 'batchgate_webhook_review_duration_seconds_count{endpoint="mutate"} 3.0' in text
 
 
@@ -289,3 +290,27 @@ def test_an_invalid_edit_of_the_policy_configmap_is_denied_with_line_and_field(
     assert response["allowed"] is allowed
     if not allowed:
         assert "queues.defaultQueueName" in response["status"]["message"] and ":2" in response["status"]["message"]
+
+
+def _series(client: FlaskClient) -> set[str]:
+    text = client.get("/metrics").data.decode()
+    return {line.rsplit(" ", 1)[0] for line in text.splitlines() if line and not line.startswith("#")}
+
+
+def _distinct_object(i: int) -> dict[str, Any]:
+    """Object i of 10,000: its own made-up kind and group, name, namespace, user and labels."""
+    return {"apiVersion": f"g{i}.example.com/v{i}", "kind": f"Widget{i}",
+            "metadata": {"name": f"w{i}", "namespace": f"ns-{i}", "labels": {f"k{i}": f"v{i}"}}}
+
+
+def test_ten_thousand_distinct_objects_add_no_metric_series(client: FlaskClient) -> None:
+    def send(i: int) -> None:
+        user = UserInfo(f"user-{i}", f"uid-{i}", ("system:authenticated",))
+        for path in ("/mutate", "/validate"):
+            assert post(client, path, review_for(_distinct_object(i), user, namespace=f"ns-{i}"))[0] == 200
+
+    send(0)
+    before = _series(client)
+    for i in range(1, 10_000):
+        send(i)
+    assert _series(client) == before

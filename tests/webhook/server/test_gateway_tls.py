@@ -11,6 +11,7 @@ import base64
 import http.client
 import json
 import re
+import socket
 import ssl
 from pathlib import Path
 from typing import Any, Iterator
@@ -170,3 +171,18 @@ def test_hostile_reviews_over_tls_get_clear_answers_from_live_workers(served: tu
         response = reply.json()["response"]
         assert response["allowed"] or response["status"]["code"] in (400, 403), response
     assert booted_workers(gateway) == 2, "no worker died and was replaced"
+
+
+def test_an_unreadable_body_is_answered_and_its_connection_really_closed(served: tuple[RunningGateway, Path]) -> None:
+    gateway, _ = served
+    context = ssl.create_default_context(cafile=str(gateway.cert_dir / "ca.crt"))
+    raw = socket.create_connection((gateway.host, gateway.port), timeout=10)
+    with context.wrap_socket(raw, server_hostname="batchgate-webhook.batchgate-system.svc") as tls:
+        body = b"{not json"
+        tls.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        received = b""
+        while chunk := tls.recv(65536):  # ends only when the server closes (else: timeout, failing)
+            received += chunk
+    head = received.split(b"\r\n\r\n", 1)[0].decode()
+    assert head.startswith("HTTP/1.1 400") and "Connection: close" in head

@@ -9,6 +9,9 @@ back to the defaults when the ConfigMap is deleted, and follows Namespace labels
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
 import threading
 import time
@@ -115,3 +118,43 @@ def wait_for(condition: Callable[[], bool], state: Callable[[], str] = lambda: "
     while not condition():
         assert time.monotonic() < deadline, f"condition not reached in time {state()}"
         time.sleep(0.05)
+
+
+def _worker_pids(gateway: RunningGateway) -> list[int]:
+    return [int(m.group(1)) for line in gateway.stderr_lines if (m := re.search(r"Booting worker with pid: (\d+)", line))]
+
+
+def test_a_bad_stored_policy_never_takes_the_gateway_down(
+        local_cluster: LocalCluster, kubectl: Kubectl, cert_dir: Path, tmp_path: Path,  # noqa: F811
+        launch: Callable[..., RunningGateway]) -> None:
+    system = f"gw-system-{uuid.uuid4().hex[:6]}"
+    kubectl("create", "namespace", system)
+    # Stored while no gateway guarded it: the policy the gateway finds at start is invalid.
+    apply_policy(kubectl, system, "queues: {defaultQueueName: [nope]}\n")
+    gateway = launch(cert_dir, "--workers", "2", "--policy-configmap", f"{system}/batchgate-policy",
+                     "--kubeconfig", str(local_cluster.kubeconfig), "--policy-cache", str(tmp_path / "last-good.yaml"))
+    wait_until_every_worker_injects(gateway, "default-queue")
+    ready = ready_body(gateway)
+    assert (ready["ready"], ready["source"]) == (True, "built-in defaults")
+    assert "queues.defaultQueueName" in ready["lastError"]
+    events = json.loads(kubectl("get", "events", "-n", system, "-o", "json",
+                                "--field-selector", "involvedObject.name=batchgate-policy").stdout)["items"]
+    assert [(e["reason"], e["type"]) for e in events] == [("InvalidPolicy", "Warning")]
+    assert "built-in defaults" in events[0]["message"] and "queues.defaultQueueName" in events[0]["message"]
+
+    apply_policy(kubectl, system, policy_text("q-good"))
+    wait_until_every_worker_injects(gateway, "q-good")
+    apply_policy(kubectl, system, "exempt: {users: alice}\n")  # invalid again, and a worker restarts
+    deadline = time.monotonic() + RELOAD_TIMEOUT_SECONDS
+    while "exempt.users" not in ready_body(gateway).get("lastError", ""):
+        assert time.monotonic() < deadline, "the invalid policy was never seen"
+        time.sleep(0.1)
+    for pid in _worker_pids(gateway):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + RELOAD_TIMEOUT_SECONDS
+    while len(_worker_pids(gateway)) < 4:
+        assert time.monotonic() < deadline, "the workers were not replaced"
+        time.sleep(0.1)
+    wait_until_every_worker_injects(gateway, "q-good")  # the replacements kept the last good policy
+    ready = ready_body(gateway)
+    assert ready["source"].startswith("last good policy") and "exempt.users" in ready["lastError"]

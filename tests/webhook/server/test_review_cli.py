@@ -101,6 +101,15 @@ def test_an_update_that_changes_the_submitter_is_denied(tmp_path: Path, capsys: 
         pytest.param(["-f", "{manifest}", "--operation", "UPDATE"], "--operation UPDATE needs --old",
                      id="UPDATE without the old object"),
         pytest.param(["-f", "{manifest}", "-o", "xml"], "invalid choice: 'xml'", id="an unknown output format"),
+        pytest.param(["-f", "{manifest}", "--policy", "{nul}"], "invalid YAML: unacceptable character #x0000",
+                     id="a policy with a NUL character"),
+        pytest.param(["-f", "{manifest}", "--policy", "{deep}"], "nested more than 100 levels deep",
+                     id="a policy nested thousands deep"),
+        pytest.param(["-f", "{manifest}", "--policy", "{huge}"], "a value cannot be read: Exceeds the limit",
+                     id="a policy with a 5000-digit integer"),
+        pytest.param(["-f", "{manifest}", "--policy", "{bomb}"], "expands to more than 100000 values",
+                     id="a policy that is a billion laughs"),
+        pytest.param(["-f", "{bomb}"], "expands to more than 100000 values", id="a manifest that is a billion laughs"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
@@ -108,8 +117,15 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
     (tmp_path / "bad.yaml").write_text("kind: Pod\nmetadata: [unclosed\n")
     (tmp_path / "scalar.yaml").write_text("just a string\n")
     (tmp_path / "bad_policy.yaml").write_text("exempt:\n  users: alice\n")
+    (tmp_path / "nul.yaml").write_text("queues: {defaultQueueName: a\x00b}\n")
+    (tmp_path / "deep.yaml").write_text("queues: " + "[" * 3000 + "]" * 3000 + "\n")
+    (tmp_path / "huge.yaml").write_text("faultTolerance: {retryLimit: " + "9" * 5000 + "}\n")
+    laughs = ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    laughs += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 9)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(laughs) + "\n")
     paths = {"manifest": str(corpus_dir() / "mlbatch/job.yaml"), "bad_yaml": str(tmp_path / "bad.yaml"),
-             "scalar": str(tmp_path / "scalar.yaml"), "bad_policy": str(tmp_path / "bad_policy.yaml")}
+             "scalar": str(tmp_path / "scalar.yaml"), "bad_policy": str(tmp_path / "bad_policy.yaml"),
+             **{name: str(tmp_path / f"{name}.yaml") for name in ("nul", "deep", "huge", "bomb")}}
     code, out, err = review(capsys, *(a.format(**paths) for a in args))
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("batchgate review: ") and message in err

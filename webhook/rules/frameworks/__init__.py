@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchgate import keys
-from batchgate.api.objects import controller_owner
 
 from ..review import GroupVersionKind
 from batchgate.frameworks.errors import FrameworkError
@@ -40,9 +39,14 @@ class FrameworkOutcome:
 
 
 def apply_frameworks(
-    obj: dict[str, Any], kind: GroupVersionKind, operation: str, settings: FrameworkSettings
+    obj: dict[str, Any], kind: GroupVersionKind, operation: str, settings: FrameworkSettings,
+    *, top_level: bool = True,
 ) -> FrameworkOutcome:
-    """Run the phase this object is due for on the gateway's working copy `obj` (CREATE only)."""
+    """Run the phase this object is due for on the gateway's working copy `obj` (CREATE only).
+
+    `top_level` is false for objects a controller makes (wrapped components, a Job's pods):
+    they are laid out with their owner, so only the pod phase applies to them.
+    """
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     labels = meta.get("labels") if isinstance(meta, dict) else None
     if operation != "CREATE" or not isinstance(labels, dict) or keys.FRAMEWORK_LABEL not in labels:
@@ -51,7 +55,7 @@ def apply_frameworks(
         if kind.group == "" and kind.kind == "Pod":
             changes, warnings = apply_pod_plan(obj, plan_pod(obj))
             return FrameworkOutcome(tuple(changes), tuple(warnings))
-        if controller_owner(obj) is not None:
+        if not top_level:
             return FrameworkOutcome()  # wrapped or controller-made: laid out with its owner
         if (kind.group, kind.kind) not in _WORKLOAD_KINDS:
             raise FrameworkError(

@@ -92,9 +92,10 @@ def _label(obj: dict[str, Any], framework: str | None, args: dict[str, Any] | st
         obj["metadata"]["annotations"] = {keys.FRAMEWORK_ARGS_ANNOTATION: raw}
 
 
-def admit(obj: dict[str, Any], kind: GroupVersionKind, settings: FrameworkSettings = SETTINGS) -> FrameworkOutcome:
+def admit(obj: dict[str, Any], kind: GroupVersionKind, settings: FrameworkSettings = SETTINGS,
+          top_level: bool = True) -> FrameworkOutcome:
     """Run the framework phases on `obj` in place, as the mutate pipeline does on its copy."""
-    return apply_frameworks(obj, kind, "CREATE", settings)
+    return apply_frameworks(obj, kind, "CREATE", settings, top_level=top_level)
 
 
 def _pod(template: dict[str, Any], owner_kind: str, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:

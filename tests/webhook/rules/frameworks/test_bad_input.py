@@ -266,6 +266,15 @@ def test_a_job_the_appwrapper_controller_creates_is_not_laid_out_again() -> None
         {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "aw", "uid": "u", "controller": True}
     ]
     before = copy.deepcopy(wrapped)
-    outcome = admit(wrapped, JOB)
+    outcome = admit(wrapped, JOB, top_level=False)
     assert (outcome.changes, outcome.error) == ((), None)
     assert wrapped == before
+
+
+def test_a_job_that_only_names_an_appwrapper_owner_is_laid_out_as_its_own() -> None:
+    job = indexed_job("j", 2, framework="pytorch")
+    job["metadata"]["ownerReferences"] = [
+        {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "aw", "uid": "u", "controller": True}
+    ]
+    outcome = admit(job, JOB)  # a user's request: the claimed owner changes nothing
+    assert outcome.error is None and outcome.changes

@@ -18,18 +18,18 @@ import yaml
 
 from batchgate import keys
 from batchgate.policy import DEFAULT_POLICY, parse_policy
-from tests.builders import CORPUS, a_request
+from tests.builders import APPWRAPPER_CONTROLLER, CORPUS, a_request
 from tests.webhook.rules.frameworks.builders import appwrapper, env_of, indexed_job, pods_of
 from webhook.rules import mutate, validate
 from webhook.rules.review import AdmissionRequest
 
 
-def admitted(obj: dict[str, Any], policy: Any = DEFAULT_POLICY) -> dict[str, Any]:
-    """Mutate then validate; the object as the API server would store it."""
-    mutation = mutate(a_request(obj, namespace="team1"), policy)
+def admitted(obj: dict[str, Any], policy: Any = DEFAULT_POLICY, user: str = "alice") -> dict[str, Any]:
+    """Mutate then validate, as sent by `user`; the object as the API server would store it."""
+    mutation = mutate(a_request(obj, namespace="team1", user=user), policy)
     assert mutation.denial is None, mutation.denial
     stored = mutation.object if mutation.object is not None else obj
-    verdict = validate(a_request(stored, namespace="team1"), policy)
+    verdict = validate(a_request(stored, namespace="team1", user=user), policy)
     assert verdict.allowed, verdict.message
     assert verdict.warnings == ()
     return stored
@@ -61,7 +61,7 @@ def run_everything(workload: dict[str, Any], policy: Any = DEFAULT_POLICY) -> di
         makers = []
         for child in wrapped_children(stored):
             before = copy.deepcopy(child)
-            child = admitted(child, policy)
+            child = admitted(child, policy, user=APPWRAPPER_CONTROLLER)
             if child["kind"] in ("Job", "PyTorchJob"):
                 assert _templates_of(child) == _templates_of(before), "a wrapped Job is not laid out again"
                 makers.append(child)
