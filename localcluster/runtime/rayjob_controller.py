@@ -51,18 +51,9 @@ class RayJobController(Controller):
         now = self.now()
         step = reconcile_rayjob(rayjob, cluster, submitter, now)
         if step.create_cluster is not None:
-            try:
-                self.clusters.remember(await self.api.create(RAYCLUSTERS.path(namespace), step.create_cluster))
-            except ApiError as err:
-                if err.reason != "AlreadyExists":
-                    await record(self.api, rayjob, "Warning", "FailedToCreateRayCluster", err.message, self.component, now)
+            await self._create(rayjob, RAYCLUSTERS, step.create_cluster, self.clusters, "RayCluster", now)
         if step.create_job is not None:
-            try:
-                self.jobs.remember(await self.api.create(JOBS.path(namespace), step.create_job))
-            except ApiError as err:
-                if err.reason != "AlreadyExists":
-                    await record(self.api, rayjob, "Warning", "FailedToCreateRayJobSubmitter", err.message,
-                                 self.component, now)
+            await self._create(rayjob, JOBS, step.create_job, self.jobs, "RayJobSubmitter", now)
         if step.delete_cluster is not None:
             await ignore_gone(self.api.delete(RAYCLUSTERS.path(namespace, step.delete_cluster),
                                               {"propagationPolicy": "Background"}))
@@ -75,6 +66,21 @@ class RayJobController(Controller):
             self.rayjobs.remember(await ignore_gone(self.api.patch(RAYJOBS.path(namespace, name, "status"),
                                                                    {"status": patch})))
         return step.requeue_after
+
+
+    async def _create(self, rayjob: dict[str, Any], resource: Any, obj: dict[str, Any], cache: Any, what: str,
+                      now: dt.datetime) -> None:
+        """Create, then say so as KubeRay does: `Created<what>`, or `FailedToCreate<what>` with the reason."""
+        namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+        try:
+            cache.remember(await self.api.create(resource.path(namespace), obj))
+        except ApiError as err:
+            if err.reason != "AlreadyExists":
+                await record(self.api, rayjob, "Warning", f"FailedToCreate{what}", err.message, self.component, now)
+            return
+        label = "Kubernetes Job" if what == "RayJobSubmitter" else "RayCluster"
+        await record(self.api, rayjob, "Normal", f"Created{what}", f"Created {label} {namespace}/{name}",
+                     self.component, now)
 
 
 def _key(obj: dict[str, Any]) -> str:

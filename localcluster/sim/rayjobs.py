@@ -103,14 +103,11 @@ def _initializing(rayjob: Obj, cluster: Obj | None, submitter: Obj | None, statu
             step.requeue_after = POLL
             return step
         step.create_cluster = _cluster(rayjob, cluster_name)
-        step.events.append(Event("Normal", "CreatedRayCluster", f"Created RayCluster {meta.get('namespace', '')}/{cluster_name}"))
         return step
     if (cluster.get("status") or {}).get("state") != "ready":
         return step
     if submitter is None:
         step.create_job = _submitter(rayjob, cluster)
-        step.events.append(Event("Normal", "CreatedRayJobSubmitter",
-                                 f"Created Kubernetes Job {meta.get('namespace', '')}/{meta['name']}"))
     step.status = {**{k: v for k, v in status.items() if k != "message"}, "jobDeploymentStatus": "Running",
                    "jobStatus": "PENDING", "dashboardURL": f"{head_service_name(cluster_name)}."
                    f"{meta.get('namespace', '')}.svc.cluster.local:{DASHBOARD_PORT}"}

@@ -49,12 +49,15 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
     """The rules for an object in a managed namespace from a user who is not exempt.
 
     Objects a configured controller made ("other") are checked only for what no one may do:
-    change the identity labels of a workload.
+    change the identity labels of a workload. On CREATE they carry what their controller copied
+    from their owner (KubeRay copies a RayJob's labels, the submitter's identity among them, to
+    the RayCluster it makes), which is not the controller's own identity.
     """
     kind = request.kind.qualified
     top_level = scope == "top-level"
     if scope == "other":
-        return (_check_identity(request, policy) if kind in WORKLOAD_KINDS else None) or allow()
+        updating_a_workload = kind in WORKLOAD_KINDS and request.operation == "UPDATE"
+        return (_check_identity(request, policy) if updating_a_workload else None) or allow()
     if request.operation == "CREATE":
         allowed = policy.allowed_kinds.top_level if top_level else policy.allowed_kinds.wrapped
         if kind not in allowed:
