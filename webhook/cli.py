@@ -46,7 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread",
                    help="gunicorn worker class: gthread keeps connections alive (default); sync is for comparison")
     p.add_argument("--audit-log", help="append audit lines to this file (default stdout)")
-    p.add_argument("--kubeconfig", help="kubeconfig for --policy-configmap (default in-cluster or ~/.kube/config)")
+    p.add_argument("--kubeconfig", help="kubeconfig for --policy-configmap and for the per-component authorization "
+                        "SubjectAccessReviews (default in-cluster or ~/.kube/config)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 

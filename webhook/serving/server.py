@@ -37,6 +37,7 @@ from webhook.policy.store import DEFAULTS, PolicyStore
 from webhook.serving.tls import ReloadingContext
 from webhook.serving.worker import BalancedThreadWorker
 
+IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 GC_YOUNG_THRESHOLD = 20_000
 """Allocations between young-generation collections (CPython's default is 700). One review
 allocates thousands of short-lived objects, so the default ran the collector several times per
@@ -78,6 +79,17 @@ def start_policy_source(options: ServerOptions, store: PolicyStore) -> Any:
         return ClusterPolicySource(store, options.policy_configmap, kubeconfig=options.kubeconfig).start()
     store.install(DEFAULTS)
     return None
+
+
+def connect_reviewer(options: ServerOptions) -> Any:
+    """The API server connection for authorization SubjectAccessReviews, when the gateway has one:
+    a --kubeconfig, the --policy-configmap's connection, or running in a cluster. None otherwise
+    (AppWrappers that need the check are then denied, saying why)."""
+    if options.kubeconfig is None and options.policy_configmap is None and not os.environ.get(IN_CLUSTER_ENV):
+        return None
+    from webhook.authorization.kube import connected_reviewer  # the kubernetes client, only when asked for
+
+    return connected_reviewer(options.kubeconfig)
 
 
 class GatewayServer(BaseApplication):
@@ -147,6 +159,7 @@ class GatewayServer(BaseApplication):
             store=PolicyStore(),
             audit=AuditLog(self.options.audit_log),
             policy_configmap=self.options.policy_configmap or DEFAULT_POLICY_CONFIGMAP,
+            reviewer=connect_reviewer(self.options),
         )
         self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
         self.policy_source = start_policy_source(self.options, self.context.store)
