@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from batchgate.clock import Clock
 from batchgate.policy import Policy
-from webhook.authorization.cache import TTLCache
+from webhook.authorization.cache import ANSWER_TTL, TTLCache
 from webhook.rules.authorization import AccessAnswer, AccessQuestion, access_plan, access_verdict
 from webhook.rules.review import AdmissionRequest, Verdict
 from webhook.serving.admission_review import Reply
@@ -29,8 +29,6 @@ from webhook.serving.gateway import Decision
 
 log = logging.getLogger("batchgate.webhook.authorization")
 
-ANSWER_TTL = 10.0
-"""Seconds an answer is reused: a permission granted or revoked takes effect within this time."""
 ANSWER_CACHE_SIZE = 4096
 """Answers kept per worker (distinct user, groups, kind, namespace)."""
 BUDGET = 2.0

@@ -13,6 +13,10 @@ from typing import Generic, Hashable, TypeVar
 
 from batchgate.clock import Clock
 
+ANSWER_TTL = 10.0
+"""Seconds an authorization answer is reused by default: a permission granted or revoked takes
+effect within this time (`batchgate webhook --authorization-cache-ttl`)."""
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 

@@ -21,6 +21,7 @@ from webhook.serving.audit import AuditLog, audit_record
 from webhook.serving.gateway import Decision, mutate_reply, validate_reply
 from webhook.serving.metrics import GatewayMetrics
 from webhook.authorization.authorizer import AuthorizationMetrics, Authorizer, Reviewer, authorized_reply
+from webhook.authorization.cache import ANSWER_TTL
 from webhook.policy.store import LoadedPolicy, PolicyStore
 from webhook.rules.review import AdmissionRequest
 
@@ -41,10 +42,13 @@ class GatewayContext:
     reviewer: Reviewer | None = None
     """Asks the API server the per-component authorization questions; None when the gateway has
     no API server to ask, and then what needs an answer is denied (fail closed)."""
+    authorization_ttl: float = ANSWER_TTL
+    """Seconds an authorization answer is reused (0: every review asks again)."""
     authorizer: Authorizer = field(init=False)
 
     def __post_init__(self) -> None:
-        self.authorizer = Authorizer(self.reviewer, self.clock, AuthorizationMetrics(self.metrics.registry))
+        self.authorizer = Authorizer(self.reviewer, self.clock, AuthorizationMetrics(self.metrics.registry),
+                                     ttl=self.authorization_ttl)
         # Wired before any reloader starts, so the very first load is counted too.
         self.store.on_loaded = lambda loaded: self.metrics.policy_loads.labels(loaded.source).inc()
         self.store.on_rejected = lambda source, error: self.metrics.policy_errors.labels(source).inc()

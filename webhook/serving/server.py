@@ -28,6 +28,7 @@ from gunicorn.app.base import BaseApplication
 
 from batchgate.policy import DEFAULT_POLICY_CONFIGMAP
 from certs.authority import TLS_CERT, TLS_KEY
+from webhook.authorization.cache import ANSWER_TTL
 from webhook.serving.app import GatewayContext, create_app
 from webhook.serving.audit import AuditLog
 from webhook.serving.balance import ConnectionTable
@@ -59,6 +60,7 @@ class ServerOptions:
     audit_log: str | None = None
     kubeconfig: str | None = None
     log_level: str = "info"
+    authorization_ttl: float = ANSWER_TTL
 
     @property
     def certfile(self) -> Path:
@@ -160,6 +162,7 @@ class GatewayServer(BaseApplication):
             audit=AuditLog(self.options.audit_log),
             policy_configmap=self.options.policy_configmap or DEFAULT_POLICY_CONFIGMAP,
             reviewer=connect_reviewer(self.options),
+            authorization_ttl=self.options.authorization_ttl,
         )
         self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
         self.policy_source = start_policy_source(self.options, self.context.store)
