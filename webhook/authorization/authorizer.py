@@ -75,7 +75,7 @@ class Authorizer:
         out: dict[AccessQuestion, AccessAnswer] = {}
         for question in questions:
             cached = self.cache.get(question)
-            self.metrics.cache.labels("hit" if cached else "miss").inc()
+            self.metrics.cache.labels("miss" if cached is None else "hit").inc()
             if cached is not None:
                 out[question] = cached
                 continue

@@ -120,28 +120,23 @@ def access_verdict(plan: AccessPlan, answers: Mapping[AccessQuestion, AccessAnsw
     """Allowed when every question was answered allowed. Otherwise a denial naming each component
     by index and kind: 403 `ComponentForbidden` when an authorizer said no (or the kind is not
     served), else 503 `AuthorizationUnavailable` (an API error or timeout: retry, never allow)."""
-    forbidden: list[FieldError] = []
-    unavailable: list[FieldError] = []
-    for question in plan.questions:
+    problems: list[tuple[int, int, FieldError]] = []  # (component index, question order, error)
+    outcomes: set[Outcome] = set()
+    for order, question in enumerate(plan.questions):
         answer = answers.get(question, AccessAnswer("unavailable", reason="no answer"))
         if answer.outcome == "allowed":
             continue
+        outcomes.add(answer.outcome)
         for index, kind in plan.components:
-            if kind != question.kind:
-                continue
-            error = FieldError(child(f"spec.components[{index}]", "template"),
-                               f"{kind.qualified}: {_explain(question, answer)}")
-            (unavailable if answer.outcome == "unavailable" else forbidden).append(error)
-    if forbidden:
-        return deny("ComponentForbidden", _ordered(forbidden + unavailable))
-    if unavailable:
-        return deny("AuthorizationUnavailable", _ordered(unavailable), code=503)
-    return allow()
-
-
-def _ordered(errors: list[FieldError]) -> list[FieldError]:
-    """By component index, so the message reads in the order of the manifest."""
-    return sorted(errors, key=lambda e: int(e.path.split("[", 1)[1].split("]", 1)[0]))
+            if kind == question.kind:
+                problems.append((index, order, FieldError(child(f"spec.components[{index}]", "template"),
+                                                          f"{kind.qualified}: {_explain(question, answer)}")))
+    if not problems:
+        return allow()
+    errors = [error for _, _, error in sorted(problems, key=lambda p: p[:2])]  # in the manifest's order
+    if outcomes == {"unavailable"}:
+        return deny("AuthorizationUnavailable", errors, code=503)
+    return deny("ComponentForbidden", errors)
 
 
 def _explain(question: AccessQuestion, answer: AccessAnswer) -> str:
