@@ -230,6 +230,13 @@ def worker_shares(audit_log: Path, offset: int) -> str:
     return "/".join(str(round(100 * n / total)) for n in sorted(counts.values(), reverse=True)) or "-"
 
 
+def reviews_since(audit_log: Path, offset: int) -> int:
+    """Reviews answered since `offset`: one audit line each."""
+    with audit_log.open("rb") as lines:
+        lines.seek(offset)
+        return sum(1 for _ in lines)
+
+
 def machine() -> str:
     model = ""
     try:
@@ -270,10 +277,11 @@ def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: by
               f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f} {max(other, 0.0):>10.2f} {shares:>15}")
         for sample in r["error_sample"]:
             print(f"      error: {sample}")
-        if stub is not None:
+        if stub is not None and audit_log is not None:
             asked = len(stub.reviews) - asked_before
-            print(f"      SubjectAccessReviews answered by the authorizer during the run (warm-up included): {asked:,} "
-                  f"({asked / max(served, 1):.2f} per review)")
+            reviews = reviews_since(audit_log, offset)
+            print(f"      SubjectAccessReviews answered by the authorizer: {asked:,} for {reviews:,} reviews "
+                  f"(warm-up included, from the audit log): {asked / max(reviews, 1):.2f} per review")
 
 
 def _drain(stream: Any) -> None:
