@@ -90,7 +90,7 @@ def may_use_kubernetes_client(path: Path) -> bool:
     [p for p in python_files("webhook", "controller") if not may_use_kubernetes_client(p)],
     ids=lambda p: str(p.relative_to(ROOT)),
 )
-def test_only_adapters_and_policy_reloader_use_the_kubernetes_client(path: Path) -> None:
+def test_only_the_adapters_use_the_kubernetes_client(path: Path) -> None:
     assert offending(path, {"kubernetes"}, allowed_prefixes=("kubernetes.utils",)) == []
 
 
