@@ -85,7 +85,13 @@ class AuthorizerStub:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        async def stop() -> None:
+            await self._runner.cleanup()
+            for task in asyncio.all_tasks():  # a slow answer still sleeping
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
