@@ -89,16 +89,17 @@ def access_plan(
     policy: Policy,
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> AccessPlan | None:
-    """The questions a review needs, or None when no check applies: only CREATE of a top-level
-    AppWrapper by a non-exempt user in a managed namespace, with a check switched on. Call it on a
-    request the validating rules allowed (the components then parse, and their kinds are in
-    `allowedKinds.wrapped`, which bounds the questions)."""
+    """The questions a review needs, or None when no check applies: only CREATE of an AppWrapper
+    by a non-exempt user in a managed namespace, with a check switched on. Whatever owner the
+    AppWrapper names, its components are made by our controller, so a claimed ownerReference
+    skips nothing. Call it on a request the validating rules allowed (the components then parse,
+    and their kinds are in `allowedKinds.wrapped`, which bounds the questions)."""
     checks = policy.authorization
     if not checks.user_rbac_check and not checks.controller_user:
         return None
     if request.operation != "CREATE" or request.sub_resource or request.kind.qualified != APPWRAPPER:
         return None
-    if classify(request, policy, namespace_labels, request.object) != "top-level":
+    if classify(request, policy, namespace_labels, request.object) in ("exempt", "unmanaged"):
         return None
     try:
         aw = parse_appwrapper(request.object)

@@ -60,6 +60,12 @@ def kinds_asked(plan) -> list[tuple[str, str]]:
                      id="userRBACCheck off still asks about the controller"),
         pytest.param(wrapping(a_secret()), {}, USER_CHECK_OFF, None, id="userRBACCheck off and no controller asks nothing"),
         pytest.param(wrapping(a_secret()), {"user": "admin"}, POLICY, None, id="an exempt user is not asked about"),
+        pytest.param(an_appwrapper("aw").with_job().with_component(a_secret()).owned_by(
+                         "Deployment", "web", "apps/v1").build(), {}, POLICY,
+                     [("user", "Job.batch"), ("user", "Secret")],
+                     id="an AppWrapper claiming a controller owner is asked about all the same"),
+        pytest.param(wrapping(a_secret()), {}, parse_policy("managedNamespaces: {selector: {matchLabels: {team: 'yes'}}}"),
+                     None, id="an unmanaged namespace is not asked about"),
         pytest.param(wrapping(a_secret()), {"namespace": "kube-system"}, POLICY, None,
                      id="an exempt namespace is not asked about"),
         pytest.param(wrapping(a_secret()), {"operation": "UPDATE", "old": wrapping(a_secret())}, POLICY, None,
@@ -70,7 +76,7 @@ def kinds_asked(plan) -> list[tuple[str, str]]:
     ],
 )
 def test_which_questions_a_review_raises(obj, request_args, policy, asked) -> None:
-    plan = access_plan(a_request(obj, **request_args), policy)
+    plan = access_plan(a_request(obj, **request_args), policy, namespace_labels={"team-a": {}})
     assert (kinds_asked(plan) if plan else None) == asked
 
 
