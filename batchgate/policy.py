@@ -193,6 +193,19 @@ class AllowedKinds:
 
 
 @dataclass(frozen=True)
+class Authorization:
+    """Per-component SubjectAccessReviews on AppWrapper CREATE (upstream's userRBACAdmissionCheck)."""
+
+    user_rbac_check: bool = field(default=True, metadata=_wire("userRBACCheck", values.parse_bool))
+    """Each component kind must be one the submitter may create in the namespace. Off for clusters
+    where users may wrap kinds they may not create directly, by design (MLBatch sets it off)."""
+    controller_user: str = field(default="", metadata=_wire("controllerUser", values.parse_str))
+    """The controller's username (e.g. `system:serviceaccount:batchgate-system:batchgate-controller`):
+    each component kind must also be one it may create, so an AppWrapper it could never run is
+    refused at submission instead of failing later ("" = no such check)."""
+
+
+@dataclass(frozen=True)
 class PortFramework:
     port: int = field(default=0, metadata=_wire("port", values.parse_port))
     """Rendezvous port of the master / parameter server."""
@@ -359,6 +372,9 @@ class Policy:
     priority: Priority = field(default=Priority(), metadata=_wire("priority", _section(Priority), _dump_section))
     allowed_kinds: AllowedKinds = field(
         default=AllowedKinds(), metadata=_wire("allowedKinds", _section(AllowedKinds), _dump_section)
+    )
+    authorization: Authorization = field(
+        default=Authorization(), metadata=_wire("authorization", _section(Authorization), _dump_section)
     )
     frameworks: Frameworks = field(
         default=Frameworks(), metadata=_wire("frameworks", _section(Frameworks), _dump_section)

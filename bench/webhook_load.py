@@ -8,9 +8,16 @@ with one thread and one http.client keep-alive connection (verifying the CA) per
 Prints requests/s and p50/p99/p999 latency per concurrency, with the worker count, the machine
 and its load average. Never asserts.
 
+`--sar` adds, in the same run, the per-component authorization path: the mutated AppWrapper to
+/validate with a gateway connected (--kubeconfig) to a table-driven HTTPS authorizer
+(tests/webhook/authorizer_stub.py, in this process) that answers discovery and
+SubjectAccessReviews: with the check off, with a warm answer cache, and with every review
+missing the cache (--authorization-cache-ttl 0: one SubjectAccessReview per review).
+
     .venv/bin/python bench/webhook_load.py [--seconds 8] [--workers 2] [--threads 4] [--conns 1,16] [--repeat N]
                                            [--client wrk|python] [--review appwrapper|pod-phase]
                                            [--peer-python VENV/bin/python]   # also the kopf peer
+                                           [--sar]   # also /validate with SubjectAccessReviews
 """
 
 from __future__ import annotations
@@ -42,7 +49,10 @@ from webhook.serving.admission_review import review_document  # noqa: E402
 from webhook.serving.client import GatewayClient  # noqa: E402
 from demo.gateway_only import default_corpus, request_for  # noqa: E402
 from webhook.serving.launch import start_gateway  # noqa: E402
+from webhook import rules  # noqa: E402
+from webhook.policy.store import DEFAULTS  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
+from tests.webhook.authorizer_stub import AuthorizerStub  # noqa: E402
 
 MANIFEST = default_corpus() / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
 
@@ -57,21 +67,31 @@ def pod_phase_body() -> bytes:
     return json.dumps(review_document(request_for(pod, user, resource="pods"))).encode()
 
 
+BENCH_USER = UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a"))
+
+
 def review_body() -> bytes:
     obj = yaml.safe_load(MANIFEST.read_text())
     obj.setdefault("metadata", {})["namespace"] = "team-a"
-    user = UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a"))
-    return json.dumps(review_document(request_for(obj, user, resource="appwrappers"))).encode()
+    return json.dumps(review_document(request_for(obj, BENCH_USER, resource="appwrappers"))).encode()
 
 
-def _connection_loop(host: str, port: int, ca: str, body: bytes, warmup_until: float, stop_at: float,
+def validate_body() -> bytes:
+    """The same AppWrapper as the API server sends it to /validate: mutated by /mutate first."""
+    obj = yaml.safe_load(MANIFEST.read_text())
+    obj.setdefault("metadata", {})["namespace"] = "team-a"
+    mutated = rules.mutate(request_for(obj, BENCH_USER, resource="appwrappers"), DEFAULTS.policy).object or obj
+    return json.dumps(review_document(request_for(mutated, BENCH_USER, resource="appwrappers"))).encode()
+
+
+def _connection_loop(host: str, port: int, ca: str, body: bytes, path: str, warmup_until: float, stop_at: float,
                      latencies: list[float], errors: list[str]) -> None:
     client = GatewayClient(host, port, ca)
     while True:
         started = time.perf_counter()
         if started >= stop_at:
             break
-        status, data, _ = client.request("POST", "/mutate", body)
+        status, data, _ = client.request("POST", path, body)
         elapsed = time.perf_counter() - started
         if status != 200 or b'"allowed":true' not in data:
             errors.append(f"{status} {data[:120]!r}")
@@ -80,14 +100,14 @@ def _connection_loop(host: str, port: int, ca: str, body: bytes, warmup_until: f
     client.close()
 
 
-def load_process(host: str, port: int, ca: str, body: bytes, conns: int, warmup: float, seconds: float,
+def load_process(host: str, port: int, ca: str, body: bytes, path: str, conns: int, warmup: float, seconds: float,
                  out: "multiprocessing.Queue[tuple[list[float], list[str]]]") -> None:
     """Runs in its own process so the generator does not share the server's GIL."""
     now = time.perf_counter()
     warmup_until, stop_at = now + warmup, now + warmup + seconds
     latencies: list[float] = []
     errors: list[str] = []
-    threads = [threading.Thread(target=_connection_loop, args=(host, port, ca, body, warmup_until, stop_at,
+    threads = [threading.Thread(target=_connection_loop, args=(host, port, ca, body, path, warmup_until, stop_at,
                                                                latencies, errors)) for _ in range(conns)]
     for t in threads:
         t.start()
@@ -123,13 +143,13 @@ def warmup_seconds(warmup: float) -> int:
     return max(1, round(warmup))
 
 
-def measure_wrk(host: str, port: int, body: bytes, conns: int, seconds: float, warmup: float,
+def measure_wrk(host: str, port: int, body: bytes, path: str, conns: int, seconds: float, warmup: float,
                 workdir: Path) -> dict[str, Any]:
     """wrk over keep-alive TLS (it does not verify certificates; the Python client does)."""
     (workdir / "review.json").write_bytes(body)
     (workdir / "post.lua").write_text(WRK_SCRIPT)
     env = {**os.environ, "BENCH_BODY": str(workdir / "review.json")}
-    target = f"https://{host}:{port}/mutate"
+    target = f"https://{host}:{port}{path}"
     base = ["wrk", "-t1", f"-c{conns}", "--timeout", "10s", "-s", str(workdir / "post.lua")]
     subprocess.run([*base, f"-d{warmup_seconds(warmup)}s", target], env=env, capture_output=True, check=True)
     out = subprocess.run([*base, f"-d{round(seconds)}s", target], env=env, capture_output=True, text=True,
@@ -140,9 +160,11 @@ def measure_wrk(host: str, port: int, body: bytes, conns: int, seconds: float, w
             "rps": requests / (micros / 1e6), "p50": p50 / 1000, "p99": p99 / 1000, "p999": p999 / 1000}
 
 
-def measure_python(host: str, port: int, ca: str, body: bytes, conns: int, seconds: float, warmup: float) -> dict[str, float]:
+def measure_python(host: str, port: int, ca: str, body: bytes, path: str, conns: int, seconds: float,
+                   warmup: float) -> dict[str, float]:
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    proc = multiprocessing.Process(target=load_process, args=(host, port, ca, body, conns, warmup, seconds, queue))
+    proc = multiprocessing.Process(target=load_process, args=(host, port, ca, body, path, conns, warmup, seconds,
+                                                              queue))
     proc.start()
     latencies, errors = queue.get(timeout=warmup + seconds + 60)
     proc.join(timeout=30)
@@ -158,12 +180,14 @@ CLIENTS = {
 }
 
 
-def check_reply(host: str, port: int, cert_dir: Path, body: bytes) -> None:
-    """The review really is mutated (a patch comes back), so the figures are for real work."""
+def check_reply(host: str, port: int, cert_dir: Path, body: bytes, path: str) -> None:
+    """The review really is mutated (a patch comes back) or, on /validate, allowed, so the figures
+    are for real work."""
     client = GatewayClient(host, port, cert_dir / "ca.crt")
-    status, reply = client.review("/mutate", json.loads(body))
+    status, reply = client.review(path, json.loads(body))
     client.close()
-    if status != 200 or not reply["response"]["allowed"] or "patch" not in reply["response"]:
+    mutated = path != "/mutate" or "patch" in reply.get("response", {})
+    if status != 200 or not reply["response"]["allowed"] or not mutated:
         raise SystemExit(f"unexpected reply {status}: {reply}")
 
 
@@ -206,6 +230,13 @@ def worker_shares(audit_log: Path, offset: int) -> str:
     return "/".join(str(round(100 * n / total)) for n in sorted(counts.values(), reverse=True)) or "-"
 
 
+def reviews_since(audit_log: Path, offset: int) -> int:
+    """Reviews answered since `offset`: one audit line each."""
+    with audit_log.open("rb") as lines:
+        lines.seek(offset)
+        return sum(1 for _ in lines)
+
+
 def machine() -> str:
     model = ""
     try:
@@ -219,22 +250,23 @@ def machine() -> str:
 
 
 def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: bytes, cert_dir: Path,
-              audit_log: Path | None = None) -> None:
+              audit_log: Path | None = None, path: str = "/mutate", stub: AuthorizerStub | None = None) -> None:
     """One line per run: throughput, latency percentiles, the server's CPU per review, the other
     work on the machine meanwhile (CPUs' worth, neither server nor load generator), and how the
     reviews were shared among the workers (from the audit log)."""
     print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
           f"{'server CPU us/review':>8} {'other load':>10} {'worker shares %':>15}")
     for conns in [int(c) for c in args.conns.split(",") for _ in range(args.repeat)]:
-        check_reply(host, port, cert_dir, body)
+        check_reply(host, port, cert_dir, body, path)
+        asked_before = len(stub.reviews) if stub else 0
         offset = audit_log.stat().st_size if audit_log else 0
         busy_before, children_before, own_before = machine_busy_seconds(), children_cpu_seconds(), time.process_time()
         wall_before = time.monotonic()
         cpu_before = process_tree_cpu_seconds(pid)
         if args.client == "wrk":
-            r = measure_wrk(host, port, body, conns, args.seconds, args.warmup, cert_dir)
+            r = measure_wrk(host, port, body, path, conns, args.seconds, args.warmup, cert_dir)
         else:
-            r = measure_python(host, port, str(cert_dir / "ca.crt"), body, conns, args.seconds, args.warmup)
+            r = measure_python(host, port, str(cert_dir / "ca.crt"), body, path, conns, args.seconds, args.warmup)
         cpu = process_tree_cpu_seconds(pid) - cpu_before
         ours = cpu + children_cpu_seconds() - children_before + time.process_time() - own_before
         other = (machine_busy_seconds() - busy_before - ours) / (time.monotonic() - wall_before)
@@ -245,6 +277,11 @@ def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: by
               f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f} {max(other, 0.0):>10.2f} {shares:>15}")
         for sample in r["error_sample"]:
             print(f"      error: {sample}")
+        if stub is not None and audit_log is not None:
+            asked = len(stub.reviews) - asked_before
+            reviews = reviews_since(audit_log, offset)
+            print(f"      SubjectAccessReviews answered by the authorizer: {asked:,} for {reviews:,} reviews "
+                  f"(warm-up included, from the audit log): {asked / max(reviews, 1):.2f} per review")
 
 
 def _drain(stream: Any) -> None:
@@ -267,6 +304,36 @@ def start_peer(python: str, cert_dir: Path) -> tuple[subprocess.Popen[bytes], in
     raise SystemExit(f"the kopf peer did not start (exit {proc.wait()})")
 
 
+SAR_CASES = (
+    ("authorization.userRBACCheck off (no SubjectAccessReview)", "authorization: {userRBACCheck: false}\n", "10"),
+    ("userRBACCheck on, warm answer cache (answers reused 10 s)", "", "10"),
+    ("userRBACCheck on, every review missing the cache (--authorization-cache-ttl 0)", "", "0"),
+)
+
+
+def run_sar_tables(args: argparse.Namespace, cert_dir: Path) -> None:
+    """/validate of the mutated AppWrapper (one PyTorchJob component, so one SubjectAccessReview on
+    a miss), by a gateway connected to a table-driven HTTPS authorizer in this process."""
+    body = validate_body()
+    grants = {("alice", "kubeflow.org", "pytorchjobs", "team-a")}
+    with AuthorizerStub(cert_dir / "authorizer", grants=grants) as stub:
+        print(f"authorizer: tests/webhook/authorizer_stub.py (aiohttp, HTTPS, in the bench process) answering discovery "
+              f"and SubjectAccessReviews; a real API server adds its own latency to every miss")
+        for label, policy_text, ttl in SAR_CASES:
+            policy = cert_dir / "sar-policy.yaml"
+            policy.write_text(policy_text)
+            gateway = start_gateway(cert_dir, "--workers", args.workers, "--threads", args.threads,
+                                    "--worker-class", args.worker_class, "--policy-file", str(policy),
+                                    "--kubeconfig", str(stub.kubeconfig), "--authorization-cache-ttl", ttl,
+                                    "--audit-log", str(cert_dir / "audit-sar.log"))
+            try:
+                print(f"gateway /validate, {label}: mutated {MANIFEST.name} ({len(body)} bytes)")
+                run_table(args, gateway.host, gateway.port, gateway.process.pid, body, cert_dir,
+                          cert_dir / "audit-sar.log", path="/validate", stub=stub)
+            finally:
+                gateway.stop()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=8.0)
@@ -281,6 +348,8 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=1, help="runs per concurrency (each printed): others' load varies")
     p.add_argument("--review", choices=["appwrapper", "pod-phase"], default="appwrapper",
                    help="what to POST: the corpus AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
+    p.add_argument("--sar", action="store_true",
+                   help="also /validate with per-component SubjectAccessReviews: check off, warm cache, every review missing")
     args = p.parse_args()
     if not MANIFEST.is_file():
         print(f"missing corpus manifest {MANIFEST}", file=sys.stderr)
@@ -314,6 +383,8 @@ def main() -> int:
             finally:
                 peer[0].terminate()
                 peer[0].wait(10)
+        if args.sar:
+            run_sar_tables(args, cert_dir)
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine skews figures)")
     if not args.peer_python:
         print("peer (cited, research/perf-reliability.md 5): kopf 1.45.2 mutating webhook, same machine kind: "

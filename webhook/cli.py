@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from batchgate.policy import PolicyError
+from webhook.authorization.cache import ANSWER_TTL
 
 
 def _namespaced_name(text: str) -> tuple[str, str]:
@@ -32,6 +33,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be 0..3600 seconds, got {text}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="batchgate webhook", description=__doc__)
     p.add_argument("--cert-dir", required=True, type=Path, help="directory with tls.crt and tls.key (batchgate certs init)")
@@ -51,7 +62,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--policy-cache", type=Path,
                    help="file where workers keep the last good policy, for a restart that finds the policy invalid "
                         "(default: in the run's temporary directory; a volume makes it outlive the process)")
-    p.add_argument("--kubeconfig", help="kubeconfig for --policy-configmap (default in-cluster or ~/.kube/config)")
+    p.add_argument("--kubeconfig", help="kubeconfig for --policy-configmap and for the per-component authorization "
+                        "SubjectAccessReviews (default in-cluster or ~/.kube/config)")
+    p.add_argument("--authorization-cache-ttl", type=_seconds, default=ANSWER_TTL, metavar="SECONDS",
+                   help=f"how long a per-component authorization answer is reused (default {ANSWER_TTL:g}; "
+                        "0 asks every time)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return p
 
@@ -97,6 +112,6 @@ def main(argv: list[str] | None = None) -> int:
         worker_class=args.worker_class,
         policy_file=args.policy_file, policy_configmap=args.policy_configmap, audit_log=args.audit_log,
         kubeconfig=args.kubeconfig, log_level=args.log_level, policy_cache=args.policy_cache,
-        max_connections=args.max_connections or MAX_CONNECTIONS,
+        max_connections=args.max_connections or MAX_CONNECTIONS, authorization_ttl=args.authorization_cache_ttl,
     )).run()
     return 0

@@ -33,9 +33,12 @@ USER = "alice"
 # Gang placement is not what these tests are about: the local cluster's default scheduler binds.
 # The default allowedKinds hold: the shipped validating webhook never sends the Endpoints,
 # EndpointSlices and Events the control plane writes (tests/manifests/test_gateway_webhook_scope.py).
+# No per-component authorization: this gateway has no API server connection (it starts before the
+# cluster) and the local cluster answers no SubjectAccessReview yet (issue 14 items 1 and 4).
 POLICY = ("exempt: {users: [admin]}\n"
           "queues: {requireQueueFor: []}\n"
-          "scheduling: {schedulerName: '', gang: false}\n")
+          "scheduling: {schedulerName: '', gang: false}\n"
+          "authorization: {userRBACCheck: false}\n")
 NODES = "- name: node\n  count: 2\n  capacity: {cpu: '64', memory: 256Gi}\n"
 SPEED = 20.0
 

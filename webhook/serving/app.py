@@ -20,6 +20,8 @@ from webhook.serving.admission_review import MAX_BODY_BYTES, MalformedReview, Re
 from webhook.serving.audit import AuditLog, audit_record
 from webhook.serving.gateway import Decision, mutate_reply, validate_reply
 from webhook.serving.metrics import GatewayMetrics, kind_label
+from webhook.authorization.authorizer import AuthorizationMetrics, Authorizer, Reviewer, authorized_reply
+from webhook.authorization.cache import ANSWER_TTL
 from webhook.policy.store import LoadedPolicy, PolicyStore
 from webhook.rules.review import AdmissionRequest
 
@@ -35,8 +37,16 @@ class GatewayContext:
     clock: Clock = field(default_factory=SystemClock)
     metrics: GatewayMetrics = field(default_factory=GatewayMetrics)
     policy_configmap: tuple[str, str] = DEFAULT_POLICY_CONFIGMAP
+    reviewer: Reviewer | None = None
+    """Asks the API server the per-component authorization questions; None when the gateway has
+    no API server to ask, and then what needs an answer is denied (fail closed)."""
+    authorization_ttl: float = ANSWER_TTL
+    """Seconds an authorization answer is reused (0: every review asks again)."""
+    authorizer: Authorizer = field(init=False)
 
     def __post_init__(self) -> None:
+        self.authorizer = Authorizer(self.reviewer, self.clock, AuthorizationMetrics(self.metrics.registry),
+                                     ttl=self.authorization_ttl)
         # Wired before any reloader starts, so the very first load is counted too.
         self.store.on_loaded = lambda loaded: self.metrics.policy_loads.labels(loaded.source).inc()
         self.store.on_rejected = lambda source, error: self.metrics.policy_errors.labels(source).inc()
@@ -100,8 +110,9 @@ def mutate() -> Response:
 
 @bp.post("/validate")
 def validate() -> Response:
-    return _answer("validate", lambda req, loaded, ctx: validate_reply(
-        req, loaded.policy, ctx.store.namespace_labels, ctx.policy_configmap))
+    return _answer("validate", lambda req, loaded, ctx: authorized_reply(
+        validate_reply(req, loaded.policy, ctx.store.namespace_labels, ctx.policy_configmap),
+        req, loaded.policy, ctx.store.namespace_labels, ctx.authorizer))
 
 
 @bp.get("/healthz")

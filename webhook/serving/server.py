@@ -29,6 +29,7 @@ from gunicorn.app.base import BaseApplication
 
 from batchgate.policy import DEFAULT_POLICY_CONFIGMAP
 from certs.authority import TLS_CERT, TLS_KEY
+from webhook.authorization.cache import ANSWER_TTL
 from webhook.serving.app import GatewayContext, create_app
 from webhook.serving.audit import AuditLog
 from webhook.serving.balance import ConnectionTable
@@ -41,6 +42,7 @@ from webhook.serving.worker import BalancedThreadWorker
 
 POLICY_CACHE_NAME = "last-good-policy.yaml"
 
+IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 GC_YOUNG_THRESHOLD = 20_000
 """Allocations between young-generation collections (CPython's default is 700). One review
 allocates thousands of short-lived objects, so the default ran the collector several times per
@@ -67,6 +69,7 @@ class ServerOptions:
     policy_cache: Path | None = None
     """Where workers keep the last good policy (default: in this run's metrics directory, so it
     outlives a worker restart but not the gateway)."""
+    authorization_ttl: float = ANSWER_TTL
 
     @property
     def certfile(self) -> Path:
@@ -87,6 +90,17 @@ def start_policy_source(options: ServerOptions, store: PolicyStore) -> Any:
         return ClusterPolicySource(store, options.policy_configmap, kubeconfig=options.kubeconfig).start()
     store.install(DEFAULTS)
     return None
+
+
+def connect_reviewer(options: ServerOptions) -> Any:
+    """The API server connection for authorization SubjectAccessReviews, when the gateway has one:
+    a --kubeconfig, the --policy-configmap's connection, or running in a cluster. None otherwise
+    (AppWrappers that need the check are then denied, saying why)."""
+    if options.kubeconfig is None and options.policy_configmap is None and not os.environ.get(IN_CLUSTER_ENV):
+        return None
+    from webhook.authorization.kube import connected_reviewer  # the kubernetes client, only when asked for
+
+    return connected_reviewer(options.kubeconfig)
 
 
 class GatewayServer(BaseApplication):
@@ -158,6 +172,8 @@ class GatewayServer(BaseApplication):
             store=PolicyStore(cache=PolicyCache(self._policy_cache_path())),
             audit=AuditLog(self.options.audit_log),
             policy_configmap=self.options.policy_configmap or DEFAULT_POLICY_CONFIGMAP,
+            reviewer=connect_reviewer(self.options),
+            authorization_ttl=self.options.authorization_ttl,
         )
         self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
         self.policy_source = start_policy_source(self.options, self.context.store)

@@ -106,9 +106,21 @@ def test_a_validation_denial_is_403_and_names_the_rule_and_the_field(client: Fla
     assert "patch" not in response
 
 
-def test_validate_never_sends_a_patch(client: FlaskClient) -> None:
+def test_validate_never_sends_a_patch(tmp_path: Path) -> None:
+    store = PolicyStore()  # no API server here to authorize the components with
+    store.install(LoadedPolicy.of(parse_policy("authorization: {userRBACCheck: false}"), "test"))
+    client = build_app(tmp_path, store)[0].test_client()
     _, body, _ = post(client, "/validate", as_mutated(client, corpus("mlbatch/pytorchjob-in-appwrapper.yaml")))
     assert body["response"]["allowed"] is True and "patch" not in body["response"]
+
+
+def test_without_an_api_server_an_appwrapper_needing_authorization_is_denied(client: FlaskClient) -> None:
+    _, body, _ = post(client, "/validate", as_mutated(client, corpus("mlbatch/pytorchjob-in-appwrapper.yaml")))
+    status = body["response"]["status"]
+    assert body["response"]["allowed"] is False
+    assert (status["code"], status["reason"]) == (503, "AuthorizationUnavailable")
+    assert "without an API server connection" in status["message"]
+    assert "spec.components[0].template: PyTorchJob.kubeflow.org" in status["message"]
 
 
 @pytest.mark.parametrize(
