@@ -66,8 +66,9 @@ def _server_side_apply(ctx: Context, live: dict[str, Any] | None, body: dict[str
     manager = _field_manager(ctx, required=True)
     force = codec.parse_bool(ctx.query.get("force"), "force")
     rt = ctx.target.rt
-    lifecycle.check_type(rt, body)
-    typed_error = f"failed to create typed patch object ({rt.api_version}, Kind={rt.kind}): "
+    meta = lifecycle.check_type(rt, body)["metadata"]
+    typed_error = (f"failed to create typed patch object ({meta.get('namespace', '')}/{meta.get('name', '')}; "
+                   f"{rt.group}/{rt.version}, Kind={rt.kind}): ")
     undeclared = crd_schema.undeclared_fields(rt, body)
     if undeclared:
         raise bad_request(typed_error + "\n".join(f".{path}: field not declared in schema" for path in undeclared))

@@ -102,7 +102,7 @@ def test_server_side_apply_refuses_an_undeclared_field_as_kube_apiserver_types_t
     write = Write(("apply", "--server-side", validate, "-f", "-"), existing=existing)
     refused = send(kubectl, namespace, "aw", write, check=False)
     assert refused.returncode == 1
-    assert ("failed to create typed patch object (workload.codeflare.dev/v1beta2, Kind=AppWrapper): "
+    assert (f"failed to create typed patch object ({namespace}/aw; workload.codeflare.dev/v1beta2, Kind=AppWrapper): "
             ".spec.bogusField: field not declared in schema") in refused.stderr
     found = kubectl("-n", namespace, "get", "appwrapper", "aw", "-o", "json", check=False)
     assert found.returncode == (0 if existing else 1)
