@@ -1,8 +1,9 @@
 """The API server proper: authenticate, route, and run reads and writes against the store.
 
 `ApiServer.handle` is the single aiohttp handler. Resource verbs live in `reads.py`,
-`writes.py` and `watching.py`; this module holds what they share (the cluster state and the
-request context) and the non-resource endpoints (discovery, OpenAPI, /version, health).
+`writes.py` and `watching.py`, which take the server as a `server_state.ServerState` and never
+import this module; this module holds the cluster state and the non-resource endpoints
+(discovery, OpenAPI, /version, health).
 """
 
 from __future__ import annotations

@@ -234,15 +234,22 @@ def _body_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     return body
 
 
-def prepare_custom(rt: ResourceType, obj: dict[str, Any], creating: bool) -> None:
-    if creating and rt.has_status:
-        obj.pop("status", None)
+def decode_custom(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+    """What kube-apiserver's decoder does to a custom resource: drop the fields its schema does not
+    declare (their paths returned, for field validation), then fill defaults. Built-ins: nothing."""
+    if rt.builtin:
+        return []
     schema = _body_schema(rt.schema)
+    pruned = prune(schema, obj, "", root=True)
     apply_defaults(schema, obj)
+    return pruned
 
 
-def prune_custom(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
-    return prune(_body_schema(rt.schema), obj, "", root=True)
+def undeclared_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+    """Paths of `obj` a custom resource's schema does not declare (server-side apply refuses them)."""
+    if rt.builtin:
+        return []
+    return prune(_body_schema(rt.schema), copy.deepcopy(obj), "", root=True)
 
 
 def validate_custom(rt: ResourceType, obj: dict[str, Any]) -> list[FieldError]:

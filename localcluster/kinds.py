@@ -211,9 +211,7 @@ _VALIDATE: dict[tuple[str, str], Validate] = {
 
 
 def prepare_for_create(rt: ResourceType, obj: dict[str, Any]) -> None:
-    if not rt.builtin:
-        crd_schema.prepare_custom(rt, obj, creating=True)
-        return
+    """The create strategy's own changes (a custom resource's defaults come with decoding: pipeline.py)."""
     if rt.has_status and rt.group_resource not in _STATUS_KEPT_ON_CREATE:
         obj.pop("status", None)
     prepare = _PREPARE.get(rt.group_resource)
@@ -222,11 +220,9 @@ def prepare_for_create(rt: ResourceType, obj: dict[str, Any]) -> None:
 
 
 def prepare_for_update(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any]) -> None:
-    if not rt.builtin:
-        crd_schema.prepare_custom(rt, obj, creating=False)
-    elif rt.group_resource in (("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-                               ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-                               ("apiextensions.k8s.io", "customresourcedefinitions")):
+    if rt.group_resource in (("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+                             ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+                             ("apiextensions.k8s.io", "customresourcedefinitions")):
         _PREPARE[rt.group_resource](obj)
     elif rt.group_resource == ("batch", "jobs"):
         spec, old_spec = obj.get("spec"), old.get("spec") or {}

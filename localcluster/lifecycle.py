@@ -147,6 +147,14 @@ def prepare_create(rt: ResourceType, obj: dict[str, Any], now: _dt.datetime) -> 
     return obj
 
 
+def name_from_url(obj: dict[str, Any], name: str) -> None:
+    """A write to `.../NAME` names the object NAME; a body that names another is a 400."""
+    meta = obj["metadata"]
+    if meta.get("name") and meta["name"] != name:
+        raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+    meta["name"] = name
+
+
 def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
@@ -167,9 +175,7 @@ def prepare_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any], s
     """The object a PUT (or a PATCH, after applying the patch) stores; raises on any violation."""
     old_meta, meta = old["metadata"], new["metadata"]
     name = old_meta["name"]
-    if meta.get("name") and meta["name"] != name:
-        raise bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
-    meta["name"] = name
+    name_from_url(new, name)
     if rt.namespaced:
         if meta.get("namespace") and meta["namespace"] != old_meta.get("namespace"):
             raise bad_request("the namespace of the provided object does not match the namespace sent on the request")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
@@ -13,12 +13,10 @@ from localcluster.codec import parse_bool, parse_int, wants_table
 from localcluster.errors import bad_request, expired, not_found
 from localcluster.responses import Context, json_response, raw_response
 from localcluster.resources import ResourceType
+from localcluster.server_state import ServerState
 from localcluster.sim.kubelet import log_lines
 from localcluster.selectors import Predicate, both, parse_field_selector, parse_label_selector
 from localcluster.store import Entry
-
-if TYPE_CHECKING:
-    from localcluster.apiserver import ApiServer
 
 
 def is_watch(ctx: Context) -> bool:
@@ -37,7 +35,7 @@ def view_obj(rt: ResourceType, entry: Entry) -> dict[str, Any]:
     return views.from_storage(rt, entry.obj) if not views.is_plain(rt) else entry.obj
 
 
-def get_object(server: ApiServer, ctx: Context) -> web.Response:
+def get_object(server: ServerState, ctx: Context) -> web.Response:
     t = ctx.target
     if t.subresource == "binding":
         raise bad_request("the server does not allow this method on the requested resource")
@@ -94,7 +92,7 @@ def _key(entry: Entry) -> tuple[str, str]:
     return (meta.get("namespace", ""), meta["name"])
 
 
-def matching_entries(server: ApiServer, ctx: Context, after: tuple[str, str] | None = None,
+def matching_entries(server: ServerState, ctx: Context, after: tuple[str, str] | None = None,
                      limit: int = 0) -> tuple[list[Entry], int | None]:
     """Objects in key order that the selectors match, after the `continue` key if one is given.
 
@@ -119,7 +117,7 @@ def matching_entries(server: ApiServer, ctx: Context, after: tuple[str, str] | N
     return found, None
 
 
-def list_objects(server: ApiServer, ctx: Context) -> web.Response:
+def list_objects(server: ServerState, ctx: Context) -> web.Response:
     t = ctx.target
     rt = t.rt
     rv_param = ctx.query.get("resourceVersion", "")

@@ -4,7 +4,7 @@ and the namespace finalize subresource.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
@@ -13,17 +13,15 @@ from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, bad_request, conflict, not_found
 from localcluster.reads import view_bytes
 from localcluster.responses import Context, json_response, raw_response
+from localcluster.server_state import ServerState
 from localcluster.store import Entry
 from localcluster.users import MASTERS
-
-if TYPE_CHECKING:
-    from localcluster.apiserver import ApiServer
 
 VIRTUAL_CREATES = {("", "bindings"), ("authentication.k8s.io", "selfsubjectreviews"),
                    ("authorization.k8s.io", "selfsubjectaccessreviews")}
 
 
-async def create(server: ApiServer, ctx: Context) -> web.Response:
+async def create(server: ServerState, ctx: Context) -> web.Response:
     gr = ctx.target.rt.group_resource
     if gr == ("authentication.k8s.io", "selfsubjectreviews"):
         return json_response({"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
@@ -48,7 +46,7 @@ def _access_review(ctx: Context) -> web.Response:
                           "metadata": {}, "spec": spec, "status": status}, status=201)
 
 
-async def bind(server: ApiServer, ctx: Context) -> web.Response:
+async def bind(server: ServerState, ctx: Context) -> web.Response:
     """pods/binding and bindings: set spec.nodeName and PodScheduled=True, answer 201 Success."""
     body = codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body)
     if not isinstance(body, dict) or body.get("kind") not in (None, "Binding"):
@@ -91,7 +89,7 @@ async def bind(server: ApiServer, ctx: Context) -> web.Response:
                          status=201)
 
 
-async def finalize_namespace(server: ApiServer, ctx: Context, current: Entry, obj: dict[str, Any]) -> web.Response:
+async def finalize_namespace(server: ServerState, ctx: Context, current: Entry, obj: dict[str, Any]) -> web.Response:
     """PUT namespaces/NAME/finalize: replace spec.finalizers; the namespace goes when both lists are empty."""
     ns = current.copy()
     ns["spec"] = dict(ns.get("spec") or {})

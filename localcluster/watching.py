@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
@@ -22,10 +22,8 @@ from localcluster.codec import parse_bool, parse_int, wants_table
 from localcluster.errors import ApiError, bad_request
 from localcluster.reads import selector, view_bytes, view_obj
 from localcluster.responses import Context
+from localcluster.server_state import ServerState
 from localcluster.store import Entry, Event, TooOld, Watcher, dumps
-
-if TYPE_CHECKING:
-    from localcluster.apiserver import ApiServer
 
 
 def _transitions(ctx: Context) -> Any:
@@ -74,7 +72,7 @@ def _parse_rv(text: str) -> int | None:
     return value
 
 
-async def watch(server: ApiServer, ctx: Context) -> web.StreamResponse:
+async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
     rt = ctx.target.rt
     store = server.store
     key = views.storage_key(rt)
@@ -151,7 +149,7 @@ async def watch(server: ApiServer, ctx: Context) -> web.StreamResponse:
 class _Encoder:
     """Turns queued entries into event lines: raw JSON, or single-row Tables for kubectl get -w."""
 
-    def __init__(self, server: ApiServer, rt: Any, as_table: bool, include: str) -> None:
+    def __init__(self, server: ServerState, rt: Any, as_table: bool, include: str) -> None:
         self.server, self.rt, self.as_table, self.include = server, rt, as_table, include
         self.headers_sent = False
 

@@ -233,8 +233,7 @@ def test_custom_resources_are_validated_with_precise_paths(spec: dict, field: st
 def test_custom_resources_get_defaults_and_lose_undeclared_fields() -> None:
     obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
            "spec": {"size": 2, "bogus": 1, "free": {"anything": {"goes": True}}}, "extra": 1}
-    crd_schema.prepare_custom(WIDGETS, obj, creating=True)
-    pruned = crd_schema.prune_custom(WIDGETS, obj)
+    pruned = crd_schema.decode_custom(WIDGETS, obj)
     assert sorted(pruned) == ["extra", "spec.bogus"]
     assert obj["spec"] == {"size": 2, "color": "red", "free": {"anything": {"goes": True}}}
     assert obj["metadata"] == {"name": "w"}
@@ -314,8 +313,7 @@ schemas = st.recursive(
 @given(schemas, json_objects)
 def test_any_schema_and_object_validate_to_field_errors_never_exceptions(schema: dict, obj: dict) -> None:
     resource = ResourceType("example.com", "v1", "things", "Thing", True, builtin=False, schema=schema, storage_version="v1")
-    crd_schema.prepare_custom(resource, obj, creating=True)
-    crd_schema.prune_custom(resource, obj)
+    crd_schema.decode_custom(resource, obj)
     for error in crd_schema.validate_custom(resource, obj):
         assert str(error)
 

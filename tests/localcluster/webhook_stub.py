@@ -1,7 +1,7 @@
 """A real TLS admission webhook for dispatcher tests, whose behaviour is chosen by the URL path.
 
 Paths: /allow, /warn, /deny, /deny-with-code-200, /deny-bare, /label/<key>/<value>, /count,
-/bad-patch, /undecodable-patch, /slow/<seconds>, /crash, /html, /wrong-uid, /wrong-version.
+/stamp (sets spec.stamp to the operation and an undeclared spec.smuggled), /bad-patch, /undecodable-patch, /slow/<seconds>, /crash, /html, /wrong-uid, /wrong-version.
 Every review it receives is kept with its path, query and headers.
 """
 
@@ -118,6 +118,9 @@ class WebhookStub:
             path = "/metadata/labels/count" if labels else "/metadata/labels"
             value = str(count) if labels else {"count": str(count)}
             response.update(_patch([{"op": "add", "path": path, "value": value}]))
+        elif action == "stamp":
+            response.update(_patch([{"op": "add", "path": "/spec/stamp", "value": review["request"]["operation"]},
+                                    {"op": "add", "path": "/spec/smuggled", "value": True}]))
         elif action == "bad-patch":
             response.update(_patch([{"op": "remove", "path": "/spec/nothing/here"}]))
         elif action == "undecodable-patch":

@@ -1,0 +1,23 @@
+"""What the verb handlers (reads, writes, watching, patches, special requests) need of the server.
+
+They take this protocol, not `ApiServer`, so the server module imports them and none of them
+imports it back: the request path is one direction, server -> verbs -> pipeline -> store.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from localcluster.admission import WebhookDispatcher
+from localcluster.clock import TimeSource
+from localcluster.store import Store
+
+
+class ServerState(Protocol):
+    """The cluster state one request works on, and the few server settings verbs read."""
+
+    store: Store
+    clock: TimeSource
+    webhooks: WebhookDispatcher | None  # None until the cluster wires admission (and in bare-server tests)
+    bookmark_interval: float  # seconds between watch BOOKMARK events
+    watch_timeout_range: tuple[float, float]  # a watch without timeoutSeconds ends at a random point in it
