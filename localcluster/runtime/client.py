@@ -49,6 +49,10 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments")
 REPLICASETS = Resource("apps", "v1", "replicasets")
 ENDPOINTSLICES = Resource("discovery.k8s.io", "v1", "endpointslices")
 PYTORCHJOBS = Resource("kubeflow.org", "v1", "pytorchjobs")
+CONFIGMAPS = Resource("", "v1", "configmaps")
+SECRETS = Resource("", "v1", "secrets")
+SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts")
+NAMESPACES = Resource("", "v1", "namespaces", namespaced=False)
 
 
 class ApiError(Exception):

@@ -20,6 +20,7 @@ from localcluster.runtime.kubelets import Kubelets
 from localcluster.runtime.node_lifecycle import NodeLifecycle
 from localcluster.runtime.pytorchjob_controller import PyTorchJobController
 from localcluster.runtime.scheduler import Scheduler
+from localcluster.runtime.serviceaccounts_controller import ServiceAccountsController
 
 log = logging.getLogger(__name__)
 COMPONENTS: tuple[type[Controller], ...] = (
@@ -30,6 +31,7 @@ COMPONENTS: tuple[type[Controller], ...] = (
     PyTorchJobController,
     DeploymentController,
     EndpointsController,
+    ServiceAccountsController,
 )
 
 

@@ -50,8 +50,8 @@ class Cluster:
         self.loop.run_until_complete(self.dispatcher.close())
         self.loop.close()
 
-    def _resolve(self, namespace: str, name: str, port: int) -> tuple[str, int]:
-        return self.services[(namespace, name, port)]
+    def _resolve(self, namespace: str, name: str, port: int) -> list[tuple[str, int]]:
+        return [self.services[(namespace, name, port)]]
 
     def mutating(self, name: str, *hooks: dict[str, Any]) -> None:
         self.configurations["MutatingWebhookConfiguration"].append({"metadata": {"name": name}, "webhooks": hooks})
