@@ -134,9 +134,10 @@ class Authenticator:
         self.still_bound = still_bound or (lambda claims: True)
 
     def authenticate(self, authorization: str | None) -> User:
-        if not authorization or not authorization.startswith("Bearer "):
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer":  # the scheme is case-insensitive: in-cluster clients send "bearer"
             raise unauthorized()
-        token = authorization[len("Bearer "):].strip()
+        token = token.strip()
         user = self._by_token.get(token)
         if user is None and token.count(".") == 2:
             claims = self.verify(token)

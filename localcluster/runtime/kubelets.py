@@ -100,7 +100,21 @@ class Kubelets(Controller):
             await super().run()
         finally:
             heartbeats.cancel()
-            await asyncio.gather(*(p.shutdown() for p in self.processes.values()), return_exceptions=True)
+            await self._stop_all_processes()
+
+    async def _stop_all_processes(self) -> None:
+        """Processes never outlive the cluster: wait for them even if cancelled again meanwhile
+        (each stop is bounded by its short shutdown grace), then let the cancellation go on."""
+        stopping = asyncio.ensure_future(asyncio.gather(*(p.shutdown() for p in self.processes.values()),
+                                                        return_exceptions=True))
+        cancelled = False
+        while not stopping.done():
+            try:
+                await asyncio.shield(stopping)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
 
     async def register(self) -> None:
         now = self.now()

@@ -242,6 +242,7 @@ class PodProcesses:
         attempt = self.records[name].restarts
         logfile = log_file(self.rt.root / "logs", self.pod, name, attempt)
         logfile.parent.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
         spec_file = self.dir / f"{name}.{attempt}.json"
         spec_file.write_text(json.dumps(spec))
         with logfile.open("ab") as out:
