@@ -11,6 +11,7 @@ import asyncio
 import base64
 import copy
 import errno
+import os
 import functools
 import json
 import ssl
@@ -290,7 +291,9 @@ def _describe(err: aiohttp.ClientError) -> str:
     if isinstance(err, aiohttp.ClientConnectorCertificateError):
         return f"tls: failed to verify certificate: {err.certificate_error}"
     if isinstance(err, aiohttp.ClientConnectorError):
-        return f"dial tcp {err.host}:{err.port}: connect: {err.os_error.strerror or err.os_error}"
+        code = getattr(err.os_error, "errno", None)
+        reason = os.strerror(code).lower() if code else (err.os_error.strerror or str(err.os_error))
+        return f"dial tcp {err.host}:{err.port}: connect: {reason}"  # Go's wording: "connection refused"
     return str(err) or type(err).__name__
 
 
