@@ -268,7 +268,6 @@ class PodProcesses:
             self.records[name] = replace(self.records[name], running_since=self.rt.now(), started=not has_startup,
                                          ready=not has_startup and not has_readiness, waiting_reason="",
                                          waiting_message="")
-            self.last_events.discard(("Failed", ""))
             await self.event("Normal", "Started", f"Started container {name}")
             await self.post()
             prober = asyncio.create_task(self._probe(container, proc))

@@ -95,8 +95,6 @@ def test_a_secret_change_reaches_the_running_process_in_place(pk, pns):
         """), container={"volumeMounts": [{"name": "s", "mountPath": "/data"}]},
         volumes=[{"name": "s", "secret": {"secretName": "rotating"}}]))
     eventually(lambda: "value one" in logs(pk, pns, "watcher"), timeout=60)
-    pk("create", "secret", "generic", "rotating", "-n", pns, "--from-literal=value=two", "--dry-run=client", "-o",
-       "json")
     pk("patch", "secret", "rotating", "-n", pns, "-p", json.dumps({"stringData": {"value": "two"}}))
     eventually(lambda: "value two" in logs(pk, pns, "watcher"), timeout=30)
     assert pk("get", "pod", "watcher", "-n", pns, "-o", "jsonpath={.status.containerStatuses[0].restartCount}").stdout == "0"
@@ -230,3 +228,22 @@ def test_processes_stop_with_the_cluster(tmp_path):
         pid = int(pidfile.read_text())
     status = Path(f"/proc/{pid}/status")
     assert not status.exists() or "zombie" in status.read_text().lower()
+
+
+def test_draining_the_node_stops_the_process_as_eviction_does(pk, proc_api, pns, tmp_path):
+    pidfile = tmp_path / "pid"
+    apply(pk, a_pod("drained", pns, python(f"""
+        import os, time
+        open({str(pidfile)!r}, "w").write(str(os.getpid()))
+        time.sleep(600)
+        """)))
+    pid = int(eventually(lambda: pidfile.exists() and pidfile.read_text(), timeout=30))
+    node = pod(proc_api, pns, "drained").spec.node_name
+    try:
+        pk("drain", node, "--force", "--ignore-daemonsets", "--delete-emptydir-data", "--pod-selector", "app=drained",
+           "--timeout=60s")
+        assert pk("get", "pod", "drained", "-n", pns, "--ignore-not-found", "-o", "name").stdout == ""
+        status = Path(f"/proc/{pid}/status")
+        assert not status.exists() or "zombie" in status.read_text().lower()
+    finally:
+        pk("uncordon", node)
