@@ -45,8 +45,17 @@ def selected_pods(service: Obj, pods: Sequence[Obj]) -> list[Obj]:
     )
 
 
-def _ready(pod: Obj) -> bool:
+def _serving(pod: Obj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _terminating(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _ready(pod: Obj) -> bool:
+    """Ready and not terminating: a pod being deleted leaves the ready addresses at once."""
+    return _serving(pod) and not _terminating(pod)
 
 
 def _target_port(port: Obj, pod: Obj) -> int | None:
@@ -121,7 +130,7 @@ def endpoint_slice_for(service: Obj, pods: Sequence[Obj]) -> dict[str, Any]:
         ready = publish_all or _ready(pod)
         entry: dict[str, Any] = {
             "addresses": [pod["status"]["podIP"]],
-            "conditions": {"ready": ready, "serving": ready, "terminating": False},
+            "conditions": {"ready": ready, "serving": publish_all or _serving(pod), "terminating": _terminating(pod)},
             "targetRef": _ref(pod),
         }
         if (pod.get("spec") or {}).get("nodeName"):

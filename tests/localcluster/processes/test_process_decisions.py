@@ -165,3 +165,19 @@ def test_calls_start_at_successive_endpoints_and_fall_back_to_the_others(turn):
 def test_no_usable_endpoint(eps, port, message):
     with pytest.raises(NoEndpoints, match=message):
         service_backends(SERVICE, eps, port, 0)
+
+
+def test_a_terminating_pod_leaves_the_ready_addresses_but_keeps_serving_in_its_slice():
+    from localcluster.sim.endpoints import endpoint_slice_for, endpoints_for
+
+    service = {"metadata": {"name": "hook", "namespace": "ns", "uid": "s"},
+               "spec": {"selector": {"app": "hook"}, "ports": [{"name": "https", "port": 443, "targetPort": 9443}]}}
+    pods = [{"metadata": {"name": name, "namespace": "ns", "labels": {"app": "hook"}, **extra},
+             "status": {"podIP": ip, "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+            for name, ip, extra in (("a", "127.1.0.1", {}), ("b", "127.1.0.2", {"deletionTimestamp": "2026-11-26T12:00:00Z"}))]
+    (subset,) = endpoints_for(service, pods)["subsets"]
+    assert [a["ip"] for a in subset["addresses"]] == ["127.1.0.1"]
+    assert [a["ip"] for a in subset["notReadyAddresses"]] == ["127.1.0.2"]
+    conditions = [e["conditions"] for e in endpoint_slice_for(service, pods)["endpoints"]]
+    assert conditions == [{"ready": True, "serving": True, "terminating": False},
+                          {"ready": False, "serving": True, "terminating": True}]
