@@ -138,7 +138,9 @@ def test_the_product_webhook_runs_from_a_manifest_shaped_deployment_and_admits_t
                                           "containers": [{"name": "main", "image": "busybox"}]}}}}
     created = pk("create", "-f", "-", "-o", "json", input=json.dumps(job))
     stored = json.loads(created.stdout)
-    assert stored["metadata"]["labels"], "the product's mutating webhook labelled the Job"
+    # The gateway stamps who submitted it, from the AdmissionReview's userInfo (kubectl runs as admin).
+    assert {k: v for k, v in stored["metadata"]["labels"].items() if k.startswith("workload.codeflare.dev/user")} == {
+        "workload.codeflare.dev/user": "admin", "workload.codeflare.dev/userid": "admin-uid"}
     logs = pk("logs", "-n", pns, "deploy/batchgate-webhook").stdout
     assert "train" in logs, logs
     pk("delete", "mutatingwebhookconfiguration", f"batchgate-{pns}")
