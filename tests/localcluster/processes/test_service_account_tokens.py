@@ -84,3 +84,11 @@ def test_a_token_for_another_audience_is_not_accepted_by_the_api_server(proc_clu
     with pytest.raises(ApiException) as caught:
         whoami(proc_cluster, token)
     assert caught.value.status == 401
+
+
+def test_kubectl_create_token_and_whoami_as_a_user_would(pk, proc_api, pns):
+    default_account(proc_api, pns)
+    token = pk("create", "token", "default", "-n", pns, "--duration=15m").stdout.strip()
+    whoami = pk("auth", "whoami", "--token", token).stdout
+    assert f"system:serviceaccount:{pns}:default" in whoami
+    assert f"[system:serviceaccounts system:serviceaccounts:{pns} system:authenticated]" in whoami
