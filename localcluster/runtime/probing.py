@@ -5,6 +5,7 @@ Each returns (ok, message); nothing here raises for a dead or silent target."""
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 
 import aiohttp
@@ -14,6 +15,11 @@ from localcluster.sim.probes import Action, Exec, HttpGet, TcpSocket, http_ok
 _UNVERIFIED = ssl.create_default_context()
 _UNVERIFIED.check_hostname = False
 _UNVERIFIED.verify_mode = ssl.CERT_NONE
+
+
+def _reason(err: OSError) -> str:
+    """Go's wording for a socket error: `connection refused`, not Python's `Connect call failed`."""
+    return os.strerror(err.errno).lower() if err.errno else str(err)
 
 
 async def _http(action: HttpGet, timeout: float) -> tuple[bool, str]:
@@ -31,8 +37,7 @@ async def _http(action: HttpGet, timeout: float) -> tuple[bool, str]:
         return False, (f'Get "{action.url}": context deadline exceeded (Client.Timeout exceeded while awaiting '
                        "headers)")
     except aiohttp.ClientConnectorError as err:
-        return False, f'Get "{action.url}": dial tcp {action.host}:{action.port}: connect: ' \
-                      f"{err.os_error.strerror or err.os_error}"
+        return False, f'Get "{action.url}": dial tcp {action.host}:{action.port}: connect: {_reason(err.os_error)}'
     except aiohttp.ClientError as err:
         return False, f'Get "{action.url}": {err or type(err).__name__}'
 
@@ -43,7 +48,7 @@ async def _tcp(action: TcpSocket, timeout: float) -> tuple[bool, str]:
     except asyncio.TimeoutError:
         return False, f"dial tcp {action.host}:{action.port}: i/o timeout"
     except OSError as err:
-        return False, f"dial tcp {action.host}:{action.port}: connect: {err.strerror or err}"
+        return False, f"dial tcp {action.host}:{action.port}: connect: {_reason(err)}"
     writer.close()
     return True, ""
 

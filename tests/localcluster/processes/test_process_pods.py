@@ -164,7 +164,8 @@ def test_probes_drive_readiness_and_a_failed_liveness_probe_restarts(pk, proc_ap
     eventually(lambda: not ready(), timeout=30)
     eventually(lambda: pod(proc_api, pns, "probed").status.container_statuses[0].restart_count >= 1, timeout=60)
     text = events(pk, pns)
-    assert "Readiness probe failed" in text and "Liveness probe failed: dial tcp" in text
+    assert "Readiness probe failed" in text and "Liveness probe failed: dial tcp 127.1." in text
+    assert ":1: connect: connection refused" in text
     assert "Container main failed liveness probe, will be restarted" in text
 
 
