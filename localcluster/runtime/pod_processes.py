@@ -45,6 +45,7 @@ from localcluster.sim.volumes import (
 
 log = logging.getLogger(__name__)
 SANDBOX = Path(__file__).resolve().with_name("sandbox.py")
+POD_SITE = Path(__file__).resolve().with_name("pod_site") / "sitecustomize.py"
 IMAGE_ENV = (("PYTHONUNBUFFERED", "1"), ("PYTHONDONTWRITEBYTECODE", "1"))  # the product image's ENV (Dockerfile)
 SYNC_WALL_SECONDS = 1.0  # how often volumes are re-projected and a failed mount retried
 SHUTDOWN_GRACE = dt.timedelta(seconds=5)  # when the cluster stops, each pod gets this long after SIGTERM
@@ -238,6 +239,11 @@ class PodProcesses:
             "mounts": [{"source": str(volumes / m.volume / m.sub_path if m.sub_path else volumes / m.volume),
                         "target": m.target, "readOnly": m.read_only} for m in plan],
         }
+        site = self.dir / "site"
+        site.mkdir(parents=True, exist_ok=True)
+        (site / "sitecustomize.py").write_text(POD_SITE.read_text().replace("{pod_ip}", self.facts.pod_ip))
+        existing = spec["env"].get("PYTHONPATH")
+        spec["env"]["PYTHONPATH"] = f"{site}:{existing}" if existing else str(site)
         self.envs[name] = spec["env"]
         attempt = self.records[name].restarts
         logfile = log_file(self.rt.root / "logs", self.pod, name, attempt)

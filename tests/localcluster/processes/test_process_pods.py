@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import urllib.request
 from pathlib import Path
 
 from kubernetes import client as k8s
@@ -248,3 +249,25 @@ def test_draining_the_node_stops_the_process_as_eviction_does(pk, proc_api, pns,
         assert not status.exists() or "zombie" in status.read_text().lower()
     finally:
         pk("uncordon", node)
+
+
+def test_two_pods_serving_on_the_wildcard_address_and_one_port_are_each_reached_at_their_pod_ip(pk, proc_api, pns):
+    server = python("""
+        import os
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        class Hello(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = os.environ["HOSTNAME"].encode()
+                self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+                self.wfile.write(body)
+        HTTPServer(("0.0.0.0", 8080), Hello).serve_forever()
+        """)
+    for name in ("web-a", "web-b"):
+        apply(pk, a_pod(name, pns, server, container={"readinessProbe": {"httpGet": {"path": "/", "port": 8080},
+                                                                         "periodSeconds": 1}}))
+    for name in ("web-a", "web-b"):
+        eventually(lambda: pod(proc_api, pns, name).status.container_statuses and
+                   pod(proc_api, pns, name).status.container_statuses[0].ready, timeout=30)
+        ip = pod(proc_api, pns, name).status.pod_ip
+        with urllib.request.urlopen(f"http://{ip}:8080/", timeout=10) as reply:
+            assert reply.read().decode() == name
