@@ -271,3 +271,17 @@ def test_two_pods_serving_on_the_wildcard_address_and_one_port_are_each_reached_
         ip = pod(proc_api, pns, name).status.pod_ip
         with urllib.request.urlopen(f"http://{ip}:8080/", timeout=10) as reply:
             assert reply.read().decode() == name
+
+
+def test_a_process_that_ignores_sigterm_is_killed_when_the_grace_period_ends(pk, proc_api, pns, tmp_path):
+    pidfile = tmp_path / "pid"
+    apply(pk, a_pod("stubborn", pns, python(f"""
+        import os, signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        open({str(pidfile)!r}, "w").write(str(os.getpid()))
+        while True: time.sleep(0.1)
+        """), terminationGracePeriodSeconds=10))
+    pid = int(eventually(lambda: pidfile.exists() and pidfile.read_text(), timeout=30))
+    pk("delete", "pod", "stubborn", "-n", pns, "--timeout=60s")  # 10 s of grace at 10x speed: one second
+    status = Path(f"/proc/{pid}/status")
+    assert not status.exists() or "zombie" in status.read_text().lower()
