@@ -25,13 +25,13 @@ from localcluster.runtime.serviceaccounts_controller import ServiceAccountsContr
 log = logging.getLogger(__name__)
 COMPONENTS: tuple[type[Controller], ...] = (
     Kubelets,
+    ServiceAccountsController,
     Scheduler,
     NodeLifecycle,
     JobController,
     PyTorchJobController,
     DeploymentController,
     EndpointsController,
-    ServiceAccountsController,
 )
 
 
