@@ -285,3 +285,20 @@ def test_a_process_that_ignores_sigterm_is_killed_when_the_grace_period_ends(pk,
     pk("delete", "pod", "stubborn", "-n", pns, "--timeout=60s")  # 10 s of grace at 10x speed: one second
     status = Path(f"/proc/{pid}/status")
     assert not status.exists() or "zombie" in status.read_text().lower()
+
+
+def test_a_sub_path_mounts_one_key_as_a_file_and_a_projected_token_has_its_audience(pk, proc_cluster, pns):
+    pk("create", "configmap", "one", "-n", pns, "--from-literal=app.yaml=port: 80")
+    apply(pk, a_pod("subpath", pns, python("""
+        import base64, json, pathlib
+        print(pathlib.Path("/etc/pp-sub/app.yaml").read_text())
+        token = pathlib.Path("/var/run/vault/token").read_text()
+        claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+        print(claims["aud"], claims["kubernetes.io"]["pod"]["name"])
+        """), restartPolicy="Never", container={"volumeMounts": [
+            {"name": "cfg", "mountPath": "/etc/pp-sub/app.yaml", "subPath": "app.yaml"},
+            {"name": "vault", "mountPath": "/var/run/vault"}]},
+        volumes=[{"name": "cfg", "configMap": {"name": "one"}},
+                 {"name": "vault", "projected": {"sources": [{"serviceAccountToken": {
+                     "path": "token", "audience": "vault", "expirationSeconds": 600}}]}}]))
+    eventually(lambda: logs(pk, pns, "subpath") == "port: 80\n['vault'] subpath\n", timeout=30)
