@@ -52,8 +52,8 @@ def test_a_process_sees_env_volumes_and_the_service_account_as_in_a_container(pk
     apply(pk, a_pod("env", pns, python("""
         import os, pathlib
         print("ip", os.environ["POD_IP"], os.environ["GREETING"], os.environ["CFG_mode"])
-        print("secret", pathlib.Path("/etc/creds/password").read_text())
-        print("downward", pathlib.Path("/etc/info/labels").read_text())
+        print("secret", pathlib.Path("/tmp/lc-pods/creds/password").read_text())
+        print("downward", pathlib.Path("/tmp/lc-pods/info/labels").read_text())
         print("cwd", os.getcwd())
         from kubernetes import client, config
         config.load_incluster_config()
@@ -66,7 +66,7 @@ def test_a_process_sees_env_volumes_and_the_service_account_as_in_a_container(pk
             "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                     {"name": "GREETING", "value": "hello-$(POD_IP)-$$(POD_IP)"}],
             "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "CFG_"}],
-            "volumeMounts": [{"name": "creds", "mountPath": "/etc/creds"}, {"name": "info", "mountPath": "/etc/info"}]},
+            "volumeMounts": [{"name": "creds", "mountPath": "/tmp/lc-pods/creds"}, {"name": "info", "mountPath": "/tmp/lc-pods/info"}]},
         volumes=[{"name": "creds", "secret": {"secretName": "creds"}},
                  {"name": "info", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}]))
     def finished() -> str:
@@ -89,11 +89,11 @@ def test_a_secret_change_reaches_the_running_process_in_place(pk, pns):
         import pathlib, time
         seen = None
         while True:
-            now = pathlib.Path("/data/value").read_text()
+            now = pathlib.Path("/tmp/lc-pods/data/value").read_text()
             if now != seen:
                 print("value", now, flush=True); seen = now
             time.sleep(0.1)
-        """), container={"volumeMounts": [{"name": "s", "mountPath": "/data"}]},
+        """), container={"volumeMounts": [{"name": "s", "mountPath": "/tmp/lc-pods/data"}]},
         volumes=[{"name": "s", "secret": {"secretName": "rotating"}}]))
     eventually(lambda: "value one" in logs(pk, pns, "watcher"), timeout=60)
     pk("patch", "secret", "rotating", "-n", pns, "-p", json.dumps({"stringData": {"value": "two"}}))
@@ -148,8 +148,8 @@ def test_an_entry_point_that_does_not_exist_is_an_error_not_a_hang(pk, proc_api,
 
 def test_probes_drive_readiness_and_a_failed_liveness_probe_restarts(pk, proc_api, proc_cluster, pns):
     apply(pk, a_pod("probed", pns, python("import time; time.sleep(600)"), container={
-        "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
-        "readinessProbe": {"exec": {"command": ["test", "-e", "/scratch/ready"]}, "periodSeconds": 1,
+        "volumeMounts": [{"name": "scratch", "mountPath": "/tmp/lc-pods/scratch"}],
+        "readinessProbe": {"exec": {"command": ["test", "-e", "/tmp/lc-pods/scratch/ready"]}, "periodSeconds": 1,
                            "failureThreshold": 1},
         "livenessProbe": {"tcpSocket": {"port": 1}, "initialDelaySeconds": 30, "periodSeconds": 1,
                           "failureThreshold": 2}},
@@ -174,12 +174,12 @@ def test_graceful_deletion_runs_pre_stop_then_sigterm_and_the_pod_goes_after_the
     apply(pk, a_pod("graceful", pns, python("""
         import signal, sys, time
         def bye(*_):
-            open("/scratch/order", "a").write("term\\n"); time.sleep(0.5); sys.exit(0)
+            open("/tmp/lc-pods/scratch/order", "a").write("term\\n"); time.sleep(0.5); sys.exit(0)
         signal.signal(signal.SIGTERM, bye)
         print("serving", flush=True)
         while True: time.sleep(0.1)
-        """), container={"volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
-                         "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "echo prestop >> /scratch/order"]}}}},
+        """), container={"volumeMounts": [{"name": "scratch", "mountPath": "/tmp/lc-pods/scratch"}],
+                         "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "echo prestop >> /tmp/lc-pods/scratch/order"]}}}},
         volumes=[{"name": "scratch", "emptyDir": {}}]))
     eventually(lambda: "serving" in logs(pk, pns, "graceful"), timeout=30)
     uid = pod(proc_api, pns, "graceful").metadata.uid
@@ -291,13 +291,13 @@ def test_a_sub_path_mounts_one_key_as_a_file_and_a_projected_token_has_its_audie
     pk("create", "configmap", "one", "-n", pns, "--from-literal=app.yaml=port: 80")
     apply(pk, a_pod("subpath", pns, python("""
         import base64, json, pathlib
-        print(pathlib.Path("/etc/pp-sub/app.yaml").read_text())
-        token = pathlib.Path("/var/run/vault/token").read_text()
+        print(pathlib.Path("/tmp/lc-pods/sub/app.yaml").read_text())
+        token = pathlib.Path("/tmp/lc-pods/vault/token").read_text()
         claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
         print(claims["aud"], claims["kubernetes.io"]["pod"]["name"])
         """), restartPolicy="Never", container={"volumeMounts": [
-            {"name": "cfg", "mountPath": "/etc/pp-sub/app.yaml", "subPath": "app.yaml"},
-            {"name": "vault", "mountPath": "/var/run/vault"}]},
+            {"name": "cfg", "mountPath": "/tmp/lc-pods/sub/app.yaml", "subPath": "app.yaml"},
+            {"name": "vault", "mountPath": "/tmp/lc-pods/vault"}]},
         volumes=[{"name": "cfg", "configMap": {"name": "one"}},
                  {"name": "vault", "projected": {"sources": [{"serviceAccountToken": {
                      "path": "token", "audience": "vault", "expirationSeconds": 600}}]}}]))
