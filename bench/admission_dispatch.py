@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as workdir, WebhookStub(Path(workdir)) as stub:
         configs = configurations(stub)
         dispatcher = WebhookDispatcher(configs.__getitem__, lambda namespace: {},
-                                       lambda namespace, name, port: ("127.0.0.1", stub.port))
+                                       lambda namespace, name, port: [("127.0.0.1", stub.port)])
         loop = asyncio.new_event_loop()
         try:
             for concurrency in (1, 16):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import errno
+import os
 import functools
 import json
 import ssl
@@ -40,6 +42,7 @@ from localcluster.admission_match import (
     timeout_seconds,
     webhook_matches,
 )
+from localcluster.sim.endpoints import NoEndpoints
 
 __all__ = ["AdmissionAttributes", "AdmissionDenied", "WebhookDispatcher"]
 
@@ -55,10 +58,11 @@ class WebhookDispatcher:
         self,
         list_configurations: Callable[[str], list[dict[str, Any]]],
         namespace_labels: Callable[[str], dict[str, str]],
-        resolve_service: Callable[[str, str, int], tuple[str, int]],
+        resolve_service: Callable[[str, str, int], list[tuple[str, int]]],
     ) -> None:
-        """`resolve_service(namespace, name, port)` gives the local (host, port) of a Service
-        reference, or raises LookupError when there is none (the call then fails as a DNS miss)."""
+        """`resolve_service(namespace, name, port)` gives the local (host, port) addresses behind a
+        Service reference, the preferred first; it raises `NoEndpoints` when the Service has no
+        ready endpoint, LookupError when there is no such Service (the call fails as a DNS miss)."""
         self._configurations = list_configurations
         self._namespace_labels = namespace_labels
         self._resolve_service = resolve_service
@@ -184,7 +188,9 @@ class WebhookDispatcher:
     async def _post(self, client_config: dict[str, Any], body: bytes, timeout: int) -> bytes:
         target = self._target(client_config)
         url = f"{target.display}?timeout={timeout}s"
-        if target.dial is None:
+        if target.unavailable:
+            raise CallError(f'failed to call webhook: Post "{url}": {target.unavailable}')
+        if not target.dials:
             raise CallError(f'failed to call webhook: Post "{url}": dial tcp: lookup {target.server_name}: '
                             "no such host")
         ca_bundle = client_config.get("caBundle") or ""
@@ -196,9 +202,20 @@ class WebhookDispatcher:
             raise CallError(f"invalid caBundle: {err}") from None
         headers = {"Content-Type": "application/json", "Accept": "application/json, */*",
                    "Host": target.host_header}
+        for index, dial in enumerate(target.dials):
+            try:
+                return await self._post_to(dial, url, body, headers, context, target.server_name, timeout)
+            except _Refused as refused:
+                if index == len(target.dials) - 1:  # every endpoint refused: report the last
+                    raise CallError(f'failed to call webhook: Post "{url}": {refused}') from None
+        raise CallError(f'failed to call webhook: Post "{url}": no address to dial')  # an empty address list
+
+    async def _post_to(self, dial: str, url: str, body: bytes, headers: dict[str, str], context: ssl.SSLContext,
+                       server_name: str, timeout: int) -> bytes:
+        """One POST to one endpoint; a refused connection is `_Refused` so the next one is tried."""
         try:
-            async with self._client().post(f"{target.dial}?timeout={timeout}s", data=body, headers=headers,
-                                           ssl=context, server_hostname=target.server_name,
+            async with self._client().post(f"{dial}?timeout={timeout}s", data=body, headers=headers,
+                                           ssl=context, server_hostname=server_name,
                                            timeout=aiohttp.ClientTimeout(total=timeout)) as response:
                 payload = await response.read()
                 if not 200 <= response.status <= 206:
@@ -209,6 +226,11 @@ class WebhookDispatcher:
                     raise CallError(f"failed to call webhook: serializer for {content_type or 'an empty type'} "
                                     "doesn't exist")
                 return payload
+        except aiohttp.ClientConnectorError as err:
+            if isinstance(err, aiohttp.ClientConnectorCertificateError) or \
+                    getattr(err.os_error, "errno", None) != errno.ECONNREFUSED:
+                raise CallError(f'failed to call webhook: Post "{url}": {_describe(err)}') from None
+            raise _Refused(_describe(err)) from None
         except asyncio.TimeoutError:
             raise CallError(f'failed to call webhook: Post "{url}": context deadline exceeded') from None
         except aiohttp.ClientError as err:
@@ -221,12 +243,14 @@ class WebhookDispatcher:
             port = service.get("port") or 443
             path = service.get("path") or "/"
             server_name = f"{name}.{namespace}.svc"
+            display = f"https://{server_name}:{port}{path}"
             try:
-                host, local_port = self._resolve_service(namespace, name, port)
+                addresses = self._resolve_service(namespace, name, port)
+            except NoEndpoints as err:
+                return _Target(display, (), server_name, f"{server_name}:{port}", str(err))
             except LookupError:
-                return _Target(f"https://{server_name}:{port}{path}", None, server_name, f"{server_name}:{port}")
-            return _Target(display=f"https://{server_name}:{port}{path}",
-                           dial=f"https://{host}:{local_port}{path}",
+                return _Target(display, (), server_name, f"{server_name}:{port}")
+            return _Target(display=display, dials=tuple(f"https://{h}:{p}{path}" for h, p in addresses),
                            server_name=server_name, host_header=f"{server_name}:{port}")
         url = client_config.get("url")
         if not isinstance(url, str) or not url:
@@ -234,15 +258,20 @@ class WebhookDispatcher:
         parts = urlsplit(url)
         if parts.scheme != "https" or parts.query or parts.fragment or parts.username or not parts.hostname:
             raise CallError(f"webhook url {url!r} must be https with no user, query or fragment")
-        return _Target(display=url, dial=url, server_name=parts.hostname, host_header=parts.netloc)
+        return _Target(display=url, dials=(url,), server_name=parts.hostname, host_header=parts.netloc)
 
 
 @dataclass(frozen=True)
 class _Target:
     display: str  # the URL as kube-apiserver would dial it, for messages
-    dial: str | None  # the URL we actually connect to; None when the service has no address
+    dials: tuple[str, ...]  # the URLs we actually connect to, in order; empty when there is no such service
     server_name: str  # the TLS name the certificate must carry
     host_header: str
+    unavailable: str = ""  # the Service exists but has no ready endpoint: kube-apiserver's message
+
+
+class _Refused(Exception):
+    """A connection refused by one endpoint: the next one is tried, as through a Service."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -262,7 +291,9 @@ def _describe(err: aiohttp.ClientError) -> str:
     if isinstance(err, aiohttp.ClientConnectorCertificateError):
         return f"tls: failed to verify certificate: {err.certificate_error}"
     if isinstance(err, aiohttp.ClientConnectorError):
-        return f"dial tcp {err.host}:{err.port}: connect: {err.os_error.strerror or err.os_error}"
+        code = getattr(err.os_error, "errno", None)
+        reason = os.strerror(code).lower() if code else (err.os_error.strerror or str(err.os_error))
+        return f"dial tcp {err.host}:{err.port}: connect: {reason}"  # Go's wording: "connection refused"
     return str(err) or type(err).__name__
 
 

@@ -9,10 +9,11 @@ import this module; this module holds the cluster state and the non-resource end
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from aiohttp import web
 
-from localcluster import discovery, openapi, reads, watching, writes
+from localcluster import discovery, openapi, pod_logs, reads, tokens, watching, writes
 from localcluster.admission import WebhookDispatcher
 from localcluster.clock import TimeSource
 from localcluster.codec import acceptable
@@ -38,6 +39,7 @@ class ApiServer:
         self.auth = auth
         self.address = address
         self.webhooks: WebhookDispatcher | None = None
+        self.pod_logs_dir: Path | None = None  # where process pods' container logs are (the kubelets')
         self.bookmark_interval = 60.0
         self.watch_timeout_range = (1800.0, 3600.0)
 
@@ -70,14 +72,18 @@ class ApiServer:
         ctx = Context(request, target, user, body)
         method = request.method
         if method == "GET":
+            if target.subresource == "log":
+                return await pod_logs.serve(self, ctx)
             if not target.subresource and reads.is_watch(ctx):
                 return await watching.watch(self, ctx)
             if not target.name:
                 return reads.list_objects(self, ctx)
             return reads.get_object(self, ctx)
         if method == "POST":
-            if target.name and target.subresource not in ("binding",):
+            if target.name and target.subresource not in ("binding", "token"):
                 raise method_not_allowed()
+            if target.subresource == "token":
+                return await tokens.create(self, ctx)
             return await writes.create(self, ctx)
         if method == "PUT" and target.name:
             return await writes.update(self, ctx)

@@ -21,6 +21,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--users-file", type=Path, help="YAML list of users (name, username, uid, groups)")
     parser.add_argument("--speed", type=float, default=1.0, help="simulated time runs this many times faster")
     parser.add_argument("--workdir", type=Path, help="directory for certificates and state (default: a temp dir)")
+    parser.add_argument("--run-image", action="append", default=[], metavar="NAME",
+                        help="pods of this image run as real local processes with this checkout's `batchgate` "
+                             "(repeatable; e.g. the image the manifests name)")
     parser.add_argument("--api-only", action="store_true",
                         help="serve the API without simulated nodes, kubelets, scheduler or controllers")
     nodes = parser.add_argument_group("simulated nodes")
@@ -66,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster = LocalCluster(workdir, port=args.port, users_file=args.users_file, speed=args.speed,
                                controllers=[] if args.api_only else DEFAULT_CONTROLLERS,
-                               nodes=[] if args.api_only else nodes)
+                               nodes=[] if args.api_only else nodes, run_images=args.run_image)
     except UsersFileError as exc:
         print(f"batchgate cluster: {exc}", file=sys.stderr)
         return 2
@@ -83,16 +86,19 @@ def main(argv: list[str] | None = None) -> int:
         kubeconfig = args.kubeconfig
     print(f"local cluster listening on {cluster.url}")
     print(f"users: {', '.join(u.name for u in cluster.users)} (kubectl --context <user>)")
+    if args.run_image:
+        print(f"pods of {', '.join(args.run_image)} run as local processes")
     print(f"nodes: {len(nodes)} simulated ({', '.join(n.name for n in nodes[:5])}{', ...' if len(nodes) > 5 else ''})")
     print(f"export KUBECONFIG={kubeconfig}")
     print("press Ctrl-C to stop", flush=True)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # SIGINT too: a shell starts background jobs with SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt; `kill -INT` must still stop the cluster and its pod processes.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     try:
         while not stop.wait(1.0):
             pass
-    except KeyboardInterrupt:
-        pass
     finally:
         cluster.stop()
         print("local cluster stopped", flush=True)

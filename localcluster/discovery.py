@@ -41,6 +41,8 @@ def _subresource_kind(rt: ResourceType, sub: str) -> tuple[str, tuple[str, ...]]
         return "Pod", ("get",)
     if sub == "finalize":
         return rt.kind, ("update",)
+    if sub == "token":
+        return "TokenRequest", ("create",)
     if sub == "scale":
         return "Scale", ("get", "patch", "update")
     return rt.kind, ("get", "patch", "update")
@@ -107,7 +109,7 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
     subs = []
     for sub in rt.subresources:
         kind, verbs = _subresource_kind(rt, sub)
-        group, version = ("autoscaling", "v1") if sub == "scale" else ("", "")
+        group, version = {"scale": ("autoscaling", "v1"), "token": ("authentication.k8s.io", "v1")}.get(sub, ("", ""))
         subs.append({"subresource": sub, "responseKind": {"group": group, "version": version, "kind": kind},
                      "verbs": list(verbs)})
     if subs:

@@ -14,7 +14,6 @@ from localcluster.errors import bad_request, expired, not_found
 from localcluster.responses import Context, json_response, raw_response
 from localcluster.resources import ResourceType
 from localcluster.server_state import ServerState
-from localcluster.sim.kubelet import log_lines
 from localcluster.selectors import Predicate, both, parse_field_selector, parse_label_selector
 from localcluster.store import Entry
 
@@ -42,31 +41,12 @@ def get_object(server: ServerState, ctx: Context) -> web.Response:
     entry = server.store.get(views.storage_key(t.rt), t.namespace or "", t.name)
     if entry is None:
         raise not_found(t.rt.group, t.rt.plural, t.name)
-    if t.subresource == "log":
-        return pod_log(entry.obj, ctx.query.get("container"), server.clock.now())
     if t.subresource == "scale":
         return json_response(scale.to_scale(t.rt, view_obj(t.rt, entry)))
     if wants_table(ctx.accept):
         return json_response(tables.table(t.rt, [view_obj(t.rt, entry)], server.clock.now(), str(entry.rv),
                                           ctx.query.get("includeObject", "Metadata")), "application/json")
     return raw_response(view_bytes(t.rt, entry))
-
-
-def pod_log(pod: dict[str, Any], container: str | None, now: Any) -> web.Response:
-    """pods/log: a line or two from the simulated kubelet about what the container did."""
-    names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
-    names += [c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]
-    name = pod["metadata"]["name"]
-    if not container:
-        if len(names) != 1:
-            raise bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]")
-        container = names[0]
-    if container not in names:
-        raise bad_request(f"container {container} is not valid for pod {name}")
-    if not (pod.get("spec") or {}).get("nodeName"):
-        raise bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
-    text = "\n".join(log_lines(pod, container, now)) + "\n"
-    return web.Response(text=text, content_type="text/plain")
 
 
 def selector(ctx: Context) -> Predicate | None:

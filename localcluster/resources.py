@@ -79,7 +79,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _r("", "v1", "secrets", "Secret", True),
     _r("", "v1", "services", "Service", True, short=("svc",), cats=ALL, sub=("status",),
        verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")),
-    _r("", "v1", "serviceaccounts", "ServiceAccount", True, short=("sa",)),
+    _r("", "v1", "serviceaccounts", "ServiceAccount", True, short=("sa",), sub=("token",)),
     _r("", "v1", "endpoints", "Endpoints", True, short=("ep",)),
     _r("", "v1", "events", "Event", True, short=("ev",)),
     _r("", "v1", "nodes", "Node", False, short=("no",), sub=("status",)),

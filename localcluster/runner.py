@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import functools
 import logging
 import ssl
 import threading
@@ -22,7 +23,7 @@ import yaml
 from aiohttp import web
 
 from certs.authority import service_names, write_serving_files
-from localcluster import lifecycle
+from localcluster import lifecycle, tokens
 from localcluster.apiserver import ApiServer
 from localcluster.clock import ScaledClock, TimeSource
 from localcluster.crd_registration import CrdRegistrar
@@ -42,6 +43,7 @@ CONTROLLER_USER = User("system:kube-controller-manager", "system:kube-controller
 START_TIMEOUT = 30.0
 CRDS_DIR = Path(__file__).resolve().parent / "crds"
 SHUTDOWN_TIMEOUT = 2.0
+KUBELET_DIR = "kubelet"  # under the work dir: process pods' volumes and container logs
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class ControllerContext:
     workdir: Path
     webhook_addresses: Mapping[str, str] = field(default_factory=dict)
     nodes: tuple[Any, ...] = ()  # localcluster.sim.nodes.NodeSpec: what the simulated kubelets register
+    run_images: tuple[str, ...] = ()  # pods of these images run as real processes (--run-image)
 
 
 ControllerFactory = Callable[[ControllerContext], Awaitable[Any]]
@@ -65,19 +68,23 @@ ControllerFactory = Callable[[ControllerContext], Awaitable[Any]]
 class LocalCluster:
     def __init__(self, workdir: Path, port: int = 0, users_file: Path | None = None, speed: float = 1.0,
                  webhook_addresses: Mapping[str, str] | None = None,
-                 controllers: Sequence[ControllerFactory] = (), nodes: Sequence[Any] = ()) -> None:
+                 controllers: Sequence[ControllerFactory] = (), nodes: Sequence[Any] = (),
+                 run_images: Sequence[str] = ()) -> None:
         self.workdir = Path(workdir)
         self.nodes = tuple(nodes)
+        self.run_images = tuple(run_images)
         self.port = port
         self.speed = speed
         self.webhook_addresses = dict(webhook_addresses or {})
         self.controllers = list(controllers)
         self.clock = ScaledClock(speed)
         self.users = load_users(users_file)
-        self.auth = Authenticator([*self.users, CONTROLLER_USER])
         self.store = Store()
+        self.auth = Authenticator([*self.users, CONTROLLER_USER], self.clock.now,
+                                  functools.partial(tokens.still_bound, self.store))
         self.registry = Registry()
         self.server = ApiServer(self.store, self.registry, self.clock, self.auth)
+        self.server.pod_logs_dir = self.workdir / KUBELET_DIR / "logs"
         self.server.webhooks = dispatcher(self.store, self.webhook_addresses)
         self.url = ""
         self.kubeconfig = self.workdir / "kubeconfig"
@@ -195,7 +202,7 @@ class LocalCluster:
         self._tasks.append(asyncio.create_task(collector.run(), name="garbage-collector"))
         context_for = ControllerContext(self.url, self.ca_file, self.auth.tokens[CONTROLLER_USER.name],
                                         CONTROLLER_USER.username, self.speed, self.clock, self.workdir,
-                                        self.webhook_addresses, self.nodes)
+                                        self.webhook_addresses, self.nodes, self.run_images)
         for factory in self.controllers:
             self._tasks.append(asyncio.create_task(_guarded(factory, context_for)))
         return runner

@@ -6,11 +6,13 @@ imports it back: the request path is one direction, server -> verbs -> pipeline 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from localcluster.admission import WebhookDispatcher
 from localcluster.clock import TimeSource
 from localcluster.store import Store
+from localcluster.users import Authenticator
 
 
 class ServerState(Protocol):
@@ -21,3 +23,5 @@ class ServerState(Protocol):
     webhooks: WebhookDispatcher | None  # None until the cluster wires admission (and in bare-server tests)
     bookmark_interval: float  # seconds between watch BOOKMARK events
     watch_timeout_range: tuple[float, float]  # a watch without timeoutSeconds ends at a random point in it
+    auth: Authenticator  # who is who: tokens for users and service accounts (TokenRequest signs with it)
+    pod_logs_dir: Path | None  # where process pods' container logs are (the kubelets'); None: none run

@@ -1,5 +1,7 @@
-"""Who may call the cluster: bearer tokens for admin, alice and bob (or a users file), and
-impersonation, which only members of system:masters may use.
+"""Who may call the cluster: bearer tokens for admin, alice and bob (or a users file),
+service-account tokens (signed JWTs from the TokenRequest API, checked for expiry, audience and
+that the ServiceAccount and bound pod still exist), and impersonation, which only members of
+system:masters may use.
 
 A users file is YAML: `users: [{name: alice, username: alice@example.com, uid: "1001",
 groups: [ml-team]}]`. Every user also belongs to system:authenticated, as on a real cluster.
@@ -8,7 +10,12 @@ groups: [ml-team]}]`. Every user also belongs to system:authenticated, as on a r
 from __future__ import annotations
 
 import base64
+import datetime as dt
+import hashlib
+import hmac
+import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +26,9 @@ from localcluster.errors import ApiError, forbidden, unauthorized
 
 AUTHENTICATED = "system:authenticated"
 MASTERS = "system:masters"
+SERVICE_ACCOUNTS = "system:serviceaccounts"
+API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"  # kube-apiserver's default --api-audiences
+ISSUER = API_AUDIENCE
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,38 @@ DEFAULT_USERS = (
     User("alice", "alice", "1001", (AUTHENTICATED,)),
     User("bob", "bob", "1002", (AUTHENTICATED,)),
 )
+
+
+@dataclass(frozen=True)
+class TokenClaims:
+    """What a service-account token asserts (the JWT claims kube-apiserver's TokenRequest writes)."""
+
+    namespace: str
+    service_account: str
+    service_account_uid: str
+    audiences: tuple[str, ...]
+    expires: dt.datetime
+    issued: dt.datetime
+    pod_name: str = ""
+    pod_uid: str = ""
+
+    def user(self) -> User:
+        """system:serviceaccount:NS:NAME with the service-account groups, as kube-apiserver maps it."""
+        username = f"system:serviceaccount:{self.namespace}:{self.service_account}"
+        extra = {}
+        if self.pod_name:
+            extra = {"authentication.kubernetes.io/pod-name": [self.pod_name],
+                     "authentication.kubernetes.io/pod-uid": [self.pod_uid]}
+        return User(username, username, self.service_account_uid,
+                    (SERVICE_ACCOUNTS, f"{SERVICE_ACCOUNTS}:{self.namespace}", AUTHENTICATED), extra)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 class UsersFileError(ValueError):
@@ -76,20 +118,67 @@ def load_users(path: Path | None) -> list[User]:
 
 
 class Authenticator:
-    """Maps bearer tokens to users and applies `Impersonate-*` headers."""
+    """Maps bearer tokens to users and applies `Impersonate-*` headers.
 
-    def __init__(self, users: list[User]) -> None:
+    Service-account tokens are HS256 JWTs signed with a key of this server's own; `now` and
+    `still_bound` (does the ServiceAccount, and the pod a token is bound to, still exist with
+    the same uid?) are given by the cluster, so a deleted pod's token stops working."""
+
+    def __init__(self, users: list[User], now: Callable[[], dt.datetime] | None = None,
+                 still_bound: Callable[[TokenClaims], bool] | None = None) -> None:
         self.users = {u.name: u for u in users}
         self.tokens = {u.name: secrets.token_urlsafe(24) for u in users}
         self._by_token = {token: self.users[name] for name, token in self.tokens.items()}
+        self._key = secrets.token_bytes(32)
+        self.now = now or (lambda: dt.datetime.now(dt.timezone.utc))
+        self.still_bound = still_bound or (lambda claims: True)
 
     def authenticate(self, authorization: str | None) -> User:
-        if not authorization or not authorization.startswith("Bearer "):
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer":  # the scheme is case-insensitive: in-cluster clients send "bearer"
             raise unauthorized()
-        user = self._by_token.get(authorization[len("Bearer "):].strip())
+        token = token.strip()
+        user = self._by_token.get(token)
+        if user is None and token.count(".") == 2:
+            claims = self.verify(token)
+            if claims is not None and API_AUDIENCE in claims.audiences and self.still_bound(claims):
+                user = claims.user()
         if user is None:
             raise unauthorized()
         return user
+
+    def issue(self, claims: TokenClaims) -> str:
+        """A signed token carrying `claims` (the TokenRequest API's answer)."""
+        body = {
+            "iss": ISSUER, "sub": claims.user().username, "aud": list(claims.audiences),
+            "exp": int(claims.expires.timestamp()), "iat": int(claims.issued.timestamp()),
+            "nbf": int(claims.issued.timestamp()), "jti": secrets.token_hex(8),
+            "kubernetes.io": {"namespace": claims.namespace,
+                              "serviceaccount": {"name": claims.service_account, "uid": claims.service_account_uid},
+                              **({"pod": {"name": claims.pod_name, "uid": claims.pod_uid}} if claims.pod_name else {})},
+        }
+        head = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
+        payload = _b64(json.dumps(body, separators=(",", ":")).encode())
+        signature = hmac.new(self._key, f"{head}.{payload}".encode(), hashlib.sha256).digest()
+        return f"{head}.{payload}.{_b64(signature)}"
+
+    def verify(self, token: str) -> TokenClaims | None:
+        """The claims of a token this server signed and that has not expired; None otherwise."""
+        head, payload, signature = token.split(".")
+        expected = hmac.new(self._key, f"{head}.{payload}".encode(), hashlib.sha256).digest()
+        try:
+            if not hmac.compare_digest(_unb64(signature), expected):
+                return None
+            body = json.loads(_unb64(payload))
+            k8s = body["kubernetes.io"]
+            pod = k8s.get("pod") or {}
+            claims = TokenClaims(k8s["namespace"], k8s["serviceaccount"]["name"], k8s["serviceaccount"]["uid"],
+                                 tuple(body["aud"]), dt.datetime.fromtimestamp(body["exp"], dt.timezone.utc),
+                                 dt.datetime.fromtimestamp(body["iat"], dt.timezone.utc),
+                                 pod.get("name", ""), pod.get("uid", ""))
+        except (ValueError, KeyError, TypeError):
+            return None
+        return claims if self.now() < claims.expires else None
 
     def impersonate(self, user: User, headers: Any) -> User:
         target = headers.get("Impersonate-User")

@@ -1,13 +1,17 @@
 """What the webhook dispatcher reads from the cluster: configurations, namespace labels, and
-where a webhook Service really listens (the `webhook_addresses` flag or a Service annotation).
+where a webhook Service really listens: the `webhook_addresses` flag or a Service annotation
+(a webhook run outside the cluster), else the Service's ready endpoints (pods the process
+kubelets run), spread call by call.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
 from localcluster.admission import WebhookDispatcher
+from localcluster.sim.endpoints import service_backends
 from localcluster.store import Store
 
 ADDRESS_ANNOTATION = "localcluster.batchgate.dev/address"
@@ -35,14 +39,18 @@ def dispatcher(store: Store, addresses: Mapping[str, str]) -> WebhookDispatcher:
         entry = store.get(("", "namespaces"), "", namespace)
         return dict((entry.obj["metadata"].get("labels") or {}) if entry else {})
 
-    def resolve(namespace: str, name: str, port: int) -> tuple[str, int]:
+    turns = itertools.count()
+
+    def resolve(namespace: str, name: str, port: int) -> list[tuple[str, int]]:
         address = addresses.get(f"{name}.{namespace}") or addresses.get(f"{namespace}/{name}")
-        if not address:
-            service = store.get(("", "services"), namespace, name)
-            annotations = (service.obj["metadata"].get("annotations") or {}) if service else {}
-            address = annotations.get(ADDRESS_ANNOTATION)
-        if not address:
+        service = store.get(("", "services"), namespace, name)
+        if not address and service is not None:
+            address = (service.obj["metadata"].get("annotations") or {}).get(ADDRESS_ANNOTATION)
+        if address:
+            return [_split_address(address)]
+        if service is None:
             raise LookupError(f"{name}.{namespace}.svc")
-        return _split_address(address)
+        endpoints = store.get(("", "endpoints"), namespace, name)
+        return service_backends(service.obj, endpoints.obj if endpoints else None, port, next(turns))
 
     return WebhookDispatcher(configurations, namespace_labels, resolve)

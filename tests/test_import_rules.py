@@ -80,6 +80,13 @@ KUBERNETES_CLIENT_ADAPTERS = {
 """The gateway's only modules that talk to the API server; everything else gets their answers."""
 
 
+@pytest.mark.parametrize("path", python_files("localcluster/sim"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_local_clusters_decisions_import_no_io_and_no_runtime(path: Path) -> None:
+    bad = offending(path, IO_LIBRARIES | {"asyncio", "subprocess"}, allowed_prefixes=("kubernetes.utils",))
+    bad += sorted(n for n in imported_modules(path) if n.startswith("localcluster.runtime"))
+    assert bad == []
+
+
 def may_use_kubernetes_client(path: Path) -> bool:
     rel = path.relative_to(ROOT).as_posix()
     return rel.startswith("controller/adapters/") or rel in KUBERNETES_CLIENT_ADAPTERS

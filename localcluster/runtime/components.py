@@ -22,11 +22,13 @@ from localcluster.runtime.pytorchjob_controller import PyTorchJobController
 from localcluster.runtime.raycluster_controller import RayClusterController
 from localcluster.runtime.rayjob_controller import RayJobController
 from localcluster.runtime.scheduler import Scheduler
+from localcluster.runtime.serviceaccounts_controller import ServiceAccountsController
 from localcluster.runtime.statefulset_controller import StatefulSetController
 
 log = logging.getLogger(__name__)
 COMPONENTS: tuple[type[Controller], ...] = (
     Kubelets,
+    ServiceAccountsController,
     Scheduler,
     NodeLifecycle,
     JobController,

@@ -9,16 +9,30 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from localcluster.runner import ControllerContext
+from localcluster.runner import KUBELET_DIR, ControllerContext
 from localcluster.runtime.base import Controller
-from localcluster.runtime.client import LEASES, NODES, PODS, Api, ApiError, ignore_gone
+from localcluster.runtime.client import (
+    CONFIGMAPS,
+    LEASES,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICEACCOUNTS,
+    Api,
+    ApiError,
+    ignore_gone,
+)
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
+from localcluster.runtime.pod_processes import PodProcesses, PodRuntime
 from localcluster.sim import kubelet as timeline
+from localcluster.sim.endpoints import allocate_loopback
+from localcluster.sim.process_pod import runs_as_processes
 from localcluster.sim.nodes import (
     HEARTBEAT,
     LEASE_NAMESPACE,
@@ -45,12 +59,31 @@ class Kubelets(Controller):
         self.pods = self.informer(PODS, self._on_pod)
         self.nodes = self.informer(NODES, self._on_node)
         self.ips: dict[str, dict[str, str]] = {}  # node -> pod uid -> ip
+        self.run_images = ctx.run_images
+        self.processes: dict[str, PodProcesses] = {}  # pod uid -> its running processes
+        self.stopping: set[str] = set()  # pod uids being stopped gracefully
+        self.loopback: dict[str, str] = {}  # pod uid -> loopback IP of a process pod
+        self.runtime: PodRuntime | None = None
+        if self.run_images:
+            caches = {"configmaps": self.informer(CONFIGMAPS, lambda kind, obj: None),
+                      "secrets": self.informer(SECRETS, lambda kind, obj: None),
+                      "serviceaccounts": self.informer(SERVICEACCOUNTS, lambda kind, obj: None)}
+            self.runtime = PodRuntime(api, ctx.url, Path(ctx.ca_file).read_bytes(), Path(ctx.workdir) / KUBELET_DIR,
+                                      self.now, self.wall_seconds,
+                                      lambda plural, ns, name: caches[plural].get(ns, name), self.pods.remember)
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName"):
             finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            uid = pod["metadata"].get("uid", "")
             if kind == "DELETED" or finished:  # its sandbox is gone: the address is free again
-                self.ips.get(pod["spec"]["nodeName"], {}).pop(pod["metadata"].get("uid", ""), None)
+                self.ips.get(pod["spec"]["nodeName"], {}).pop(uid, None)
+            if kind == "DELETED":
+                self.loopback.pop(uid, None)
+                running = self.processes.pop(uid, None)
+                if running is not None and uid not in self.stopping:  # removed without the kubelet: kill
+                    asyncio.get_running_loop().create_task(running.terminate(0))
+                self.stopping.discard(uid)
             if kind != "DELETED":
                 self.queue.add(_key(pod))
 
@@ -67,6 +100,21 @@ class Kubelets(Controller):
             await super().run()
         finally:
             heartbeats.cancel()
+            await self._stop_all_processes()
+
+    async def _stop_all_processes(self) -> None:
+        """Processes never outlive the cluster: wait for them even if cancelled again meanwhile
+        (each stop is bounded by its short shutdown grace), then let the cancellation go on."""
+        stopping = asyncio.ensure_future(asyncio.gather(*(p.shutdown() for p in self.processes.values()),
+                                                        return_exceptions=True))
+        cancelled = False
+        while not stopping.done():
+            try:
+                await asyncio.shield(stopping)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
 
     async def register(self) -> None:
         now = self.now()
@@ -145,6 +193,9 @@ class Kubelets(Controller):
             return None
         now = self.now()
         status = pod.get("status") or {}
+        if self.runtime is not None and runs_as_processes(pod, self.run_images):
+            await self._sync_processes(pod, node)
+            return None
         if pod["metadata"].get("deletionTimestamp"):
             if status.get("phase") not in ("Succeeded", "Failed"):
                 await self._write(pod, timeline.terminate(pod, now))
@@ -163,6 +214,37 @@ class Kubelets(Controller):
             await self._write(pod, view.status)
             await self._events(pod, status, view, node["metadata"]["name"], now)
         return None if view.wake_at is None else view.wake_at - now
+
+    async def _sync_processes(self, pod: dict[str, Any], node: dict[str, Any]) -> None:
+        """A pod of a run image: start its processes once; on deletion stop them, then let it go."""
+        assert self.runtime is not None
+        meta = pod["metadata"]
+        uid = meta.get("uid", "")
+        running = self.processes.get(uid)
+        if meta.get("deletionTimestamp"):
+            if uid in self.stopping:
+                return
+            self.stopping.add(uid)
+            asyncio.get_running_loop().create_task(self._stop_then_delete(pod, running))
+            return
+        if running is not None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return
+        ip = (pod.get("status") or {}).get("podIP") or allocate_loopback(self.loopback.values())
+        self.loopback[uid] = ip
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        self.processes[uid] = PodProcesses(self.runtime, pod, node["metadata"]["name"], ip, _host_ip(node), allocatable)
+
+    async def _stop_then_delete(self, pod: dict[str, Any], running: PodProcesses | None) -> None:
+        """Graceful deletion: the pod object goes only after its processes have."""
+        meta = pod["metadata"]
+        try:
+            if running is not None:
+                await running.terminate(meta.get("deletionGracePeriodSeconds"))
+            final = {"gracePeriodSeconds": 0, "preconditions": {"uid": meta.get("uid")}}
+            await ignore_gone(self.api.delete(PODS.path(meta["namespace"], meta["name"]), final))
+        except Exception:  # noqa: BLE001 - logged; the pod stays terminating and the next sync retries
+            log.exception("stopping process pod %s/%s failed", meta["namespace"], meta["name"])
+            self.stopping.discard(meta.get("uid", ""))
 
     async def _write(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         meta = pod["metadata"]

@@ -45,8 +45,17 @@ def selected_pods(service: Obj, pods: Sequence[Obj]) -> list[Obj]:
     )
 
 
-def _ready(pod: Obj) -> bool:
+def _serving(pod: Obj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _terminating(pod: Obj) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _ready(pod: Obj) -> bool:
+    """Ready and not terminating: a pod being deleted leaves the ready addresses at once."""
+    return _serving(pod) and not _terminating(pod)
 
 
 def _target_port(port: Obj, pod: Obj) -> int | None:
@@ -121,7 +130,7 @@ def endpoint_slice_for(service: Obj, pods: Sequence[Obj]) -> dict[str, Any]:
         ready = publish_all or _ready(pod)
         entry: dict[str, Any] = {
             "addresses": [pod["status"]["podIP"]],
-            "conditions": {"ready": ready, "serving": ready, "terminating": False},
+            "conditions": {"ready": ready, "serving": publish_all or _serving(pod), "terminating": _terminating(pod)},
             "targetRef": _ref(pod),
         }
         if (pod.get("spec") or {}).get("nodeName"):
@@ -143,3 +152,40 @@ def endpoint_slice_for(service: Obj, pods: Sequence[Obj]) -> dict[str, Any]:
         "endpoints": endpoints,
         "ports": _ports(service, chosen) if chosen else [],
     }
+
+
+LOOPBACK_POD_RANGE = ipaddress.ip_network("127.1.0.0/16")  # process pods' IPs: loopback, never routable
+
+
+def allocate_loopback(used: Iterable[str]) -> str:
+    """The lowest free loopback address for a process pod, which its process may bind."""
+    taken = set(used)
+    for host in LOOPBACK_POD_RANGE.hosts():
+        if str(host) not in taken:
+            return str(host)
+    raise RuntimeError(f"loopback pod range {LOOPBACK_POD_RANGE} is full")
+
+
+class NoEndpoints(LookupError):
+    """kube-apiserver's ServiceUnavailable when a Service has no ready address for the port."""
+
+
+def service_backends(service: Obj, endpoints: Obj | None, port: int, turn: int) -> list[tuple[str, int]]:
+    """Ready addresses behind a Service port, as kube-apiserver's endpoint resolver finds them:
+    the Service port named by number, its target by the port name in Endpoints; the list starts
+    at `turn` (calls spread over the endpoints) and goes on to the others (failover)."""
+    name = service["metadata"]["name"]
+    svc_port = next((p for p in (service.get("spec") or {}).get("ports") or [] if p.get("port") == port), None)
+    if svc_port is None:
+        raise NoEndpoints(f'no service port {port} found for service "{name}"')
+    found: list[tuple[str, int]] = []
+    for subset in (endpoints or {}).get("subsets") or []:
+        number = next((p.get("port") for p in subset.get("ports") or [] if p.get("name", "") == svc_port.get("name", "")),
+                      None)
+        if number is None:
+            continue
+        found += [(a["ip"], int(number)) for a in subset.get("addresses") or [] if a.get("ip")]
+    if not found:
+        raise NoEndpoints(f'no endpoints available for service "{name}"')
+    start = turn % len(found)
+    return found[start:] + found[:start]

@@ -59,9 +59,9 @@ class KubeletView:
     error: str | None = None
 
 
-def restart_delay(restart: int, run: Run) -> dt.timedelta:
-    """Delay before restart number `restart` (1-based)."""
-    if restart <= 1 or run.length >= BACKOFF_RESET:
+def restart_delay(restart: int, ran_for: dt.timedelta) -> dt.timedelta:
+    """Delay before restart number `restart` (1-based) after a run that lasted `ran_for`."""
+    if restart <= 1 or ran_for >= BACKOFF_RESET:
         return dt.timedelta(0)
     return min(BACKOFF_INITIAL * 2 ** (restart - 2), BACKOFF_MAX)
 
@@ -83,7 +83,7 @@ def moment(first_start: dt.datetime, run: Run | None, restart_policy: str, now: 
         last_exit = Exit(run.exit_code, started, finished)
         if not restarts_after(run.exit_code, restart_policy):
             return Moment("exited", restarts, finished, last_exit, None)
-        delay = restart_delay(restarts + 1, run)
+        delay = restart_delay(restarts + 1, run.length)
         if now < finished + delay:
             return Moment("backoff", restarts, finished, last_exit, finished + delay, delay)
         started, restarts = finished + delay, restarts + 1

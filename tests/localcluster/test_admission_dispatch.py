@@ -14,6 +14,7 @@ import pytest
 
 from certs.authority import service_names, write_serving_files
 from localcluster.admission import AdmissionAttributes, AdmissionDenied, WebhookDispatcher
+from localcluster.sim.endpoints import NoEndpoints
 from tests.localcluster.webhook_stub import WebhookStub
 
 ALICE = {"username": "alice", "uid": "uid-alice", "groups": ["team-a", "system:authenticated"],
@@ -50,8 +51,11 @@ class Cluster:
         self.loop.run_until_complete(self.dispatcher.close())
         self.loop.close()
 
-    def _resolve(self, namespace: str, name: str, port: int) -> tuple[str, int]:
-        return self.services[(namespace, name, port)]
+    def _resolve(self, namespace: str, name: str, port: int) -> list[tuple[str, int]]:
+        found = self.services[(namespace, name, port)]
+        if isinstance(found, Exception):
+            raise found
+        return found if isinstance(found, list) else [found]
 
     def mutating(self, name: str, *hooks: dict[str, Any]) -> None:
         self.configurations["MutatingWebhookConfiguration"].append({"metadata": {"name": name}, "webhooks": hooks})
@@ -380,3 +384,31 @@ def test_an_equivalent_webhook_patches_the_object_in_its_version_and_the_request
     assert (sent["kind"]["version"], sent["requestKind"]["version"], sent["object"]["apiVersion"]) == (
         "v1beta1", "v1", "v1beta1")
     assert result is not None and (result["apiVersion"], result["metadata"]["labels"]) == ("v1", {"seen": "v1beta1"})
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_refused_endpoint_is_passed_over_for_the_next_one(cluster: Cluster, stub: WebhookStub) -> None:
+    cluster.services[("hooks", "stub", 443)] = [("127.0.0.1", _closed_port()), ("127.0.0.1", stub.port)]
+    cluster.validating("v", cluster.hook("a", "/allow"))
+    cluster.admit()
+    assert stub.paths() == ["/allow"]
+
+
+def test_when_every_endpoint_refuses_the_last_refusal_is_reported(cluster: Cluster) -> None:
+    dead = _closed_port()
+    cluster.services[("hooks", "stub", 443)] = [("127.0.0.1", _closed_port()), ("127.0.0.1", dead)]
+    cluster.validating("v", cluster.hook("a", "/allow"))
+    assert f"dial tcp 127.0.0.1:{dead}: connect: connection refused" in denial(cluster)["message"]
+
+
+def test_a_service_without_ready_endpoints_fails_as_kube_apiserver_says(cluster: Cluster) -> None:
+    cluster.services[("hooks", "stub", 443)] = NoEndpoints('no endpoints available for service "stub"')
+    cluster.validating("v", cluster.hook("a", "/allow"))
+    assert denial(cluster)["message"] == ('Internal error occurred: failed calling webhook "a": failed to call '
+                                          'webhook: Post "https://stub.hooks.svc:443/allow?timeout=10s": no '
+                                          'endpoints available for service "stub"')
