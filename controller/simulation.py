@@ -224,9 +224,8 @@ def _latest_timestamp(trace: Mapping[str, Any]) -> _dt.datetime | None:
     for raw in objects:
         if not isinstance(raw, Mapping):
             continue
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
+        meta, status = (value if isinstance(value := raw.get(part), Mapping) else {} for part in ("metadata", "status"))
         stamps = [meta.get("creationTimestamp")]
-        status = raw.get("status") if isinstance(raw.get("status"), Mapping) else {}
         for cond in _lenient_list(status.get("conditions")):
             if isinstance(cond, Mapping):
                 stamps.append(cond.get("lastTransitionTime"))

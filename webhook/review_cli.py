@@ -19,6 +19,7 @@ from typing import Any, NoReturn, Sequence
 import yaml
 
 from batchgate.api.located_yaml import LocatedYAMLError, check_bounds
+from batchgate.api.objects import metadata
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError, load_policy_document
 from webhook.serving.gateway import Decision, review_offline
 from webhook.rules.frameworks.preview import describe_env, workload_pod_previews
@@ -90,7 +91,7 @@ def load_documents(text: str, source: str) -> list[dict[str, Any]]:
 
 
 def _identity(obj: dict[str, Any]) -> tuple[str, str, str, str]:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = metadata(obj)
     return (obj["apiVersion"], obj["kind"], str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
 
 

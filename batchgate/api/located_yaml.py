@@ -83,8 +83,7 @@ def check_bounds(text: str, line_offset: int = 0) -> None:
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
-                raise LocatedYAMLError(event.start_mark.line + 1 + line_offset, "",
-                                       f"nested more than {MAX_DEPTH} levels deep")
+                raise LocatedYAMLError(_line(event) + 1 + line_offset, "", f"nested more than {MAX_DEPTH} levels deep")
             started.append((event.anchor, expanded))
             expanded += 1
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
@@ -96,10 +95,10 @@ def check_bounds(text: str, line_offset: int = 0) -> None:
             expanded += 1
             if event.anchor:
                 anchored[event.anchor] = 1
-        elif isinstance(event, yaml.AliasEvent):
+        elif isinstance(event, yaml.AliasEvent) and event.anchor is not None:
             expanded += anchored.get(event.anchor, 1)
         if expanded > MAX_VALUES:
-            raise LocatedYAMLError(event.start_mark.line + 1 + line_offset, "",
+            raise LocatedYAMLError(_line(event) + 1 + line_offset, "",
                                    f"expands to more than {MAX_VALUES} values (aliases included)")
 
 
@@ -151,3 +150,8 @@ def block_offset(node: yaml.Node | None, keys: tuple[str, ...]) -> int:
     if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
         return node.start_mark.line + 1
     return 0
+
+
+def _line(event: yaml.Event) -> int:
+    """0-based line where a parse event starts (0 when the parser gives no mark)."""
+    return event.start_mark.line if event.start_mark is not None else 0

@@ -14,6 +14,7 @@ at once.
 from __future__ import annotations
 
 import logging
+from functools import partial
 import threading
 from typing import Any, Callable, Mapping
 
@@ -137,20 +138,28 @@ class AdmissionLoop:
         return effects.changed
 
     def _carry_out(self, effects: Effects, now: Any) -> None:
+        # Writes run later on the pool: each is bound to its own values with partial, not a loop variable.
         for admission in effects.admitted:
             self.writes.submit(admission.admit.workload, -admission.info.priority,
-                               lambda a=admission: self._write_admission(a, now))
+                               partial(self._write_admission, admission, now))
         for preemption in effects.preempted:
-            target = preemption.target
-            self.writes.submit(target.workload, URGENT, lambda p=preemption, t=target: self._write(
-                t.workload, lambda wl: status.released_at_once(
-                    wl, status.preemption_patch(wl, t, p.preemptor_uid, now), now),
-                ("Normal", "Preempted", keys.COND_PREEMPTED)))
-            self.metrics.evictions.labels(target.cluster_queue, "Preempted").inc()
+            self.writes.submit(preemption.target.workload, URGENT, partial(self._write_preemption, preemption, now))
+            self.metrics.evictions.labels(preemption.target.cluster_queue, "Preempted").inc()
         for evict in effects.drained:
-            self.writes.submit(evict.workload, URGENT, lambda e=evict: self._write(
-                e.workload, lambda wl: status.released_at_once(wl, status.stop_eviction_patch(wl, e, now), now),
-                ("Normal", "Evicted", keys.COND_EVICTED)))
+            self.writes.submit(evict.workload, URGENT, partial(self._write_drain, evict, now))
+
+    def _write_preemption(self, preemption: Any, now: Any) -> None:
+        target = preemption.target
+        self._write(target.workload, lambda wl: status.released_at_once(
+            wl, status.preemption_patch(wl, target, preemption.preemptor_uid, now), now),
+            ("Normal", "Preempted", keys.COND_PREEMPTED))
+
+    def _write_drain(self, evict: Any, now: Any) -> None:
+        self._write(evict.workload, lambda wl: status.released_at_once(wl, status.stop_eviction_patch(wl, evict, now), now),
+                    ("Normal", "Evicted", keys.COND_EVICTED))
+
+    def _write_release(self, key: str, now: Any) -> None:
+        self._write(key, lambda wl: status.release_patch(wl, now), ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
 
     def _note_reasons(self) -> None:
         """Under the lock: the pending reasons that may have changed since the last flush."""
@@ -180,8 +189,7 @@ class AdmissionLoop:
                 key, message = self._reasons.popitem()
                 if not self.state.is_pending(key):
                     continue
-            self._write(key, lambda wl, m=message: status.pending_patch(wl, m, now),
-                        ("Warning", "Pending", keys.COND_QUOTA_RESERVED))
+            self._write(key, partial(_pending_patch, message, now), ("Warning", "Pending", keys.COND_QUOTA_RESERVED))
         self._write_cluster_queues(now, floor)
         self._write_local_queues(now, floor)
 
@@ -239,8 +247,7 @@ class AdmissionLoop:
             observed = self._observed(key)
             if (observed is not None and controller_owner(observed) is None and is_true(observed, keys.COND_EVICTED)
                     and (observed.get("status") or {}).get("admission")):
-                self.writes.submit(key, URGENT, lambda k=key: self._write(
-                    k, lambda wl: status.release_patch(wl, now), ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED)))
+                self.writes.submit(key, URGENT, partial(self._write_release, key, now))
 
     def _write_cluster_queues(self, now: Any, floor: float) -> None:
         with self._lock:
@@ -258,8 +265,7 @@ class AdmissionLoop:
             if observed is None:
                 continue
             try:
-                written = self.writer.update_status(CLUSTER_QUEUES, observed,
-                                                    lambda cur, w=cq_status: status.status_patch(cur, w, now))
+                written = self.writer.update_status(CLUSTER_QUEUES, observed, partial(_status_patch, cq_status, now))
             except ApiError as exc:
                 log.warning("ClusterQueue %s status: %s", name, exc)
                 continue
@@ -279,11 +285,18 @@ class AdmissionLoop:
             if observed is None:
                 continue
             try:
-                written = self.writer.update_status(LOCAL_QUEUES, observed,
-                                                    lambda cur, w=lq_status: status.status_patch(cur, w, now))
+                written = self.writer.update_status(LOCAL_QUEUES, observed, partial(_status_patch, lq_status, now))
             except ApiError as exc:
                 log.warning("LocalQueue %s/%s status: %s", namespace, name, exc)
                 continue
             self._written_lq[(namespace, name)] = lq_status
             if written is not None:
                 self.store.assume("LocalQueue", written)
+
+
+def _pending_patch(message: str, now: Any, workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return status.pending_patch(workload, message, now)
+
+
+def _status_patch(wanted: Any, now: Any, current: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return status.status_patch(current, wanted, now)

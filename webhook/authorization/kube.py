@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -73,7 +73,7 @@ class KubeAccessReviewer:
                                                         _request_timeout=float(timeout))
             else:
                 listing = self.core.get_api_resources(_preload_content=False, _request_timeout=float(timeout))
-            body = json.loads(listing.data)
+            body = json.loads(cast(Any, listing).data)  # _preload_content=False: the raw HTTP response
         except ApiException as exc:
             if exc.status == NOT_FOUND:
                 return None
@@ -91,8 +91,9 @@ class KubeAccessReviewer:
         """One SubjectAccessReview (authorization.k8s.io/v1) of the question."""
         try:
             reply = self.authorization.create_subject_access_review(
-                subject_access_review(question, resource), _preload_content=False, _request_timeout=float(timeout))
-            status = json.loads(reply.data).get("status") or {}
+                cast(Any, subject_access_review(question, resource)),  # a plain dict is serialized as the model
+                _preload_content=False, _request_timeout=float(timeout))
+            status = json.loads(cast(Any, reply).data).get("status") or {}  # the raw HTTP response
         except ApiException as exc:
             raise Unanswered(f"SubjectAccessReview failed: HTTP {exc.status} {exc.reason}{_message(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - timeouts and connection errors of every kind

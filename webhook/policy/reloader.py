@@ -16,11 +16,12 @@ import hashlib
 import json
 import logging
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, cast
 
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from batchgate.api.objects import metadata
 from batchgate.clock import Clock, SystemClock
 from batchgate.policy import POLICY_KEY, PolicyError, parse_policy
 from webhook.policy.store import DEFAULTS, LoadedPolicy, PolicyStore
@@ -161,7 +162,7 @@ class ClusterPolicySource:
         """A Warning Event on the ConfigMap, so `kubectl describe` shows why the edit did not
         take. Named after the ConfigMap's version and the error, so the gateway's workers and
         replicas, which all see the same edit, make one Event between them."""
-        meta = configmap.get("metadata") if isinstance(configmap.get("metadata"), dict) else {}
+        meta = metadata(configmap)
         version = str(meta.get("resourceVersion", ""))
         digest = hashlib.sha256(f"{version}\n{error}".encode()).hexdigest()[:12]
         now = self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -177,7 +178,8 @@ class ClusterPolicySource:
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }
         try:
-            self.core.create_namespaced_event(self.namespace, event, _request_timeout=REQUEST_TIMEOUT[0])
+            # The client serializes a plain dict as it would its CoreV1Event model.
+            self.core.create_namespaced_event(self.namespace, cast(Any, event), _request_timeout=REQUEST_TIMEOUT[0])
         except ApiException as exc:
             if exc.status != CONFLICT:  # another worker reported this edit already
                 log.warning("cannot record an Event on %s: %s %s", self.source, exc.status, exc.reason)

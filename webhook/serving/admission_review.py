@@ -105,7 +105,7 @@ def parse_review(document: Any) -> AdmissionRequest:
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise MalformedReview("request.uid must be a non-empty string")
-    partial = {"uid": uid}
+    partial: dict[str, Any] = {"uid": uid}
     try:
         operation = request.get("operation")
         if operation not in OPERATIONS:

@@ -54,6 +54,8 @@ class BalancedThreadWorker(ReadAheadThreadWorker):
         self._last_deferral = float("-inf")
         super().init_process()
 
+    wsgi: Any  # set by gunicorn's load_wsgi (gunicorn is untyped)
+
     def load_wsgi(self) -> None:
         super().load_wsgi()
         self.wsgi = honour_connection_close(self.wsgi)
