@@ -16,6 +16,7 @@ demo: $(STAMP)
 	$(BIN)/batchgate demo $(DEMO_ARGS)
 
 test: $(STAMP)
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)

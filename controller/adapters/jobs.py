@@ -110,11 +110,12 @@ class JobReconciler:
 
             def recompute(current: Mapping[str, Any]) -> Mapping[str, Any] | None:
                 again = self._decide(job, kind, current)
-                return next((a.status_patch for a in again if isinstance(a, wanted)), None)  # type: ignore[union-attr]
+                return next((a.status_patch for a in again
+                             if isinstance(a, (ji.ReleaseQuota, ji.FinishWorkload)) and type(a) is wanted), None)
 
-            written = self.writer.update_status(WORKLOADS, workload, recompute)
-            if written is not None:
-                self.store.assume("Workload", written)
+            patched = self.writer.update_status(WORKLOADS, workload, recompute)
+            if patched is not None:
+                self.store.assume("Workload", patched)
                 self.recorder.normal(workload, action.reason, action.message)
                 if isinstance(action, ji.FinishWorkload):
                     self.recorder.normal(job, "FinishedWorkload", f"Workload finished: {action.message}")
