@@ -20,7 +20,7 @@ from batchgate import keys
 from batchgate.policy import NodeHealth
 from batchgate.quantity import QuantityError, Resources, add, format_quantity, parse_quantity
 
-UNSCHEDULABLE_TAINTS = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+UNSCHEDULABLE_TAINTS = (keys.TAINT_UNREACHABLE, keys.TAINT_NOT_READY)
 """What the node lifecycle controller puts on a node that stopped reporting or is NotReady."""
 
 
