@@ -134,8 +134,8 @@ class AdmissionLoop:
             drained = [(evict, self.state.admitted[evict.workload].cluster_queue) for evict in effects.drained]
         took = self.clock.monotonic() - started
         self.metrics.cycle_duration.observe(took)
-        if effects.admitted or effects.preempted or effects.requeued:  # Kueue counts cycles that looked at a head
-            self.metrics.kueue.attempt(kueue_metrics.attempt_result(effects), took)
+        if (result := kueue_metrics.attempt_result(effects)) is not None:
+            self.metrics.kueue.attempt(result, took)
         for name in cluster_queues:
             self.metrics.preemption_skips.labels(name).set(effects.skipped_preemptions.get(name, 0))
         for (preempting, reason), count in preemptions.items():
@@ -250,9 +250,12 @@ class AdmissionLoop:
             self.wake()
             return
         self.metrics.admitted.labels(admit.cluster_queue).inc()
-        if observed is not None:
-            self.metrics.kueue.reserved_and_admitted(
-                admit.cluster_queue, kueue_metrics.queued_wait_seconds(Workload.from_dict(observed), now))
+        try:
+            waited = kueue_metrics.queued_wait_seconds(Workload.from_dict(observed or {}), now)
+        except FieldError as exc:  # changed since the state read it; the state kept the last valid one
+            log.debug("wait time of %s: %s", admit.workload, exc)
+            return
+        self.metrics.kueue.reserved_and_admitted(admit.cluster_queue, waited)
 
     def _release_ownerless(self, now: Any) -> None:
         with self._lock:

@@ -28,8 +28,9 @@ class ControllerMetrics:
         r = self.registry
         self.admitted = Counter("batchgate_admitted_workloads_total", "Workloads admitted, per ClusterQueue",
                                 ["cluster_queue"], registry=r)
-        self.pending = Gauge("batchgate_pending_workloads", "Workloads waiting, per ClusterQueue and queue (active or inadmissible)",
-                             ["cluster_queue", "status"], registry=r)
+        self.pending = Series(Gauge(
+            "batchgate_pending_workloads", "Workloads waiting, per ClusterQueue and queue (active or inadmissible)",
+            ["cluster_queue", "status"], registry=r))
         self.cycle_duration = Histogram("batchgate_admission_cycle_duration_seconds", "Duration of one admission cycle",
                                         buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=r)
         self.evictions = Counter("batchgate_evicted_workloads_total", "Workloads evicted, per ClusterQueue and reason",
@@ -70,7 +71,7 @@ class ControllerMetrics:
         """Set every per-ClusterQueue gauge (batchgate's and Kueue's) from `figures`; queues gone are dropped."""
         pending = {(f.name, s): n for f in figures for s, n in (("active", f.pending_active),
                                                                 ("inadmissible", f.pending_inadmissible))}
-        _show(self.pending, pending)
+        self.pending.show(pending)
         self.kueue.show(figures, pending)
 
 
@@ -82,40 +83,44 @@ class KueueMetrics:
 
     def __init__(self, r: CollectorRegistry) -> None:
         cq, quota = ["cluster_queue"], ["cohort", "cluster_queue", "flavor", "resource"]
-        self.attempts = Counter("kueue_admission_attempts_total", "Admission cycles, by result (success: something "
-                                "was admitted; inadmissible: nothing was)", ["result"], registry=r)
-        self.attempt_duration = Histogram("kueue_admission_attempt_duration_seconds", "Duration of an admission cycle, "
+
+        def series(name: str, help_: str, labels: list[str]) -> Series:
+            return Series(Gauge(name, help_, labels, registry=r))
+
+        def waits(name: str, help_: str) -> Histogram:
+            return Histogram(name, help_, cq, buckets=wait_buckets(14), registry=r)
+
+        self.attempts = Counter("kueue_admission_attempts_total", "Admission cycles that looked at a head, by result "
+                                "(success: something was admitted)", ["result"], registry=r)
+        self.attempt_duration = Histogram("kueue_admission_attempt_duration_seconds", "Decision time of those cycles, "
                                           "by result", ["result"], buckets=GO_DEFAULT_BUCKETS, registry=r)
-        self.pending = Gauge("kueue_pending_workloads", "Pending workloads, per ClusterQueue and status "
-                             "(active or inadmissible)", ["cluster_queue", "status"], registry=r)
-        self.reserving = Gauge("kueue_reserving_active_workloads", "Workloads holding quota, per ClusterQueue", cq,
-                               registry=r)
-        self.admitted_active = Gauge("kueue_admitted_active_workloads", "Admitted workloads not finished, per "
-                                     "ClusterQueue", cq, registry=r)
+        self.pending = series("kueue_pending_workloads", "Pending workloads, per ClusterQueue and status "
+                              "(active or inadmissible)", ["cluster_queue", "status"])
+        self.reserving = series("kueue_reserving_active_workloads", "Workloads holding quota, per ClusterQueue", cq)
+        self.admitted_active = series("kueue_admitted_active_workloads", "Admitted unfinished workloads, per "
+                                      "ClusterQueue", cq)
         self.quota_reserved = Counter("kueue_quota_reserved_workloads_total", "Quota reservations, per ClusterQueue",
                                       cq, registry=r)
-        self.quota_reserved_wait = Histogram("kueue_quota_reserved_wait_time_seconds", "Time from creation or last "
-                                             "requeue to quota reservation, per ClusterQueue", cq,
-                                             buckets=wait_buckets(14), registry=r)
+        self.quota_reserved_wait = waits("kueue_quota_reserved_wait_time_seconds", "Time from creation or last "
+                                         "requeue to quota reservation, per ClusterQueue")
         self.admitted = Counter("kueue_admitted_workloads_total", "Admissions, per ClusterQueue", cq, registry=r)
-        self.admission_wait = Histogram("kueue_admission_wait_time_seconds", "Time from creation or last requeue to "
-                                        "admission, per ClusterQueue", cq, buckets=wait_buckets(14), registry=r)
+        self.admission_wait = waits("kueue_admission_wait_time_seconds", "Time from creation or last requeue to "
+                                    "admission, per ClusterQueue")
         self.evicted = Counter("kueue_evicted_workloads_total", "Evictions, per ClusterQueue and reason",
                                ["cluster_queue", "reason"], registry=r)
-        self.preempted = Counter("kueue_preempted_workloads_total", "Workloads preempted, per preempting ClusterQueue "
-                                 "and reason", ["preempting_cluster_queue", "reason"], registry=r)
-        self.status = Gauge("kueue_cluster_queue_status", "1 for the status the ClusterQueue is in (pending, active, "
-                            "terminating), else 0", ["cluster_queue", "status"], registry=r)
-        self.reservation = Gauge("kueue_cluster_queue_resource_reservation", "Quota reserved, per flavor and resource",
-                                 quota, registry=r)
-        self.usage = Gauge("kueue_cluster_queue_resource_usage", "Quota used by admitted workloads, per flavor and "
-                           "resource", quota, registry=r)
-        self.nominal = Gauge("kueue_cluster_queue_nominal_quota", "Nominal quota, per flavor and resource", quota,
-                             registry=r)
-        self.borrowing_limit = Gauge("kueue_cluster_queue_borrowing_limit", "Borrowing limit (0: none), per flavor "
-                                     "and resource", quota, registry=r)
-        self.lending_limit = Gauge("kueue_cluster_queue_lending_limit", "Lending limit (0: none), per flavor and "
-                                   "resource", quota, registry=r)
+        self.preempted = Counter("kueue_preempted_workloads_total", "Workloads preempted, per preempting "
+                                 "ClusterQueue and reason", ["preempting_cluster_queue", "reason"], registry=r)
+        self.status = series("kueue_cluster_queue_status", "1 for the status the ClusterQueue is in (pending, "
+                             "active, terminating), else 0", ["cluster_queue", "status"])
+        self.reservation = series("kueue_cluster_queue_resource_reservation", "Quota reserved, per flavor and "
+                                  "resource", quota)
+        self.usage = series("kueue_cluster_queue_resource_usage", "Quota used by admitted workloads, per flavor "
+                            "and resource", quota)
+        self.nominal = series("kueue_cluster_queue_nominal_quota", "Nominal quota, per flavor and resource", quota)
+        self.borrowing_limit = series("kueue_cluster_queue_borrowing_limit", "Borrowing limit (0: none), per "
+                                      "flavor and resource", quota)
+        self.lending_limit = series("kueue_cluster_queue_lending_limit", "Lending limit (0: none), per flavor and "
+                                    "resource", quota)
 
     def attempt(self, result: str, seconds: float) -> None:
         self.attempts.labels(result).inc()
@@ -129,22 +134,29 @@ class KueueMetrics:
         self.admission_wait.labels(cluster_queue).observe(wait_seconds)
 
     def show(self, figures: list[ClusterQueueFigures], pending: Mapping[tuple[str, ...], float]) -> None:
-        _show(self.pending, pending)
-        _show(self.reserving, {(f.name,): f.reserving for f in figures})
-        _show(self.admitted_active, {(f.name,): f.admitted for f in figures})
-        _show(self.status, {(f.name, s): float(s == f.status) for f in figures for s in CQ_STATUSES})
-        for gauge, field in ((self.reservation, "reservation"), (self.usage, "usage"), (self.nominal, "nominal"),
-                             (self.borrowing_limit, "borrowing_limit"), (self.lending_limit, "lending_limit")):
-            _show(gauge, {(f.cohort, f.name, flavor, resource): getattr(values, field)
-                          for f in figures for (flavor, resource), values in f.resources.items()})
+        self.pending.show(pending)
+        self.reserving.show({(f.name,): f.reserving for f in figures})
+        self.admitted_active.show({(f.name,): f.admitted for f in figures})
+        self.status.show({(f.name, s): float(s == f.status) for f in figures for s in CQ_STATUSES})
+        for series, field in ((self.reservation, "reservation"), (self.usage, "usage"), (self.nominal, "nominal"),
+                              (self.borrowing_limit, "borrowing_limit"), (self.lending_limit, "lending_limit")):
+            series.show({(f.cohort, f.name, flavor, resource): getattr(values, field)
+                         for f in figures for (flavor, resource), values in f.resources.items()})
 
 
-def _show(gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
-    """Set a labelled gauge to exactly `values`: series no longer present are removed (a queue deleted)."""
-    for labels in set(gauge._metrics) - set(values):  # noqa: SLF001 (prometheus_client keeps no other index)
-        gauge.remove(*labels)
-    for labels, value in values.items():
-        gauge.labels(*labels).set(value)
+class Series:
+    """A labelled gauge set as a whole: series no longer present are removed (a queue deleted)."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self.gauge = gauge
+        self._shown: set[tuple[str, ...]] = set()
+
+    def show(self, values: Mapping[tuple[str, ...], float]) -> None:
+        for labels in self._shown - set(values):
+            self.gauge.remove(*labels)
+        for labels, value in values.items():
+            self.gauge.labels(*labels).set(value)
+        self._shown = set(values)
 
 
 class ProbeServer:

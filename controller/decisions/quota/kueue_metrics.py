@@ -84,9 +84,12 @@ def as_float(resource: str, units: int) -> float:
     return units / to_units(resource, Decimal(1))
 
 
-def attempt_result(effects: Effects) -> str:
-    """Kueue counts one admission attempt per cycle: a success when anything was admitted."""
-    return SUCCESS if effects.admitted else INADMISSIBLE
+def attempt_result(effects: Effects) -> str | None:
+    """Kueue counts one admission attempt per cycle that had heads: a success when anything was
+    admitted. None for a cycle that looked at no head (Kueue returns before counting)."""
+    if effects.admitted:
+        return SUCCESS
+    return INADMISSIBLE if effects.preempted or effects.requeued else None
 
 
 def preemptions(state: QuotaState, effects: Effects) -> dict[tuple[str, str], int]:

@@ -86,3 +86,8 @@ def test_queued_wait_time(conditions: list, seconds: float) -> None:
     raw = workload("w", cpu=1, created=0)
     raw["status"] = {"conditions": conditions}
     assert queued_wait_seconds(Workload.from_dict(raw), T0 + _dt.timedelta(seconds=90)) == seconds
+
+
+def test_a_cycle_with_no_head_is_not_an_admission_attempt() -> None:
+    sim = simulation(flavor(), cluster_queue("cq", cpu=1), local_queue("lq", "cq"))
+    assert attempt_result(sim.cycle()) is None
