@@ -137,7 +137,9 @@ class AdmissionLoop:
         if (result := kueue_metrics.attempt_result(effects)) is not None:
             self.metrics.kueue.attempt(result, took)
         for name in cluster_queues:
-            self.metrics.preemption_skips.labels(name).set(effects.skipped_preemptions.get(name, 0))
+            skipped = effects.skipped_preemptions.get(name, 0)
+            self.metrics.preemption_skips.labels(name).set(skipped)
+            self.metrics.kueue.preemption_skips.labels(name).set(skipped)
         for (preempting, reason), count in preemptions.items():
             self.metrics.kueue.preempted.labels(preempting, reason).inc(count)
         for preemption in effects.preempted:

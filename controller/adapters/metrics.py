@@ -121,6 +121,11 @@ class KueueMetrics:
                                       "flavor and resource", quota)
         self.lending_limit = series("kueue_cluster_queue_lending_limit", "Lending limit (0: none), per flavor and "
                                     "resource", quota)
+        self.weighted_share = series("kueue_cluster_queue_weighted_share", "Dominant resource share above nominal "
+                                     "quota, per 1000 of what the cohort lends, divided by the weight (fair sharing "
+                                     "only)", cq)
+        self.preemption_skips = Gauge("kueue_admission_cycle_preemption_skips", "Heads whose preemption the last "
+                                      "cycle skipped because another head took the same capacity", cq, registry=r)
 
     def attempt(self, result: str, seconds: float) -> None:
         self.attempts.labels(result).inc()
@@ -138,6 +143,7 @@ class KueueMetrics:
         self.reserving.show({(f.name,): f.reserving for f in figures})
         self.admitted_active.show({(f.name,): f.admitted for f in figures})
         self.status.show({(f.name, s): float(s == f.status) for f in figures for s in CQ_STATUSES})
+        self.weighted_share.show({(f.name,): f.weighted_share for f in figures if f.weighted_share is not None})
         for series, field in ((self.reservation, "reservation"), (self.usage, "usage"), (self.nominal, "nominal"),
                               (self.borrowing_limit, "borrowing_limit"), (self.lending_limit, "lending_limit")):
             series.show({(f.cohort, f.name, flavor, resource): getattr(values, field)

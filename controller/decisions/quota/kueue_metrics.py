@@ -16,7 +16,7 @@ from typing import Mapping
 from batchgate import keys
 from batchgate.api.kueue import Workload
 from controller.decisions.quota.cycle import Effects
-from controller.state.quota_book import FlavorResource, to_units
+from controller.state.quota_book import FlavorResource, UsageOverlay, to_units
 from controller.state.quota_state import QuotaState
 
 ACTIVE, PENDING = "active", "pending"
@@ -50,6 +50,7 @@ class ClusterQueueFigures:
     reserving: int
     admitted: int
     resources: Mapping[FlavorResource, ResourceFigures]
+    weighted_share: int | None = None  # fair sharing only, as Kueue reports it
 
 
 def cluster_queue_figures(state: QuotaState, name: str) -> ClusterQueueFigures:
@@ -76,7 +77,8 @@ def cluster_queue_figures(state: QuotaState, name: str) -> ClusterQueueFigures:
         status=ACTIVE if state.inactive_reason(name) is None else PENDING,
         pending_active=len(queue.active) if queue else 0,
         pending_inadmissible=len(queue.inadmissible) if queue else 0,
-        reserving=len(held), admitted=len(held), resources=resources)
+        reserving=len(held), admitted=len(held), resources=resources,
+        weighted_share=UsageOverlay(state.book).dominant_resource_share(name) if state.fair_sharing.enable else None)
 
 
 def as_float(resource: str, units: int) -> float:

@@ -12,6 +12,7 @@ from controller.decisions.quota.kueue_metrics import (
     ResourceFigures, attempt_result, cluster_queue_figures, preemptions, queued_wait_seconds, wait_buckets,
 )
 from controller.simulation import Simulation
+from controller.state.quota_state import FairSharing
 from tests.controller.decisions.trace_builders import (
     T0, at, cluster_queue, flavor, group, local_queue, quota, workload,
 )
@@ -41,6 +42,18 @@ def test_quota_and_usage_per_flavor_and_resource_in_kueues_units() -> None:
         ("default", "memory"): ResourceFigures(nominal=2.0 ** 30, borrowing_limit=0.0, lending_limit=0.0,
                                                reservation=2.0 ** 28, usage=2.0 ** 28),
     }
+
+
+@pytest.mark.parametrize(("fair_sharing", "shares"), [
+    pytest.param(True, (250, 0), id="with fair sharing the borrower's share is what it borrows of what the cohort lends"),
+    pytest.param(False, (None, None), id="without fair sharing no share is reported, as in Kueue"),
+])
+def test_weighted_share(fair_sharing: bool, shares: tuple) -> None:
+    sim = Simulation(FakeClock(T0), FairSharing(enable=fair_sharing))
+    for obj in (flavor(), cluster_queue("borrower", cpu=4, cohort="c"), cluster_queue("lender", cpu=4, cohort="c"),
+                local_queue("lq", "borrower"), workload("big", cpu=6, admitted_to="borrower")):
+        sim.apply(obj)
+    assert tuple(cluster_queue_figures(sim.state, name).weighted_share for name in ("borrower", "lender")) == shares
 
 
 def test_pending_workloads_are_counted_active_until_a_cycle_finds_them_inadmissible() -> None:
