@@ -19,6 +19,7 @@ import threading
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
+from batchgate.api.kueue import Workload
 from batchgate.api.kueue_fields import FieldError
 from batchgate.clock import Clock
 from batchgate.policy import Policy
@@ -32,7 +33,7 @@ from controller.adapters.writer import NotLeader, Writer
 from controller.decisions.conditions import condition, is_true
 from controller.decisions.jobs.workloads import controller_owner
 from controller.decisions.quota import admission_status as status
-from controller.decisions.quota import queue_status
+from controller.decisions.quota import kueue_metrics, queue_status
 from controller.decisions.quota.cycle import Admission, Effects, admission_cycle
 from controller.state.cache import Change
 from controller.state.quota_state import QUOTA_KINDS, FairSharing, QuotaState
@@ -130,9 +131,22 @@ class AdmissionLoop:
             self._dirty.update(effects.requeued)
             self.cycles += 1
             cluster_queues = list(self.state.cluster_queues)
-        self.metrics.cycle_duration.observe(self.clock.monotonic() - started)
+            preemptions = kueue_metrics.preemptions(self.state, effects)
+            drained = [(evict, self.state.admitted[evict.workload].cluster_queue) for evict in effects.drained]
+        took = self.clock.monotonic() - started
+        self.metrics.cycle_duration.observe(took)
+        if (result := kueue_metrics.attempt_result(effects)) is not None:
+            self.metrics.kueue.attempt(result, took)
         for name in cluster_queues:
-            self.metrics.preemption_skips.labels(name).set(effects.skipped_preemptions.get(name, 0))
+            skipped = effects.skipped_preemptions.get(name, 0)
+            self.metrics.preemption_skips.labels(name).set(skipped)
+            self.metrics.kueue.preemption_skips.labels(name).set(skipped)
+        for (preempting, reason), count in preemptions.items():
+            self.metrics.kueue.preempted.labels(preempting, reason).inc(count)
+        for preemption in effects.preempted:
+            self.metrics.evicted(preemption.target.cluster_queue, keys.EVICTED_BY_PREEMPTION)
+        for evict, cluster_queue in drained:
+            self.metrics.evicted(cluster_queue, evict.reason)
         self._carry_out(effects, now)
         self._release_ownerless(now)
         return effects.changed
@@ -144,7 +158,6 @@ class AdmissionLoop:
                                partial(self._write_admission, admission, now))
         for preemption in effects.preempted:
             self.writes.submit(preemption.target.workload, URGENT, partial(self._write_preemption, preemption, now))
-            self.metrics.evictions.labels(preemption.target.cluster_queue, "Preempted").inc()
         for evict in effects.drained:
             self.writes.submit(evict.workload, URGENT, partial(self._write_drain, evict, now))
 
@@ -172,8 +185,15 @@ class AdmissionLoop:
         self._dirty.clear()
 
     def _flush(self) -> bool:
+        self.show_metrics()
         self.write_status(self.clock.now())
         return False
+
+    def show_metrics(self) -> None:
+        """The per-ClusterQueue gauges, from the state as it is now (every status interval)."""
+        with self._lock:
+            figures = [kueue_metrics.cluster_queue_figures(self.state, name) for name in self.state.cluster_queues]
+        self.metrics.show_cluster_queues(figures)
 
     def write_status(self, now: Any) -> None:
         """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
@@ -224,6 +244,7 @@ class AdmissionLoop:
                 self.state.release(admit.workload, requeue=True)
                 self.wake()
                 return
+        observed = self._observed(admit.workload)
         try:
             ok = self._write(admit.workload, lambda wl: status.admission_patch(wl, admit, admission.info, now),
                              ("Normal", "QuotaReserved", keys.COND_QUOTA_RESERVED))
@@ -239,6 +260,12 @@ class AdmissionLoop:
             self.wake()
             return
         self.metrics.admitted.labels(admit.cluster_queue).inc()
+        try:
+            waited = kueue_metrics.queued_wait_seconds(Workload.from_dict(observed or {}), now)
+        except FieldError as exc:  # changed since the state read it; the state kept the last valid one
+            log.debug("wait time of %s: %s", admit.workload, exc)
+            return
+        self.metrics.kueue.reserved_and_admitted(admit.cluster_queue, waited)
 
     def _release_ownerless(self, now: Any) -> None:
         with self._lock:
@@ -252,10 +279,6 @@ class AdmissionLoop:
     def _write_cluster_queues(self, now: Any, floor: float) -> None:
         with self._lock:
             wanted = {name: queue_status.cluster_queue_status(self.state, name) for name in self.state.cluster_queues}
-            for name, cq_status in wanted.items():
-                queue = self.state.pending.queues.get(name)
-                self.metrics.pending.labels(name, "active").set(len(queue.active) if queue else 0)
-                self.metrics.pending.labels(name, "inadmissible").set(len(queue.inadmissible) if queue else 0)
         for name, cq_status in wanted.items():
             if self._written_cq.get(name) == cq_status:
                 continue

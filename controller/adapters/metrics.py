@@ -2,7 +2,8 @@
 
 The admission figures users watch — admitted, pending per ClusterQueue, cycle duration,
 evictions — sit beside the runtime's own (informer relists, queue depth, leadership, status
-conflicts). Served by the standard library's threading HTTP server: three read-only routes do
+conflicts), and so do Kueue v0.10's names and labels (`kueue_*`, `KueueMetrics`) and the
+AppWrapper controller's `appwrapper_phase_total`, so MLBatch's dashboards and alerts keep working. Served by the standard library's threading HTTP server: three read-only routes do
 not need a framework.
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Callable, Mapping
+
+from controller.decisions.quota.kueue_metrics import CQ_STATUSES, ClusterQueueFigures, wait_buckets
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -25,8 +28,9 @@ class ControllerMetrics:
         r = self.registry
         self.admitted = Counter("batchgate_admitted_workloads_total", "Workloads admitted, per ClusterQueue",
                                 ["cluster_queue"], registry=r)
-        self.pending = Gauge("batchgate_pending_workloads", "Workloads waiting, per ClusterQueue and queue (active or inadmissible)",
-                             ["cluster_queue", "status"], registry=r)
+        self.pending = Series(Gauge(
+            "batchgate_pending_workloads", "Workloads waiting, per ClusterQueue and queue (active or inadmissible)",
+            ["cluster_queue", "status"], registry=r))
         self.cycle_duration = Histogram("batchgate_admission_cycle_duration_seconds", "Duration of one admission cycle",
                                         buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=r)
         self.evictions = Counter("batchgate_evicted_workloads_total", "Workloads evicted, per ClusterQueue and reason",
@@ -43,6 +47,8 @@ class ControllerMetrics:
         self.leader = Gauge("batchgate_leader", "1 while this process holds the Lease", registry=r)
         self.policy_errors = Counter("batchgate_policy_errors_total", "Invalid policy ConfigMaps seen (last good kept)",
                                      registry=r)
+        self.kueue = KueueMetrics(r)
+        # project-codeflare/appwrapper internal/metrics/metrics.go: the same name, labels and type.
         self.appwrapper_phase = Counter("appwrapper_phase_total", "AppWrapper phase transitions, per namespace and phase entered",
                                         ["namespace", "phase"], registry=r)
         self.status_conflicts = Counter("batchgate_status_conflicts_total", "Status writes retried after a conflict",
@@ -56,6 +62,107 @@ class ControllerMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+    def evicted(self, cluster_queue: str, reason: str) -> None:
+        self.evictions.labels(cluster_queue, reason).inc()
+        self.kueue.evicted.labels(cluster_queue, reason).inc()
+
+    def show_cluster_queues(self, figures: list[ClusterQueueFigures]) -> None:
+        """Set every per-ClusterQueue gauge (batchgate's and Kueue's) from `figures`; queues gone are dropped."""
+        pending: dict[tuple[str, ...], float] = {(f.name, s): n for f in figures for s, n in (("active", f.pending_active),
+                                                                ("inadmissible", f.pending_inadmissible))}
+        self.pending.show(pending)
+        self.kueue.show(figures, pending)
+
+
+GO_DEFAULT_BUCKETS = (.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10)  # client_golang's DefBuckets (Kueue sets none)
+
+
+class KueueMetrics:
+    """Kueue v0.10.2's metrics (kubernetes-sigs/kueue pkg/metrics/metrics.go): names, labels, types, buckets."""
+
+    def __init__(self, r: CollectorRegistry) -> None:
+        cq, quota = ["cluster_queue"], ["cohort", "cluster_queue", "flavor", "resource"]
+
+        def series(name: str, help_: str, labels: list[str]) -> Series:
+            return Series(Gauge(name, help_, labels, registry=r))
+
+        def waits(name: str, help_: str) -> Histogram:
+            return Histogram(name, help_, cq, buckets=wait_buckets(14), registry=r)
+
+        self.attempts = Counter("kueue_admission_attempts_total", "Admission cycles that looked at a head, by result "
+                                "(success: something was admitted)", ["result"], registry=r)
+        self.attempt_duration = Histogram("kueue_admission_attempt_duration_seconds", "Decision time of those cycles, "
+                                          "by result", ["result"], buckets=GO_DEFAULT_BUCKETS, registry=r)
+        self.pending = series("kueue_pending_workloads", "Pending workloads, per ClusterQueue and status "
+                              "(active or inadmissible)", ["cluster_queue", "status"])
+        self.reserving = series("kueue_reserving_active_workloads", "Workloads holding quota, per ClusterQueue", cq)
+        self.admitted_active = series("kueue_admitted_active_workloads", "Admitted unfinished workloads, per "
+                                      "ClusterQueue", cq)
+        self.quota_reserved = Counter("kueue_quota_reserved_workloads_total", "Quota reservations, per ClusterQueue",
+                                      cq, registry=r)
+        self.quota_reserved_wait = waits("kueue_quota_reserved_wait_time_seconds", "Time from creation or last "
+                                         "requeue to quota reservation, per ClusterQueue")
+        self.admitted = Counter("kueue_admitted_workloads_total", "Admissions, per ClusterQueue", cq, registry=r)
+        self.admission_wait = waits("kueue_admission_wait_time_seconds", "Time from creation or last requeue to "
+                                    "admission, per ClusterQueue")
+        self.evicted = Counter("kueue_evicted_workloads_total", "Evictions, per ClusterQueue and reason",
+                               ["cluster_queue", "reason"], registry=r)
+        self.preempted = Counter("kueue_preempted_workloads_total", "Workloads preempted, per preempting "
+                                 "ClusterQueue and reason", ["preempting_cluster_queue", "reason"], registry=r)
+        self.status = series("kueue_cluster_queue_status", "1 for the status the ClusterQueue is in (pending, "
+                             "active, terminating), else 0", ["cluster_queue", "status"])
+        self.reservation = series("kueue_cluster_queue_resource_reservation", "Quota reserved, per flavor and "
+                                  "resource", quota)
+        self.usage = series("kueue_cluster_queue_resource_usage", "Quota used by admitted workloads, per flavor "
+                            "and resource", quota)
+        self.nominal = series("kueue_cluster_queue_nominal_quota", "Nominal quota, per flavor and resource", quota)
+        self.borrowing_limit = series("kueue_cluster_queue_borrowing_limit", "Borrowing limit (0: none), per "
+                                      "flavor and resource", quota)
+        self.lending_limit = series("kueue_cluster_queue_lending_limit", "Lending limit (0: none), per flavor and "
+                                    "resource", quota)
+        self.weighted_share = series("kueue_cluster_queue_weighted_share", "Dominant resource share above nominal "
+                                     "quota, per 1000 of what the cohort lends, divided by the weight (fair sharing "
+                                     "only)", cq)
+        self.preemption_skips = Gauge("kueue_admission_cycle_preemption_skips", "Heads whose preemption the last "
+                                      "cycle skipped because another head took the same capacity", cq, registry=r)
+
+    def attempt(self, result: str, seconds: float) -> None:
+        self.attempts.labels(result).inc()
+        self.attempt_duration.labels(result).observe(seconds)
+
+    def reserved_and_admitted(self, cluster_queue: str, wait_seconds: float) -> None:
+        """No admission checks: quota reservation and admission are one event, as Kueue records it then."""
+        self.quota_reserved.labels(cluster_queue).inc()
+        self.quota_reserved_wait.labels(cluster_queue).observe(wait_seconds)
+        self.admitted.labels(cluster_queue).inc()
+        self.admission_wait.labels(cluster_queue).observe(wait_seconds)
+
+    def show(self, figures: list[ClusterQueueFigures], pending: Mapping[tuple[str, ...], float]) -> None:
+        self.pending.show(pending)
+        self.reserving.show({(f.name,): f.reserving for f in figures})
+        self.admitted_active.show({(f.name,): f.admitted for f in figures})
+        self.status.show({(f.name, s): float(s == f.status) for f in figures for s in CQ_STATUSES})
+        self.weighted_share.show({(f.name,): f.weighted_share for f in figures if f.weighted_share is not None})
+        for series, field in ((self.reservation, "reservation"), (self.usage, "usage"), (self.nominal, "nominal"),
+                              (self.borrowing_limit, "borrowing_limit"), (self.lending_limit, "lending_limit")):
+            series.show({(f.cohort, f.name, flavor, resource): getattr(values, field)
+                         for f in figures for (flavor, resource), values in f.resources.items()})
+
+
+class Series:
+    """A labelled gauge set as a whole: series no longer present are removed (a queue deleted)."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self.gauge = gauge
+        self._shown: set[tuple[str, ...]] = set()
+
+    def show(self, values: Mapping[tuple[str, ...], float]) -> None:
+        for labels in self._shown - set(values):
+            self.gauge.remove(*labels)
+        for labels, value in values.items():
+            self.gauge.labels(*labels).set(value)
+        self._shown = set(values)
 
 
 class ProbeServer:

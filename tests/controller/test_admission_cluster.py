@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller
@@ -187,3 +188,95 @@ def test_a_cluster_queue_written_past_the_gateway_is_checked_again_and_the_last_
     job = submit(client, team["ns"], "three-cpu", "3")
     eventually(lambda: running(client, team["ns"], job["metadata"]["name"]),
                what="the 4-cpu quota of the last good ClusterQueue admits a 3-cpu job")
+
+
+# What MLBatch's dashboards and alerts read, exactly as kubernetes-sigs/kueue v0.10.2 (the Kueue MLBatch
+# deploys) defines it in pkg/metrics/metrics.go (commit bc5b74090af4e54f702c41ffb6971170696f54b2), and
+# the AppWrapper controller's counter from project-codeflare/appwrapper internal/metrics/metrics.go.
+QUOTA_LABELS = ("cohort", "cluster_queue", "flavor", "resource")
+UPSTREAM_METRICS = {
+    "kueue_admission_attempts_total": ("counter", ("result",)),
+    "kueue_admission_attempt_duration_seconds": ("histogram", ("result",)),
+    "kueue_pending_workloads": ("gauge", ("cluster_queue", "status")),
+    "kueue_reserving_active_workloads": ("gauge", ("cluster_queue",)),
+    "kueue_admitted_active_workloads": ("gauge", ("cluster_queue",)),
+    "kueue_quota_reserved_workloads_total": ("counter", ("cluster_queue",)),
+    "kueue_quota_reserved_wait_time_seconds": ("histogram", ("cluster_queue",)),
+    "kueue_admitted_workloads_total": ("counter", ("cluster_queue",)),
+    "kueue_admission_wait_time_seconds": ("histogram", ("cluster_queue",)),
+    "kueue_evicted_workloads_total": ("counter", ("cluster_queue", "reason")),
+    "kueue_preempted_workloads_total": ("counter", ("preempting_cluster_queue", "reason")),
+    "kueue_cluster_queue_status": ("gauge", ("cluster_queue", "status")),
+    "kueue_cluster_queue_resource_reservation": ("gauge", QUOTA_LABELS),
+    "kueue_cluster_queue_resource_usage": ("gauge", QUOTA_LABELS),
+    "kueue_cluster_queue_nominal_quota": ("gauge", QUOTA_LABELS),
+    "kueue_cluster_queue_borrowing_limit": ("gauge", QUOTA_LABELS),
+    "kueue_cluster_queue_lending_limit": ("gauge", QUOTA_LABELS),
+    "kueue_cluster_queue_weighted_share": ("gauge", ("cluster_queue",)),
+    "kueue_admission_cycle_preemption_skips": ("gauge", ("cluster_queue",)),
+    "appwrapper_phase_total": ("counter", ("namespace", "phase")),
+}
+SOMETIMES = {"kueue_cluster_queue_weighted_share", "appwrapper_phase_total"}  # fair sharing on; an AppWrapper moved
+KUEUE_WAIT_BUCKETS = ("1.0", "2.5", "5.0", "10.0", "20.0", "40.0", "80.0", "160.0", "320.0", "640.0", "1280.0",
+                      "2560.0", "5120.0", "10240.0", "+Inf")
+
+
+def scraped(text: str) -> dict[str, tuple[str, set[frozenset[str]], list[Any]]]:
+    """Exposed name -> (type, the label-name sets of its series, its samples), as a scraper reads them."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        name = family.name + "_total" if family.type == "counter" else family.name
+        labels = {frozenset(s.labels) - {"le"} for s in family.samples if not s.name.endswith("_created")}
+        out[name] = (family.type, labels, family.samples)
+    return out
+
+
+def test_a_grafana_dashboard_for_kueue_finds_its_metrics_after_an_admission_and_a_preemption(
+        client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+    ns, cq = team["ns"], team["cq"]
+    client.create(RESOURCES["WorkloadPriorityClass"], {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass",
+                                                       "metadata": {"name": f"urgent-{ns}"}, "value": 1000})
+    submit(client, ns, "low", "4")
+    eventually(lambda: running(client, ns, "low"), what="the low-priority job to run")
+    submit(client, ns, "high", "4", labels={"kueue.x-k8s.io/priority-class": f"urgent-{ns}"})
+    eventually(lambda: running(client, ns, "high"), timeout=20, what="the high-priority job to run")
+    probes = ProbeServer(controller.metrics, controller.healthy, controller.ready, "127.0.0.1", 0)
+    probes.start()
+    try:
+        def families() -> dict[str, tuple[str, set[frozenset[str]], list[Any]]] | None:
+            got = scraped(requests.get(f"http://127.0.0.1:{probes.port}/metrics", timeout=5).text)
+            pending = {s.labels["status"]: s.value for s in got["kueue_pending_workloads"][2]
+                       if s.labels["cluster_queue"] == cq}
+            return got if pending == {"active": 0.0, "inadmissible": 1.0} else None  # the victim waits again
+
+        got = eventually(families, what="the ClusterQueue's gauges after the preemption")
+    finally:
+        probes.stop()
+
+    assert set(UPSTREAM_METRICS) - set(got) == set(), "every upstream name is exposed"
+    assert {name: got[name][0] for name in UPSTREAM_METRICS} == {name: kind for name, (kind, _) in UPSTREAM_METRICS.items()}
+    # Every series carries exactly the upstream labels; some have no series yet in this scenario.
+    assert {name: got[name][1] for name in UPSTREAM_METRICS} == {
+        name: set() if name in SOMETIMES and not got[name][1] else {frozenset(labels)}
+        for name, (_, labels) in UPSTREAM_METRICS.items()}
+
+    def value(name: str, family: str = "", **labels: str) -> float:
+        (sample,) = [s for s in got[family or name][2] if s.name == name and labels.items() <= s.labels.items()]
+        return sample.value
+
+    assert value("kueue_admitted_workloads_total", cluster_queue=cq) == 2
+    assert value("kueue_quota_reserved_workloads_total", cluster_queue=cq) == 2
+    assert value("kueue_admission_wait_time_seconds_count", "kueue_admission_wait_time_seconds", cluster_queue=cq) == 2
+    assert value("kueue_evicted_workloads_total", cluster_queue=cq, reason="Preempted") == 1
+    assert value("kueue_preempted_workloads_total", preempting_cluster_queue=cq, reason="InClusterQueue") == 1
+    assert (value("kueue_reserving_active_workloads", cluster_queue=cq),
+            value("kueue_admitted_active_workloads", cluster_queue=cq)) == (1, 1)
+    assert [value("kueue_cluster_queue_status", cluster_queue=cq, status=s) for s in ("pending", "active", "terminating")] == [0, 1, 0]
+    quota = {"cohort": "", "cluster_queue": cq, "flavor": "default", "resource": "cpu"}
+    assert [value(name, **quota) for name in ("kueue_cluster_queue_nominal_quota", "kueue_cluster_queue_resource_reservation",
+                                              "kueue_cluster_queue_resource_usage", "kueue_cluster_queue_borrowing_limit",
+                                              "kueue_cluster_queue_lending_limit")] == [4, 4, 4, 0, 0]
+    assert value("kueue_admission_attempts_total", result="success") >= 2
+    buckets = [s.labels["le"] for s in got["kueue_admission_wait_time_seconds"][2]
+               if s.name.endswith("_bucket") and s.labels["cluster_queue"] == cq]
+    assert tuple(buckets) == KUEUE_WAIT_BUCKETS
