@@ -15,6 +15,7 @@ from webhook.rules import annotation_rules, appwrapper_rules
 from webhook.rules.cluster_queue import cluster_queue_errors
 from webhook.rules.identity import identity_changes, identity_labels
 from webhook.rules.policy_configmap import check_policy_configmap, is_policy_configmap
+from webhook.rules.queue_rules import queue_escape
 from webhook.rules.review import AdmissionRequest, Verdict
 from webhook.rules.scope import APPWRAPPER, WORKLOAD_KINDS, Scope
 
@@ -54,7 +55,7 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
             which = "allowedKinds.topLevel" if top_level else "allowedKinds.wrapped"
             return deny("KindNotAllowed", [FieldError("kind", f"{kind} is not in {which}")])
     if top_level and kind in WORKLOAD_KINDS:
-        verdict = _check_identity(request, policy) or _check_queue(request, policy)
+        verdict = _check_identity(request, policy) or _check_queue(request, policy) or _check_queue_escape(request, policy)
         if verdict:
             return verdict
     if kind == APPWRAPPER:
@@ -86,6 +87,11 @@ def _check_queue(request: AdmissionRequest, policy: Policy) -> Verdict | None:
         "QueueRequired",
         [FieldError(f"metadata.labels[{keys.QUEUE_NAME_LABEL}]", f"{request.kind.kind} needs a LocalQueue label")],
     )
+
+
+def _check_queue_escape(request: AdmissionRequest, policy: Policy) -> Verdict | None:
+    escape = queue_escape(request, policy)
+    return deny(escape[0], [escape[1]]) if escape else None
 
 
 def _check_appwrapper(request: AdmissionRequest, policy: Policy) -> Verdict:
