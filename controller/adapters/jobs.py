@@ -104,7 +104,7 @@ class JobReconciler:
             else:
                 written = self.writer.replace(res, action.job)
             self.store.assume(kind.kind, written)
-        elif isinstance(action, (ji.ReleaseQuota, ji.FinishWorkload)):
+        elif isinstance(action, (ji.ReleaseQuota, ji.FinishWorkload, ji.SetReclaimablePods)):
             assert workload is not None
             wanted = type(action)
 
