@@ -24,7 +24,7 @@ from certs.authority import service_names, write_serving_files
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
-from webhook.serving.launch import start_gateway
+from webhook.serving.launch import RunningGateway, start_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = "/usr/bin/kubectl"
@@ -42,10 +42,26 @@ SPEED = 20.0
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
+@dataclass
+class Gateway:
+    """The running gateway; `stop` and `start` it again on the same address (an outage)."""
+
+    certs: Path
+    args: tuple[str, ...]
+    running: RunningGateway
+
+    def stop(self) -> None:
+        self.running.stop()
+
+    def start(self) -> None:
+        self.running = start_gateway(self.certs, *self.args, "--port", str(self.running.port))
+
+
 @dataclass(frozen=True)
 class Stack:
     cluster: LocalCluster
     kubectl: Kubectl
+    gateway: Gateway
 
 
 def webhook_configurations(ca_bundle: str) -> str:
@@ -65,11 +81,12 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
     write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
     policy = tmp / "policy.yaml"
     policy.write_text(policy_text)
-    gateway = start_gateway(certs, "--workers", "1", "--threads", "4", "--policy-file", str(policy),
-                            "--audit-log", str(tmp / "audit.log"))
+    args = ("--workers", "1", "--threads", "4", "--policy-file", str(policy), "--audit-log", str(tmp / "audit.log"))
+    gateway = Gateway(certs, args, start_gateway(certs, *args))
+    address = f"{gateway.running.host}:{gateway.running.port}"
     cluster = LocalCluster(tmp / "cluster", speed=SPEED, controllers=DEFAULT_CONTROLLERS,
                            nodes=parse_nodes_file(nodes),
-                           webhook_addresses={"batchgate-webhook.batchgate-system": f"{gateway.host}:{gateway.port}"})
+                           webhook_addresses={"batchgate-webhook.batchgate-system": address})
     try:
         with cluster:
             def run(*args: str, input: str | None = None, check: bool = True,
@@ -84,7 +101,7 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
             run("apply", "-k", str(ROOT / "manifests" / "crds"))
             ca_bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
             run("apply", "-f", "-", input=webhook_configurations(ca_bundle))
-            yield Stack(cluster, run)
+            yield Stack(cluster, run, gateway)
     finally:
         gateway.stop()
 
