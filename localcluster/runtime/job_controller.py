@@ -10,10 +10,10 @@ from typing import Any
 
 from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller, merge_patch
-from localcluster.runtime.client import JOBS, PODS, Api, ApiError, ignore_gone
+from localcluster.runtime.client import JOBS, PODS, Api, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
-from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer
+from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer, remove_finalizer
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.job_pods import TRACKING_FINALIZER
 from localcluster.sim.jobs import reconcile
@@ -79,14 +79,17 @@ class JobController(Controller):
 
         As v1.32's deleteJobPods: a pod is deleted only once its finalizer is off, so a deletion
         this controller makes (suspend, surplus) is never counted as a failure; the pods left
-        tracked are retried on the next sync.
+        tracked are retried on the next sync. The patch names the finalizer to remove instead of
+        the list to keep, so it needs no cached copy. Before, a removal that timed out (a loaded
+        API server waiting on its webhooks) was taken for done and the pod deleted still tracked:
+        the kubelet's kill (exit 143) then counted as the failure that ended preempted Jobs with
+        backoffLimit 0.
         """
         failed: set[str] = set()
         for name in names:
-            try:
-                await drop_finalizer(self.api, namespace, [name], TRACKING_FINALIZER, self.pods)
-            except ApiError as err:
-                log.info("%s: %s/%s: tracking finalizer not dropped: %s", self.component, namespace, name, err)
+            problem = await remove_finalizer(self.api, namespace, name, TRACKING_FINALIZER, self.pods)
+            if problem is not None:
+                log.info("%s: %s/%s: tracking finalizer not removed: %s", self.component, namespace, name, problem)
                 failed.add(name)
         return failed
 
