@@ -7,7 +7,7 @@ state converts them to integer units (milli-CPU, bytes) once, as Kueue does.
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from decimal import Decimal
 from typing import Any, Mapping
@@ -269,9 +269,16 @@ class PodSet:
     count: int
     requests: Mapping[str, Decimal]
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    reclaimable: int = 0
+    """Pods that will not run again (status.reclaimablePods): a finished share of a Job."""
+
+    @property
+    def remaining(self) -> int:
+        """The pods still to run, which is what quota counts (Kueue: count - reclaimablePods)."""
+        return max(self.count - self.reclaimable, 0)
 
     def total(self) -> dict[str, Decimal]:
-        return {name: value * self.count for name, value in self.requests.items()}
+        return {name: value * self.remaining for name, value in self.requests.items()}
 
 
 @dataclass(frozen=True)
@@ -280,6 +287,14 @@ class PodSetAssignment:
     flavors: Mapping[str, str]
     resource_usage: Mapping[str, Decimal]
     count: int
+    remaining: int | None = None
+    """The pod set's pods still to run (spec count - reclaimablePods); None when it has no such pod set."""
+
+    def usage(self) -> dict[str, Decimal]:
+        """What the assignment holds now: scaled down once fewer pods remain than were admitted (Kueue)."""
+        if self.remaining is None or not self.count or self.remaining >= self.count:
+            return dict(self.resource_usage)
+        return {name: value * self.remaining / self.count for name, value in self.resource_usage.items()}
 
 
 @dataclass(frozen=True)
@@ -328,9 +343,11 @@ class Workload:
         raw_sets = f.sequence(spec.get("podSets"), ps_path)
         if not 1 <= len(raw_sets) <= 8:
             raise FieldError(ps_path, f"must have 1 to 8 pod sets, got {len(raw_sets)}")
+        reclaimable = _reclaimable(status.get("reclaimablePods"), "status.reclaimablePods")
         for i, ps in enumerate(raw_sets):
             p = f.join(ps_path, i)
-            pod_sets.append(_pod_set(f.mapping(ps, p, required=True), p))
+            pod_set = _pod_set(f.mapping(ps, p, required=True), p)
+            pod_sets.append(replace(pod_set, reclaimable=reclaimable.get(pod_set.name, 0)))
         names = [ps.name for ps in pod_sets]
         if len(set(names)) != len(names):
             raise FieldError(ps_path, f"pod set names must be unique, got {names}")
@@ -346,7 +363,8 @@ class Workload:
             priority_class_name=f.string(spec.get("priorityClassName"), "spec.priorityClassName", default=""),
             priority_class_source=f.string(spec.get("priorityClassSource"), "spec.priorityClassSource", default=""),
             active=_boolean(spec.get("active"), "spec.active", True),
-            admission=_admission(status.get("admission"), "status.admission"),
+            admission=_admission(status.get("admission"), "status.admission",
+                                 {ps.name: ps.remaining for ps in pod_sets}),
             conditions=_conditions(status.get("conditions"), "status.conditions"),
         )
 
@@ -373,7 +391,16 @@ def _pod_set(ps: Mapping[str, Any], path: str) -> PodSet:
     )
 
 
-def _admission(raw: Any, path: str) -> Admission | None:
+def _reclaimable(raw: Any, path: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i, entry in enumerate(f.sequence(raw, path)):
+        p = f.join(path, i)
+        entry = f.mapping(entry, p, required=True)
+        out[f.string(entry.get("name"), f.join(p, "name"))] = f.integer(entry.get("count"), f.join(p, "count"), minimum=0)
+    return out
+
+
+def _admission(raw: Any, path: str, remaining: Mapping[str, int]) -> Admission | None:
     if raw is None:
         return None
     data = f.mapping(raw, path)
@@ -382,11 +409,13 @@ def _admission(raw: Any, path: str) -> Admission | None:
     for i, psa in enumerate(f.sequence(data.get("podSetAssignments"), pa_path)):
         p = f.join(pa_path, i)
         psa = f.mapping(psa, p, required=True)
+        name = f.string(psa.get("name"), f.join(p, "name"), default="main")
         assignments.append(PodSetAssignment(
-            name=f.string(psa.get("name"), f.join(p, "name"), default="main"),
+            name=name,
             flavors=f.string_map(psa.get("flavors"), f.join(p, "flavors")),
             resource_usage=f.resources(psa.get("resourceUsage"), f.join(p, "resourceUsage")),
             count=f.integer(psa.get("count"), f.join(p, "count"), default=1, minimum=0),
+            remaining=remaining.get(name),
         ))
     return Admission(f.string(data.get("clusterQueue"), f.join(path, "clusterQueue")), tuple(assignments))
 

@@ -34,14 +34,15 @@ from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions.gang import podgroups as pg
+from controller.decisions.gang.completeness import Deactivate, never_complete
 from controller.decisions.gang.placement import Bind, GroupKey, Unschedulable, place
 from controller.decisions.gang.node_fit import PodInfo, parse_pod
 from controller.decisions.jobs.podsets import JOB_KINDS
-from controller.decisions.jobs.workloads import controller_owner
+from controller.decisions.jobs.workloads import controller_owner, workload_name
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
-PODS, PODGROUPS = RESOURCES["Pod"], RESOURCES["PodGroup"]
+PODS, PODGROUPS, WORKLOADS = RESOURCES["Pod"], RESOURCES["PodGroup"], RESOURCES["Workload"]
 
 
 BIND_WORKERS = 8
@@ -210,7 +211,9 @@ class GangScheduler:
             elif pg.owned_by(existing, job):
                 patch = pg.spec_patch(existing, desired)
                 if patch is not None:
-                    self.writer.patch(PODGROUPS, key.name, key.namespace, patch)
+                    self.store.assume("PodGroup", self.writer.patch(PODGROUPS, key.name, key.namespace, patch))
+                    self.recorder.normal(job, "ResizedPodGroup",
+                                         f"PodGroup {key.name} minMember is now {desired['spec']['minMember']}")
         except ApiError as exc:
             if not exc.already_exists:
                 log.warning("%s: PodGroup write failed: %s", key, exc)
@@ -245,6 +248,24 @@ class GangScheduler:
                 self.wake()  # retried now, and its timer starts again
             if decision.requeue_after is not None:
                 self._due[key] = now + decision.requeue_after
+            self._release_if_never_complete(info, raw, now)
+
+    def _release_if_never_complete(self, info: pg.PodGroupInfo, raw: Mapping[str, Any], now: _dt.datetime) -> None:
+        """A gang its workload can never complete: reported, and the workload deactivated (its quota released)."""
+        for kind in JOB_KINDS.values():
+            job = self.store.get(kind.kind, info.namespace, info.name)
+            if job is None:
+                continue
+            name = workload_name(kind, info.name, (job.get("metadata") or {}).get("uid", ""))
+            workload = self.store.get("Workload", info.namespace, name)
+            decision = never_complete(info, job, kind, workload, now, ours=pg.owned_by(raw, job))
+            if decision is None or workload is None:
+                continue
+            self.writer.update_status(WORKLOADS, workload, lambda current: _still(
+                never_complete(info, job, kind, current, now, ours=False)))
+            self.store.assume("Workload", self.writer.patch(WORKLOADS, name, info.namespace, decision.spec_patch))
+            self.recorder.warning(raw, decision.reason, decision.message)
+            self.recorder.warning(job, decision.reason, decision.message)
 
     def _owner(self, podgroup: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The cached workload that controls `podgroup`, if it is a kind we watch."""
@@ -305,6 +326,10 @@ class GangScheduler:
             return
         self._told[uid] = message
         self.recorder.warning(raw, "FailedScheduling", message)
+
+
+def _still(decision: Deactivate | None) -> Mapping[str, Any] | None:
+    return decision.status_patch if decision is not None else None
 
 
 def _status_patch(current: Mapping[str, Any], members: list[PodInfo], now: _dt.datetime,

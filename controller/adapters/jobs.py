@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 WORKLOADS = RESOURCES["Workload"]
 
 
+STATUS_ACTIONS = (ji.ReleaseQuota, ji.FinishWorkload, ji.SetReclaimablePods)
+"""Actions that are one Workload /status patch, recomputed from the Workload read again on a conflict."""
+
+
 class JobReconciler:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
@@ -104,14 +108,13 @@ class JobReconciler:
             else:
                 written = self.writer.replace(res, action.job)
             self.store.assume(kind.kind, written)
-        elif isinstance(action, (ji.ReleaseQuota, ji.FinishWorkload)):
+        elif isinstance(action, STATUS_ACTIONS):
             assert workload is not None
             wanted = type(action)
 
             def recompute(current: Mapping[str, Any]) -> Mapping[str, Any] | None:
                 again = self._decide(job, kind, current)
-                return next((a.status_patch for a in again
-                             if isinstance(a, (ji.ReleaseQuota, ji.FinishWorkload)) and type(a) is wanted), None)
+                return next((a.status_patch for a in again if isinstance(a, STATUS_ACTIONS) and type(a) is wanted), None)
 
             patched = self.writer.update_status(WORKLOADS, workload, recompute)
             if patched is not None:

@@ -104,6 +104,13 @@ class ApiError(Exception):
     def gone(self) -> bool:
         return self.status == 410
 
+    @property
+    def webhook_unreachable(self) -> bool:
+        """kube-apiserver could not call an admission webhook (failurePolicy Fail): an InternalError
+        whose message says `failed calling webhook`. The write was never judged; it may pass once
+        the webhook answers again."""
+        return self.status == 500 and self.reason == "InternalError" and "failed calling webhook" in self.message
+
     @classmethod
     def from_status(cls, http_status: int, text: str) -> "ApiError":
         try:

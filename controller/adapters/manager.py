@@ -21,12 +21,13 @@ from controller.adapters.framework_objects import FrameworkObjectReconciler
 from controller.adapters.gang import GangScheduler
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
-from controller.adapters.slack_queue import SlackQueueReconciler
-from controller.adapters.kube import RESOURCES, KubeClient
+from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.leader import LeaderElector
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.ratelimit import TokenBucket
+from controller.adapters.slack_queue import SlackQueueReconciler
 from controller.adapters.store import SharedStore
+from controller.adapters.webhook_outage import WebhookOutage
 from controller.adapters.workqueue import WorkQueue
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions.leader_election import LeaseTiming
@@ -60,6 +61,7 @@ class Controller:
         self.metrics = metrics or ControllerMetrics()
         self.store = SharedStore()
         self.queue = WorkQueue(clock)
+        self.webhook_outage = WebhookOutage(self.queue)
         self.elector: LeaderElector | None = None
         if options.leader_elect:
             self.elector = LeaderElector(client, options.lease_namespace, options.lease_name, options.identity,
@@ -203,8 +205,17 @@ class Controller:
                     self.slack_queue.reconcile(key)  # type: ignore[arg-type]
                     self.metrics.reconciles.labels(key.kind, "ok").inc()  # type: ignore[attr-defined]
                 self.queue.forget(key)
+                self.webhook_outage.passed(key)
             except NotLeader:
                 self.queue.forget(key)
+            except ApiError as exc:
+                if exc.webhook_unreachable:
+                    delay = self.webhook_outage.failed(key)
+                else:
+                    self.webhook_outage.passed(key)
+                    delay = self.queue.add_rate_limited(key)
+                self.metrics.reconciles.labels(getattr(key, "kind", "?"), "error").inc()
+                log.warning("reconcile %s failed (%s); retry in %.3fs", key, exc, delay)
             except Exception as exc:
                 delay = self.queue.add_rate_limited(key)
                 self.metrics.reconciles.labels(getattr(key, "kind", "?"), "error").inc()

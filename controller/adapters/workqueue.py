@@ -57,11 +57,13 @@ class WorkQueue:
             heapq.heappush(self._waiting, (due, next(self._seq), key))
             self._cond.notify()
 
-    def add_rate_limited(self, key: Hashable) -> float:
+    def add_rate_limited(self, key: Hashable, max_delay: float | None = None) -> float:
+        """Back off after a failure: base_delay doubling per failure, capped at `max_delay` (default the queue's)."""
+        cap = self.max_delay if max_delay is None else min(max_delay, self.max_delay)
         with self._cond:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
-            delay = min(self.max_delay, self.base_delay * (2**failures))
+            delay = min(cap, self.base_delay * (2**min(failures, 64)))
         self.add_after(key, delay)
         return delay
 

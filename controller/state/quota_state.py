@@ -269,7 +269,7 @@ class QuotaState:
         flavors: dict[str, dict[str, str]] = {}
         for psa in wl.admission.pod_set_assignments:
             flavors[psa.name] = dict(psa.flavors)
-            for resource, value in psa.resource_usage.items():
+            for resource, value in psa.usage().items():
                 fr = (psa.flavors.get(resource, ""), resource)
                 usage[fr] = usage.get(fr, 0) + to_units(resource, value)
         reserved = wl.condition(keys.COND_QUOTA_RESERVED)
@@ -283,7 +283,7 @@ class QuotaState:
             wpc = self.priority_classes.get(wl.priority_class_name)
             priority = wpc.value if wpc else None
         pod_sets = tuple(
-            PodSetRequest(ps.name, ps.count,
+            PodSetRequest(ps.name, ps.remaining,
                           {r: to_units(r, v) for r, v in ps.total().items() if v}, ps.tolerations)
             for ps in wl.pod_sets
         )

@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Mapping
 import aiohttp
 
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
 @dataclass(frozen=True)

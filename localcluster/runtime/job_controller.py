@@ -5,6 +5,7 @@ and delete Jobs whose ttlSecondsAfterFinished has run out."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from typing import Any
 
 from localcluster.runner import ControllerContext
@@ -12,10 +13,14 @@ from localcluster.runtime.base import Controller, merge_patch
 from localcluster.runtime.client import JOBS, PODS, Api, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
-from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer
+from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer, remove_finalizer
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.job_pods import TRACKING_FINALIZER
 from localcluster.sim.jobs import reconcile
+
+log = logging.getLogger(__name__)
+UNTRACK_RETRY = dt.timedelta(seconds=1)
+"""When a sync tries again to drop a tracking finalizer it could not (and so to delete that pod)."""
 
 
 def owner_key(obj: dict[str, Any], kind: str) -> str | None:
@@ -58,12 +63,35 @@ class JobController(Controller):
         patch = merge_patch(job.get("status") or {}, step.status)
         if patch:
             self.jobs.remember(await ignore_gone(self.api.patch(JOBS.path(namespace, name, "status"), {"status": patch})))
-        await drop_finalizer(self.api, namespace, step.uncount, TRACKING_FINALIZER, self.pods)
-        await delete_pods(self.api, job, namespace, step.deletes, self.pods, self.component, now)
+        still_tracked = await self._untrack(namespace, step.uncount)
+        deletes = [name for name in step.deletes if name not in still_tracked]
+        await delete_pods(self.api, job, namespace, deletes, self.pods, self.component, now)
         await create_pods(self.api, job, step.creates, self.pods, self.component, now)
         for event in step.events:
             await record(self.api, job, event.type, event.reason, event.message, self.component, now)
+        if still_tracked:
+            return min(step.requeue_after or UNTRACK_RETRY, UNTRACK_RETRY)
         return step.requeue_after
+
+
+    async def _untrack(self, namespace: str, names: list[str]) -> set[str]:
+        """Drop the tracking finalizer pod by pod; the pods it could not be dropped from.
+
+        As v1.32's deleteJobPods: a pod is deleted only once its finalizer is off, so a deletion
+        this controller makes (suspend, surplus) is never counted as a failure; the pods left
+        tracked are retried on the next sync. The patch names the finalizer to remove instead of
+        the list to keep, so it needs no cached copy. Before, a removal that timed out (a loaded
+        API server waiting on its webhooks) was taken for done and the pod deleted still tracked:
+        the kubelet's kill (exit 143) then counted as the failure that ended preempted Jobs with
+        backoffLimit 0.
+        """
+        failed: set[str] = set()
+        for name in names:
+            problem = await remove_finalizer(self.api, namespace, name, TRACKING_FINALIZER, self.pods)
+            if problem is not None:
+                log.info("%s: %s/%s: tracking finalizer not removed: %s", self.component, namespace, name, problem)
+                failed.add(name)
+        return failed
 
 
 def _key(obj: dict[str, Any]) -> str:

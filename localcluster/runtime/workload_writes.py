@@ -6,7 +6,9 @@ import asyncio
 import datetime as dt
 from typing import Any, Iterable
 
-from localcluster.runtime.client import PODS, Api, ApiError, ignore_gone
+import aiohttp
+
+from localcluster.runtime.client import PODS, STRATEGIC_MERGE_PATCH, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import Informer
 
@@ -52,3 +54,20 @@ async def drop_finalizer(api: Api, namespace: str, names: Iterable[str], finaliz
         if len(kept) == len(pod["metadata"].get("finalizers") or []):
             continue
         cache.remember(await ignore_gone(api.patch(PODS.path(namespace, name), {"metadata": {"finalizers": kept or None}})))
+
+
+async def remove_finalizer(api: Api, namespace: str, name: str, finalizer: str, cache: Informer) -> str | None:
+    """Take `finalizer` off a pod whatever the cache holds: a strategic merge patch that deletes it
+    from the list (`$deleteFromPrimitiveList`), as kube-controller-manager's Job controller does.
+
+    None when it is off (or the pod is gone), else why not. Unlike `ignore_gone`, a write that timed
+    out or failed is reported: the caller must not go on as if the finalizer were off.
+    """
+    patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}}
+    try:
+        cache.remember(await api.patch(PODS.path(namespace, name), patch, content_type=STRATEGIC_MERGE_PATCH))
+    except ApiError as err:
+        return None if err.status == 404 else str(err)
+    except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+        return f"{type(err).__name__}: {err}"
+    return None

@@ -5,7 +5,9 @@ marks "not yet counted" and is removed after the count is written); FailureTarge
 SuccessCriteriaMet come first and Failed/Complete only once no pod is left running, as v1.32
 does with JobPodReplacementPolicy on; failures back off 10s doubling to 6m before replacements;
 suspend deletes active pods. Pods this controller deletes itself (suspend, excess, a failed or
-finished Job) lose their finalizer at deletion and are not counted as failures.
+finished Job) lose their finalizer before the deletion is sent (a pod whose finalizer cannot be
+dropped is not deleted), so they are never counted; a pod someone else deletes while it is still
+tracked counts as failed at once (isPodFailed), unless only Failed pods are replaced.
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ def _tracked(pod: Obj) -> bool:
 
 def _terminating(pod: Obj) -> bool:
     return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and not _terminal(pod)
+
+
+def _deleted_failure(spec: JobSpec, pod: Obj) -> bool:
+    """v1.32's isPodFailed for a pod that has not ended: one deleted while still tracked counts as a
+    failure (an orphan may never reach Failed), unless only Failed pods are replaced. Pods this
+    controller deletes (suspend, surplus) lose the finalizer first, so they never count."""
+    return spec.replace_terminating and _terminating(pod)
 
 
 def _active(pod: Obj) -> bool:
@@ -123,7 +132,7 @@ def reconcile(job: Obj, pods: Sequence[Obj], now: dt.datetime) -> JobStep:
     failed_indexes = parse_indexes(status.get("failedIndexes"))
     succeeded, failed = int(status.get("succeeded") or 0), int(status.get("failed") or 0)
     fail_job: tuple[str, str] | None = None
-    for pod in sorted((p for p in pods if _tracked(p) and _terminal(p)), key=_finished_at):
+    for pod in sorted((p for p in pods if _tracked(p) and (_terminal(p) or _deleted_failure(spec, p))), key=_finished_at):
         step.uncount.append(_name(pod))
         index = pod_index(pod)
         if _terminal(pod) == "Succeeded":

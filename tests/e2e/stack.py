@@ -45,11 +45,27 @@ SPEED = 20.0
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
 
+@dataclass
+class Gateway:
+    """The running gateway; `stop` and `start` it again on the same address (an outage)."""
+
+    certs: Path
+    args: tuple[str, ...]
+    running: RunningGateway
+
+    def stop(self) -> int:
+        """Stop the gateway; its exit code."""
+        return self.running.stop()
+
+    def start(self) -> None:
+        self.running = start_gateway(self.certs, *self.args, "--port", str(self.running.port))
+
+
 @dataclass(frozen=True)
 class Stack:
     cluster: LocalCluster
     kubectl: Kubectl
-    gateway: RunningGateway
+    gateway: Gateway
 
 
 def webhook_configurations(ca_bundle: str) -> str:
@@ -69,11 +85,12 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
     write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
     policy = tmp / "policy.yaml"
     policy.write_text(policy_text)
-    gateway = start_gateway(certs, "--workers", "1", "--threads", "4", "--policy-file", str(policy),
-                            "--audit-log", str(tmp / "audit.log"))
+    args = ("--workers", "1", "--threads", "4", "--policy-file", str(policy), "--audit-log", str(tmp / "audit.log"))
+    gateway = Gateway(certs, args, start_gateway(certs, *args))
+    address = f"{gateway.running.host}:{gateway.running.port}"
     cluster = LocalCluster(tmp / "cluster", speed=SPEED, controllers=DEFAULT_CONTROLLERS,
                            nodes=parse_nodes_file(nodes),
-                           webhook_addresses={"batchgate-webhook.batchgate-system": f"{gateway.host}:{gateway.port}"})
+                           webhook_addresses={"batchgate-webhook.batchgate-system": address})
     try:
         with cluster:
             def run(*args: str, input: str | None = None, check: bool = True,

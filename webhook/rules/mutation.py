@@ -25,17 +25,7 @@ from batchgate.policy import Policy
 from webhook.rules.frameworks import FrameworkSettings, apply_frameworks
 from webhook.rules.identity import identity_labels
 from webhook.rules.review import AdmissionRequest
-from webhook.rules.scope import APPWRAPPER, JOB, PYTORCHJOB, RAYCLUSTER, RAYJOB, WORKLOAD_KINDS, Scope
-
-_SUSPEND_AT: Mapping[str, tuple[str, ...]] = {
-    APPWRAPPER: ("spec", "suspend"),
-    JOB: ("spec", "suspend"),
-    PYTORCHJOB: ("spec", "runPolicy", "suspend"),
-    RAYJOB: ("spec", "suspend"),
-    RAYCLUSTER: ("spec", "suspend"),
-}
-"""Where each queued kind is told not to run yet."""
-
+from webhook.rules.scope import APPWRAPPER, SUSPEND_AT, WORKLOAD_KINDS, Scope
 
 @dataclass(frozen=True)
 class MutationContext:
@@ -155,7 +145,7 @@ def suspend(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
         return StepResult()
     if not objects.labels(obj).get(keys.QUEUE_NAME_LABEL):
         return StepResult()
-    steps = _SUSPEND_AT[ctx.kind]
+    steps = SUSPEND_AT[ctx.kind]
     if get_at(obj, steps) is True:
         return StepResult()
     parent: Any = obj

@@ -22,6 +22,15 @@ RAYCLUSTER = "RayCluster.ray.io"
 WORKLOAD_KINDS = frozenset({APPWRAPPER, JOB, PYTORCHJOB, RAYJOB, RAYCLUSTER})
 """Top-level kinds that are queued workloads: they get identity, priority, gang and suspend."""
 
+SUSPEND_AT: Mapping[str, tuple[str, ...]] = {
+    APPWRAPPER: ("spec", "suspend"),
+    JOB: ("spec", "suspend"),
+    PYTORCHJOB: ("spec", "runPolicy", "suspend"),
+    RAYJOB: ("spec", "suspend"),
+    RAYCLUSTER: ("spec", "suspend"),
+}
+"""Where each queued kind is told not to run yet."""
+
 
 def is_exempt(request: AdmissionRequest, policy: Policy) -> bool:
     exempt = policy.exempt

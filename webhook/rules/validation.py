@@ -15,6 +15,7 @@ from webhook.rules import annotation_rules, appwrapper_rules
 from webhook.rules.cluster_queue import cluster_queue_errors
 from webhook.rules.identity import identity_changes, identity_labels
 from webhook.rules.policy_configmap import check_policy_configmap, is_policy_configmap
+from webhook.rules.queue_rules import queue_escape
 from webhook.rules.ray_rules import RAY_KINDS, ray_shape_errors
 from webhook.rules.review import AdmissionRequest, Verdict
 from webhook.rules.scope import APPWRAPPER, WORKLOAD_KINDS, Scope
@@ -64,7 +65,8 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
             which = "allowedKinds.topLevel" if top_level else "allowedKinds.wrapped"
             return deny("KindNotAllowed", [FieldError("kind", f"{kind} is not in {which}")])
     if kind in WORKLOAD_KINDS and (top_level or request.operation == "UPDATE"):
-        verdict = _check_identity(request, policy) or (_check_queue(request, policy) if top_level else None)
+        verdict = _check_identity(request, policy) or (
+            (_check_queue(request, policy) or _check_queue_escape(request, policy)) if top_level else None)
         if verdict:
             return verdict
     if request.operation == "CREATE" and kind in RAY_KINDS:
@@ -100,6 +102,11 @@ def _check_queue(request: AdmissionRequest, policy: Policy) -> Verdict | None:
         "QueueRequired",
         [FieldError(f"metadata.labels[{keys.QUEUE_NAME_LABEL}]", f"{request.kind.kind} needs a LocalQueue label")],
     )
+
+
+def _check_queue_escape(request: AdmissionRequest, policy: Policy) -> Verdict | None:
+    escape = queue_escape(request, policy)
+    return deny(escape[0], [escape[1]]) if escape else None
 
 
 def _check_appwrapper(request: AdmissionRequest, policy: Policy) -> Verdict:

@@ -2,7 +2,8 @@
 
 The gateway labels the pod templates of a top-level workload `scheduling.x-k8s.io/pod-group:
 <workload name>` (DESIGN 6.1.4); the controller then makes that PodGroup, owned by the workload,
-with `minMember` = the workload's pods carrying the label and the policy's gang timeout. A
+with `minMember` = the workload's pods carrying the label that are still to run (a partly
+finished Job's gang shrinks with it) and the policy's gang timeout. A
 PodGroup of that name the user wrote (MLBatch's job-with-podgroup sample wraps one) is theirs:
 never replaced or resized, and an AppWrapper wrapping its own PodGroup gets none from us.
 
@@ -30,10 +31,10 @@ from batchgate.api import kueue_fields as f
 from batchgate.clock import format_time
 from controller.decisions.gang.placement import GroupSpec
 from controller.decisions.gang.node_fit import PodInfo
-from controller.decisions.jobs.podsets import JobKind, PodSetError, pod_sets
+from controller.decisions.jobs.podsets import JobKind, PodSetError, pod_sets, reclaimable_pods
 from controller.decisions.jobs.workloads import controller_owner
 
-__all__ = ["PodGroupInfo", "parse_podgroup", "desired_podgroup", "owned_by", "spec_patch", "StatusDecision",
+__all__ = ["PodGroupInfo", "parse_podgroup", "desired_podgroup", "gang_size", "owned_by", "spec_patch", "StatusDecision",
            "decide_status", "redeploys", "PodSetError", "PENDING", "SCHEDULING", "RUNNING", "FINISHED", "FAILED"]
 
 PENDING, SCHEDULING, RUNNING, FINISHED, FAILED = "Pending", "Scheduling", "Running", "Finished", "Failed"
@@ -87,8 +88,7 @@ def desired_podgroup(job: Mapping[str, Any], kind: JobKind, timeout: _dt.timedel
         return None
     meta = job.get("metadata") or {}
     name = meta.get("name") or ""
-    members = sum(s.count for s in pod_sets(job, kind)
-                  if ((s.template.get("metadata") or {}).get("labels") or {}).get(keys.POD_GROUP_LABEL) == name)
+    members = gang_size(job, kind, name)
     if not name or members == 0 or _wraps_podgroup(job, name):
         return None
     return {
@@ -98,6 +98,15 @@ def desired_podgroup(job: Mapping[str, Any], kind: JobKind, timeout: _dt.timedel
             "controller": True, "blockOwnerDeletion": True}]},
         "spec": {"minMember": members, "scheduleTimeoutSeconds": int(timeout.total_seconds())},
     }
+
+
+def gang_size(job: Mapping[str, Any], kind: JobKind, group: str) -> int:
+    """The pods of `job` in gang `group` still to run: its podSets whose templates carry the
+    group's label, less the pods that finished for good (the Workload's reclaimablePods), so a
+    partly finished Job's gang is the pods it will still make. Raises PodSetError."""
+    reclaim = reclaimable_pods(job, kind)
+    return sum(max(s.count - reclaim.get(s.name, 0), 0) for s in pod_sets(job, kind)
+               if ((s.template.get("metadata") or {}).get("labels") or {}).get(keys.POD_GROUP_LABEL) == group)
 
 
 def _wraps_podgroup(job: Mapping[str, Any], name: str) -> bool:

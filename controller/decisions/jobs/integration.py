@@ -15,7 +15,7 @@ from batchgate import keys
 from batchgate.clock import parse_time
 from controller.decisions.quota.admission_status import release_patch
 from controller.decisions.conditions import condition, is_true, merge_conditions
-from controller.decisions.jobs.podsets import JobKind, PodSetSource, get_path, is_suspended
+from controller.decisions.jobs.podsets import JobKind, PodSetSource, get_path, is_suspended, reclaimable_pods
 from controller.decisions.jobs.workloads import (
     PriorityClasses,
     WorkloadError,
@@ -75,6 +75,16 @@ class ReleaseQuota:
 
 
 @dataclass(frozen=True)
+class SetReclaimablePods:
+    """Part of the job is done for good: the Workload's quota and gang shrink to the pods left to run."""
+
+    workload_name: str
+    status_patch: Mapping[str, Any]
+    message: str
+    reason: str = "ReclaimablePods"
+
+
+@dataclass(frozen=True)
 class FinishWorkload:
     workload_name: str
     status_patch: Mapping[str, Any]
@@ -88,7 +98,8 @@ class Invalid:
     reason: str = "InvalidJob"
 
 
-Action = Union[CreateWorkload, ReplaceWorkload, StartJob, StopJob, RestoreJob, ReleaseQuota, FinishWorkload, Invalid]
+Action = Union[CreateWorkload, ReplaceWorkload, StartJob, StopJob, RestoreJob, ReleaseQuota, SetReclaimablePods,
+               FinishWorkload, Invalid]
 
 
 @dataclass(frozen=True)
@@ -243,6 +254,15 @@ def finish_patch(workload: Mapping[str, Any], reason: str, message: str, now: st
     return {"status": {"conditions": merge_conditions(workload, [cond])}}
 
 
+def reclaimable_patch(job: Mapping[str, Any], kind: JobKind, workload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`status.reclaimablePods` as the job's progress says, or None when the Workload already says so."""
+    wanted = [{"name": name, "count": count} for name, count in sorted(reclaimable_pods(job, kind).items())]
+    current = (workload.get("status") or {}).get("reclaimablePods") or []
+    if current == wanted:
+        return None
+    return {"status": {"reclaimablePods": wanted or None}}
+
+
 def reconcile_job(
     job: Mapping[str, Any],
     kind: JobKind,
@@ -276,6 +296,18 @@ def reconcile_job(
         return [*actions, CreateWorkload(desired)]
     if is_true(workload, keys.COND_FINISHED):
         return []
+    reclaim = reclaimable_patch(job, kind, workload)
+    shrink: list[Action] = []
+    if reclaim is not None:
+        counts = ", ".join(f"{r['name']}: {r['count']}" for r in reclaim["status"]["reclaimablePods"] or []) or "none"
+        shrink.append(SetReclaimablePods(workload["metadata"]["name"], reclaim, f"Reclaimable pods: {counts}"))
+    return [*shrink, *_admitted_or_not(job, kind, sets, desired, workload, suspended, flavors, now)]
+
+
+def _admitted_or_not(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource], desired: Mapping[str, Any],
+                     workload: Mapping[str, Any], suspended: bool, flavors: Mapping[str, Mapping[str, Any]],
+                     now: str) -> list[Action]:
+    """Run, stop, restore or release a job whose Workload exists and is not finished."""
     reserved = is_true(workload, keys.COND_QUOTA_RESERVED)
     if not reserved and not pod_sets_match(workload, desired):
         return [ReplaceWorkload(workload["metadata"]["name"], desired)]

@@ -205,3 +205,36 @@ def pod_sets(job: Mapping[str, Any], kind: JobKind) -> list[PodSetSource]:
 
 def is_suspended(job: Mapping[str, Any], kind: JobKind) -> bool:
     return get_path(job, kind.suspend_path) is True
+
+
+def _index_count(text: Any, completions: int) -> set[int]:
+    """The indexes below `completions` in a status list such as `0,2-4` (malformed parts are skipped)."""
+    out: set[int] = set()
+    for part in str(text or "").split(","):
+        first, _, last = part.partition("-")
+        if not first.strip().isdigit() or (last and not last.strip().isdigit()):
+            continue
+        out.update(range(int(first), min(int(last or first), completions - 1) + 1))
+    return out
+
+
+def reclaimable_pods(job: Mapping[str, Any], kind: JobKind) -> dict[str, int]:
+    """Pods of a job that will never run again, per podSet (Kueue's ReclaimablePods; Jobs only).
+
+    A Job's finished share: succeeded pods, or for an Indexed Job its completed and failed indexes.
+    Its podSet counts min(parallelism, completions); once fewer completions remain than that, the
+    difference is reclaimable: its quota goes back and its gang shrinks to the pods left to run.
+    """
+    if kind.kind != "Job":
+        return {}
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    (main,) = _job(job)
+    completions = spec.get("completions")
+    completions = main.count if completions is None else _count(completions, "spec.completions")
+    if spec.get("completionMode") == "Indexed":
+        done = len(_index_count(status.get("completedIndexes"), completions)
+                   | _index_count(status.get("failedIndexes"), completions))
+    else:
+        done = _count(status.get("succeeded"), "status.succeeded", default=0)
+    left = max(completions - done, 0)
+    return {main.name: main.count - left} if done and left < main.count else {}

@@ -268,3 +268,56 @@ def test_an_indexed_job_waits_for_a_terminating_index_under_policy_failed():
     job = a_job(completions=2, parallelism=2, completionMode="Indexed", podReplacementPolicy="Failed")
     step = reconcile(job, [job_pod(job, "i0", index=0, deleting=True), job_pod(job, "i1", index=1)], at(5))
     assert step.creates == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "counted"),
+    [
+        pytest.param(dict(backoffLimit=0), 1, id="a tracked pod someone else deletes counts as failed at once, as v1.32"),
+        pytest.param(dict(backoffLimit=0, podReplacementPolicy="Failed"), 0,
+                     id="under podReplacementPolicy Failed it counts only once it has failed"),
+    ],
+)
+def test_a_pod_deleted_by_someone_else(spec, counted):
+    job = a_job(parallelism=1, completions=1, **spec)
+    step = reconcile(job, [job_pod(job, "gone", deleting=True)], at(5))
+    assert (step.status["failed"], "FailureTarget" in conditions(step)) == (counted, counted == 1)
+    assert step.uncount == (["gone"] if counted else [])
+
+
+def _kubelet_and_api(pods, step, now):
+    """What the cluster does with one sync's writes: finalizers off, deletions (a deleted pod is
+    killed: Failed, then gone once untracked), creations (bound and running)."""
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    for name in step.uncount:
+        by_name[name]["metadata"]["finalizers"] = []
+    for name in step.deletes:
+        by_name[name]["metadata"]["deletionTimestamp"] = now
+    out = []
+    for pod in by_name.values():
+        if pod["metadata"].get("deletionTimestamp"):
+            if pod["metadata"]["finalizers"]:
+                pod["status"]["phase"] = "Failed"  # the kubelet stopped it; it waits for the controller
+                out.append(pod)
+            continue  # without a finalizer a deleted pod leaves at once
+        out.append(pod)
+    return out + [{**p, "metadata": {**p["metadata"], "name": f"{p['metadata']['generateName']}{len(out)}-{i}",
+                                     "creationTimestamp": now},
+                   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                              "containerStatuses": [{"name": "main", "state": {"running": {}}}]}}
+                  for i, p in enumerate(step.creates)]
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=12), st.integers(1, 4))
+@settings(max_examples=60, deadline=None)
+def test_suspending_and_resuming_any_number_of_times_never_costs_a_retry(flips, parallelism):
+    job = a_job(parallelism=parallelism, completions=parallelism, backoffLimit=0)
+    pods: list = []
+    for second, suspend in enumerate([*flips, False]):
+        job["spec"]["suspend"] = suspend
+        step = reconcile(job, pods, at(second))
+        job["status"] = step.status
+        pods = _kubelet_and_api(pods, step, f"2026-01-01T00:00:{second:02d}Z")
+        assert job["status"]["failed"] == 0
+        assert "FailureTarget" not in conditions(step)
+    assert len([p for p in pods if not p["metadata"].get("deletionTimestamp")]) == parallelism

@@ -185,7 +185,7 @@ def test_update_rejections(change: Any, reason: str, message: str) -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        pytest.param(lambda o: o["spec"].update(suspend=False), id="resuming is allowed"),
+        pytest.param(lambda o: o["spec"].update(suspend=True), id="suspending is allowed"),
         pytest.param(lambda o: o["spec"]["components"][0].update(podSetInfos=[{"nodeSelector": {"a": "b"}}]),
                      id="setting podSetInfos is allowed"),
         pytest.param(lambda o: o["metadata"]["labels"].update(team="x"), id="adding another label is allowed"),
