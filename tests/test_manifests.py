@@ -26,6 +26,12 @@ def test_every_kustomization_builds(directory: Path) -> None:
     assert docs and all(doc.get("kind") and doc.get("apiVersion") for doc in docs)
 
 
+def test_every_kustomization_is_reached_from_an_overlay_or_is_one() -> None:
+    overlays = {"default", "cert-manager", "local", "monitoring", "third-party-crds"}
+    assert overlays <= {p.name for p in KUSTOMIZATIONS}
+    assert not (ROOT / "manifests" / "kustomization.yaml").exists(), "install through an overlay, not manifests/"
+
+
 def test_webhook_configurations_stay_out_of_the_system_namespaces() -> None:
     docs = build(ROOT / "manifests" / "webhook")
     configs = [d for d in docs if d["kind"].endswith("WebhookConfiguration")]
