@@ -54,7 +54,7 @@ def test_the_image_is_named_in_the_base_kustomization_only() -> None:
     named = [p.relative_to(ROOT).as_posix() for p in (ROOT / "manifests").rglob("*.yaml")
              if "ghcr.io/batchgate/batchgate" in p.read_text()]
     # The local overlay names it only to replace it with the locally built image.
-    assert sorted(named) == ["manifests/base/kustomization.yaml", "manifests/local/kustomization.yaml"]
+    assert sorted(named) == ["manifests/image/kustomization.yaml", "manifests/local/kustomization.yaml"]
 
 
 @pytest.mark.parametrize("overlay", INSTALLS)
@@ -68,7 +68,8 @@ def test_product_pods_meet_the_restricted_pod_security_level(overlay: str, name:
         security = container["securityContext"]
         assert security["allowPrivilegeEscalation"] is False and security["readOnlyRootFilesystem"] is True
         assert security["capabilities"] == {"drop": ["ALL"]}
-        assert {"readinessProbe", "livenessProbe"} <= set(container)
+        if container["name"] != "certs":  # the certificate keeper serves nothing to probe
+            assert {"readinessProbe", "livenessProbe"} <= set(container)
         assert "/tmp" in {m["mountPath"] for m in container["volumeMounts"]}, "a writable /tmp on a read-only root"
         assert container["resources"]["requests"]["cpu"] and container["resources"]["limits"]["memory"]
 
@@ -93,7 +94,7 @@ def test_each_process_has_two_replicas_a_pdb_and_node_spread(name: str) -> None:
 def test_the_gateway_drains_before_it_stops() -> None:
     deployment = deployments("default")["batchgate-webhook"]
     spec = deployment["spec"]["template"]["spec"]
-    (container,) = spec["containers"]
+    (container,) = [c for c in spec["containers"] if c["name"] == "webhook"]
     assert container["lifecycle"]["preStop"]["sleep"]["seconds"] < spec["terminationGracePeriodSeconds"]
     assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
 
@@ -129,3 +130,35 @@ def test_cert_manager_issues_the_serving_secret_and_injects_every_ca_bundle() ->
 def test_monitoring_adds_a_service_and_a_servicemonitor_per_process() -> None:
     docs = build("monitoring")
     assert len(of_kind(docs, "Service")) == 2 and len(of_kind(docs, "ServiceMonitor")) == 2
+
+
+def test_the_default_install_runs_the_certificate_keeper_beside_every_gateway() -> None:
+    spec = deployments("default")["batchgate-webhook"]["spec"]["template"]["spec"]
+    containers = {c["name"]: c for c in spec["containers"]}
+    assert containers["certs"]["args"][:2] == ["certs", "manage"]
+    assert "--cert-wait" in containers["webhook"]["args"]
+    (certs,) = [v for v in spec["volumes"] if v["name"] == "certs"]
+    assert certs["secret"] == {"secretName": "batchgate-webhook-tls", "optional": True}
+
+
+def test_the_cert_manager_install_does_not_run_the_keeper() -> None:
+    spec = deployments("cert-manager")["batchgate-webhook"]["spec"]["template"]["spec"]
+    assert [c["name"] for c in spec["containers"]] == ["webhook"]
+    assert not [d for d in build("cert-manager") if d["metadata"]["name"] == "batchgate-webhook-certs"]
+
+
+def test_the_keeper_may_touch_only_its_own_secret_and_configurations() -> None:
+    from certs.cli import CONFIGURATIONS
+
+    docs = build("default")
+    (role,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "batchgate-webhook-certs"]
+    (cluster_role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "batchgate-webhook-certs"]
+    assert role["metadata"]["namespace"] == "batchgate-system"
+    for rule in role["rules"]:
+        assert rule["resources"] == ["secrets"]
+        assert rule.get("resourceNames") == ["batchgate-webhook-tls"] or rule["verbs"] == ["create"]
+    named = {(rule["resources"][0], name) for rule in cluster_role["rules"] for name in rule["resourceNames"]}
+    expected = {(kind.lower() + "s", name) for kind, name in (c.split("/") for c in CONFIGURATIONS)}
+    assert named == expected
+    shipped = {d["metadata"]["name"] for d in docs if d["kind"].endswith("WebhookConfiguration")}
+    assert {name for _, name in expected} == shipped, "the keeper's default list is every shipped configuration"
