@@ -58,6 +58,8 @@ def _manage_parser(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--ca-validity", type=_duration, default=_dt.timedelta(days=3650), help="default 87600h")
     cmd.add_argument("--resync", type=_duration, default=_dt.timedelta(seconds=30),
                      help="how often caBundles are checked and put back (default 30s)")
+    cmd.add_argument("--policy-configmap", type=_pair, metavar="NS/NAME",
+                     help="keep each governed webhook's namespaceSelector equal to this policy's managed namespaces")
     cmd.add_argument("--kubeconfig", help="default in-cluster, else ~/.kube/config")
     cmd.add_argument("--once", action="store_true", help="one pass, then exit (0 when everything is in place)")
 
@@ -80,11 +82,12 @@ def manage(args: argparse.Namespace) -> int:
         print(f"batchgate certs manage: {exc}", file=sys.stderr)
         return 2
     configurations = args.webhook_configuration or [_configuration(c) for c in CONFIGURATIONS]
-    keeper = CertKeeper(api, settings, args.secret, configurations, SystemClock())
+    keeper = CertKeeper(api, settings, args.secret, configurations, SystemClock(), args.policy_configmap)
     if args.once:
         result = keeper.reconcile()
         print(f"secret {'/'.join(args.secret)}: {result.plan.action} ({result.plan.reason}); "
-              f"caBundle injected into {len(result.injected)} webhooks; missing: {', '.join(result.missing) or 'none'}")
+              f"caBundle injected into {len(result.injected)} webhooks; "
+              f"namespaceSelector set on {len(result.scoped)}; missing: {', '.join(result.missing) or 'none'}")
         return 1 if result.missing else 0
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -2,15 +2,18 @@
 
 Runs beside the gateway in each gateway pod (`batchgate certs manage`, a second container). Each
 pass reads the serving Secret, creates or renews it as `plan_secret` says, and writes the CA
-bundle into every webhook of the product's configurations that lacks it. Replicas race safely:
+bundle into every webhook of the product's configurations that lacks it, and the policy's managed
+namespaces into their namespaceSelector (certs/scope.py). Replicas race safely:
 a create that finds the Secret already made (409) or an update that lost (409 Conflict) reads
 again and plans again, so the replicas end on the one Secret the winner wrote. What it needs from
-RBAC: get/create/update on its one Secret and get/update on its named webhook configurations.
+RBAC: get/create/update on its one Secret, get/update on its named webhook configurations, and get
+on the policy ConfigMap (which the gateway reads anyway).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import threading
 from dataclasses import dataclass
@@ -20,8 +23,10 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from batchgate.clock import Clock
+from batchgate.policy import Policy, PolicyError
 from certs.authority import issue_secret_data
 from certs.lifecycle import CertSettings, SecretPlan, WebhookBundle, ca_bundle, plan_secret, stale_bundles
+from certs.scope import namespace_selector, stale_selectors
 
 log = logging.getLogger("batchgate.certs")
 
@@ -33,23 +38,28 @@ MUTATING, VALIDATING = "MutatingWebhookConfiguration", "ValidatingWebhookConfigu
 
 @dataclass(frozen=True)
 class PassResult:
-    """What one pass did: the Secret plan, the webhooks given the bundle, configurations not found."""
+    """What one pass did: the Secret plan, the webhooks given the bundle or the policy's
+    namespaceSelector, configurations not found."""
 
     plan: SecretPlan
     injected: tuple[str, ...]
     missing: tuple[str, ...]
+    scoped: tuple[str, ...] = ()
 
 
 class CertKeeper:
-    """Keeps one serving Secret valid and its CA in the named webhook configurations."""
+    """Keeps one serving Secret valid, its CA in the named webhook configurations, and (given the
+    policy ConfigMap) their namespaceSelector equal to the policy's managed namespaces."""
 
     def __init__(self, api: client.ApiClient, settings: CertSettings, secret: tuple[str, str],
-                 configurations: list[tuple[str, str]], clock: Clock):
+                 configurations: list[tuple[str, str]], clock: Clock,
+                 policy_configmap: tuple[str, str] | None = None):
         self.core = client.CoreV1Api(api)
         self.admission = client.AdmissionregistrationV1Api(api)
         self.settings, self.clock = settings, clock
         self.namespace, self.name = secret
         self.configurations = configurations
+        self.policy_configmap = policy_configmap
 
     # --- the Secret ---------------------------------------------------------------------------
     def _read(self) -> tuple[dict[str, bytes] | None, Any]:
@@ -96,20 +106,44 @@ class CertKeeper:
         raise RuntimeError(f"secret {self.namespace}/{self.name}: still conflicting after {ATTEMPTS} attempts")
 
     # --- the webhook configurations -----------------------------------------------------------
-    def _read_configuration(self, kind: str, name: str) -> Any:
+    def _read_configuration(self, kind: str, name: str) -> dict[str, Any]:
         read = (self.admission.read_mutating_webhook_configuration if kind == MUTATING
                 else self.admission.read_validating_webhook_configuration)
-        return read(name)
+        return json.loads(read(name, _preload_content=False).data)
 
-    def _replace_configuration(self, kind: str, name: str, body: Any) -> None:
+    def _replace_configuration(self, kind: str, name: str, body: dict[str, Any]) -> None:
         replace = (self.admission.replace_mutating_webhook_configuration if kind == MUTATING
                    else self.admission.replace_validating_webhook_configuration)
-        replace(name, body)
+        replace(name, body, _preload_content=False)
 
-    def inject(self, bundle: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """Write `bundle` into each webhook lacking it; (webhooks injected, configurations missing)."""
+    def policy(self) -> Policy | None:
+        """The policy whose managed namespaces the webhooks follow; None when none is configured
+        or it is invalid (then the selectors are left as they are, and the error is logged)."""
+        if self.policy_configmap is None:
+            return None
+        from webhook.policy_reloader import policy_from_configmap
+
+        namespace, name = self.policy_configmap
+        try:
+            raw = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
+            configmap = json.loads(raw.data)
+        except ApiException as exc:
+            if exc.status != NOT_FOUND:
+                raise
+            configmap = None
+        try:
+            return policy_from_configmap(configmap, f"configmap {namespace}/{name}").policy
+        except PolicyError as exc:
+            log.error("policy invalid, webhook namespaceSelectors left as they are: %s", exc)
+            return None
+
+    def inject(self, bundle: str, policy: Policy | None = None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Write `bundle` into each webhook lacking it and, with a policy, its managed namespaces
+        into each governed webhook's namespaceSelector; (injected, configurations missing, scoped)."""
         injected: list[str] = []
+        scoped: list[str] = []
         missing: list[str] = []
+        wanted = namespace_selector(policy) if policy is not None else None
         for kind, name in self.configurations:
             for _ in range(ATTEMPTS):
                 try:
@@ -120,13 +154,16 @@ class CertKeeper:
                     log.error("%s %s not found: re-apply the install (kubectl apply -k manifests/default)", kind, name)
                     missing.append(f"{kind}/{name}")
                     break
-                hooks = [WebhookBundle(kind, name, i, hook.name, hook.client_config.ca_bundle or "")
-                         for i, hook in enumerate(config.webhooks or [])]
-                stale = stale_bundles(hooks, bundle)
-                if not stale:
+                hooks = config.get("webhooks") or []
+                stale = stale_bundles([WebhookBundle(kind, name, i, hook["name"], hook["clientConfig"].get("caBundle", ""))
+                                       for i, hook in enumerate(hooks)], bundle)
+                unscoped = stale_selectors(hooks, wanted) if wanted is not None else []
+                if not stale and not unscoped:
                     break
                 for hook in stale:
-                    config.webhooks[hook.index].client_config.ca_bundle = bundle
+                    hooks[hook.index]["clientConfig"]["caBundle"] = bundle
+                for index in unscoped:
+                    hooks[index]["namespaceSelector"] = wanted
                 try:
                     self._replace_configuration(kind, name, config)
                 except ApiException as exc:
@@ -134,15 +171,17 @@ class CertKeeper:
                         raise
                     continue
                 injected.extend(f"{kind}/{name}/{hook.name}" for hook in stale)
-                log.info("%s %s: caBundle injected into %s", kind, name, ", ".join(h.name for h in stale))
+                scoped.extend(f"{kind}/{name}/{hooks[i]['name']}" for i in unscoped)
+                log.info("%s %s: caBundle into %d webhooks, managed namespaces into %d", kind, name,
+                         len(stale), len(unscoped))
                 break
-        return tuple(injected), tuple(missing)
+        return tuple(injected), tuple(missing), tuple(scoped)
 
     def reconcile(self) -> PassResult:
         """One pass: the Secret, then every configuration's caBundle."""
         plan, data = self.ensure_secret()
-        injected, missing = self.inject(ca_bundle(data))
-        return PassResult(plan, injected, missing)
+        injected, missing, scoped = self.inject(ca_bundle(data), self.policy())
+        return PassResult(plan, injected, missing, scoped)
 
     def run(self, stop: threading.Event, resync_seconds: float) -> None:
         """Pass after pass until `stop`: every `resync_seconds` (a caBundle edited away comes back

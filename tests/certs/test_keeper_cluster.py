@@ -159,6 +159,35 @@ def test_batchgate_certs_manage_once_does_a_pass_and_says_what_it_did(
                "--webhook-configuration", f"{MUTATING}/{mutating}", "--webhook-configuration", f"{VALIDATING}/{validating}"]
     first = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert first.returncode == 0, first.stderr
-    assert "issue-all (the Secret does not exist); caBundle injected into 3 webhooks; missing: none" in first.stdout
+    assert "issue-all (the Secret does not exist); caBundle injected into 3 webhooks; namespaceSelector set on 0; missing: none" in first.stdout
     again = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert "keep (valid); caBundle injected into 0 webhooks" in again.stdout
+
+
+def selectors(kube_api: client.ApiClient, setup: dict[str, Any]) -> list[Any]:
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    (_, mutating), (_, validating) = setup["configs"]
+    hooks = (admission.read_mutating_webhook_configuration(mutating).webhooks
+             + admission.read_validating_webhook_configuration(validating).webhooks)
+    return [kube_api.sanitize_for_serialization(h.namespace_selector) for h in hooks]
+
+
+def test_the_webhooks_follow_the_policys_managed_namespaces_and_an_invalid_policy_changes_nothing(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    core = client.CoreV1Api(kube_api)
+    namespace = setup["namespace"]
+    policy = "managedNamespaces:\n  selector: {matchLabels: {mlbatch-team-namespace: 'true'}}\n"
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "policy"}, "data": {"policy.yaml": policy}})
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), setup["configs"], FakeClock(START), (namespace, "policy"))
+    assert len(keep.reconcile().scoped) == 3
+    wanted = {"matchLabels": {"mlbatch-team-namespace": "true"}, "matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+         "values": ["batchgate-system", "kube-node-lease", "kube-public", "kube-system"]}]}
+    assert selectors(kube_api, setup) == [wanted] * 3
+    assert keep.reconcile().scoped == ()
+    core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": "managedNamespaces: 7\n"}})
+    assert keep.reconcile().scoped == () and selectors(kube_api, setup) == [wanted] * 3
+    core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": ""}})
+    assert len(keep.reconcile().scoped) == 3
+    assert all("matchLabels" not in s for s in selectors(kube_api, setup))

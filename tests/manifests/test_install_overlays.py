@@ -162,3 +162,22 @@ def test_the_keeper_may_touch_only_its_own_secret_and_configurations() -> None:
     assert named == expected
     shipped = {d["metadata"]["name"] for d in docs if d["kind"].endswith("WebhookConfiguration")}
     assert {name for _, name in expected} == shipped, "the keeper's default list is every shipped configuration"
+
+
+def test_the_shipped_webhook_selectors_are_what_the_shipped_policy_yields() -> None:
+    from batchgate.policy import load_policy_document
+    from certs.scope import governed, namespace_selector, stale_selectors
+
+    docs = build("default")
+    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "batchgate-policy"]
+    policy = load_policy_document(configmap["data"]["policy.yaml"])
+    assert policy.managed_namespaces.selector.to_wire() == {"matchLabels": {"mlbatch-team-namespace": "true"}}
+    hooks = [h for d in docs if d["kind"].endswith("WebhookConfiguration") for h in d["webhooks"]]
+    assert sum(governed(h) for h in hooks) == 3
+    assert stale_selectors(hooks, namespace_selector(policy)) == []
+
+
+def test_the_keeper_follows_the_shipped_policy_configmap() -> None:
+    spec = deployments("default")["batchgate-webhook"]["spec"]["template"]["spec"]
+    (keeper,) = [c for c in spec["containers"] if c["name"] == "certs"]
+    assert keeper["args"][keeper["args"].index("--policy-configmap") + 1] == "batchgate-system/batchgate-policy"
