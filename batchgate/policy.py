@@ -138,12 +138,13 @@ class AllowedKinds:
     top_level: tuple[str, ...] = field(
         default=(
             "AppWrapper.workload.codeflare.dev", "Job.batch", "PyTorchJob.kubeflow.org",
-            "RayJob.ray.io", "RayCluster.ray.io", "Pod", "Service", "ConfigMap", "Secret",
+            "RayJob.ray.io", "RayCluster.ray.io", "Service", "ConfigMap", "Secret",
             "PersistentVolumeClaim",
         ),
         metadata=_wire("topLevel", values.parse_kinds, list),
     )
-    """Kinds a user may create directly in a managed namespace."""
+    """Kinds a user may create directly in a managed namespace. MLBatch's "Allowed Kinds": no bare
+    Pods (they would run outside quota); a Job only with a queue label (`queues.requireQueueFor`)."""
     wrapped: tuple[str, ...] = field(
         default=(
             "Job.batch", "Pod", "Deployment.apps", "StatefulSet.apps", "PyTorchJob.kubeflow.org",

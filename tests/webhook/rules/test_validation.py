@@ -42,6 +42,8 @@ def created_by_alice(obj: dict[str, Any]) -> dict[str, Any]:
         pytest.param(a_request(ObjectBuilder("apps/v1", "Deployment", "d", None).build()),
                      "KindNotAllowed", "kind: Deployment.apps is not in allowedKinds.topLevel",
                      id="a bare deployment is not an allowed top-level kind"),
+        pytest.param(a_request(a_pod().build()), "KindNotAllowed", "kind: Pod is not in allowedKinds.topLevel",
+                     id="a bare pod is denied: it would run outside quota (MLBatch's allowed kinds)"),
         pytest.param(a_request(ObjectBuilder("rbac.authorization.k8s.io/v1", "Role", "r", None).build()),
                      "KindNotAllowed", "Role.rbac.authorization.k8s.io is not in allowedKinds.topLevel",
                      id="any kind outside the list is denied"),
@@ -97,7 +99,8 @@ def test_rejections(request_: AdmissionRequest, reason: str, message: str) -> No
     [
         pytest.param(a_request(an_appwrapper().with_job(replicas=4, gpus=8).build()), id="an appwrapper with a job"),
         pytest.param(a_request(a_job().with_queue().build()), id="a job with a queue"),
-        pytest.param(a_request(a_pod().build()), id="a bare pod"),
+        pytest.param(a_request(a_pod().owned_by("Job", "train").build()), id="a pod the job controller made"),
+        pytest.param(a_request(a_pod().owned_by("AppWrapper", "aw").build()), id="a pod the appwrapper controller made"),
         pytest.param(a_request(a_service().build()), id="a service"),
         pytest.param(a_request(a_job().owned_by("AppWrapper", "aw").build()), id="a job the appwrapper controller made"),
         pytest.param(a_request(a_deployment().owned_by("AppWrapper", "aw").build()), id="a wrapped deployment"),
