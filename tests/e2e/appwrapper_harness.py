@@ -447,6 +447,7 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
     local = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
              "metadata": {"name": QUEUE, "namespace": namespace}, "spec": {"clusterQueue": f"cq-{namespace}"}}
     stack.admin("create", "namespace", namespace)
+    stack.admin("label", "namespace", namespace, "mlbatch-team-namespace=true")  # a team namespace opts in
     stack.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([queue, local]))
     watch = Watch.start(stack.kubectl, namespace)
     # kubectl needs a moment before its watch stands; an AppWrapper no controller of ours manages

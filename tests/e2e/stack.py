@@ -102,6 +102,7 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
                 return done
 
             run("create", "namespace", NAMESPACE)
+            run("label", "namespace", NAMESPACE, "mlbatch-team-namespace=true")  # a team namespace opts in
             run("apply", "-k", str(ROOT / "manifests" / "crds"))
             ca_bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
             run("apply", "-f", "-", input=webhook_configurations(ca_bundle))
