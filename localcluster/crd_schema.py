@@ -12,6 +12,7 @@ import copy
 import re
 from typing import Any
 
+from localcluster import crd_rules
 from localcluster.errors import FieldError
 from localcluster.names import subdomain_errors
 from localcluster.resources import ResourceType
@@ -252,10 +253,21 @@ def undeclared_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
     return prune(_body_schema(rt.schema), copy.deepcopy(obj), "", root=True)
 
 
-def validate_custom(rt: ResourceType, obj: dict[str, Any]) -> list[FieldError]:
+def validate_custom(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """Schema validation, then the CRD's validation rules (`old` on an update, for transition rules);
+    rules are skipped after a type error, as kube-apiserver skips them."""
     schema = _body_schema(rt.schema)
-    body = {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
-    return validate_value(schema, body, "")
+    body = _body(obj)
+    errors = validate_value(schema, body, "")
+    if any(e.type == "TypeInvalid" for e in errors):
+        return errors
+    if old is None:
+        return errors + crd_rules.rule_errors(schema, body)
+    return errors + crd_rules.rule_errors(schema, body, _body(old))
+
+
+def _body(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
 
 
 # the CustomResourceDefinition kind itself
@@ -325,6 +337,8 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
         schema = (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version.get("schema"), dict) else None
         if not isinstance(schema, dict):
             errors.append(FieldError("Required", f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"))
+        else:
+            errors += crd_rules.rule_compile_errors(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
         errors += _printer_column_errors(version.get("additionalPrinterColumns"), f"spec.versions[{i}].additionalPrinterColumns")
         subresources = version.get("subresources")
         if subresources is not None and not isinstance(subresources, dict):

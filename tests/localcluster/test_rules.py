@@ -226,7 +226,7 @@ WIDGETS = ResourceType("example.com", "v1", "widgets", "Widget", True, builtin=F
     pytest.param({"size": 1, "port": 1.5}, "spec.port", "integer,string", id="an int-or-string that is neither"),
 ])
 def test_custom_resources_are_validated_with_precise_paths(spec: dict, field: str, message: str) -> None:
-    errors = crd_schema.validate_custom(WIDGETS, {"spec": spec})
+    errors = crd_schema.validate_custom(WIDGETS, {"spec": spec}, None)
     assert any(e.field == field and message in e.message() for e in errors), [str(e) for e in errors]
 
 
@@ -314,7 +314,7 @@ schemas = st.recursive(
 def test_any_schema_and_object_validate_to_field_errors_never_exceptions(schema: dict, obj: dict) -> None:
     resource = ResourceType("example.com", "v1", "things", "Thing", True, builtin=False, schema=schema, storage_version="v1")
     crd_schema.decode_custom(resource, obj)
-    for error in crd_schema.validate_custom(resource, obj):
+    for error in crd_schema.validate_custom(resource, obj, None):
         assert str(error)
 
 
