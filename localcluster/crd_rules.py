@@ -130,16 +130,37 @@ def _node_errors(schema: dict[str, Any], value: Any, old: Any, path: str) -> lis
             continue  # refused when the CRD was written; a stored one is not re-judged here
         if rule.transition and old is _NO_OLD:
             continue
-        activation = {"self": celpy.json_to_cel(value)}
+        activation = {"self": celpy.json_to_cel(_typed(schema, value))}
         if rule.transition:
-            activation["oldSelf"] = celpy.json_to_cel(old)
+            activation["oldSelf"] = celpy.json_to_cel(_typed(schema, old))
         try:
             result = rule.program.evaluate(activation)
         except celpy.CELEvalError as exc:
             result = exc
         if isinstance(result, celpy.CELEvalError):
             errors.append(rule.failure(path, schema_type, f"{rule.message or 'failed rule: ' + rule.text}: "
-                                       f"{result.args[0] if result.args else result}"))
+                                       f"{_reason(result)}"))
         elif not (isinstance(result, celtypes.BoolType) and bool(result)):
             errors.append(rule.failure(path, schema_type))
     return errors
+
+
+def _typed(schema: Any, value: Any) -> Any:
+    """`value` with the CEL types its schema declares: a `number` written as 1 is the double 1.0."""
+    if not isinstance(schema, dict):
+        return value
+    if schema.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, dict):
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        extra = schema.get("additionalProperties")
+        return {k: _typed(props.get(k, extra), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(schema.get("items"), v) for v in value]
+    return value
+
+
+def _reason(error: Exception) -> str:
+    """cel-python's error without the activation it appends (the whole object, unbounded)."""
+    text = str(error.args[0]) if error.args else str(error)
+    return text.split(" (in activation", 1)[0]

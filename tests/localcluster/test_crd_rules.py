@@ -125,16 +125,21 @@ RULE_SCHEMAS = [
                  ["spec: Forbidden: no"], id="reason chooses the error type"),
     pytest.param({"rule": "self.missing == 1", "message": "no"}, {"replicas": 1},
                  None, id="a runtime error is a failure of the rule"),
+    pytest.param({"rule": "nosuch(self)", "message": "no"}, {"replicas": 1},
+                 None, id="an undeclared function is a failure of the rule"),
+    pytest.param({"rule": "self.ratio == 1.0"}, {"ratio": 1}, [], id="a number field written as an integer is a double"),
 ]
 
 
 @pytest.mark.parametrize(("rule", "spec", "expected"), RULE_SCHEMAS)
 def test_rule_error_forms(rule: dict[str, Any], spec: dict[str, Any], expected: list[str] | None) -> None:
     schema = {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-validations": [rule],
-                                                        "properties": {"replicas": {"type": "integer"}}}}}
+                                                        "properties": {"replicas": {"type": "integer"},
+                                                                       "ratio": {"type": "number"}}}}}
     found = [str(e) for e in crd_rules.rule_errors(schema, {"spec": spec})]
     if expected is None:
         assert len(found) == 1 and found[0].startswith('spec: Invalid value: "object": no: ')
+        assert "activation" not in found[0] and len(found[0]) < 200
     else:
         assert found == expected
 
