@@ -60,6 +60,8 @@ def _program(text: str) -> Any:
         return env.program(env.compile(text))
     except celpy.CELParseError as exc:
         raise RuleCompileError(str(exc).strip().splitlines()[0]) from None
+    except RecursionError:
+        raise RuleCompileError("the rule nests too deeply") from None
 
 
 def compile_rule(entry: Any) -> Rule:
@@ -76,7 +78,7 @@ def rule_compile_errors(schema: Any, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     if not isinstance(schema, dict):
         return errors
-    for i, entry in enumerate(schema.get("x-kubernetes-validations") or []):
+    for i, entry in enumerate(_entries(schema)):
         try:
             compile_rule(entry)
         except RuleCompileError as exc:
@@ -91,6 +93,11 @@ def rule_compile_errors(schema: Any, path: str) -> list[FieldError]:
 
 
 _NO_OLD = object()
+
+
+def _entries(schema: dict[str, Any]) -> list[Any]:
+    entries = schema.get("x-kubernetes-validations")
+    return entries if isinstance(entries, list) else []
 
 
 def rule_errors(schema: Any, value: Any, old: Any = _NO_OLD, path: str = "") -> list[FieldError]:
@@ -123,7 +130,7 @@ def _map_key(item: Any, keys: list[str]) -> Any:
 def _node_errors(schema: dict[str, Any], value: Any, old: Any, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     schema_type = str(schema.get("type") or "object")
-    for entry in schema.get("x-kubernetes-validations") or []:
+    for entry in _entries(schema):
         try:
             rule = compile_rule(entry)
         except RuleCompileError:
@@ -137,6 +144,8 @@ def _node_errors(schema: dict[str, Any], value: Any, old: Any, path: str) -> lis
             result = rule.program.evaluate(activation)
         except celpy.CELEvalError as exc:
             result = exc
+        except RecursionError:
+            result = celpy.CELEvalError("the value nests too deeply")
         if isinstance(result, celpy.CELEvalError):
             errors.append(rule.failure(path, schema_type, f"{rule.message or 'failed rule: ' + rule.text}: "
                                        f"{_reason(result)}"))
