@@ -21,7 +21,7 @@ import yaml
 from localcluster import crd_rules, crd_schema
 from localcluster.resources import ResourceType
 
-CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
+CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds" / "batchgate"
 
 
 def served(file: str) -> ResourceType:
