@@ -6,17 +6,18 @@ rule with `self` bound to that value. A rule that reads `oldSelf` is a transitio
 only on an update where the node correlates with the old object (object properties by name,
 `x-kubernetes-list-type: map` items by their keys). With CRD validation ratcheting (on by default
 since v1.30) a node whose value did not change is not judged again. A false rule is a 422
-`<path>: Invalid value: "<schema type>": <message>`; rules are skipped when the object already
-has a type error, which would make `self` meaningless.
+`<path>: Invalid value: "<schema type>": <message>`.
 
-cel-python is the CEL implementation (a maintained, spec-conformance-tested library, rather than
-a hand-written subset); the shipped CRDs need no Kubernetes-specific CEL library function (their
-rules use `has`, `all`, `size` and comparisons only), so none is added.
+The rules of a CRD version are compiled once, when the version is served (`compile_schema`, kept
+on its ResourceType): a request only evaluates. cel-python is the CEL implementation (a
+maintained, spec-conformance-tested library, rather than a hand-written subset). The shipped CRDs'
+rules use `has`, `all`, `size` and comparisons only, so no Kubernetes CEL library function
+(`quantity`, `isSorted`, `url`, ...) is added; a rule calling one fails as an evaluation error.
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,20 +41,25 @@ class Rule:
     program: Any  # celpy Runner
     transition: bool  # reads oldSelf
 
-    def failure(self, path: str, schema_type: str, detail: str | None = None) -> FieldError:
+    def failure(self, path: str, schema_type: str, detail: str) -> FieldError:
         """The FieldError kube-apiserver reports: at the node (or its fieldPath), valued by the schema type."""
-        message = detail or self.message or f"failed rule: {self.text}"
         where = (path + self.field_path if self.field_path.startswith(("[", ".")) else
                  f"{path}.{self.field_path}" if self.field_path else path).lstrip(".")
         kind = _REASONS.get(self.reason, "Invalid")
-        return FieldError(kind, where, message, schema_type)
+        if kind == "Duplicate":  # field.Duplicate carries the value only
+            return FieldError(kind, where, "", schema_type)
+        return FieldError(kind, where, detail, schema_type)
+
+    @property
+    def shown(self) -> str:
+        """What an error names the rule by: its message, else its text (ruleErrorString)."""
+        return self.message or self.text.strip()
 
 
 class RuleCompileError(ValueError):
-    """A rule cel-python cannot parse or check; the CRD that carries it is refused."""
+    """A rule cel-python cannot parse; the CRD that carries it is refused."""
 
 
-@functools.lru_cache(maxsize=512)
 def _program(text: str) -> Any:
     env = celpy.Environment()
     try:
@@ -73,6 +79,15 @@ def compile_rule(entry: Any) -> Rule:
                 str(entry.get("fieldPath") or ""), _program(text), "oldSelf" in text)
 
 
+def _entries(schema: dict[str, Any]) -> list[Any]:
+    entries = schema.get("x-kubernetes-validations")
+    return entries if isinstance(entries, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def rule_compile_errors(schema: Any, path: str) -> list[FieldError]:
     """Every rule in a CRD schema that does not compile, with its schema path, as CRD validation says."""
     errors: list[FieldError] = []
@@ -85,61 +100,88 @@ def rule_compile_errors(schema: Any, path: str) -> list[FieldError]:
             rule = entry.get("rule") if isinstance(entry, dict) else entry
             errors.append(FieldError("Invalid", f"{path}.x-kubernetes-validations[{i}].rule",
                                      f"compilation failed: {exc}", rule))
-    for key, sub in (schema.get("properties") or {}).items() if isinstance(schema.get("properties"), dict) else ():
+    for key, sub in _dict(schema.get("properties")).items():
         errors += rule_compile_errors(sub, f"{path}.properties[{key}]")
     for key in ("items", "additionalProperties"):
         errors += rule_compile_errors(schema.get(key), f"{path}.{key}")
     return errors
 
 
+@dataclass(frozen=True)
+class RuleNode:
+    """A schema node's compiled rules and the nodes under it that carry rules; subtrees without
+    any are left out, so an object's unruled parts (pod templates, status) are not walked."""
+
+    schema: Mapping[str, Any]  # the node's schema: its type names the error and types `self`
+    rules: tuple[Rule, ...]
+    properties: Mapping[str, RuleNode]
+    additional: RuleNode | None  # additionalProperties
+    items: RuleNode | None
+    map_keys: tuple[str, ...]  # x-kubernetes-list-map-keys of a `listType: map` list
+
+    @property
+    def schema_type(self) -> str:
+        return str(self.schema.get("type") or "object")
+
+
+def compile_schema(schema: Any) -> RuleNode | None:
+    """The rule tree of one CRD version's schema, None if it carries no rule. A rule that does not
+    compile is left out: CRD validation refused it when the CRD was written."""
+    if not isinstance(schema, dict):
+        return None
+    rules = []
+    for entry in _entries(schema):
+        try:
+            rules.append(compile_rule(entry))
+        except RuleCompileError:
+            continue
+    properties = {key: node for key, sub in _dict(schema.get("properties")).items()
+                  if (node := compile_schema(sub)) is not None}
+    additional, items = compile_schema(schema.get("additionalProperties")), compile_schema(schema.get("items"))
+    if not (rules or properties or additional or items):
+        return None
+    keys = schema.get("x-kubernetes-list-map-keys") if schema.get("x-kubernetes-list-type") == "map" else None
+    return RuleNode(schema, tuple(rules), properties, additional, items,
+                    tuple(str(k) for k in keys) if isinstance(keys, list) else ())
+
+
 _NO_OLD = object()
 
 
-def _entries(schema: dict[str, Any]) -> list[Any]:
-    entries = schema.get("x-kubernetes-validations")
-    return entries if isinstance(entries, list) else []
-
-
-def rule_errors(schema: Any, value: Any, old: Any = _NO_OLD, path: str = "") -> list[FieldError]:
-    """The failures of every rule under `schema` for `value` (and `old`, on an update)."""
-    if not isinstance(schema, dict) or value is None:
+def rule_errors(node: RuleNode | None, value: Any, old: Any = _NO_OLD, path: str = "") -> list[FieldError]:
+    """The failures of every rule under `node` for `value` (and `old`, on an update)."""
+    if node is None or value is None:
         return []
     if old is not _NO_OLD and old == value:
         return []  # ratcheting: an unchanged value is not judged again
-    errors = _node_errors(schema, value, old, path)
+    errors = _node_errors(node, value, old, path)
     if isinstance(value, dict):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        extra = schema.get("additionalProperties")
         for key, item in value.items():
-            sub = props.get(key, extra if not props else None)
+            sub = node.properties.get(key) if key in _dict(node.schema.get("properties")) else node.additional
             previous = old.get(key, _NO_OLD) if isinstance(old, dict) else _NO_OLD
             errors += rule_errors(sub, item, previous, f"{path}.{key}" if path else key)
-    elif isinstance(value, list):
-        keys = schema.get("x-kubernetes-list-map-keys") if schema.get("x-kubernetes-list-type") == "map" else None
-        olds = {_map_key(o, keys): o for o in old} if keys and isinstance(old, list) else {}
+    elif isinstance(value, list) and node.items is not None:
+        olds = {_map_key(o, node.map_keys): o for o in old} if node.map_keys and isinstance(old, list) else {}
         for i, item in enumerate(value):
-            previous = olds.get(_map_key(item, keys), _NO_OLD) if keys else _NO_OLD
-            errors += rule_errors(schema.get("items"), item, previous, f"{path}[{i}]")
+            previous = olds.get(_map_key(item, node.map_keys), _NO_OLD) if node.map_keys else _NO_OLD
+            errors += rule_errors(node.items, item, previous, f"{path}[{i}]")
     return errors
 
 
-def _map_key(item: Any, keys: list[str]) -> Any:
+def _map_key(item: Any, keys: tuple[str, ...]) -> Any:
     return tuple(repr(item.get(k)) for k in keys) if isinstance(item, dict) else repr(item)
 
 
-def _node_errors(schema: dict[str, Any], value: Any, old: Any, path: str) -> list[FieldError]:
+def _node_errors(node: RuleNode, value: Any, old: Any, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    schema_type = str(schema.get("type") or "object")
-    for entry in _entries(schema):
-        try:
-            rule = compile_rule(entry)
-        except RuleCompileError:
-            continue  # refused when the CRD was written; a stored one is not re-judged here
-        if rule.transition and old is _NO_OLD:
-            continue
-        activation = {"self": celpy.json_to_cel(_typed(schema, value))}
-        if rule.transition:
-            activation["oldSelf"] = celpy.json_to_cel(_typed(schema, old))
+    rules = [rule for rule in node.rules if old is not _NO_OLD or not rule.transition]
+    if not rules:
+        return errors
+    bound = {"self": celpy.json_to_cel(_typed(node.schema, value))}  # converted once for all the node's rules
+    if old is not _NO_OLD and any(rule.transition for rule in rules):
+        bound["oldSelf"] = celpy.json_to_cel(_typed(node.schema, old))
+    for rule in rules:
+        activation = bound if rule.transition else {"self": bound["self"]}
         try:
             result = rule.program.evaluate(activation)
         except celpy.CELEvalError as exc:
@@ -147,29 +189,33 @@ def _node_errors(schema: dict[str, Any], value: Any, old: Any, path: str) -> lis
         except RecursionError:
             result = celpy.CELEvalError("the value nests too deeply")
         if isinstance(result, celpy.CELEvalError):
-            errors.append(rule.failure(path, schema_type, f"{rule.message or 'failed rule: ' + rule.text}: "
-                                       f"{_reason(result)}"))
+            errors.append(rule.failure(path, node.schema_type, _evaluation_error(result, rule)))
         elif not (isinstance(result, celtypes.BoolType) and bool(result)):
-            errors.append(rule.failure(path, schema_type))
+            errors.append(rule.failure(path, node.schema_type, rule.message or f"failed rule: {rule.text.strip()}"))
     return errors
 
 
 def _typed(schema: Any, value: Any) -> Any:
     """`value` with the CEL types its schema declares: a `number` written as 1 is the double 1.0."""
-    if not isinstance(schema, dict):
+    if not isinstance(schema, Mapping):
         return value
     if schema.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, dict):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        extra = schema.get("additionalProperties")
+        props, extra = _dict(schema.get("properties")), schema.get("additionalProperties")
         return {k: _typed(props.get(k, extra), v) for k, v in value.items()}
     if isinstance(value, list):
         return [_typed(schema.get("items"), v) for v in value]
     return value
 
 
-def _reason(error: Exception) -> str:
-    """cel-python's error without the activation it appends (the whole object, unbounded)."""
-    text = str(error.args[0]) if error.args else str(error)
-    return text.split(" (in activation", 1)[0]
+def _evaluation_error(error: Exception, rule: Rule) -> str:
+    """kube-apiserver's text for a rule that errs, with cel-go's wording where cel-python's differs
+    and without the activation cel-python appends (the whole object, unbounded)."""
+    text = (str(error.args[0]) if error.args else str(error)).split(" (in activation", 1)[0]
+    if text.startswith("found no matching overload"):
+        return (f"'no such overload': call arguments did not match a supported operator, function or macro "
+                f"signature for rule: {rule.shown}")
+    if text.startswith("no such member in mapping: "):
+        text = "no such key: " + text.removeprefix("no such member in mapping: ").strip("'")
+    return f"{text} evaluating rule: {rule.shown}"

@@ -254,20 +254,33 @@ def undeclared_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
 
 
 def validate_custom(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """Schema validation, then the CRD's validation rules (`old` on an update, for transition rules);
-    rules are skipped after a type error, as kube-apiserver skips them."""
-    schema = _body_schema(rt.schema)
-    body = _body(obj)
-    errors = validate_value(schema, body, "")
-    if any(e.type == "TypeInvalid" for e in errors):
+    """Schema validation, then the CRD's validation rules (`old` on an update, for transition rules).
+    As kube-apiserver does, an error that leaves `self` meaningless (a wrong type, a missing
+    required field, a value too long or not in its enum, too many items) stops the rules, with a
+    note saying so."""
+    errors = validate_value(_body_schema(rt.schema), _body(obj), "")
+    if rt.rules is None:
         return errors
+    if any(e.type in _BLOCKING for e in errors):
+        return errors + [FieldError("Invalid", "<nil>", "some validation rules were not checked because the object "
+                                    "was invalid; correct the existing errors to complete validation", "null")]
     if old is None:
-        return errors + crd_rules.rule_errors(schema, body)
-    return errors + crd_rules.rule_errors(schema, body, _body(old))
+        return errors + crd_rules.rule_errors(rt.rules, _rule_body(obj))
+    return errors + crd_rules.rule_errors(rt.rules, _rule_body(obj), _rule_body(old))
+
+
+# apiextensions-apiserver customresource_strategy.go hasBlockingErr
+_BLOCKING = ("NotSupported", "Required", "TooLong", "TooMany", "TypeInvalid")
 
 
 def _body(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
+
+
+def _rule_body(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object a root rule's `self` sees: of the metadata, only name and generateName."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return {**obj, "metadata": {k: meta[k] for k in ("name", "generateName") if k in meta}}
 
 
 # the CustomResourceDefinition kind itself
@@ -410,5 +423,6 @@ def resource_types(crd: dict[str, Any]) -> list[ResourceType]:
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage,
             scale_paths=(str(scale.get("specReplicasPath", "")), str(scale.get("statusReplicasPath", "")),
                          str(scale.get("labelSelectorPath", ""))) if scale else (),
+            rules=crd_rules.compile_schema(_body_schema((version.get("schema") or {}).get("openAPIV3Schema"))),
         ))
     return out

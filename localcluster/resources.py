@@ -30,6 +30,8 @@ class ResourceType:
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     storage_version: str = ""
     scale_paths: tuple[str, str, str] = ()  # CRD scale: specReplicasPath, statusReplicasPath, labelSelectorPath
+    # CRD-only: the schema's validation rules, compiled once per served version (crd_rules.RuleNode)
+    rules: Any = field(default=None, compare=False, hash=False)
 
     @property
     def singular(self) -> str:
