@@ -40,6 +40,19 @@ class Rule:
     field_path: str
     program: Any  # celpy Runner
     transition: bool  # reads oldSelf
+    message_program: Any = None  # messageExpression's Runner
+
+    def detail(self, activation: dict[str, Any]) -> str:
+        """The failure's message: messageExpression's string when it gives one (non-empty, one line),
+        else the message, else `failed rule: <rule>` (ruleMessageOrDefault)."""
+        if self.message_program is not None:
+            try:
+                text = self.message_program.evaluate(activation)
+            except (celpy.CELEvalError, RecursionError):
+                text = None
+            if isinstance(text, str) and text.strip() and "\n" not in text:
+                return str(text).strip()
+        return self.message or f"failed rule: {self.text.strip()}"
 
     def failure(self, path: str, schema_type: str, detail: str) -> FieldError:
         """The FieldError kube-apiserver reports: at the node (or its fieldPath), valued by the schema type."""
@@ -57,7 +70,12 @@ class Rule:
 
 
 class RuleCompileError(ValueError):
-    """A rule cel-python cannot parse; the CRD that carries it is refused."""
+    """A rule cel-python cannot parse; the CRD that carries it is refused. `field` is the entry's
+    field at fault: rule or messageExpression."""
+
+    def __init__(self, reason: str, field: str = "rule") -> None:
+        super().__init__(reason)
+        self.field = field
 
 
 def _program(text: str) -> Any:
@@ -74,9 +92,15 @@ def compile_rule(entry: Any) -> Rule:
     """An `x-kubernetes-validations` entry compiled, or RuleCompileError naming why not."""
     if not isinstance(entry, dict) or not isinstance(entry.get("rule"), str) or not entry["rule"].strip():
         raise RuleCompileError("rule: Required value")
-    text = entry["rule"]
+    text, expression = entry["rule"], entry.get("messageExpression")
+    expression = expression if isinstance(expression, str) and expression.strip() else ""
+    try:
+        message_program = _program(expression) if expression else None
+    except RuleCompileError as exc:
+        raise RuleCompileError(str(exc), "messageExpression") from None
     return Rule(text, str(entry.get("message") or "").strip(), str(entry.get("reason") or ""),
-                str(entry.get("fieldPath") or ""), _program(text), "oldSelf" in text)
+                str(entry.get("fieldPath") or ""), _program(text),
+                "oldSelf" in text or "oldSelf" in expression, message_program)
 
 
 def _entries(schema: dict[str, Any]) -> list[Any]:
@@ -97,9 +121,9 @@ def rule_compile_errors(schema: Any, path: str) -> list[FieldError]:
         try:
             compile_rule(entry)
         except RuleCompileError as exc:
-            rule = entry.get("rule") if isinstance(entry, dict) else entry
-            errors.append(FieldError("Invalid", f"{path}.x-kubernetes-validations[{i}].rule",
-                                     f"compilation failed: {exc}", rule))
+            value = entry.get(exc.field) if isinstance(entry, dict) else entry
+            errors.append(FieldError("Invalid", f"{path}.x-kubernetes-validations[{i}].{exc.field}",
+                                     f"compilation failed: {exc}", value))
     for key, sub in _dict(schema.get("properties")).items():
         errors += rule_compile_errors(sub, f"{path}.properties[{key}]")
     for key in ("items", "additionalProperties"):
@@ -191,7 +215,7 @@ def _node_errors(node: RuleNode, value: Any, old: Any, path: str) -> list[FieldE
         if isinstance(result, celpy.CELEvalError):
             errors.append(rule.failure(path, node.schema_type, _evaluation_error(result, rule)))
         elif not (isinstance(result, celtypes.BoolType) and bool(result)):
-            errors.append(rule.failure(path, node.schema_type, rule.message or f"failed rule: {rule.text.strip()}"))
+            errors.append(rule.failure(path, node.schema_type, rule.detail(activation)))
     return errors
 
 

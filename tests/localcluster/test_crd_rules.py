@@ -167,6 +167,15 @@ RULE_SCHEMAS = [
                  id="an int-or-string compared as a number is kube-apiserver's overload error"),
     pytest.param({"rule": "self.ratio == 1.0"}, {"ratio": 1}, [], id="a number field written as an integer is a double"),
     pytest.param({"rule": "self.replicas >= 0"}, {"replicas": 0}, [], id="a true rule passes"),
+    pytest.param({"rule": "self.replicas >= 0", "message": "no", "messageExpression": "'got ' + string(self.replicas)"},
+                 {"replicas": -1}, ['spec: Invalid value: "object": got -1'],
+                 id="messageExpression gives the message"),
+    pytest.param({"rule": "self.replicas >= 0", "message": "no", "messageExpression": "self.nothing"},
+                 {"replicas": -1}, ['spec: Invalid value: "object": no'],
+                 id="a messageExpression that errs falls back to the message"),
+    pytest.param({"rule": "self.replicas >= 0", "messageExpression": "''"},
+                 {"replicas": -1}, ['spec: Invalid value: "object": failed rule: self.replicas >= 0'],
+                 id="an empty messageExpression falls back to the default"),
 ]
 
 
@@ -201,12 +210,16 @@ def test_a_version_without_rules_compiles_to_nothing() -> None:
     assert set(CLUSTER_QUEUES.rules.properties) == {"spec"}
 
 
-def test_a_crd_whose_rule_does_not_compile_is_refused() -> None:
-    schema = {"type": "object", "properties": {"spec": {"type": "object",
-                                                        "x-kubernetes-validations": [{"rule": "self.a ==="}]}}}
+@pytest.mark.parametrize(("entry", "field", "value"), [
+    pytest.param({"rule": "self.a ==="}, "rule", "self.a ===", id="a rule that does not parse"),
+    pytest.param({"rule": "true", "messageExpression": "'a' +"}, "messageExpression", "'a' +",
+                 id="a messageExpression that does not parse"),
+])
+def test_a_crd_whose_rule_does_not_compile_is_refused(entry: dict[str, str], field: str, value: str) -> None:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-validations": [entry]}}}
     found = crd_rules.rule_compile_errors(schema, "spec.versions[0].schema.openAPIV3Schema")
     assert [(e.field, e.value) for e in found] == [
-        ("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule", "self.a ===")]
+        (f"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].{field}", value)]
     assert "compilation failed" in found[0].detail
 
 
@@ -242,3 +255,13 @@ def test_kubectl_cannot_move_a_local_queue_to_another_cluster_queue(kubectl: Any
     assert refused.stderr.strip() == ('The LocalQueue "lq" is invalid: spec.clusterQueue: Invalid value: "string": '
                                       "field is immutable")
     kubectl("-n", namespace, "label", "localqueue", "lq", "team=a")
+
+
+def test_kubectl_shows_that_rules_were_not_checked_after_a_type_error(kubectl: Any, kueue_crds: None) -> None:
+    bad = queue(cohort=3, limits={"borrowingLimit": "2"})
+    bad["metadata"]["name"] = name = f"cq-{uuid.uuid4().hex[:8]}"
+    refused = kubectl("create", "--validate=false", "-f", "-", input=json.dumps(bad), check=False)
+    assert refused.stderr.strip().splitlines() == [
+        f'The ClusterQueue "{name}" is invalid: ',
+        '* spec.cohort: Invalid value: "integer": spec.cohort in body must be of type string: "integer"',
+        f"* {BLOCKED}"]
