@@ -5,21 +5,25 @@ one evaluation as the dispatcher does it (parse and evaluate per call; cel-pytho
 compiled program cached), and lists the expressions whose results differ: where cel-python
 disagrees with CEL as kube-apiserver (cel-go) evaluates it. Never asserts.
 
-Run: .venv/bin/python -m bench.cel_match_conditions [--rounds N]
+Run: .venv/bin/python bench/cel_match_conditions.py [--rounds N]
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import celpy
 from celpy import celtypes
 
-from localcluster import cel
-from tests.localcluster.test_cel import VALUES, VARIABLES
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the expressions
+
+from localcluster import cel  # noqa: E402
+from tests.localcluster.test_cel import VALUES, VARIABLES  # noqa: E402
 
 
 def _plain(value: Any) -> Any:
