@@ -269,7 +269,7 @@ def validate_custom(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] |
     return errors + crd_rules.rule_errors(rt.rules, _rule_body(obj), _rule_body(old))
 
 
-# apiextensions-apiserver customresource_strategy.go hasBlockingErr
+# apiextensions-apiserver pkg/registry/customresource/strategy.go hasBlockingErr
 _BLOCKING = ("NotSupported", "Required", "TooLong", "TooMany", "TypeInvalid")
 
 

@@ -2,9 +2,14 @@
 
 Reference: apiextensions-apiserver pkg/apiserver/schema/cel/validation.go (a false rule is
 `field.Invalid(path, <schema type>, message)`; transition rules run only where the old object
-correlates; validation ratcheting skips unchanged values) and its validation_test.go; the rules
-themselves and the objects they refuse are Kueue v0.10's (apis/kueue/v1beta1 markers, exercised by
-test/integration/webhook/core/clusterqueue_test.go, localqueue_test.go and workload_test.go).
+correlates; validation ratcheting skips unchanged values) and its validation_test.go, and
+pkg/registry/customresource/strategy.go (hasBlockingErr). The rules are the shipped CRDs'
+(manifests/crds/batchgate), taken from Kueue v0.10.2's config/components/crd/bases/
+kueue.x-k8s.io_clusterqueues.yaml (borrowingLimit needs a cohort; flavors cover every resource;
+reclaimWithinCohort Never forbids borrowWithinCohort) and kueue.x-k8s.io_localqueues.yaml
+(clusterQueue immutable); the Workload's `podSets` rule stands for the immutability Kueue's webhook
+enforces (pkg/webhooks/workload_webhook.go ValidateWorkloadUpdate), exercised upstream by
+test/integration/webhook/core/clusterqueue_test.go, localqueue_test.go and workload_test.go.
 """
 
 from __future__ import annotations
@@ -124,7 +129,7 @@ BLOCKED = '<nil>: Invalid value: "null": some validation rules were not checked 
                  ["spec.cohort: Too long: ", BLOCKED], id="a value too long stops the rules"),
 ])
 def test_a_blocking_schema_error_stops_the_rules(obj: dict[str, Any], expected: list[str]) -> None:
-    """apiextensions-apiserver customresource_strategy.go hasBlockingErr."""
+    """apiextensions-apiserver pkg/registry/customresource/strategy.go hasBlockingErr."""
     found = errors(CLUSTER_QUEUES, obj)
     assert len(found) == len(expected) and all(f.startswith(e) for f, e in zip(found, expected)), found
 
