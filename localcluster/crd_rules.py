@@ -17,6 +17,7 @@ rules use `has`, `all`, `size` and comparisons only, so no Kubernetes CEL librar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -242,4 +243,10 @@ def _evaluation_error(error: Exception, rule: Rule) -> str:
                 f"signature for rule: {rule.shown}")
     if text.startswith("no such member in mapping: "):
         text = "no such key: " + text.removeprefix("no such member in mapping: ").strip("'")
-    return f"{text} evaluating rule: {rule.shown}"
+    elif selected := _NO_SELECTION.search(text):  # cel-python quotes the whole value here
+        text = f"type '{selected.group(1).lower()}' does not support field selection"
+    return f"{text[:_MOST]} evaluating rule: {rule.shown}"
+
+
+_NO_SELECTION = re.compile(r"with type: '<class 'celpy\.celtypes\.(\w+?)Type'>' does not support field selection$")
+_MOST = 200  # cel-python's error texts may quote values; kube-apiserver's name types

@@ -170,6 +170,9 @@ RULE_SCHEMAS = [
                  ['spec: Invalid value: "object": \'no such overload\': call arguments did not match a supported '
                   "operator, function or macro signature for rule: self.port > 1"],
                  id="an int-or-string compared as a number is kube-apiserver's overload error"),
+    pytest.param({"rule": "self.replicas.size == 1"}, {"replicas": 3},
+                 ['spec: Invalid value: "object": type \'int\' does not support field selection evaluating rule: '
+                  "self.replicas.size == 1"], id="a field read on a scalar names its type, not its value"),
     pytest.param({"rule": "self.ratio == 1.0"}, {"ratio": 1}, [], id="a number field written as an integer is a double"),
     pytest.param({"rule": "self.replicas >= 0"}, {"replicas": 0}, [], id="a true rule passes"),
     pytest.param({"rule": "self.replicas >= 0", "message": "no", "messageExpression": "'got ' + string(self.replicas)"},
