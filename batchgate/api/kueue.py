@@ -16,6 +16,7 @@ from batchgate import keys
 from batchgate.api import kueue_fields as f
 from batchgate.api.conditions import Condition
 from batchgate.api.kueue_fields import FieldError
+from batchgate.api.node_affinity import NodeAffinity, parse_node_affinity
 from batchgate.api.pod_requests import pod_requests
 from batchgate.api.selectors import LabelSelector, parse_label_selector
 
@@ -263,12 +264,13 @@ class WorkloadPriorityClass:
 
 @dataclass(frozen=True)
 class PodSet:
-    """A group of identical pods; `requests` is per pod, `tolerations` from the template."""
+    """A group of identical pods; `requests` is per pod, `tolerations` and `affinity` from the template."""
 
     name: str
     count: int
     requests: Mapping[str, Decimal]
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    affinity: NodeAffinity = NodeAffinity()
     reclaimable: int = 0
     """Pods that will not run again (status.reclaimablePods): a finished share of a Job."""
 
@@ -388,6 +390,7 @@ def _pod_set(ps: Mapping[str, Any], path: str) -> PodSet:
         count=f.integer(ps.get("count"), f.join(path, "count"), default=1, minimum=0),
         requests=pod_requests(pod_spec, spec_path),
         tolerations=tolerations,
+        affinity=parse_node_affinity(pod_spec, spec_path),
     )
 
 

@@ -17,7 +17,7 @@ from tests.controller.decisions import (
 def all_traces() -> list[tuple[str, dict[str, Any]]]:
     """(id, trace) for every good trace, ids as the owning test names them."""
     out: list[tuple[str, dict[str, Any]]] = []
-    scenario_lists = [single.SCENARIOS, flavors.FLAVOR_SCENARIOS, flavors.COHORT_SCENARIOS,
+    scenario_lists = [single.SCENARIOS, flavors.FLAVOR_SCENARIOS, flavors.AFFINITY_SCENARIOS, flavors.COHORT_SCENARIOS,
                       preemption.PREEMPTION_SCENARIOS, preemption.UPSTREAM_SCENARIOS, preemption.STOP_SCENARIOS,
                       integration.SCENARIOS]
     for scenarios in scenario_lists:

@@ -99,11 +99,19 @@ def local_queue(name: str, cq: str, ns: str = "ns", stop: str | None = None) -> 
 
 
 def pod_set(name: str = "main", count: int = 1, tolerations: list[dict[str, str]] | None = None,
+            node_selector: dict[str, str] | None = None, required: list[list[tuple[str, str, list[str]]]] | None = None,
             **requests: Any) -> dict[str, Any]:
+    """`required`: node affinity terms, each a list of (key, operator, values) expressions."""
     reqs = {ALIASES.get(k, k): v for k, v in requests.items()}
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": reqs}}]}
     if tolerations:
         spec["tolerations"] = tolerations
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    if required is not None:
+        terms = [{"matchExpressions": [{"key": k, "operator": op, "values": values} for k, op, values in term]}
+                 for term in required]
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     return {"name": name, "count": count, "template": {"spec": spec}}
 
 
