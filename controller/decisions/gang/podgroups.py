@@ -45,7 +45,6 @@ TERMINAL = (FINISHED, FAILED)
 # The AppWrapper phases after which nothing is deployed again.
 _APPWRAPPER_DONE = (keys.PHASE_SUCCEEDED, keys.PHASE_FAILED)
 REASON_TIMEOUT = "Timeout"
-_COUNTS = ("running", "succeeded", "failed")
 
 
 @dataclass(frozen=True)
@@ -191,8 +190,7 @@ def decide_status(group: PodGroupInfo, pods: Sequence[PodInfo], now: _dt.datetim
             status["phase"] = FAILED
         if succeeded >= group.min_member:
             status["phase"] = FINISHED
-    # An absent count is 0 (Go's omitempty), so a new group's zero counts are not written.
-    changed = {k: v for k, v in status.items() if group.status.get(k, 0 if k in _COUNTS else None) != v}
+    changed = {k: v for k, v in status.items() if group.status.get(k) != v}
     phase = status.get("phase", group.phase)
     if phase not in (PENDING, SCHEDULING) or group.schedule_start is None:
         return StatusDecision(changed or None)
