@@ -358,8 +358,13 @@ class QuotaState:
     def _bump(self, cluster_queue: str) -> None:
         self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
 
-    def requeue(self, workload: str, queue: str, message: str) -> None:
+    def requeue(self, workload: str, queue: str, message: str, *, preempting: bool = False) -> None:
+        """Where a head that was not admitted waits; one that issued preemptions is its queue's
+        preemptor (and, in a BestEffortFIFO queue, stays the head) until admitted or requeued for
+        another reason."""
         self.messages[workload] = message
+        cq = self.cluster_queues.get(self.pending.where.get(workload, ""))
+        self.pending.set_preemptor(workload, preempting, cq is not None and cq.queueing_strategy != "StrictFIFO")
         if queue == "inadmissible":
             self.pending.park(workload)
 
