@@ -23,7 +23,10 @@ log = logging.getLogger(__name__)
 
 
 class ControllerMetrics:
-    def __init__(self) -> None:
+    """`kueue_compatible` False (`--no-kueue-metrics`) leaves Kueue's names out: neither exported
+    nor computed (for clusters that do not want ~30 more series per ClusterQueue)."""
+
+    def __init__(self, kueue_compatible: bool = True) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.admitted = Counter("batchgate_admitted_workloads_total", "Workloads admitted, per ClusterQueue",
@@ -47,7 +50,7 @@ class ControllerMetrics:
         self.leader = Gauge("batchgate_leader", "1 while this process holds the Lease", registry=r)
         self.policy_errors = Counter("batchgate_policy_errors_total", "Invalid policy ConfigMaps seen (last good kept)",
                                      registry=r)
-        self.kueue = KueueMetrics(r)
+        self.kueue = KueueMetrics(r) if kueue_compatible else None
         # project-codeflare/appwrapper internal/metrics/metrics.go: the same name, labels and type.
         self.appwrapper_phase = Counter("appwrapper_phase_total", "AppWrapper phase transitions, per namespace and phase entered",
                                         ["namespace", "phase"], registry=r)
@@ -65,14 +68,16 @@ class ControllerMetrics:
 
     def evicted(self, cluster_queue: str, reason: str) -> None:
         self.evictions.labels(cluster_queue, reason).inc()
-        self.kueue.evicted.labels(cluster_queue, reason).inc()
+        if self.kueue is not None:
+            self.kueue.evicted.labels(cluster_queue, reason).inc()
 
     def show_cluster_queues(self, figures: list[ClusterQueueFigures]) -> None:
         """Set every per-ClusterQueue gauge (batchgate's and Kueue's) from `figures`; queues gone are dropped."""
         pending: dict[tuple[str, ...], float] = {(f.name, s): n for f in figures for s, n in (("active", f.pending_active),
                                                                 ("inadmissible", f.pending_inadmissible))}
         self.pending.show(pending)
-        self.kueue.show(figures, pending)
+        if self.kueue is not None:
+            self.kueue.show(figures, pending)
 
 
 GO_DEFAULT_BUCKETS = (.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10)  # client_golang's DefBuckets (Kueue sets none)

@@ -207,6 +207,9 @@ def test_the_dashboard_ships_as_a_configmap_the_grafana_sidecar_loads(overlay: l
     assert all(p["datasource"] == {"type": "prometheus", "uid": "${datasource}"} for p in panels)
     assert all(p.get("description") and p.get("targets") for p in panels), "every panel says what it shows"
     assert dashboard["uid"] == "batchgate-overview"
+    cells = [{(p["gridPos"]["x"] + dx, p["gridPos"]["y"] + dy) for dx in range(p["gridPos"]["w"])
+              for dy in range(p["gridPos"]["h"])} for p in dashboard["panels"]]
+    assert sum(map(len, cells)) == len(set().union(*cells)), "no panel covers another"
 
 
 @pytest.mark.parametrize(("where", "metrics"), [
