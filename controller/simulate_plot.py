@@ -5,8 +5,9 @@ the end of each step, and the admissions and preemptions of the step), so the pi
 table can never disagree. One panel per ClusterQueue; in it one line per flavor and resource (held from
 the end of one step to the end of the next), as a percentage of that resource's nominal quota (so GPUs, cores and bytes share an axis), a line at
 100 % for the nominal quota and, where set, one for the borrowing limit. Admissions and
-preemptions are marked above the step they happened in, with their count. matplotlib draws it,
-with the Agg backend (no display), imported only when a plot is asked for.
+preemptions are marked above the step they happened in, with their count. matplotlib draws it
+(its Figure alone, without pyplot: SVG through its SVG writer, PNG through Agg, no display
+needed), imported only when a plot is asked for.
 """
 
 from __future__ import annotations
@@ -26,13 +27,23 @@ class PlotError(ValueError):
 
 
 def check_path(path: str) -> Path:
-    """The output path, refused before the simulation runs when its extension is not one we write."""
+    """The output path, refused before the simulation runs when its extension is not one we write,
+    its directory does not exist, or matplotlib is not installed."""
     target = Path(path)
     if target.suffix.lower() not in FORMATS:
         raise PlotError(f"--plot: {path}: the file name must end in .svg or .png")
     if not target.parent.is_dir():
         raise PlotError(f"--plot: {path}: no such directory {str(target.parent)!r}")
+    _figure_class()
     return target
+
+
+def _figure_class() -> Any:
+    try:
+        from matplotlib.figure import Figure  # no pyplot: no GUI backend, nothing global
+    except ImportError:
+        raise PlotError("--plot needs matplotlib, which is not installed: pip install 'batchgate[plot]'") from None
+    return Figure
 
 
 @dataclass(frozen=True)
@@ -79,12 +90,7 @@ def mark_counts(reports: list[StepReport], queue: str, kind: str) -> dict[int, i
 
 def draw(reports: list[StepReport]) -> Any:
     """The figure (a matplotlib Figure) for a simulation's step reports."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise PlotError("--plot needs matplotlib, which is not installed: pip install 'batchgate[plot]'") from None
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
+    Figure = _figure_class()  # noqa: N806 (a class)
     from matplotlib.transforms import blended_transform_factory
 
     queues = sorted({figures.name for report in reports for figures in report.queues})

@@ -8,7 +8,10 @@ the `id` of its SVG group, so the panels, lines and marks can be counted in the 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ import yaml
 from controller.simulate_plot import queue_lines
 from controller.simulation import run_trace
 from tests.controller.decisions.test_flavors_and_cohorts import COHORT_SCENARIOS
-from tests.controller.test_simulate_cli import EXAMPLE, LATE_ARRIVALS, PREEMPTION, TOO_BIG, simulate
+from tests.controller.test_simulate_cli import EXAMPLE, LATE_ARRIVALS, PREEMPTION, ROOT, TOO_BIG, simulate
 from tests.controller.decisions.trace_builders import basic, trace
 
 KNOWN = [
@@ -105,3 +108,20 @@ def test_an_unwritable_plot_file_is_a_clear_error(tmp_path: Path) -> None:
     result = simulate(tmp_path, PREEMPTION, "--plot", str(tmp_path / "usage.svg"))
     assert result.returncode == 2
     assert "cannot write" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_without_matplotlib_plot_says_how_to_get_it_and_simulate_still_works(tmp_path: Path) -> None:
+    (tmp_path / "trace.yaml").write_text(yaml.safe_dump(PREEMPTION))
+    hide = "import sys; sys.modules['matplotlib'] = None; from batchgate.cli import main; sys.exit(main(sys.argv[1:]))"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", hide, "simulate", str(tmp_path / "trace.yaml"), *args],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    plain = run()
+    assert plain.returncode == 0 and plain.stdout.startswith("step 0:"), plain.stderr
+    plotted = run("--plot", str(tmp_path / "usage.svg"))
+    assert (plotted.returncode, plotted.stdout) == (2, ""), "refused before the simulation runs"
+    (line,) = plotted.stderr.strip().splitlines()
+    assert "pip install 'batchgate[plot]'" in line
+    assert not (tmp_path / "usage.svg").exists()
