@@ -138,11 +138,8 @@ class AdmissionLoop:
         kueue = self.metrics.kueue  # None with --no-kueue-metrics
         if kueue is not None and (result := kueue_metrics.attempt_result(effects)) is not None:
             kueue.attempt(result, took)
-        for name in cluster_queues:
-            skipped = effects.skipped_preemptions.get(name, 0)
-            self.metrics.preemption_skips.labels(name).set(skipped)
-            if kueue is not None:
-                kueue.preemption_skips.labels(name).set(skipped)
+        self.metrics.show_preemption_skips({(name,): float(effects.skipped_preemptions.get(name, 0))
+                                            for name in cluster_queues})
         if kueue is not None:
             for (preempting, reason), count in preemptions.items():
                 kueue.preempted.labels(preempting, reason).inc(count)

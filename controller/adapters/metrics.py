@@ -38,10 +38,10 @@ class ControllerMetrics:
                                         buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=r)
         self.evictions = Counter("batchgate_evicted_workloads_total", "Workloads evicted, per ClusterQueue and reason",
                                  ["cluster_queue", "reason"], registry=r)
-        self.preemption_skips = Gauge(
+        self.preemption_skips = Series(Gauge(
             "batchgate_admission_cycle_preemption_skips",
             "Heads of a ClusterQueue whose preemption the last cycle skipped because another head took the same "
-            "capacity (Kueue's admission_cycle_preemption_skips)", ["cluster_queue"], registry=r)
+            "capacity (Kueue's admission_cycle_preemption_skips)", ["cluster_queue"], registry=r))
         self.relists = Counter("batchgate_informer_relists_total", "Full lists per kind (start and after 410)",
                                ["kind"], registry=r)
         self.queue_depth = Gauge("batchgate_workqueue_depth", "Keys waiting in the work queue", registry=r)
@@ -70,6 +70,12 @@ class ControllerMetrics:
         self.evictions.labels(cluster_queue, reason).inc()
         if self.kueue is not None:
             self.kueue.evicted.labels(cluster_queue, reason).inc()
+
+    def show_preemption_skips(self, skips: Mapping[tuple[str, ...], float]) -> None:
+        """Every ClusterQueue's skipped preemptions of the last cycle (batchgate's and Kueue's gauge)."""
+        self.preemption_skips.show(skips)
+        if self.kueue is not None:
+            self.kueue.preemption_skips.show(skips)
 
     def show_cluster_queues(self, figures: list[ClusterQueueFigures]) -> None:
         """Set every per-ClusterQueue gauge (batchgate's and Kueue's) from `figures`; queues gone are dropped."""
@@ -129,8 +135,8 @@ class KueueMetrics:
         self.weighted_share = series("kueue_cluster_queue_weighted_share", "Dominant resource share above nominal "
                                      "quota, per 1000 of what the cohort lends, divided by the weight (fair sharing "
                                      "only)", cq)
-        self.preemption_skips = Gauge("kueue_admission_cycle_preemption_skips", "Heads whose preemption the last "
-                                      "cycle skipped because another head took the same capacity", cq, registry=r)
+        self.preemption_skips = series("kueue_admission_cycle_preemption_skips", "Heads whose preemption the last "
+                                       "cycle skipped because another head took the same capacity", cq)
 
     def attempt(self, result: str, seconds: float) -> None:
         self.attempts.labels(result).inc()
@@ -156,18 +162,21 @@ class KueueMetrics:
 
 
 class Series:
-    """A labelled gauge set as a whole: series no longer present are removed (a queue deleted)."""
+    """A labelled gauge set as a whole: series no longer present are removed (a queue deleted), and
+    only values that changed are written (the admission loop shows one per queue every cycle, and
+    a cycle rarely changes any: bench/kueue_metrics_cpu.py)."""
 
     def __init__(self, gauge: Gauge) -> None:
         self.gauge = gauge
-        self._shown: set[tuple[str, ...]] = set()
+        self._shown: dict[tuple[str, ...], float] = {}
 
     def show(self, values: Mapping[tuple[str, ...], float]) -> None:
-        for labels in self._shown - set(values):
+        for labels in self._shown.keys() - values.keys():
             self.gauge.remove(*labels)
         for labels, value in values.items():
-            self.gauge.labels(*labels).set(value)
-        self._shown = set(values)
+            if self._shown.get(labels) != value:
+                self.gauge.labels(*labels).set(value)
+        self._shown = dict(values)
 
 
 class ProbeServer:
