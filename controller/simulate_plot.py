@@ -2,10 +2,11 @@
 
 Drawn from what the simulation itself recorded in its step reports (the ClusterQueue figures at
 the end of each step, and the admissions and preemptions of the step), so the picture and the
-table can never disagree. One panel per ClusterQueue; in it one line per flavor and resource (held from
-the end of one step to the end of the next), as a percentage of that resource's nominal quota (so GPUs, cores and bytes share an axis), a line at
-100 % for the nominal quota and, where set, one for the borrowing limit. Admissions and
-preemptions are marked above the step they happened in, with their count. matplotlib draws it
+table can never disagree. One panel per ClusterQueue; in it one line per flavor and resource
+(held from the end of one step to the end of the next), as a percentage of that resource's
+nominal quota (so GPUs, cores and bytes share an axis), a line at 100 % for the nominal quota
+and, where set, one for the borrowing limit. Admissions and preemptions are marked above the
+step they happened in, with their count. matplotlib draws it
 (its Figure alone, without pyplot: SVG through its SVG writer, PNG through Agg, no display
 needed), imported only when a plot is asked for.
 """

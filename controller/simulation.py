@@ -101,9 +101,7 @@ class Simulation:
             self._report.marks.append(Mark(ADMISSION, admit.workload, admit.cluster_queue))
         for preemption in effects.preempted:
             self.preemptions += 1
-            victim = preemption.target.workload
-            held = self.state.admitted.get(victim)
-            self._report.marks.append(Mark(PREEMPTION, victim, held.cluster_queue if held else ""))
+            self._report.marks.append(Mark(PREEMPTION, preemption.target.workload, preemption.target.cluster_queue))
             self._report.preempted.append({"name": preemption.target.workload, "reason": preemption.target.reason,
                                            "by": preemption.preemptor})
         self.evicting = [p.target.workload for p in effects.preempted] + [d.workload for d in effects.drained]
