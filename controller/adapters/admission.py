@@ -175,18 +175,18 @@ class AdmissionLoop:
             self._dirty.update(effects.requeued)
             self.cycles += 1
             cluster_queues = list(self.state.cluster_queues)
-            preemptions = kueue_metrics.preemptions(self.state, effects)
+            preemptions = kueue_metrics.preemptions(self.state, effects) if self.metrics.kueue else {}
             drained = [(evict, self.state.admitted[evict.workload].cluster_queue) for evict in effects.drained]
         took = self.clock.monotonic() - started
         self.metrics.cycle_duration.observe(took)
-        if (result := kueue_metrics.attempt_result(effects)) is not None:
-            self.metrics.kueue.attempt(result, took)
-        for name in cluster_queues:
-            skipped = effects.skipped_preemptions.get(name, 0)
-            self.metrics.preemption_skips.labels(name).set(skipped)
-            self.metrics.kueue.preemption_skips.labels(name).set(skipped)
-        for (preempting, reason), count in preemptions.items():
-            self.metrics.kueue.preempted.labels(preempting, reason).inc(count)
+        kueue = self.metrics.kueue  # None with --no-kueue-metrics
+        if kueue is not None and (result := kueue_metrics.attempt_result(effects)) is not None:
+            kueue.attempt(result, took)
+        self.metrics.show_preemption_skips({(name,): float(effects.skipped_preemptions.get(name, 0))
+                                            for name in cluster_queues})
+        if kueue is not None:
+            for (preempting, reason), count in preemptions.items():
+                kueue.preempted.labels(preempting, reason).inc(count)
         for preemption in effects.preempted:
             self.metrics.evicted(preemption.target.cluster_queue, keys.EVICTED_BY_PREEMPTION)
         for evict, cluster_queue in drained:
@@ -308,6 +308,8 @@ class AdmissionLoop:
         with self._lock:
             self._admission_written(admit.workload, True)
         self.metrics.admitted.labels(admit.cluster_queue).inc()
+        if self.metrics.kueue is None:
+            return
         try:
             waited = kueue_metrics.queued_wait_seconds(Workload.from_dict(observed or {}), now)
         except FieldError as exc:  # changed since the state read it; the state kept the last valid one
