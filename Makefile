@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean browser
 
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,9 +15,15 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 demo: $(STAMP)
 	$(BIN)/batchgate demo $(DEMO_ARGS)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The dashboard's browser tests drive Debian's headless Chromium; install it where it is missing
+# (CI's fresh machine), never a browser download from pip.
+browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

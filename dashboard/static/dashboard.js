@@ -38,14 +38,24 @@
   }
 
   if (!window.EventSource) { say("Live updates: not supported by this browser; reload to refresh"); return; }
-  var source = new EventSource("/events");
-  source.addEventListener("open", function () { say("Live updates: connected"); });
-  source.addEventListener("digest", function (event) {
-    var data = JSON.parse(event.data);
-    say(data.staleSince ? "Live updates: connected, but the cluster is not answering (stale)" : "Live updates: connected");
-    if (data.version !== shown) { refresh(data.version); }
-  });
-  source.addEventListener("error", function () {
-    say("Live updates: disconnected from the dashboard; the page is stale, reconnecting");
-  });
+  var source = null;
+
+  function connect() {
+    source = new EventSource("/events");
+    source.addEventListener("open", function () { say("Live updates: connected"); });
+    source.addEventListener("digest", function (event) {
+      var data = JSON.parse(event.data);
+      say(data.staleSince ? "Live updates: connected, but the cluster is not answering (stale)" : "Live updates: connected");
+      if (data.version !== shown) { refresh(data.version); }
+    });
+    source.addEventListener("error", function () {
+      say("Live updates: disconnected from the dashboard; the page is stale, reconnecting");
+    });
+  }
+
+  // A page left for another keeps its stream open in the back/forward cache, and browsers allow
+  // six connections per host: close it on the way out, reopen it on the way back.
+  window.addEventListener("pagehide", function () { if (source) { source.close(); source = null; } });
+  window.addEventListener("pageshow", function () { if (!source) { connect(); } });
+  connect();
 })();
