@@ -81,6 +81,11 @@ def create_app(source: Source) -> Flask:
     def audit() -> str:
         return render("audit.html", "audit")
 
+    @app.get("/healthz")
+    def healthz() -> tuple[str, int, dict[str, str]]:
+        """Serving: the pages work even while the API server does not answer (they say stale)."""
+        return "ok\n", 200, {"Content-Type": "text/plain"}
+
     @app.get("/events")
     def events() -> Response:
         last = request.headers.get("Last-Event-ID", "")

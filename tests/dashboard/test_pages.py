@@ -131,3 +131,4 @@ def test_static_assets_are_served_from_the_package() -> None:
     client = create_app(FixedSource(observed([]))).test_client()
     assert client.get("/static/dashboard.js").status_code == 200
     assert client.get("/static/dashboard.css").status_code == 200
+    assert client.get("/healthz").get_data(as_text=True) == "ok\n"
