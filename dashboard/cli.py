@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     try:
-        server = serve(hub, args.address, args.port)
+        server = serve(hub, args.address, args.port, log_requests=args.log_level in ("debug", "info"))
     except OSError as exc:
         hub.stop()
         print(f"{PROG}: cannot listen on {args.address}:{args.port}: {exc.strerror}", file=sys.stderr)

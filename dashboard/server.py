@@ -6,6 +6,7 @@ all viewers share, and a handful of long-lived event streams is what it serves.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from werkzeug.serving import BaseWSGIServer, make_server
@@ -31,6 +32,7 @@ class Server:
         self._wsgi.server_close()
 
 
-def serve(source: Source, address: str, port: int) -> Server:
-    """Start serving `source`'s pages in a background thread."""
+def serve(source: Source, address: str, port: int, log_requests: bool = False) -> Server:
+    """Start serving `source`'s pages in a background thread; a line per request only if asked."""
+    logging.getLogger("werkzeug").setLevel(logging.INFO if log_requests else logging.WARNING)
     return Server(make_server(address, port, create_app(source), threaded=True))  # daemon request threads
