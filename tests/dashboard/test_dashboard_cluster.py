@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -62,9 +63,11 @@ def test_the_nodes_page_shows_the_gpus_a_running_appwrapper_holds(live_client: K
     assert sum(n.gpus_used for n in nodes) >= 6 and {n.gpus for n in nodes} == {8}
 
 
-def test_on_a_cluster_without_our_crds_those_panels_say_so_then_the_view_turns_stale_when_it_goes(tmp_path: Any) -> None:
+def test_on_a_cluster_without_our_crds_those_panels_say_so_the_view_turns_stale_when_it_goes_and_reconnects(
+        tmp_path: Any) -> None:
     """No RBAC in the local cluster yet to forbid a kind: an unserved kind takes the same path
-    (a failed list recorded per kind); the forbidden wording is covered by the rendering tests."""
+    (a failed list recorded per kind); the forbidden wording is covered by the rendering tests.
+    The cluster restarted on its port issues new tokens, so once reconnected every kind says 401."""
     cluster = LocalCluster(tmp_path)  # API only, and no CRDs applied
     cluster.__enter__()
     hub = hub_from_kubeconfig(str(cluster.kubeconfig), None, SystemClock(), watch_timeout=5)
@@ -80,5 +83,11 @@ def test_on_a_cluster_without_our_crds_those_panels_say_so_then_the_view_turns_s
         cluster.__exit__(None, None, None)
         eventually(lambda: hub.published.digest.observed.stale_since is not None, timeout=30,
                    what="the digest to say it is stale")
+        port = urlsplit(hub.informers[0].client.api_client.configuration.host).port
+        with LocalCluster(tmp_path, port=port):
+            eventually(lambda: hub.published.digest.observed.stale_since is None, timeout=30,
+                       what="the watches to reconnect")
+            eventually(lambda: hub.published.digest.observed.problems.get("Node", "").startswith("401"), timeout=30,
+                       what="the old token to be refused")
     finally:
         hub.stop()
