@@ -107,7 +107,7 @@ class Hub:
         self._dirty = threading.Event()
         self._stop = threading.Event()
         self._cond = threading.Condition()
-        self._published = Published(0, digest(Observed({}, stale_since=None), clock.now()))
+        self._published = Published(0, digest(Observed({}, reading=KINDS), clock.now()))
         self._audit_mark: tuple[float, int] | None = None
         observing = ObservingClient(client, self.health)
         self.informers = [Informer(observing, RESOURCES[kind], self.store, self._changed, watch_timeout=watch_timeout,
@@ -147,7 +147,8 @@ class Hub:
             if self._stop.is_set():
                 return
             audit_moved = self._audit_moved()
-            if not (self._dirty.is_set() or self.health.changed.is_set() or audit_moved):
+            synced_more = self._reading() != self._published.digest.observed.reading  # an empty kind lists no change
+            if not (self._dirty.is_set() or self.health.changed.is_set() or audit_moved or synced_more):
                 continue
             self._dirty.clear()
             self.health.changed.clear()
@@ -165,7 +166,10 @@ class Hub:
         snapshot = self.store.snapshot(KINDS)
         objects = {kind: tuple(snapshot.get(kind, {}).values()) for kind in KINDS}
         lines, audit_problem = self._audit_lines()
-        return Observed(objects, problems, stale_since, lines, audit_problem, self.fair_sharing)
+        return Observed(objects, problems, stale_since, lines, audit_problem, self.fair_sharing, self._reading())
+
+    def _reading(self) -> tuple[str, ...]:
+        return tuple(i.kind for i in self.informers if not i.synced.is_set())
 
     def _audit_moved(self) -> bool:
         if not self.audit_log:

@@ -29,6 +29,7 @@ class Observed:
     audit_lines: tuple[str, ...] | None = None  # None: no audit log configured or readable
     audit_problem: str = ""
     fair_sharing: bool = False
+    reading: tuple[str, ...] = ()  # kinds whose first list has not finished: their panels are not yet complete
 
     def of(self, kind: str) -> tuple[Obj, ...]:
         return self.objects.get(kind, ())

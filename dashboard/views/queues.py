@@ -33,7 +33,10 @@ class QuotaBar:
 def quota_bar(row: QuotaRow) -> QuotaBar:
     scale = max(row.nominal, row.usage, 1)
     within = min(row.usage, row.nominal)
-    fmt = lambda units: format_units(row.resource, units)  # noqa: E731
+
+    def fmt(units: int) -> str:
+        return format_units(row.resource, units)
+
     return QuotaBar(row.flavor, row.resource, fmt(row.nominal), fmt(row.usage), fmt(row.borrowed),
                     fmt(row.unused_lendable), fmt(row.available), within * 100 // scale,
                     (row.usage - within) * 100 // scale, row.usage > row.nominal)
@@ -55,7 +58,7 @@ class ClusterQueueCard:
 
 def cluster_queue_cards(report: Report, shares: dict[str, tuple[str, int]] | None) -> tuple[ClusterQueueCard, ...]:
     """`shares` maps a ClusterQueue to (weight, share) when fair sharing is on."""
-    return tuple(_card(s, (shares or {}).get(s.name) if shares is not None else None) for s in report.cluster_queues)
+    return tuple(_card(s, None if shares is None else shares.get(s.name)) for s in report.cluster_queues)
 
 
 def _card(s: ClusterQueueSummary, fair: tuple[str, int] | None) -> ClusterQueueCard:

@@ -88,6 +88,11 @@ def test_a_stale_view_says_since_when() -> None:
     assert "Stale: the API server has not answered since 12:30:00 UTC" in text_of(html)
 
 
+def test_before_the_first_lists_finish_the_page_says_it_is_incomplete() -> None:
+    _, html = get(observed([], reading=("Workload", "Pod")), "/")
+    assert "Still reading Workload, Pod from the cluster" in text_of(html)
+
+
 def test_fifteen_thousand_pending_workloads_are_paged_on_the_server() -> None:
     status, html = get(observed(team_queues(pending=250)), "/workloads?page=3")
     assert status == 200
