@@ -125,8 +125,6 @@ class Hub:
         self._dirty.set()
         for informer in self.informers:
             informer.stop()
-        with self._cond:
-            self._cond.notify_all()
 
     @property
     def published(self) -> Published:
@@ -135,7 +133,7 @@ class Hub:
     def wait_newer(self, version: int, timeout: float) -> Published:
         """The digest once it is newer than `version`, or the current one after `timeout` seconds."""
         with self._cond:
-            self._cond.wait_for(lambda: self._published.version > version or self._stop.is_set(), timeout)
+            self._cond.wait_for(lambda: self._published.version > version, timeout)
             return self._published
 
     def _changed(self, change: Change) -> None:
