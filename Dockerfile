@@ -13,6 +13,7 @@ COPY batchgate batchgate
 COPY webhook webhook
 COPY controller controller
 COPY certs certs
+COPY dashboard dashboard
 RUN /opt/batchgate/bin/pip install --no-cache-dir --no-deps . \
     && /opt/batchgate/bin/python -m compileall -q /opt/batchgate
 

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("controller.simulate_cli:main", "run quota admission over a trace"),
     "certs": ("certs.cli:main", "make or rotate CA and serving certificates"),
     "check": ("controller.check_cli:main", "check capacity against quotas and explain pending work"),
+    "dashboard": ("dashboard.cli:main", "serve a live read-only web view of queues, AppWrappers and nodes"),
 }
 # batchgate's own top-level packages: one missing is a command left out of this build
 _OURS = {target.split(".")[0] for target, _ in COMMANDS.values()}

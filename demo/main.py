@@ -99,6 +99,13 @@ def explore(stack: Stack, narrator: Narrator) -> None:
                    ".venv/bin/batchgate check   # capacity against quotas, and why work waits\n"
                    "docs/demo.md has more")
     narrator.say(f"the gateway's audit log (a JSON line per decision): {stack.workdir / 'audit.log'}")
+    from dashboard.server import serve
+    from dashboard.watch import hub_from_kubeconfig
+
+    hub = hub_from_kubeconfig(str(stack.cluster.kubeconfig), None, SystemClock(), audit_log=str(stack.workdir / "audit.log"))
+    dashboard = serve(hub, "127.0.0.1", 0)
+    hub.start()
+    narrator.say(f"the dashboard (live, read-only; `batchgate dashboard` serves the same): http://127.0.0.1:{dashboard.port}/")
     print(f"export KUBECONFIG={stack.cluster.kubeconfig}", flush=True)
     threading.Event().wait()
 

@@ -64,7 +64,7 @@ def test_vocabulary_imports_no_io_framework_nor_product_layers(path: Path) -> No
 
 @pytest.mark.parametrize(
     "path",
-    python_files("webhook/rules", "controller/state", "controller/decisions", "controller/check"),
+    python_files("webhook/rules", "controller/state", "controller/decisions", "controller/check", "dashboard/views"),
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_pure_layers_import_no_io_and_no_adapter(path: Path) -> None:
@@ -109,6 +109,14 @@ def test_only_the_adapters_use_the_kubernetes_client(path: Path) -> None:
 def test_the_gateway_and_the_controller_do_not_import_each_other(path: Path, other: str) -> None:
     """What both need (frameworks, keys, models) lives in batchgate/ (DESIGN.md 2)."""
     assert offending(path, {other}) == []
+
+
+@pytest.mark.parametrize("path", python_files("dashboard"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_dashboard_reads_through_the_controllers_adapters_and_writes_nothing_of_its_own(path: Path) -> None:
+    """Only its watch edge talks to the API server, through the controller's client and informers."""
+    if path.relative_to(ROOT).as_posix() != "dashboard/watch.py":
+        assert offending(path, {"kubernetes"}) == []
+    assert offending(path, {"webhook", "localcluster"}) == []
 
 
 def test_relative_imports_are_resolved() -> None:

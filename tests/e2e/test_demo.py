@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 
 from demo.kubectl import KUBECTL
+from tests.controller.cluster import eventually
 from tests.demo.helpers import corpus_dir, popen_demo, run_demo
 
 DEMO_TIMEOUT_SECONDS = 240
@@ -158,6 +160,10 @@ def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path)
                 kubeconfig = line.split("=", 1)[1].strip()
                 break
         assert kubeconfig, "the demo never printed its KUBECONFIG line" + said()
+        dashboard = re.search(r"the dashboard .*(http://127\.0\.0\.1:\d+/)", "".join(seen))
+        assert dashboard, "the demo never printed the dashboard's address" + said()
+        eventually(lambda: "ClusterQueue team-a-cq" in requests.get(dashboard.group(1) + "queues", timeout=30).text,
+                   timeout=30, what=lambda: "the dashboard to show the demo's queues" + said())
         queues = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "get", "clusterqueues", "-o", "name"],
                                 capture_output=True, text=True, timeout=30)
         assert queues.stdout.split() == ["clusterqueue.kueue.x-k8s.io/slack-cluster-queue",

@@ -131,7 +131,28 @@ def test_cert_manager_issues_the_serving_secret_and_injects_every_ca_bundle() ->
 
 def test_monitoring_adds_a_service_and_a_servicemonitor_per_process() -> None:
     docs = build("monitoring")
-    assert len(of_kind(docs, "Service")) == 2 and len(of_kind(docs, "ServiceMonitor")) == 2
+    metrics = [d for d in of_kind(docs, "Service")
+               if d["metadata"]["labels"].get("app.kubernetes.io/component") == "metrics"]
+    assert len(metrics) == 2 and len(of_kind(docs, "ServiceMonitor")) == 2
+
+
+def test_monitoring_deploys_the_dashboard_read_only_with_every_kind_it_watches() -> None:
+    from controller.adapters.kube import RESOURCES
+    from dashboard.views.observed import KINDS
+
+    docs = build("monitoring")
+    (role,) = [d for d in of_kind(docs, "ClusterRole") if d["metadata"]["name"] == "batchgate-dashboard"]
+    granted = {(group, resource) for rule in role["rules"] for group in rule["apiGroups"] for resource in rule["resources"]}
+    assert all(set(rule["verbs"]) <= {"get", "list", "watch"} for rule in role["rules"])
+    assert granted == {(RESOURCES[k].group, RESOURCES[k].plural) for k in KINDS}
+    (deployment,) = [d for d in of_kind(docs, "Deployment") if d["metadata"]["name"] == "batchgate-dashboard"]
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    assert container["args"][0] == "dashboard" and container["image"] == "ghcr.io/batchgate/batchgate:0.1.0"
+    assert spec["serviceAccountName"] == "batchgate-dashboard" and spec["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    (service,) = [d for d in of_kind(docs, "Service") if d["metadata"]["name"] == "batchgate-dashboard"]
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
 
 
 def test_the_default_install_runs_the_certificate_keeper_beside_every_gateway() -> None:
