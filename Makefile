@@ -24,7 +24,7 @@ test: $(STAMP) test-tools
 # the monitoring overlay's alert rules.
 test-tools:
 	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver -a -x /usr/bin/promtool || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver prometheus; }
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver prometheus; }
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
