@@ -11,6 +11,7 @@ from pathlib import Path
 
 from typing import Any
 
+from localcluster.authorization import MODES, RBAC
 from localcluster.users import UsersFileError
 
 
@@ -21,6 +22,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--users-file", type=Path, help="YAML list of users (name, username, uid, groups)")
     parser.add_argument("--speed", type=float, default=1.0, help="simulated time runs this many times faster")
     parser.add_argument("--workdir", type=Path, help="directory for certificates and state (default: a temp dir)")
+    parser.add_argument("--authorization", choices=MODES, default=RBAC,
+                        help="RBAC (default: roles and bindings decide, as kube-apiserver) or AlwaysAllow")
     parser.add_argument("--api-only", action="store_true",
                         help="serve the API without simulated nodes, kubelets, scheduler or controllers")
     nodes = parser.add_argument_group("simulated nodes")
@@ -66,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster = LocalCluster(workdir, port=args.port, users_file=args.users_file, speed=args.speed,
                                controllers=[] if args.api_only else DEFAULT_CONTROLLERS,
-                               nodes=[] if args.api_only else nodes)
+                               nodes=[] if args.api_only else nodes, authorization=args.authorization)
     except UsersFileError as exc:
         print(f"batchgate cluster: {exc}", file=sys.stderr)
         return 2

@@ -119,7 +119,9 @@ async def mutate(server: ApiServer, ctx: Context, operation: str, obj: dict[str,
 
 async def validate(server: ApiServer, ctx: Context, operation: str, obj: dict[str, Any] | None,
                    old: dict[str, Any] | None, name: str, options_kind: str, warnings: list[str]) -> None:
-    """Validating webhooks (if any match), after the server's own validation."""
+    """RBAC's escalation check on roles and bindings, then validating webhooks (if any match)."""
+    if operation != "DELETE":
+        server.authorizer.check_write(ctx.user, views.storage_key(ctx.target.rt), obj, old)
     if _skips_admission(server, ctx):
         return
     try:
