@@ -60,11 +60,23 @@ def kubectl(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactor
     return run
 
 
+def role_binding(namespace: str, role: str, users: tuple[str, ...], kind: str = "ClusterRole") -> str:
+    """A RoleBinding (YAML) giving `users` the role `role` in `namespace`."""
+    subjects = "".join(f"  - {{apiGroup: rbac.authorization.k8s.io, kind: User, name: {u}}}\n" for u in users)
+    return (f"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n"
+            f"  name: {role.replace(':', '-')}-{'-'.join(users)}\n  namespace: {namespace}\n"
+            f"roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: {kind}, name: {role}}}\nsubjects:\n{subjects}")
+
+
+SHARED_USERS = ("alice", "bob")
+
+
 @pytest.fixture
 def namespace(local_cluster: LocalCluster, kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> str:
-    """A fresh namespace per test."""
+    """A fresh namespace per test, shared by alice and bob (both hold `edit` there)."""
     name = f"t-{uuid.uuid4().hex[:8]}"
-    kubectl("create", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+    kubectl("create", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"
+            "---\n" + role_binding(name, "edit", SHARED_USERS))
     return name
 
 

@@ -39,6 +39,7 @@ from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.behavior import BEHAVIOR_ANNOTATION
 from localcluster.sim.nodes import parse_nodes_file
+from tests.localcluster_fixtures import role_binding
 from webhook.serving.launch import REPO_ROOT, RunningGateway, start_gateway
 
 SPEED = 10.0
@@ -191,6 +192,7 @@ def start_stack(workdir: Path) -> AwStack:
     try:
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
         kubectl.run("create", "namespace", SYSTEM_NAMESPACE)
+        kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "rbac"))  # the product's and the users' roles
         kubectl.run("apply", "-f", "-", stdin=policy_configmap())
         kubectl.run("apply", "-f", "-", stdin=PRIORITIES)
         clock = SystemClock()
@@ -447,6 +449,8 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
     local = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
              "metadata": {"name": QUEUE, "namespace": namespace}, "spec": {"clusterQueue": f"cq-{namespace}"}}
     stack.admin("create", "namespace", namespace)
+    stack.admin("apply", "-f", "-", stdin=role_binding(namespace, "edit", (USER,)) + "---\n"
+                + role_binding(namespace, "batchgate-team", (USER,)))
     stack.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([queue, local]))
     watch = Watch.start(stack.kubectl, namespace)
     # kubectl needs a moment before its watch stands; an AppWrapper no controller of ours manages

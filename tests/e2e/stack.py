@@ -25,6 +25,7 @@ from demo.kubectl import KUBECTL
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
+from tests.localcluster_fixtures import SHARED_USERS, role_binding
 from webhook.serving.launch import RunningGateway, start_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +104,9 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
 
             run("create", "namespace", NAMESPACE)
             run("apply", "-k", str(ROOT / "manifests" / "crds"))
+            run("apply", "-k", str(ROOT / "manifests" / "rbac"))
+            run("apply", "-f", "-", input=role_binding(NAMESPACE, "edit", SHARED_USERS) + "---\n"
+                + role_binding(NAMESPACE, "batchgate-team", SHARED_USERS))
             ca_bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
             run("apply", "-f", "-", input=webhook_configurations(ca_bundle))
             yield Stack(cluster, run, gateway)
