@@ -207,3 +207,32 @@ def _write(path: Path, data: bytes, private: bool = False) -> None:
     if private:
         tmp.chmod(0o600)
     tmp.replace(path)
+
+
+def _pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def issue_secret_data(
+    names: list[str],
+    now: _dt.datetime,
+    *,
+    ca_days: int,
+    cert_days: int,
+    current: dict[str, bytes] | None = None,
+    keep_cas: tuple[x509.Certificate, ...] = (),
+) -> dict[str, bytes]:
+    """The data of a serving Secret: a serving pair signed by `current`'s CA, or by a new CA when
+    `current` is None; a new ca.crt lists the CAs in `keep_cas` after the new one, so clients
+    holding the old bundle and servers holding the old certificate keep trusting each other."""
+    if current is None:
+        ca_cert, ca_key = make_ca("batchgate-ca", now, ca_days)
+        ca_pem = _pem(ca_cert) + b"".join(_pem(c) for c in keep_cas)
+    else:
+        ca_cert = x509.load_pem_x509_certificates(current[CA_CERT])[0]
+        loaded = serialization.load_pem_private_key(current[CA_KEY], password=None)
+        if not isinstance(loaded, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{CA_KEY}: expected an EC private key")
+        ca_key, ca_pem = loaded, current[CA_CERT]
+    cert, key = make_serving_cert(ca_cert, ca_key, names, now, cert_days)
+    return {CA_CERT: ca_pem, CA_KEY: _pem_key(ca_key), TLS_CERT: _pem(cert), TLS_KEY: _pem_key(key)}

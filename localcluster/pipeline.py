@@ -25,7 +25,7 @@ from typing import Any
 from localcluster import crd_schema, lifecycle, shapes, views
 from localcluster.admission import AdmissionAttributes, AdmissionDenied, WebhookDispatcher
 from localcluster.clock import rfc3339
-from localcluster.errors import ApiError, already_exists, bad_request, forbidden, not_found
+from localcluster.errors import ApiError, FieldError, already_exists, bad_request, forbidden, invalid, not_found
 from localcluster.patching.apply import record_update
 from localcluster.reads import view_bytes, view_obj
 from localcluster.resources import ResourceType
@@ -79,12 +79,31 @@ def decode(ctx: Context, value: Any) -> Decoded:
     return Decoded(obj, tuple(f'unknown field "{p}"' for p in pruned) if mode == "Warn" else ())
 
 
-def dry_run(ctx: Context) -> bool:
-    values = ctx.query.getall("dryRun", [])
-    for value in values:
-        if value != "All":
-            raise bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-    return bool(values)
+_OPTIONS_OF_METHOD = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions",
+                      "DELETE": "DeleteOptions"}
+
+
+def dry_run_values(ctx: Context, delete_options: dict[str, Any] | None = None) -> list[str]:
+    """The request's dryRun directives: a delete's DeleteOptions (body, then query), else the query's.
+
+    An unknown directive is refused as kube-apiserver's Validate*Options refuse it: 422 on the options kind.
+    """
+    if delete_options is not None and "dryRun" in delete_options:
+        values = delete_options["dryRun"] or []
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise bad_request("json: cannot unmarshal into Go struct field DeleteOptions.dryRun of type []string")
+    else:
+        values = list(ctx.query.getall("dryRun", []))
+    if any(value != "All" for value in values):
+        kind = _OPTIONS_OF_METHOD.get(ctx.request.method, "CreateOptions")
+        raise invalid("meta.k8s.io", kind, "", [FieldError("NotSupported", "dryRun", value=values, supported=("All",))])
+    return values
+
+
+def dry_run(ctx: Context, delete_options: dict[str, Any] | None = None) -> bool:
+    """Whether nothing may be stored: kube-apiserver honours dryRun on every verb, in the query or a
+    delete's body, and still runs admission (webhooks see `dryRun: true`)."""
+    return bool(dry_run_values(ctx, delete_options))
 
 
 def check_namespace(server: ServerState, rt: ResourceType, namespace: str, name: str) -> None:
@@ -204,7 +223,7 @@ _OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE":
 
 
 def _attributes(ctx: Context, operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
-                name: str) -> AdmissionAttributes:
+                name: str, delete_options: dict[str, Any] | None) -> AdmissionAttributes:
     rt = ctx.target.rt
     namespace = ctx.target.namespace or (obj or old or {}).get("metadata", {}).get("namespace", "")
     if rt.group_resource == ("", "namespaces"):
@@ -212,16 +231,19 @@ def _attributes(ctx: Context, operation: str, obj: dict[str, Any] | None, old: d
     return AdmissionAttributes(
         operation=operation, group=rt.group, version=rt.version, kind=rt.kind, resource=rt.plural,
         subresource=ctx.target.subresource, namespace=namespace, name=name, user_info=ctx.user.info(),
-        dry_run=bool(ctx.query.getall("dryRun", [])), options=_options(ctx, _OPTIONS_KIND[operation]))
+        dry_run=dry_run(ctx, delete_options), options=_options(ctx, _OPTIONS_KIND[operation], delete_options))
 
 
-def _options(ctx: Context, kind: str) -> dict[str, Any]:
-    """The Create/Update/DeleteOptions an AdmissionReview carries, from the request's query."""
+def _options(ctx: Context, kind: str, delete_options: dict[str, Any] | None) -> dict[str, Any]:
+    """The Create/Update/DeleteOptions an AdmissionReview carries: a delete's own, else from the query."""
     options: dict[str, Any] = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
-    dry = ctx.query.getall("dryRun", [])
+    dry = dry_run_values(ctx, delete_options)
     if dry:
-        options["dryRun"] = list(dry)
-    if kind != "DeleteOptions":
+        options["dryRun"] = dry
+    if kind == "DeleteOptions":
+        options.update({k: v for k, v in (delete_options or {}).items()
+                        if k in ("gracePeriodSeconds", "propagationPolicy", "orphanDependents", "preconditions")})
+    else:
         for key in ("fieldManager", "fieldValidation"):
             if ctx.query.get(key):
                 options[key] = ctx.query[key]
@@ -234,13 +256,14 @@ def _webhooks(server: ServerState, ctx: Context) -> WebhookDispatcher | None:
 
 
 async def mutate(server: ServerState, ctx: Context, operation: str, obj: dict[str, Any] | None,
-                 old: dict[str, Any] | None, name: str, warnings: list[str]) -> dict[str, Any] | None:
+                 old: dict[str, Any] | None, name: str, warnings: list[str],
+                 delete_options: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Mutating webhooks (if any match): the object as they patched it."""
     webhooks = _webhooks(server, ctx)
     if webhooks is None:
         return obj
     try:
-        return await webhooks.mutate(_attributes(ctx, operation, obj, old, name), obj, old, warnings)
+        return await webhooks.mutate(_attributes(ctx, operation, obj, old, name, delete_options), obj, old, warnings)
     except AdmissionDenied as exc:
         raise ApiError.from_status(exc.status) from None
 
@@ -258,7 +281,8 @@ async def _mutated(server: ServerState, ctx: Context, operation: str, obj: dict[
 
 
 async def validate(server: ServerState, ctx: Context, operation: str, obj: dict[str, Any] | None,
-                   old: dict[str, Any] | None, name: str, warnings: list[str]) -> None:
+                   old: dict[str, Any] | None, name: str, warnings: list[str],
+                   delete_options: dict[str, Any] | None = None) -> None:
     """Stage 4: RBAC's escalation check on roles and bindings (kube-apiserver does it in their
     strategy), then validating webhooks (if any match), after the server's own validation."""
     if operation != "DELETE":
@@ -267,6 +291,6 @@ async def validate(server: ServerState, ctx: Context, operation: str, obj: dict[
     if webhooks is None:
         return
     try:
-        await webhooks.validate(_attributes(ctx, operation, obj, old, name), obj, old, warnings)
+        await webhooks.validate(_attributes(ctx, operation, obj, old, name, delete_options), obj, old, warnings)
     except AdmissionDenied as exc:
         raise ApiError.from_status(exc.status) from None

@@ -11,6 +11,7 @@ from aiohttp import web
 from localcluster import codec, lifecycle
 from localcluster.authorization import REVIEWS
 from localcluster.clock import rfc3339
+from localcluster.pipeline import dry_run
 from localcluster.errors import ApiError, bad_request, conflict, not_found
 from localcluster.reads import view_bytes
 from localcluster.responses import Context, json_response, raw_response
@@ -69,7 +70,7 @@ async def bind(server: ServerState, ctx: Context) -> web.Response:
     conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                        "lastTransitionTime": rfc3339(server.clock.now())})
     status["conditions"] = conditions
-    if not ctx.query.getall("dryRun", []):
+    if not dry_run(ctx):
         server.store.put(("", "pods"), pod)
     return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201},
                          status=201)
@@ -85,6 +86,8 @@ async def finalize_namespace(server: ServerState, ctx: Context, current: Entry, 
         lifecycle.check_resource_version(ctx.target.rt, current.obj, obj)
     if ns["spec"] == current.obj.get("spec"):
         return raw_response(view_bytes(ctx.target.rt, current))
+    if dry_run(ctx):
+        return json_response(ns)
     entry = server.store.put(("", "namespaces"), ns)
     if ns["metadata"].get("deletionTimestamp") and not ns["spec"]["finalizers"] and not ns["metadata"].get("finalizers"):
         gone = server.store.remove(("", "namespaces"), "", ns["metadata"]["name"])

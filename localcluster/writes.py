@@ -88,16 +88,25 @@ async def patch(server: ServerState, ctx: Context) -> web.Response:
     return _respond(ctx, await pipeline.update(server, ctx, current, decoded, applied=applied))
 
 
-async def delete(server: ServerState, ctx: Context) -> web.Response:
-    t = ctx.target
-    if t.subresource:
-        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+def _delete_options(ctx: Context) -> dict[str, Any]:
+    """The request's DeleteOptions: the body's fields, and the query's for those the body leaves out."""
     options = codec.decode_options(ctx.body, ctx.request.headers.get("Content-Type"))
     for key in ("propagationPolicy", "gracePeriodSeconds"):
         if key not in options and ctx.query.get(key) is not None:
             options[key] = ctx.query.get(key)
     if "orphanDependents" not in options and ctx.query.get("orphanDependents") is not None:
         options["orphanDependents"] = codec.parse_bool(ctx.query.get("orphanDependents"), "orphanDependents")
+    if "dryRun" not in options and ctx.query.getall("dryRun", []):
+        options["dryRun"] = list(ctx.query.getall("dryRun"))
+    dry_run(ctx, options)  # an unsupported directive is refused before anything is looked up
+    return options
+
+
+async def delete(server: ServerState, ctx: Context) -> web.Response:
+    t = ctx.target
+    if t.subresource:
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    options = _delete_options(ctx)
     if t.rt.group_resource == ("", "namespaces") and t.name in UNDELETABLE_NAMESPACES:
         raise forbidden(f'namespaces "{t.name}" is forbidden: this namespace may not be deleted', "", "namespaces", t.name)
     current = _current(server, ctx)
@@ -105,19 +114,19 @@ async def delete(server: ServerState, ctx: Context) -> web.Response:
 
 
 async def delete_entry(server: ServerState, ctx: Context, current: Entry, options: dict[str, Any]) -> web.Response:
+    """Plan, admit and carry out one delete; a dry run answers as the delete would and stores nothing."""
     t = ctx.target
     view = views.from_storage(t.rt, current.copy())
     plan = lifecycle.plan_delete(t.rt, view, options, server.clock.now())
     warnings: list[str] = []
     name = view["metadata"]["name"]
-    await pipeline.mutate(server, ctx, "DELETE", None, view, name, warnings)
-    await pipeline.validate(server, ctx, "DELETE", None, view, name, warnings)
-    if dry_run(ctx):
-        return json_response(view, warnings=warnings)
+    await pipeline.mutate(server, ctx, "DELETE", None, view, name, warnings, options)
+    await pipeline.validate(server, ctx, "DELETE", None, view, name, warnings, options)
+    is_dry = dry_run(ctx, options)
     key = views.storage_key(t.rt)
     meta = view["metadata"]
     if plan.remove:
-        gone = server.store.remove(key, meta.get("namespace", ""), meta["name"])
+        gone = current if is_dry else server.store.remove(key, meta.get("namespace", ""), meta["name"])
         if t.rt.group_resource in (("", "pods"), ("", "services"), ("", "namespaces")) and gone is not None:
             return raw_response(view_bytes(t.rt, gone), warnings=warnings)
         details = {"name": meta["name"], "kind": t.rt.plural, "uid": meta.get("uid")}
@@ -126,6 +135,8 @@ async def delete_entry(server: ServerState, ctx: Context, current: Entry, option
         return json_response(status_success(details), warnings=warnings)
     if plan.obj is view:
         return raw_response(view_bytes(t.rt, current), warnings=warnings)
+    if is_dry:
+        return json_response(plan.obj, warnings=warnings)
     entry = server.store.put(key, views.to_storage(t.rt, plan.obj))
     return raw_response(view_bytes(t.rt, entry), warnings=warnings)
 
@@ -134,9 +145,7 @@ async def delete_collection(server: ServerState, ctx: Context) -> web.Response:
     t = ctx.target
     if "deletecollection" not in t.rt.verbs:
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-    options = codec.decode_options(ctx.body, ctx.request.headers.get("Content-Type"))
-    if "propagationPolicy" not in options and ctx.query.get("propagationPolicy"):
-        options["propagationPolicy"] = ctx.query.get("propagationPolicy")
+    options = _delete_options(ctx)
     for entry in matching_entries(server, ctx)[0]:
         try:
             await delete_entry(server, ctx, entry, options)

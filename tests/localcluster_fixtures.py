@@ -47,10 +47,18 @@ def kubectl(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactor
 
     `kubectl.command` is the argv prefix, for tests that need a long-running kubectl (get -w, wait).
     """
-    cache = tmp_path_factory.mktemp("kubectl-cache")
-    command = [KUBECTL, "--kubeconfig", str(local_cluster.kubeconfig), "--cache-dir", str(cache)]
+    return kubectl_runner(local_cluster, tmp_path_factory.mktemp("kubectl-cache"))
 
-    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+
+def kubectl_runner(cluster: LocalCluster, cache: Path, default_timeout: float = 30) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The real kubectl against `cluster`, failing the test with what kubectl printed unless check=False.
+
+    `run.command` is the argv prefix, for tests that start a long-running kubectl (get -w, wait).
+    """
+    command = [KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(cache)]
+
+    def run(*args: str, input: str | None = None, check: bool = True,
+            timeout: float = default_timeout) -> subprocess.CompletedProcess[str]:
         result = subprocess.run([*command, *args], input=input, capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")

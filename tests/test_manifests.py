@@ -10,7 +10,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-KUSTOMIZATIONS = sorted(p.parent for p in (ROOT / "manifests").rglob("kustomization.yaml"))
+KUSTOMIZATIONS = sorted(p.parent for p in (ROOT / "manifests").rglob("kustomization.yaml")
+                        if yaml.safe_load(p.read_text())["kind"] == "Kustomization")
+"""Components (manifests/image, manifests/certificate-keeper) build only inside an overlay."""
 
 
 def build(directory: Path) -> list[dict]:
@@ -24,6 +26,12 @@ def build(directory: Path) -> list[dict]:
 def test_every_kustomization_builds(directory: Path) -> None:
     docs = build(directory)
     assert docs and all(doc.get("kind") and doc.get("apiVersion") for doc in docs)
+
+
+def test_every_kustomization_is_reached_from_an_overlay_or_is_one() -> None:
+    overlays = {"default", "cert-manager", "local", "monitoring", "third-party-crds"}
+    assert overlays <= {p.name for p in KUSTOMIZATIONS}
+    assert not (ROOT / "manifests" / "kustomization.yaml").exists(), "install through an overlay, not manifests/"
 
 
 def test_webhook_configurations_stay_out_of_the_system_namespaces() -> None:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from batchgate.policy import PolicyError
@@ -68,16 +69,29 @@ def parser() -> argparse.ArgumentParser:
                    help=f"how long a per-component authorization answer is reused (default {ANSWER_TTL:g}; "
                         "0 asks every time)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--cert-wait", type=int, default=0, metavar="SECONDS",
+                   help="wait this long for tls.crt/tls.key to appear (a certificate keeper makes them); default 0")
     return p
+
+
+def _wait_for_certs(cert_dir: Path, seconds: int) -> list[Path]:
+    """The serving files still missing after waiting up to `seconds` for them (polled each second)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        missing = [cert_dir / name for name in ("tls.crt", "tls.key") if not (cert_dir / name).is_file()]
+        if not missing or time.monotonic() >= deadline:
+            return missing
+        print(f"batchgate webhook: waiting for {', '.join(map(str, missing))} (made by `batchgate certs manage`)",
+              file=sys.stderr, flush=True)
+        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    for name in ("tls.crt", "tls.key"):
-        if not (args.cert_dir / name).is_file():
-            print(f"batchgate webhook: {args.cert_dir / name} not found (run `batchgate certs init --dir {args.cert_dir}`)",
-                  file=sys.stderr)
-            return 2
+    for path in _wait_for_certs(args.cert_dir, args.cert_wait):
+        print(f"batchgate webhook: {path} not found (run `batchgate certs init --dir {args.cert_dir}`, or let "
+              f"`batchgate certs manage` make the Secret)", file=sys.stderr)
+        return 2
     if args.policy_file is not None:
         from webhook.policy.file import read_policy_file
 

@@ -122,25 +122,29 @@ class AppWrapperReconciler:
         if aw.phase in _NOTHING_DEPLOYED and not aw.deleting:
             return Observed({}, pods)
         states: dict[int, ComponentState] = {}
+        # Failed pods are judged only after the components: read those from the API then, since a
+        # deleted component's pods fail as they go, and its DELETED event may still be on the way.
+        confirm = pods.failed > 0
         for index, component in enumerate(aw.components):
             if not component.name:
                 continue
             try:
                 resource = self.resolver.resolve(component.api_version, component.kind)
-                obj = self._read(resource, component.name, aw.namespace)
+                obj = self._read(resource, component.name, aw.namespace, confirm=confirm)
             except NoMatch:  # nothing of a kind the server does not serve can exist
                 obj = None
             states[index] = ComponentState(exists=False) if obj is None else ComponentState(
                 exists=True, deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")), failure=job_failure(obj))
         return Observed(states, pods, failed_components(aw, labelled) if pods.failed else ())
 
-    def _read(self, resource: Resource, name: str, namespace: str) -> Mapping[str, Any] | None:
-        """From the store for a watched kind, else from the API; None only if the API says it does not exist.
+    def _read(self, resource: Resource, name: str, namespace: str, confirm: bool = False) -> Mapping[str, Any] | None:
+        """From the store for a watched kind, else (or with `confirm`) from the API; None only if the
+        API says it does not exist.
 
         A store miss is confirmed by a GET: a cache that lags the API (a restart, a slow watch) must
         not turn into a MissingComponent failure, which is never retried (goal R5, appwrapper#416).
         """
-        if _CACHED.get(resource.kind) == resource:
+        if _CACHED.get(resource.kind) == resource and not confirm:
             cached = self.store.get(resource.kind, namespace, name)
             if cached is not None:
                 return cached

@@ -157,8 +157,11 @@ def test_a_gang_that_does_not_fit_stays_entirely_pending_and_is_placed_once_capa
     # Each node has 2 GPUs left: a gang of two 4-GPU pods fits nowhere until `big` finishes.
     client.create(JOBS, a_job(ns, "wait", pods=2, gpus=4, run_for="1s"))
     eventually(lambda: phase(client, ns, "wait") == "Scheduling", timeout=20, what="wait Scheduling")
-    failed = eventually(lambda: events(client, ns, "FailedScheduling"), timeout=20, what="FailedScheduling")
-    assert failed[0]["message"].startswith("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")
+    # Only the waiting gang's: `big` may have had one too, for the moment before its PodGroup existed.
+    failed = eventually(lambda: [e for e in events(client, ns, "FailedScheduling")
+                                 if e["involvedObject"]["name"].startswith("wait-")], timeout=20,
+                        what="FailedScheduling for the waiting gang")
+    assert failed[0]["message"].startswith("0/3 nodes are available: 3 Insufficient nvidia.com/gpu."), failed
     counts = []
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -47,7 +47,7 @@ def start_informer(client: KubeClient, ns: str, **kw: Any) -> tuple[Informer, Sh
 
 
 def test_crds_install_with_kubectl_and_print_their_columns(cluster: Any, namespace: str) -> None:
-    out = kubectl(cluster.kubeconfig, "apply", "-f", str(ROOT / "manifests" / "crds" / "kueue.x-k8s.io_clusterqueues.yaml"))
+    out = kubectl(cluster.kubeconfig, "apply", "-f", str(ROOT / "manifests" / "crds" / "batchgate" / "kueue.x-k8s.io_clusterqueues.yaml"))
     assert "clusterqueues.kueue.x-k8s.io" in out.stdout
     name = f"cq-{uuid.uuid4().hex[:6]}"
     manifest = Path(cluster.workdir) / f"{name}.yaml"

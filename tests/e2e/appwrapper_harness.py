@@ -449,6 +449,7 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
     local = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
              "metadata": {"name": QUEUE, "namespace": namespace}, "spec": {"clusterQueue": f"cq-{namespace}"}}
     stack.admin("create", "namespace", namespace)
+    stack.admin("label", "namespace", namespace, "mlbatch-team-namespace=true")  # a team namespace opts in
     stack.admin("apply", "-f", "-", stdin=role_binding(namespace, "edit", (USER,)) + "---\n"
                 + role_binding(namespace, "batchgate-team", (USER,)))
     stack.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([queue, local]))

@@ -103,6 +103,7 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
                 return done
 
             run("create", "namespace", NAMESPACE)
+            run("label", "namespace", NAMESPACE, "mlbatch-team-namespace=true")  # a team namespace opts in
             run("apply", "-k", str(ROOT / "manifests" / "crds"))
             run("apply", "-k", str(ROOT / "manifests" / "rbac"))
             run("apply", "-f", "-", input=role_binding(NAMESPACE, "edit", SHARED_USERS) + "---\n"

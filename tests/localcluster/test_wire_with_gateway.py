@@ -63,6 +63,7 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
                 for hook in configuration["webhooks"]:
                     hook["clientConfig"]["caBundle"] = serving.ca_bundle
             run("create", "namespace", "team-a")
+            run("label", "namespace", "team-a", "mlbatch-team-namespace=true")  # a team namespace opts in
             run("apply", "-f", "-", input=role_binding("team-a", "edit", SHARED_USERS))
             run("apply", "-f", "-", input=yaml.safe_dump_all(configurations))
             yield run

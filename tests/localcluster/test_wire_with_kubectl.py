@@ -280,6 +280,77 @@ def test_server_side_apply_of_a_custom_resource_replaces_its_lists_whole(kubectl
     kubectl("delete", "crd", f"widgets.{group}", "--wait=false")
 
 
+CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "2"}}
+
+# kube-apiserver honours dryRun on every verb (staging/src/k8s.io/apiserver/pkg/endpoints/handlers:
+# create.go, update.go, patch.go, delete.go read it from CreateOptions/UpdateOptions/PatchOptions in the
+# query and from DeleteOptions in the body); admission runs with dryRun true and storage is skipped
+# (registry/generic/registry/dryrun.go). kubectl sends a delete's dryRun in the DeleteOptions body.
+DRY_RUNS = [
+    pytest.param(["create", "configmap", "other", "--from-literal=a=1"], None, "CREATE", id="create stores nothing"),
+    pytest.param(["replace", "-f", "-"], json.dumps(CONFIGMAP), "UPDATE", id="replace leaves the object as it was"),
+    pytest.param(["patch", "configmap", "cm", "--type=merge", "-p", '{"data":{"a":"2"}}'], None, "UPDATE",
+                 id="patch leaves the object as it was"),
+    pytest.param(["apply", "-f", "-"], json.dumps(CONFIGMAP), "UPDATE",
+                 id="client-side apply leaves the object as it was"),
+    pytest.param(["apply", "--server-side", "--force-conflicts", "-f", "-"], json.dumps(CONFIGMAP), "UPDATE",
+                 id="server-side apply leaves the object as it was"),
+    pytest.param(["delete", "configmap", "cm"], None, "DELETE", id="delete keeps the object"),
+    pytest.param(["delete", "-k", "KUSTOMIZATION"], None, "DELETE", id="delete -k keeps the object"),
+    pytest.param(["scale", "deployment", "web", "--replicas=5"], None, "UPDATE",
+                 id="scale leaves the replicas as they were"),
+    pytest.param(["patch", "service", "api", "--subresource=status", "--type=merge",
+                  "-p", '{"status":{"loadBalancer":{"ingress":[{"ip":"10.0.0.9"}]}}}'], None, "UPDATE",
+                 id="a status patch leaves the status as it was"),
+]
+
+
+def _stored(kubectl: Kubectl, namespace: str) -> dict[str, Any]:
+    objects = get(kubectl, namespace, "configmaps,services,deployments")["items"]
+    return {(o["kind"], o["metadata"]["name"]): (o["metadata"]["resourceVersion"], o.get("data"),
+                                                o.get("status") if o["kind"] == "Service" else None,
+                                                (o.get("spec") or {}).get("replicas"))
+            for o in objects}
+
+
+@pytest.mark.parametrize(("args", "stdin", "operation"), DRY_RUNS)
+def test_a_server_dry_run_of_each_verb_is_admitted_as_dry_and_changes_nothing(
+        kubectl: Kubectl, namespace: str, stub: WebhookStub, webhooks: Callable[..., None], tmp_path: Any,
+        args: list[str], stdin: str | None, operation: str) -> None:
+    kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1")
+    kubectl("-n", namespace, "create", "service", "clusterip", "api", "--tcp=80:8080")
+    kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx", "--replicas=0")
+    (tmp_path / "cm.yaml").write_text(json.dumps(CONFIGMAP))
+    (tmp_path / "kustomization.yaml").write_text(f"namespace: {namespace}\nresources: [cm.yaml]\n")
+    webhooks("ValidatingWebhookConfiguration", "/allow", sideEffects="NoneOnDryRun", rules=[{
+        "operations": ["*"], "apiGroups": ["", "apps"], "apiVersions": ["v1"],
+        "resources": ["configmaps", "services/status", "deployments/scale"]}])
+    before, seen = _stored(kubectl, namespace), len(stub.received)
+    argv = [str(tmp_path) if a == "KUSTOMIZATION" else a for a in args]
+    kubectl("-n", namespace, *argv, "--dry-run=server", input=stdin)
+    assert _stored(kubectl, namespace) == before
+    reviews = [r.review["request"] for r in stub.received[seen:]]
+    assert [(r["operation"], r["dryRun"], r["options"]["dryRun"]) for r in reviews] == [(operation, True, ["All"])]
+
+
+def test_a_dry_run_in_the_delete_options_body_or_the_query_of_a_collection_delete_keeps_everything(
+        kube_api: Any, kubectl: Kubectl, namespace: str) -> None:
+    from kubernetes import client
+
+    core = client.CoreV1Api(kube_api)
+    kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1")
+    before = get(kubectl, namespace, "configmap", "cm")
+    core.delete_collection_namespaced_config_map(namespace, dry_run="All")
+    core.delete_collection_namespaced_config_map(namespace, body=client.V1DeleteOptions(dry_run=["All"]))
+    core.delete_namespaced_config_map("cm", namespace, body=client.V1DeleteOptions(dry_run=["All"]))
+    assert get(kubectl, namespace, "configmap", "cm") == before
+    with pytest.raises(client.ApiException) as refused:
+        core.delete_namespaced_config_map("cm", namespace, body=client.V1DeleteOptions(dry_run=["Some"]))
+    assert (refused.value.status, json.loads(refused.value.body)["message"]) == (
+        422, 'DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: supported values: "All"')
+    assert get(kubectl, namespace, "configmap", "cm") == before
+
+
 def test_an_update_and_a_delete_reach_webhooks_with_the_old_object(kubectl: Kubectl, namespace: str,
                                                                   stub: WebhookStub,
                                                                   webhooks: Callable[..., None]) -> None:

@@ -25,7 +25,7 @@ from tests.localcluster_fixtures import repo_root
 
 Kubectl = Callable[..., subprocess.CompletedProcess]
 
-APPWRAPPER_CRD = repo_root() / "manifests" / "crds" / "workload.codeflare.dev_appwrappers.yaml"
+APPWRAPPER_CRD = repo_root() / "manifests" / "crds" / "batchgate" / "workload.codeflare.dev_appwrappers.yaml"
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
 

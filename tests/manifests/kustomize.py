@@ -12,9 +12,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def webhook_documents() -> list[dict[str, Any]]:
+def build(directory: str) -> list[dict[str, Any]]:
+    """`kubectl kustomize manifests/<directory>`, as documents."""
     kubectl = shutil.which("kubectl")
     assert kubectl, "kubectl must be installed"
-    out = subprocess.run([kubectl, "kustomize", str(ROOT / "manifests" / "webhook")],
+    out = subprocess.run([kubectl, "kustomize", str(ROOT / "manifests" / directory)],
                          capture_output=True, text=True, check=True, timeout=60).stdout
     return [d for d in yaml.safe_load_all(out) if d]
+
+
+def webhook_documents() -> list[dict[str, Any]]:
+    return build("webhook")

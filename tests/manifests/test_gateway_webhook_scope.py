@@ -21,9 +21,11 @@ def workloads_hook() -> dict:
     return hook
 
 
-def sent(group: str, version: str, resource: str, operation: str = "CREATE", namespace: str = "team-a") -> bool:
+def sent(group: str, version: str, resource: str, operation: str = "CREATE", namespace: str = "team-a",
+         team: bool = True) -> bool:
     attrs = AdmissionAttributes(operation, group, version, "", resource, "", namespace, "x", {})
-    return webhook_matches(workloads_hook(), attrs, {}, None, {"kubernetes.io/metadata.name": namespace})
+    labels = {"kubernetes.io/metadata.name": namespace, **({"mlbatch-team-namespace": "true"} if team else {})}
+    return webhook_matches(workloads_hook(), attrs, {}, None, labels)
 
 
 @pytest.mark.parametrize(("group", "version", "resource"), [
@@ -61,6 +63,10 @@ def test_every_workload_kind_is_policed_on_create_and_update(group: str, version
 
 def test_system_namespaces_are_never_policed() -> None:
     assert not sent("batch", "v1", "jobs", namespace="kube-system")
+
+
+def test_a_namespace_that_has_not_opted_in_is_never_policed() -> None:
+    assert not sent("apps", "v1", "deployments", namespace="monitoring", team=False)
 
 
 def test_every_default_top_level_kind_that_runs_pods_is_policed() -> None:

@@ -13,7 +13,7 @@ import pytest
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import nodes_from_flags
-from tests.localcluster_fixtures import KUBECTL, api_client
+from tests.localcluster_fixtures import api_client, kubectl_runner
 
 IMAGE = "fixture:1"
 SPEED = 10.0
@@ -38,14 +38,7 @@ def pk(proc_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     """kubectl against the process cluster."""
     cache = tmp_path_factory.mktemp("proc-kubectl-cache")
 
-    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([KUBECTL, "--kubeconfig", str(proc_cluster.kubeconfig), "--cache-dir", str(cache), *args],
-                                input=input, capture_output=True, text=True, timeout=timeout)
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-        return result
-
-    return run
+    return kubectl_runner(proc_cluster, cache, 60)
 
 
 @pytest.fixture

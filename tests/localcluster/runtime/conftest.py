@@ -15,7 +15,7 @@ import pytest
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
-from tests.localcluster_fixtures import KUBECTL, api_client
+from tests.localcluster_fixtures import api_client, kubectl_runner
 
 SPEED = 20.0
 NODES = """
@@ -50,14 +50,7 @@ def sim_api(sim_cluster: LocalCluster) -> Iterator[Any]:
 def sim_kubectl(sim_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
     cache = tmp_path_factory.mktemp("sim-kubectl-cache")
 
-    def run(*args: str, input: str | None = None, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([KUBECTL, "--kubeconfig", str(sim_cluster.kubeconfig), "--cache-dir", str(cache), *args],
-                                input=input, capture_output=True, text=True, timeout=timeout)
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-        return result
-
-    return run
+    return kubectl_runner(sim_cluster, cache, 30)
 
 
 @pytest.fixture

@@ -26,6 +26,9 @@ from webhook.serving.launch import start_gateway
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
 ALICE = UserInfo("alice", "uid-alice", ("system:authenticated",))
+JOB_CONTROLLER = UserInfo("system:serviceaccount:kube-system:job-controller", "",
+                          ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"))
+"""Who creates a Job's pods: the gateway judges a pod by its sender, not by the owner it names."""
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +44,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayClient]
 
 def review(client: GatewayClient, path: str, obj: dict[str, Any]) -> dict[str, Any]:
     kind = GroupVersionKind.from_api_version(obj["apiVersion"], obj["kind"])
-    request = AdmissionRequest(uid=str(uuid.uuid4()), kind=kind, operation="CREATE", user=ALICE,
+    user = JOB_CONTROLLER if kind.kind == "Pod" else ALICE
+    request = AdmissionRequest(uid=str(uuid.uuid4()), kind=kind, operation="CREATE", user=user,
                                namespace="team1", name=obj["metadata"].get("name", ""), object=obj)
     status, reply = client.review(path, review_document(request))
     assert status == 200

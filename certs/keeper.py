@@ -1,0 +1,197 @@
+"""The certificate keeper: carries out certs/lifecycle.py's plans with the kubernetes client.
+
+Runs beside the gateway in each gateway pod (`batchgate certs manage`, a second container). Each
+pass reads the serving Secret, creates or renews it as `plan_secret` says, and writes the CA
+bundle into every webhook of the product's configurations that lacks it, and the policy's managed
+namespaces into their namespaceSelector (certs/scope.py). Replicas race safely:
+a create that finds the Secret already made (409) or an update that lost (409 Conflict) reads
+again and plans again, so the replicas end on the one Secret the winner wrote. What it needs from
+RBAC: get/create/update on its one Secret, get/update on its named webhook configurations, and get
+on the policy ConfigMap (which the gateway reads anyway).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, cast
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from batchgate.clock import Clock
+from batchgate.policy import Policy, PolicyError
+from certs.authority import issue_secret_data
+from certs.lifecycle import CertSettings, SecretPlan, WebhookBundle, ca_bundle, plan_secret, stale_bundles
+from certs.scope import namespace_selector, stale_selectors
+
+log = logging.getLogger("batchgate.certs")
+
+NOT_FOUND, CONFLICT = 404, 409
+ATTEMPTS = 5
+"""Reads and writes tried per pass before giving up until the next one (each retry re-plans)."""
+MUTATING, VALIDATING = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """What one pass did: the Secret plan, the webhooks given the bundle or the policy's
+    namespaceSelector, configurations not found."""
+
+    plan: SecretPlan
+    injected: tuple[str, ...]
+    missing: tuple[str, ...]
+    scoped: tuple[str, ...] = ()
+
+
+class CertKeeper:
+    """Keeps one serving Secret valid, its CA in the named webhook configurations, and (given the
+    policy ConfigMap) their namespaceSelector equal to the policy's managed namespaces."""
+
+    def __init__(self, api: client.ApiClient, settings: CertSettings, secret: tuple[str, str],
+                 configurations: list[tuple[str, str]], clock: Clock,
+                 policy_configmap: tuple[str, str] | None = None):
+        self.core = client.CoreV1Api(api)
+        self.admission = client.AdmissionregistrationV1Api(api)
+        self.settings, self.clock = settings, clock
+        self.namespace, self.name = secret
+        self.configurations = configurations
+        self.policy_configmap = policy_configmap
+
+    # --- the Secret ---------------------------------------------------------------------------
+    def _read(self) -> tuple[dict[str, bytes] | None, Any]:
+        try:
+            secret = self.core.read_namespaced_secret(self.name, self.namespace)
+        except ApiException as exc:
+            if exc.status == NOT_FOUND:
+                return None, None
+            raise
+        return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}, secret
+
+    def _write(self, plan: SecretPlan, data: dict[str, bytes] | None, secret: Any) -> dict[str, bytes]:
+        current = data if plan.action == "renew-serving" else None
+        new = issue_secret_data(list(self.settings.dns_names), self.clock.now(),
+                                ca_days=self.settings.ca_validity.days, cert_days=self.settings.serving_validity.days,
+                                current=current, keep_cas=plan.keep_old_cas)
+        encoded: dict[str, bytes | str] = {k: base64.b64encode(v).decode() for k, v in new.items()}
+        if secret is None:
+            body = client.V1Secret(metadata=client.V1ObjectMeta(
+                name=self.name, namespace=self.namespace,
+                labels={"app.kubernetes.io/part-of": "batchgate", "app.kubernetes.io/managed-by": "batchgate-certs"}),
+                type="kubernetes.io/tls", data=encoded)
+            self.core.create_namespaced_secret(self.namespace, body)
+        else:
+            secret.data = encoded  # resourceVersion kept: a concurrent writer makes this a 409
+            self.core.replace_namespaced_secret(self.name, self.namespace, secret)
+        log.info("secret %s/%s: %s (%s)", self.namespace, self.name, plan.action, plan.reason)
+        return new
+
+    def ensure_secret(self) -> tuple[SecretPlan, dict[str, bytes]]:
+        """The Secret as it must be: read, planned, written; a lost race reads and plans again."""
+        for _ in range(ATTEMPTS):
+            data, secret = self._read()
+            plan = plan_secret(data, self.settings, self.clock.now())
+            if plan.action == "keep":
+                assert data is not None
+                return plan, data
+            try:
+                return plan, self._write(plan, data, secret)
+            except ApiException as exc:
+                if exc.status != CONFLICT:
+                    raise
+                log.info("secret %s/%s: another writer won (%s), reading again", self.namespace, self.name, exc.reason)
+        raise RuntimeError(f"secret {self.namespace}/{self.name}: still conflicting after {ATTEMPTS} attempts")
+
+    # --- the webhook configurations -----------------------------------------------------------
+    def _read_configuration(self, kind: str, name: str) -> dict[str, Any]:
+        read = (self.admission.read_mutating_webhook_configuration if kind == MUTATING
+                else self.admission.read_validating_webhook_configuration)
+        return json.loads(cast(Any, read(name, _preload_content=False)).data)  # the raw HTTP response
+
+    def _replace_configuration(self, kind: str, name: str, body: dict[str, Any]) -> None:
+        replace = (self.admission.replace_mutating_webhook_configuration if kind == MUTATING
+                   else self.admission.replace_validating_webhook_configuration)
+        replace(name, cast(Any, body), _preload_content=False)  # a plain dict is serialized as the model
+
+    def policy(self) -> Policy | None:
+        """The policy whose managed namespaces the webhooks follow; None when none is configured
+        or it is invalid (then the selectors are left as they are, and the error is logged)."""
+        if self.policy_configmap is None:
+            return None
+        from webhook.policy.reloader import policy_from_configmap
+
+        namespace, name = self.policy_configmap
+        try:
+            raw = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
+            configmap = json.loads(cast(Any, raw).data)  # the raw HTTP response
+        except ApiException as exc:
+            if exc.status != NOT_FOUND:
+                raise
+            configmap = None
+        try:
+            return policy_from_configmap(configmap, f"configmap {namespace}/{name}").policy
+        except PolicyError as exc:
+            log.error("policy invalid, webhook namespaceSelectors left as they are: %s", exc)
+            return None
+
+    def inject(self, bundle: str, policy: Policy | None = None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Write `bundle` into each webhook lacking it and, with a policy, its managed namespaces
+        into each governed webhook's namespaceSelector; (injected, configurations missing, scoped)."""
+        injected: list[str] = []
+        scoped: list[str] = []
+        missing: list[str] = []
+        wanted = namespace_selector(policy) if policy is not None else None
+        for kind, name in self.configurations:
+            for _ in range(ATTEMPTS):
+                try:
+                    config = self._read_configuration(kind, name)
+                except ApiException as exc:
+                    if exc.status != NOT_FOUND:
+                        raise
+                    log.error("%s %s not found: re-apply the install (kubectl apply -k manifests/default)", kind, name)
+                    missing.append(f"{kind}/{name}")
+                    break
+                hooks = config.get("webhooks") or []
+                stale = stale_bundles([WebhookBundle(kind, name, i, hook["name"], hook["clientConfig"].get("caBundle", ""))
+                                       for i, hook in enumerate(hooks)], bundle)
+                unscoped = stale_selectors(hooks, wanted) if wanted is not None else []
+                if not stale and not unscoped:
+                    break
+                for hook in stale:
+                    hooks[hook.index]["clientConfig"]["caBundle"] = bundle
+                for index in unscoped:
+                    hooks[index]["namespaceSelector"] = wanted
+                try:
+                    self._replace_configuration(kind, name, config)
+                except ApiException as exc:
+                    if exc.status != CONFLICT:
+                        raise
+                    continue
+                injected.extend(f"{kind}/{name}/{hook.name}" for hook in stale)
+                scoped.extend(f"{kind}/{name}/{hooks[i]['name']}" for i in unscoped)
+                log.info("%s %s: caBundle into %d webhooks, managed namespaces into %d", kind, name,
+                         len(stale), len(unscoped))
+                break
+        return tuple(injected), tuple(missing), tuple(scoped)
+
+    def reconcile(self) -> PassResult:
+        """One pass: the Secret, then every configuration's caBundle."""
+        plan, data = self.ensure_secret()
+        injected, missing, scoped = self.inject(ca_bundle(data), self.policy())
+        return PassResult(plan, injected, missing, scoped)
+
+    def run(self, stop: threading.Event, resync_seconds: float) -> None:
+        """Pass after pass until `stop`: every `resync_seconds` (a caBundle edited away comes back
+        within it), sooner when a renewal falls due; errors are logged and retried next pass."""
+        while not stop.is_set():
+            wait = resync_seconds
+            try:
+                result = self.reconcile()
+                due = (result.plan.recheck_at - self.clock.now()).total_seconds()
+                wait = max(0.0, min(resync_seconds, due))
+            except Exception as exc:  # noqa: BLE001 - API and network errors of every kind: next pass
+                log.error("certificate pass failed, retrying in %.0fs: %s", resync_seconds, exc)
+            stop.wait(wait)

@@ -1,0 +1,193 @@
+"""The certificate keeper against the local cluster with the real `kubernetes` client.
+
+We test these aspects: a first pass creates the Secret and fills every webhook's caBundle, a
+second pass writes nothing, a caBundle edited away comes back, a corrupted Secret is reissued,
+a forced renewal keeps the CA (so no bundle changes), replicas racing on a missing Secret leave
+one Secret that every configuration trusts, and a deleted configuration is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import threading
+import uuid
+from typing import Any
+
+import pytest
+from cryptography import x509
+from kubernetes import client
+
+from batchgate.clock import FakeClock, UTC
+from certs.authority import CA_CERT, TLS_CERT
+from certs.keeper import MUTATING, VALIDATING, CertKeeper
+from certs.lifecycle import CertSettings, parse_cas
+
+START = _dt.datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def webhook(name: str) -> dict[str, Any]:
+    """A webhook on a resource nothing else in the session creates, so it never gets called."""
+    return {"name": name, "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Ignore",
+            "clientConfig": {"service": {"name": "gate", "namespace": "sys", "path": "/validate"}, "caBundle": "Cg=="},
+            "rules": [{"operations": ["CREATE"], "apiGroups": ["keeper.test"], "apiVersions": ["v1"],
+                       "resources": ["nothings"]}]}
+
+
+@pytest.fixture
+def setup(kube_api: client.ApiClient, namespace: str) -> dict[str, Any]:
+    suffix = uuid.uuid4().hex[:6]
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    mutating, validating = f"keeper-m-{suffix}", f"keeper-v-{suffix}"
+    admission.create_mutating_webhook_configuration(
+        {"metadata": {"name": mutating}, "webhooks": [webhook("a.keeper.test")]})
+    admission.create_validating_webhook_configuration(
+        {"metadata": {"name": validating}, "webhooks": [webhook("b.keeper.test"), webhook("c.keeper.test")]})
+    return {"namespace": namespace, "configs": [(MUTATING, mutating), (VALIDATING, validating)]}
+
+
+def keeper(kube_api: client.ApiClient, setup: dict[str, Any], clock: FakeClock) -> CertKeeper:
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    return CertKeeper(kube_api, settings, (setup["namespace"], "gate-tls"), setup["configs"], clock)
+
+
+def secret_data(kube_api: client.ApiClient, namespace: str) -> tuple[dict[str, bytes], str]:
+    secret = client.CoreV1Api(kube_api).read_namespaced_secret("gate-tls", namespace)
+    return {k: base64.b64decode(v) for k, v in secret.data.items()}, secret.metadata.resource_version
+
+
+def bundles(kube_api: client.ApiClient, setup: dict[str, Any]) -> list[str]:
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    (_, mutating), (_, validating) = setup["configs"]
+    hooks = (admission.read_mutating_webhook_configuration(mutating).webhooks
+             + admission.read_validating_webhook_configuration(validating).webhooks)
+    return [h.client_config.ca_bundle for h in hooks]
+
+
+def test_a_first_pass_creates_the_secret_and_fills_every_bundle_and_a_second_writes_nothing(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    keep = keeper(kube_api, setup, FakeClock(START))
+    first = keep.reconcile()
+    assert first.plan.action == "issue-all" and len(first.injected) == 3
+    data, version = secret_data(kube_api, setup["namespace"])
+    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
+    second = keep.reconcile()
+    assert (second.plan.action, second.injected) == ("keep", ())
+    assert secret_data(kube_api, setup["namespace"])[1] == version
+
+
+def test_a_bundle_edited_away_comes_back(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    keep = keeper(kube_api, setup, FakeClock(START))
+    keep.reconcile()
+    (_, validating) = setup["configs"][1]
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    config = admission.read_validating_webhook_configuration(validating)
+    config.webhooks[1].client_config.ca_bundle = "Cg=="
+    admission.replace_validating_webhook_configuration(validating, config)
+    assert keep.reconcile().injected == (f"{VALIDATING}/{validating}/c.keeper.test",)
+    assert len(set(bundles(kube_api, setup))) == 1
+
+
+def test_a_corrupted_secret_is_reissued(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    keep = keeper(kube_api, setup, FakeClock(START))
+    keep.reconcile()
+    core = client.CoreV1Api(kube_api)
+    core.patch_namespaced_secret("gate-tls", setup["namespace"],
+                                 {"data": {CA_CERT: base64.b64encode(b"junk").decode()}})
+    result = keep.reconcile()
+    assert result.plan.action == "issue-all" and len(result.injected) == 3
+    assert parse_cas(secret_data(kube_api, setup["namespace"])[0][CA_CERT])
+
+
+def test_a_forced_renewal_keeps_the_ca_so_no_bundle_changes(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    clock = FakeClock(START)
+    keep = keeper(kube_api, setup, clock)
+    keep.reconcile()
+    before, _ = secret_data(kube_api, setup["namespace"])
+    clock.advance(_dt.timedelta(days=300))
+    result = keep.reconcile()
+    after, _ = secret_data(kube_api, setup["namespace"])
+    assert (result.plan.action, result.injected) == ("renew-serving", ())
+    assert after[CA_CERT] == before[CA_CERT] and after[TLS_CERT] != before[TLS_CERT]
+    x509.load_pem_x509_certificate(after[TLS_CERT]).verify_directly_issued_by(parse_cas(after[CA_CERT])[0])
+
+
+def test_replicas_racing_on_a_missing_secret_leave_one_secret_every_configuration_trusts(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    keepers = [keeper(kube_api, setup, FakeClock(START)) for _ in range(4)]
+    barrier = threading.Barrier(len(keepers))
+    errors: list[BaseException] = []
+
+    def race(k: CertKeeper) -> None:
+        barrier.wait()
+        try:
+            k.reconcile()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=race, args=(k,)) for k in keepers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    data, _ = secret_data(kube_api, setup["namespace"])
+    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
+    assert all(k.reconcile().plan.action == "keep" for k in keepers)
+    serving = x509.load_pem_x509_certificate(data[TLS_CERT])
+    serving.verify_directly_issued_by(parse_cas(data[CA_CERT])[0])
+
+
+def test_a_deleted_configuration_is_reported_and_the_others_still_get_the_bundle(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    (_, mutating), (_, validating) = setup["configs"]
+    client.AdmissionregistrationV1Api(kube_api).delete_mutating_webhook_configuration(mutating)
+    result = keeper(kube_api, setup, FakeClock(START)).reconcile()
+    assert result.missing == (f"{MUTATING}/{mutating}",)
+    assert len(result.injected) == 2
+
+
+def test_batchgate_certs_manage_once_does_a_pass_and_says_what_it_did(
+        local_cluster: Any, kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    import subprocess
+    import sys
+
+    (_, mutating), (_, validating) = setup["configs"]
+    command = [sys.executable, "-m", "batchgate.cli", "certs", "manage", "--once",
+               "--kubeconfig", str(local_cluster.kubeconfig), "--secret", f"{setup['namespace']}/gate-tls",
+               "--service", "gate", "--namespace", "sys",
+               "--webhook-configuration", f"{MUTATING}/{mutating}", "--webhook-configuration", f"{VALIDATING}/{validating}"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    assert "issue-all (the Secret does not exist); caBundle injected into 3 webhooks; namespaceSelector set on 0; missing: none" in first.stdout
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert "keep (valid); caBundle injected into 0 webhooks" in again.stdout
+
+
+def selectors(kube_api: client.ApiClient, setup: dict[str, Any]) -> list[Any]:
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    (_, mutating), (_, validating) = setup["configs"]
+    hooks = (admission.read_mutating_webhook_configuration(mutating).webhooks
+             + admission.read_validating_webhook_configuration(validating).webhooks)
+    return [kube_api.sanitize_for_serialization(h.namespace_selector) for h in hooks]
+
+
+def test_the_webhooks_follow_the_policys_managed_namespaces_and_an_invalid_policy_changes_nothing(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    core = client.CoreV1Api(kube_api)
+    namespace = setup["namespace"]
+    policy = "managedNamespaces:\n  selector: {matchLabels: {mlbatch-team-namespace: 'true'}}\n"
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "policy"}, "data": {"policy.yaml": policy}})
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), setup["configs"], FakeClock(START), (namespace, "policy"))
+    assert len(keep.reconcile().scoped) == 3
+    wanted = {"matchLabels": {"mlbatch-team-namespace": "true"}, "matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+         "values": ["batchgate-system", "kube-node-lease", "kube-public", "kube-system"]}]}
+    assert selectors(kube_api, setup) == [wanted] * 3
+    assert keep.reconcile().scoped == ()
+    core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": "managedNamespaces: 7\n"}})
+    assert keep.reconcile().scoped == () and selectors(kube_api, setup) == [wanted] * 3
+    core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": ""}})
+    assert len(keep.reconcile().scoped) == 3
+    assert all("matchLabels" not in s for s in selectors(kube_api, setup))

@@ -1,0 +1,135 @@
+"""The certificate keeper's decisions: what to do with the serving Secret, given its data and now.
+
+We test these aspects: a missing or broken Secret is issued anew, a serving certificate near its
+end or for the wrong names is renewed under the same CA, a CA near its end is replaced while the
+old CA stays trusted, a valid Secret is kept until the next look, applying any plan leaves a
+Secret the next look keeps, and webhooks whose caBundle is not the Secret's are found.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Callable
+
+import pytest
+from cryptography import x509
+
+from batchgate.clock import UTC
+from certs.authority import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY, issue_secret_data
+from certs.lifecycle import CertSettings, WebhookBundle, ca_bundle, parse_cas, plan_secret, stale_bundles
+
+T0 = _dt.datetime(2030, 1, 1, tzinfo=UTC)
+NAMES = ("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local")
+SETTINGS = CertSettings(dns_names=NAMES)
+DAY = _dt.timedelta(days=1)
+Data = dict[str, bytes]
+
+
+def fresh(at: _dt.datetime = T0, names: tuple[str, ...] = NAMES) -> Data:
+    return issue_secret_data(list(names), at, ca_days=3650, cert_days=365)
+
+
+def with_other_ca_key(data: Data) -> Data:
+    return {**data, CA_KEY: fresh()[CA_KEY]}
+
+
+def with_foreign_serving(data: Data) -> Data:
+    other = fresh()
+    return {**data, TLS_CERT: other[TLS_CERT], TLS_KEY: other[TLS_KEY]}
+
+
+def renewed_serving(at: _dt.datetime) -> Callable[[Data], Data]:
+    return lambda data: issue_secret_data(list(NAMES), at, ca_days=3650, cert_days=365, current=data)
+
+
+@pytest.mark.parametrize("make, now, action, reason", [
+    pytest.param(lambda: None, T0, "issue-all", "does not exist", id="a missing Secret is issued"),
+    pytest.param(lambda: {k: v for k, v in fresh().items() if k != TLS_KEY}, T0, "issue-all", "lacks tls.key",
+                 id="a Secret without its serving key is issued anew"),
+    pytest.param(lambda: {**fresh(), CA_CERT: b"junk"}, T0, "issue-all", "not a PEM",
+                 id="a corrupted CA certificate is issued anew"),
+    pytest.param(lambda: with_other_ca_key(fresh()), T0, "issue-all", "not the EC key",
+                 id="a CA key that does not match its certificate is issued anew"),
+    pytest.param(lambda: fresh(), T0, "keep", "valid", id="a fresh Secret is kept"),
+    pytest.param(lambda: fresh(), T0 + 274 * DAY, "keep", "valid", id="91 days before the serving expiry it is kept"),
+    pytest.param(lambda: fresh(), T0 + 276 * DAY, "renew-serving", "expires",
+                 id="89 days before the serving expiry it is renewed"),
+    pytest.param(lambda: fresh(names=NAMES[:2]), T0, "renew-serving", "does not name gate.sys.svc",
+                 id="a serving certificate missing a Service name is renewed"),
+    pytest.param(lambda: with_foreign_serving(fresh()), T0, "renew-serving", "not signed by the CA",
+                 id="a serving certificate from another CA is renewed"),
+    pytest.param(lambda: {**fresh(), TLS_KEY: fresh()[TLS_KEY]}, T0, "renew-serving", "not the key",
+                 id="a serving key that does not match is renewed"),
+    pytest.param(lambda: {**fresh(), TLS_CERT: b"junk"}, T0, "renew-serving", "not a PEM",
+                 id="a corrupted serving certificate is renewed"),
+    pytest.param(lambda: renewed_serving(T0 + 3400 * DAY)(fresh()), T0 + 3600 * DAY, "issue-all", "the CA expires",
+                 id="a CA 50 days from its end is replaced"),
+])
+def test_the_plan_for_a_secret(make: Callable[[], Data | None], now: _dt.datetime, action: str, reason: str) -> None:
+    plan = plan_secret(make(), SETTINGS, now)
+    assert (plan.action, reason in plan.reason) == (action, True), plan.reason
+
+
+def apply(data: Data | None, now: _dt.datetime) -> Data:
+    """What the keeper writes for the plan of `data` at `now`."""
+    plan = plan_secret(data, SETTINGS, now)
+    if plan.action == "keep":
+        assert data is not None
+        return data
+    current = data if plan.action == "renew-serving" else None
+    return issue_secret_data(list(NAMES), now, ca_days=3650, cert_days=365, current=current, keep_cas=plan.keep_old_cas)
+
+
+@pytest.mark.parametrize("days", [0, 100, 276, 364, 366, 3000, 3600, 3649, 3651],
+                         ids=lambda d: f"whatever the Secret, after {d} days the keeper's write is kept at once")
+def test_applying_a_plan_converges(days: int) -> None:
+    now = T0 + days * DAY
+    data = apply(apply(fresh(), now), now)
+    assert plan_secret(data, SETTINGS, now).action == "keep"
+
+
+def test_a_valid_secret_is_looked_at_again_when_renewal_falls_due_or_within_the_check_period() -> None:
+    plan = plan_secret(fresh(), SETTINGS, T0 + 274 * DAY + _dt.timedelta(hours=23, minutes=30))
+    assert plan.recheck_at - (T0 + 274 * DAY + _dt.timedelta(hours=23, minutes=30)) <= SETTINGS.check_every
+    assert plan_secret(fresh(), SETTINGS, T0).recheck_at == T0 + SETTINGS.check_every
+
+
+def test_a_replaced_ca_is_still_trusted_so_running_pods_keep_serving() -> None:
+    now = T0 + 3600 * DAY
+    old = renewed_serving(T0 + 3400 * DAY)(fresh())
+    new = apply(old, now)
+    old_ca, new_ca = parse_cas(old[CA_CERT])[0], parse_cas(new[CA_CERT])[0]
+    assert [c.serial_number for c in parse_cas(new[CA_CERT])] == [new_ca.serial_number, old_ca.serial_number]
+    old_serving = x509.load_pem_x509_certificate(old[TLS_CERT])
+    old_serving.verify_directly_issued_by(parse_cas(new[CA_CERT])[1])
+    x509.load_pem_x509_certificate(new[TLS_CERT]).verify_directly_issued_by(new_ca)
+
+
+def test_an_expired_old_ca_is_dropped_from_the_bundle() -> None:
+    data = apply(renewed_serving(T0 + 3400 * DAY)(fresh()), T0 + 3600 * DAY)
+    later = T0 + 3700 * DAY
+    assert plan_secret(data, SETTINGS, later).action == "keep"
+    renewed = apply(data, T0 + 7200 * DAY)  # the second CA near its end: the first expired long ago
+    second = parse_cas(data[CA_CERT])[0]
+    assert [c.serial_number for c in parse_cas(renewed[CA_CERT])][1:] == [second.serial_number]
+
+
+def test_webhooks_whose_bundle_differs_are_stale() -> None:
+    data = fresh()
+    good = ca_bundle(data)
+    hooks = [WebhookBundle("ValidatingWebhookConfiguration", "v", 0, "a", good),
+             WebhookBundle("ValidatingWebhookConfiguration", "v", 1, "b", "Cg=="),
+             WebhookBundle("MutatingWebhookConfiguration", "m", 0, "c", "")]
+    assert [h.name for h in stale_bundles(hooks, good)] == ["b", "c"]
+
+
+@pytest.mark.parametrize("change, field", [
+    pytest.param({"dns_names": ()}, "dns_names", id="no DNS names is refused"),
+    pytest.param({"serving_renew_before": _dt.timedelta(days=400)}, "serving_renew_before",
+                 id="renewing earlier than a certificate lives is refused"),
+    pytest.param({"ca_renew_before": _dt.timedelta(days=4000)}, "ca_renew_before",
+                 id="renewing the CA earlier than it lives is refused"),
+])
+def test_settings_that_cannot_work_are_refused(change: dict, field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        CertSettings(**{"dns_names": NAMES, **change})
