@@ -43,12 +43,18 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 # Its own identity runs the shared informers; each component writes as itself, as
 # kube-controller-manager's controllers do with --use-service-account-credentials.
 CONTROLLER_USER = User(bootstrap.KUBE_CONTROLLER_MANAGER, bootstrap.KUBE_CONTROLLER_MANAGER, "", (AUTHENTICATED,))
-_SA_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{bootstrap.CONTROLLER_NAMESPACE}", AUTHENTICATED)
+
+
+def _component_user(component: str) -> User:
+    namespace, account = bootstrap.component_account(component)
+    return User(component, bootstrap.service_account_username(namespace, account), "",
+                ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", AUTHENTICATED))
+
+
 COMPONENT_USERS: dict[str, User] = {
     "kubelet": User("system:node:kubelets", "system:node:kubelets", "", (bootstrap.NODES_GROUP, AUTHENTICATED)),
     "default-scheduler": User(bootstrap.KUBE_SCHEDULER, bootstrap.KUBE_SCHEDULER, "", (AUTHENTICATED,)),
-    **{name: User(bootstrap.controller_username(name), bootstrap.controller_username(name), "", _SA_GROUPS)
-       for name in bootstrap.CONTROLLER_RULES},
+    **{name: _component_user(name) for name in (*bootstrap.CONTROLLER_RULES, *bootstrap.OPERATOR_ACCOUNTS)},
 }
 START_TIMEOUT = 30.0
 CRDS_DIR = Path(__file__).resolve().parent / "crds"

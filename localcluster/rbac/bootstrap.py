@@ -5,8 +5,9 @@ plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go (names, aggregation la
 controller roles follow controller_policy.go, one `system:controller:NAME` role bound to the
 service account `kube-system/NAME` each controller runs as. Two stand-ins are local: the
 simulated kubelets are bound to `system:node` through the `system:nodes` group (a real cluster
-uses the Node authorizer for that), and the PyTorchJob controller gets the rights the Kubeflow
-training operator's ClusterRole gives it.
+uses the Node authorizer for that), and the PyTorchJob, RayCluster and RayJob controllers run
+as the Kubeflow training operator's and KubeRay's service accounts, with those operators' roles
+cut to what the stand-ins do.
 """
 
 from __future__ import annotations
@@ -164,21 +165,58 @@ CONTROLLER_RULES: dict[str, list[dict[str, Any]]] = {
         rule(("list", "get", "delete"), ("",), ("pods",)),
         *_events(),
     ],
-    "pytorchjob-controller": [
-        rule(("get", "list", "watch", "update", "patch", "delete"), ("kubeflow.org",), ("pytorchjobs",)),
-        rule(("update", "patch"), ("kubeflow.org",), ("pytorchjobs/status", "pytorchjobs/finalizers")),
-        rule(("get", "list", "watch", "create", "update", "patch", "delete"), ("",), ("pods", "services")),
+    "statefulset-controller": [
+        rule(("update", "patch"), ("apps",), ("statefulsets/status",)),
+        rule(("update",), ("apps",), ("statefulsets/finalizers",)),
+        rule(("get", "create", "delete", "update", "patch"), ("",), ("pods",)),
+        *_events(),
+    ],
+    "serviceaccount-controller": [
+        rule(("create",), ("",), ("serviceaccounts",)),
         *_events(),
     ],
 }
 
 
-def controller_username(name: str) -> str:
-    return f"system:serviceaccount:{CONTROLLER_NAMESPACE}:{name}"
+# The third-party operators the local cluster stands in for run as their own service accounts
+# (the identities batchgate's policy trusts by default), with their part of the operator's ClusterRole:
+# the Kubeflow training operator's for PyTorchJobs, KubeRay's for RayClusters and RayJobs.
+OPERATOR_ACCOUNTS: dict[str, tuple[str, str]] = {
+    "pytorchjob-controller": ("kubeflow", "training-operator"),
+    "raycluster-controller": ("ray-system", "kuberay-operator"),
+    "rayjob-controller": ("ray-system", "kuberay-operator"),
+}
+OPERATOR_RULES: dict[str, list[dict[str, Any]]] = {
+    "training-operator": [
+        rule(("get", "list", "watch", "update", "patch", "delete"), ("kubeflow.org",), ("pytorchjobs",)),
+        rule(("update", "patch"), ("kubeflow.org",), ("pytorchjobs/status", "pytorchjobs/finalizers")),
+        rule(("get", "list", "watch", "create", "update", "patch", "delete"), ("",), ("pods", "services")),
+        *_events(),
+    ],
+    "kuberay-operator": [
+        rule(("get", "list", "watch", "create", "update", "patch", "delete"), ("ray.io",), ("rayclusters",)),
+        rule(("get", "list", "watch", "update", "patch", "delete"), ("ray.io",), ("rayjobs",)),
+        rule(("get", "update", "patch"), ("ray.io",), ("rayclusters/status", "rayclusters/finalizers",
+                                                       "rayjobs/status", "rayjobs/finalizers")),
+        rule(("get", "list", "watch", "create", "update", "patch", "delete"), ("",), ("pods", "services")),
+        rule(("get", "list", "watch", "create", "update", "patch", "delete"), ("batch",), ("jobs",)),
+        *_events(),
+    ],
+}
+
+
+def component_account(component: str) -> tuple[str, str]:
+    """The service account (namespace, name) a local cluster controller writes as."""
+    return OPERATOR_ACCOUNTS.get(component, (CONTROLLER_NAMESPACE, component))
+
+
+def service_account_username(namespace: str, name: str) -> str:
+    return f"system:serviceaccount:{namespace}:{name}"
 
 
 def _components() -> list[dict[str, Any]]:
     roles = [cluster_role(f"system:controller:{name}", rules) for name, rules in CONTROLLER_RULES.items()]
+    roles += [cluster_role(name, rules) for name, rules in OPERATOR_RULES.items()]
     roles += [
         cluster_role(KUBE_CONTROLLER_MANAGER, [
             *_events(),
@@ -242,4 +280,7 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
     ]
     bindings += [cluster_role_binding(f"system:controller:{name}", f"system:controller:{name}",
                                       [service_account(CONTROLLER_NAMESPACE, name)]) for name in CONTROLLER_RULES]
+    operators = {account: namespace for namespace, account in OPERATOR_ACCOUNTS.values()}
+    bindings += [cluster_role_binding(account, account, [service_account(namespace, account)])
+                 for account, namespace in operators.items()]
     return bindings

@@ -38,7 +38,6 @@ CLUSTER_QUEUE = {"apiVersion": keys.KUEUE_API_VERSION, "kind": "ClusterQueue", "
 def stopped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The shipped webhooks registered, the configuration created, then the gateway stopped."""
     with running_stack(tmp_path_factory.mktemp("break-glass")) as stack:
-        stack.kubectl("create", "namespace", SYSTEM)
         stack.kubectl("apply", "-f", "-", input=policy_configmap("queues: {defaultQueueName: q-one}\n",
                                                                   break_glass=False))
         stack.kubectl("apply", "-f", "-", input=yaml.safe_dump(CLUSTER_QUEUE))

@@ -84,7 +84,9 @@ def can_i(kubectl: Kubectl, user: str, *question: str) -> str:
     pytest.param("alice", ("create", "rayclusters.ray.io", "-n", "team-a"), "yes", id="and RayClusters"),
     pytest.param("alice", ("create", "secrets", "-n", "team-a"), "yes", id="and the non-compute kinds"),
     pytest.param("alice", ("create", "pods", "-n", "team-a"), "no", id="but no bare pods"),
-    pytest.param("alice", ("create", "jobs.batch", "-n", "team-a"), "no", id="nor bare Jobs"),
+    pytest.param("alice", ("create", "jobs.batch", "-n", "team-a"), "yes",
+                 id="she may create Jobs (the gateway admits only queue-labelled ones)"),
+    pytest.param("alice", ("create", "deployments.apps", "-n", "team-a"), "no", id="but no Deployments"),
     pytest.param("alice", ("get", "pods", "--subresource=log", "-n", "team-a"), "yes", id="she may read pod logs"),
     pytest.param("alice", ("list", "workloads.kueue.x-k8s.io", "-n", "team-a"), "yes", id="and Workloads"),
     pytest.param("alice", ("update", "workloads.kueue.x-k8s.io", "--subresource=status", "-n", "team-a"), "no",
@@ -126,6 +128,9 @@ def test_can_i_list_shows_the_team_role(kubectl: Kubectl) -> None:
     pytest.param(("label", "configmap", "notes", "x=y"), id="change"),
     pytest.param(("delete", "configmap", "notes"), id="delete"),
     pytest.param(("get", "appwrappers"), id="list AppWrappers"),
+    pytest.param(("delete", "appwrapper", "notes"), id="delete an AppWrapper"),
+    pytest.param(("patch", "appwrapper", "notes", "--type=merge", "-p", '{"spec":{"suspend":true}}'),
+                 id="suspend an AppWrapper"),
 ])
 def test_bob_can_do_nothing_in_alices_namespace(kubectl: Kubectl, args: tuple[str, ...]) -> None:
     result = kubectl("-n", "team-a", *args, user="bob", check=False)
