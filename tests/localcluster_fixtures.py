@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from demo.kubectl import KUBECTL
 from localcluster.runner import LocalCluster
@@ -77,6 +78,23 @@ def role_binding(namespace: str, role: str, users: tuple[str, ...], kind: str = 
 
 
 SHARED_USERS = ("alice", "bob")
+
+
+def service_account_kubeconfig(kubeconfig: Path, namespace: str, account: str, target: Path) -> Path:
+    """A kubeconfig that authenticates as the ServiceAccount `namespace/account` with a token the
+    admin requests from the TokenRequest API (`kubectl create token`), as its pod would mount one."""
+    token = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "--context", "admin", "create", "token",
+                            account, "-n", namespace, "--duration=24h"],
+                           capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    config = yaml.safe_load(kubeconfig.read_text())
+    name = f"{namespace}-{account}"
+    config["users"] = [{"name": name, "user": {"token": token}}]
+    config["contexts"] = [{"name": name, "context": {"cluster": config["clusters"][0]["name"], "user": name,
+                                                     "namespace": namespace}}]
+    config["current-context"] = name
+    target.write_text(yaml.safe_dump(config, sort_keys=False))
+    target.chmod(0o600)
+    return target
 
 
 @pytest.fixture
