@@ -86,7 +86,8 @@ class LocalCluster:
     def __init__(self, workdir: Path, port: int = 0, users_file: Path | None = None, speed: float = 1.0,
                  webhook_addresses: Mapping[str, str] | None = None,
                  controllers: Sequence[ControllerFactory] = (), nodes: Sequence[Any] = (),
-                 run_images: Sequence[str] = (), authorization: str = RBAC) -> None:
+                 run_images: Sequence[str] = (), authorization: str = RBAC,
+                 record_requests: bool = False) -> None:
         self.workdir = Path(workdir)
         self.nodes = tuple(nodes)
         self.run_images = tuple(run_images)
@@ -100,7 +101,9 @@ class LocalCluster:
         self.auth = Authenticator([*self.users, CONTROLLER_USER, *COMPONENT_USERS.values()], self.clock.now,
                                   functools.partial(tokens.still_bound, self.store))
         self.registry = Registry()
-        self.authorizer = Authorizer(self.store, authorization)
+        # record_requests: every resource request's (user, verb, group, resource, subresource,
+        # namespace) is counted in `self.authorizer.recorded`, for a least-privilege check.
+        self.authorizer = Authorizer(self.store, authorization, record=record_requests)
         self.server = ApiServer(self.store, self.registry, self.clock, self.auth, authorizer=self.authorizer)
         self.server.pod_logs_dir = self.workdir / KUBELET_DIR / "logs"
         self.server.webhooks = dispatcher(self.store, self.webhook_addresses)

@@ -16,6 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from localcluster.authorization import RecordedRequest
 from localcluster.runner import LocalCluster
 from tests.localcluster_fixtures import KUBECTL, api_client, role_binding
 
@@ -269,3 +270,21 @@ def test_forbidden_is_a_403_never_a_500(cluster: LocalCluster) -> None:
             client.CoreV1Api(api).delete_namespace("team-a")
     assert caught.value.status == 403
     assert json.loads(caught.value.body)["details"] == {"name": "team-a", "kind": "namespaces"}
+
+
+def test_a_cluster_asked_to_records_who_requested_what_allowed_or_not(tmp_path: Path) -> None:
+    with LocalCluster(tmp_path, record_requests=True) as recording:
+        with api_client(recording, "alice") as api:
+            with pytest.raises(ApiException):
+                client.CoreV1Api(api).read_namespaced_pod_log("p", "team-a")
+        with api_client(recording) as api:
+            client.CoreV1Api(api).list_namespaced_config_map("default")
+            client.CoreV1Api(api).list_namespaced_config_map("default")
+        recorded = recording.authorizer.recorded
+        assert recorded is not None
+        assert recorded[RecordedRequest("alice", "get", "", "pods", "log", "team-a")] == 1
+        assert recorded[RecordedRequest("admin", "list", "", "configmaps", "", "default")] == 2
+
+
+def test_a_cluster_not_asked_to_records_nothing(cluster: LocalCluster) -> None:
+    assert cluster.authorizer.recorded is None
