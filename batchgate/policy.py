@@ -194,15 +194,15 @@ class AllowedKinds:
 
 @dataclass(frozen=True)
 class Authorization:
-    """Per-component SubjectAccessReviews on AppWrapper CREATE (upstream's userRBACAdmissionCheck)."""
+    """Per-component SubjectAccessReviews on AppWrapper CREATE (upstream's userRBACAdmissionCheck).
+
+    Each component kind must also be one that every account of `controllers.appWrapper` (the
+    controller that creates components) may create, so an AppWrapper it could never run is refused
+    at submission instead of failing later, whatever `userRBACCheck` says."""
 
     user_rbac_check: bool = field(default=True, metadata=_wire("userRBACCheck", values.parse_bool))
     """Each component kind must be one the submitter may create in the namespace. Off for clusters
     where users may wrap kinds they may not create directly, by design (MLBatch sets it off)."""
-    controller_user: str = field(default="", metadata=_wire("controllerUser", values.parse_str))
-    """The controller's username (e.g. `system:serviceaccount:batchgate-system:batchgate-controller`):
-    each component kind must also be one it may create, so an AppWrapper it could never run is
-    refused at submission instead of failing later ("" = no such check)."""
 
 
 @dataclass(frozen=True)
@@ -419,6 +419,14 @@ class PolicyError(ValueError):
         self.detail = detail
 
 
+REMOVED_FIELDS = {
+    "authorization.controllerUser": "removed: the controller's account is controllers.appWrapper "
+                                    "(the same service account), which the gateway also asks about; "
+                                    "delete this field and set controllers.appWrapper if it differs",
+}
+"""Fields a former release read, with what to use instead (an error, never silently ignored)."""
+
+
 def _parse_section(cls: type, value: Any, path: str) -> Any:
     if value is None:
         return cls()
@@ -429,6 +437,8 @@ def _parse_section(cls: type, value: Any, path: str) -> Any:
     for key, raw in value.items():
         sub = child(path, str(key))
         spec = by_key.get(key)
+        if spec is None and sub in REMOVED_FIELDS:
+            raise FieldError(sub, REMOVED_FIELDS[sub])
         if spec is None:
             raise FieldError(sub, f"unknown field (expected one of {', '.join(by_key)})")
         if raw is None:

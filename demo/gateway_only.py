@@ -122,13 +122,14 @@ def run(corpus: Path, workers: str) -> int:
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
         audit_log = Path(tmp) / "audit.log"
         # The built-in defaults, but for the per-component authorization of AppWrappers: it asks
-        # the API server (SubjectAccessReviews), and there is none here.
+        # the API server (SubjectAccessReviews) about the user and the controller, and there is
+        # neither here.
         policy = Path(tmp) / "policy.yaml"
-        policy.write_text("authorization: {userRBACCheck: false}\n")
+        policy.write_text("authorization: {userRBACCheck: false}\ncontrollers: {appWrapper: []}\n")
         gateway = start_gateway(cert_dir, "--workers", workers, "--policy-file", str(policy),
                                 "--audit-log", str(audit_log))
         print(f"gateway: gunicorn over TLS at https://{gateway.host}:{gateway.port} (CA {cert_dir / 'ca.crt'})")
-        print("policy: the built-in defaults, without authorization.userRBACCheck (no API server to ask)")
+        print("policy: the built-in defaults, without per-component authorization (no API server to ask)")
         allowed = denied = 0
         try:
             client = gateway.client()

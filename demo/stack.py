@@ -178,6 +178,7 @@ def install_gateway(stack: Stack, clock: Clock, workers: str = "2") -> RunningGa
     kubectl = stack.kubectl
     kubectl.run("apply", "-k", str(MANIFESTS / "crds"))
     kubectl.run("create", "namespace", SYSTEM_NAMESPACE)
+    kubectl.run("apply", "-k", str(MANIFESTS / "rbac"))  # service accounts and roles, the users' roles too
     kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "policy.yaml"))
     certs = stack.workdir / "gateway-certs"
     write_serving_files(certs, service_names(GATEWAY_SERVICE, SYSTEM_NAMESPACE), clock.now())

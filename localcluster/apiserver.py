@@ -15,6 +15,7 @@ from aiohttp import web
 
 from localcluster import discovery, openapi, pod_logs, reads, tokens, watching, writes
 from localcluster.admission import WebhookDispatcher
+from localcluster.authorization import Authorizer
 from localcluster.clock import TimeSource
 from localcluster.codec import acceptable
 from localcluster.errors import ApiError, internal, method_not_allowed, not_acceptable
@@ -22,6 +23,7 @@ from localcluster.responses import Context, error_response, json_response, read_
 from localcluster.resources import Registry
 from localcluster.routing import not_found_path, resolve
 from localcluster.store import Store
+from localcluster.rbac.requests import request_attributes
 from localcluster.users import Authenticator
 
 log = logging.getLogger("localcluster.apiserver")
@@ -32,11 +34,12 @@ PUBLIC_PATHS = {"/version", "/healthz", "/livez", "/readyz"}
 
 class ApiServer:
     def __init__(self, store: Store, registry: Registry, clock: TimeSource, auth: Authenticator,
-                 address: str = "127.0.0.1") -> None:
+                 address: str = "127.0.0.1", authorizer: Authorizer | None = None) -> None:
         self.store = store
         self.registry = registry
         self.clock = clock
         self.auth = auth
+        self.authorizer = authorizer or Authorizer(store)
         self.address = address
         self.webhooks: WebhookDispatcher | None = None
         self.pod_logs_dir: Path | None = None  # where process pods' container logs are (the kubelets')
@@ -63,6 +66,7 @@ class ApiServer:
             return self._public(path)
         user = self.auth.authenticate(request.headers.get("Authorization"))
         user = self.auth.impersonate(user, request.headers)
+        self.authorizer.check(user, request_attributes(request.method, path, request.query))
         if not acceptable(request.headers.get("Accept", "")):
             raise not_acceptable(["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])
         target = resolve(self.registry, path)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from typing import Any
 
+from localcluster.authorization import MODES, RBAC
 from localcluster.users import UsersFileError
 
 
@@ -24,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--run-image", action="append", default=[], metavar="NAME",
                         help="pods of this image run as real local processes with this checkout's `batchgate` "
                              "(repeatable; e.g. the image the manifests name)")
+    parser.add_argument("--authorization", choices=MODES, default=RBAC,
+                        help="RBAC (default: roles and bindings decide, as kube-apiserver) or AlwaysAllow")
     parser.add_argument("--api-only", action="store_true",
                         help="serve the API without simulated nodes, kubelets, scheduler or controllers")
     nodes = parser.add_argument_group("simulated nodes")
@@ -69,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cluster = LocalCluster(workdir, port=args.port, users_file=args.users_file, speed=args.speed,
                                controllers=[] if args.api_only else DEFAULT_CONTROLLERS,
-                               nodes=[] if args.api_only else nodes, run_images=args.run_image)
+                               nodes=[] if args.api_only else nodes, run_images=args.run_image,
+                               authorization=args.authorization)
     except UsersFileError as exc:
         print(f"batchgate cluster: {exc}", file=sys.stderr)
         return 2

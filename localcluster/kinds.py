@@ -12,6 +12,7 @@ from typing import Any
 from localcluster import crd_schema, workload_rules
 from localcluster.errors import FieldError
 from localcluster.names import dns1035_errors, label_errors, path_segment_errors, subdomain_errors
+from localcluster.rbac import validation as rbac_validation
 from localcluster.resources import ResourceType
 
 _LABEL_NAMED = {("", "namespaces")}
@@ -207,6 +208,10 @@ _VALIDATE: dict[tuple[str, str], Validate] = {
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): lambda obj, old: _webhook_errors(obj),
     ("scheduling.k8s.io", "priorityclasses"): lambda obj, old: _priority_class_errors(obj),
     ("apiextensions.k8s.io", "customresourcedefinitions"): crd_schema.validate_crd,
+    ("rbac.authorization.k8s.io", "roles"): rbac_validation.role_errors,
+    ("rbac.authorization.k8s.io", "clusterroles"): rbac_validation.role_errors,
+    ("rbac.authorization.k8s.io", "rolebindings"): rbac_validation.binding_errors,
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): rbac_validation.binding_errors,
 }
 
 

@@ -283,7 +283,10 @@ async def _mutated(server: ServerState, ctx: Context, operation: str, obj: dict[
 async def validate(server: ServerState, ctx: Context, operation: str, obj: dict[str, Any] | None,
                    old: dict[str, Any] | None, name: str, warnings: list[str],
                    delete_options: dict[str, Any] | None = None) -> None:
-    """Stage 4: validating webhooks (if any match), after the server's own validation."""
+    """Stage 4: RBAC's escalation check on roles and bindings (kube-apiserver does it in their
+    strategy), then validating webhooks (if any match), after the server's own validation."""
+    if operation != "DELETE":
+        server.authorizer.check_write(ctx.user, views.storage_key(ctx.target.rt), obj, old)
     webhooks = _webhooks(server, ctx)
     if webhooks is None:
         return

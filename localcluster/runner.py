@@ -25,9 +25,11 @@ from aiohttp import web
 from certs.authority import service_names, write_serving_files
 from localcluster import lifecycle, tokens
 from localcluster.apiserver import ApiServer
+from localcluster.authorization import RBAC, Authorizer
 from localcluster.clock import ScaledClock, TimeSource
 from localcluster.crd_registration import CrdRegistrar
 from localcluster.garbage import Collector
+from localcluster.rbac import bootstrap
 from localcluster.resources import Registry
 from localcluster.store import Store
 from localcluster.webhook_sources import dispatcher
@@ -38,8 +40,22 @@ log = logging.getLogger("localcluster")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 # As on a real cluster, the controller manager is not in system:masters (RBAC grants its rights
 # there): a policy that exempts cluster admins must still see the pods its controllers create.
-CONTROLLER_USER = User("system:kube-controller-manager", "system:kube-controller-manager", "",
-                       (AUTHENTICATED,))
+# Its own identity runs the shared informers; each component writes as itself, as
+# kube-controller-manager's controllers do with --use-service-account-credentials.
+CONTROLLER_USER = User(bootstrap.KUBE_CONTROLLER_MANAGER, bootstrap.KUBE_CONTROLLER_MANAGER, "", (AUTHENTICATED,))
+
+
+def _component_user(component: str) -> User:
+    namespace, account = bootstrap.component_account(component)
+    return User(component, bootstrap.service_account_username(namespace, account), "",
+                ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", AUTHENTICATED))
+
+
+COMPONENT_USERS: dict[str, User] = {
+    "kubelet": User("system:node:kubelets", "system:node:kubelets", "", (bootstrap.NODES_GROUP, AUTHENTICATED)),
+    "default-scheduler": User(bootstrap.KUBE_SCHEDULER, bootstrap.KUBE_SCHEDULER, "", (AUTHENTICATED,)),
+    **{name: _component_user(name) for name in (*bootstrap.CONTROLLER_RULES, *bootstrap.OPERATOR_ACCOUNTS)},
+}
 START_TIMEOUT = 30.0
 CRDS_DIR = Path(__file__).resolve().parent / "crds"
 SHUTDOWN_TIMEOUT = 2.0
@@ -60,6 +76,7 @@ class ControllerContext:
     webhook_addresses: Mapping[str, str] = field(default_factory=dict)
     nodes: tuple[Any, ...] = ()  # localcluster.sim.nodes.NodeSpec: what the simulated kubelets register
     run_images: tuple[str, ...] = ()  # pods of these images run as real processes (--run-image)
+    tokens: Mapping[str, str] = field(default_factory=dict)  # component name -> its own token
 
 
 ControllerFactory = Callable[[ControllerContext], Awaitable[Any]]
@@ -69,7 +86,8 @@ class LocalCluster:
     def __init__(self, workdir: Path, port: int = 0, users_file: Path | None = None, speed: float = 1.0,
                  webhook_addresses: Mapping[str, str] | None = None,
                  controllers: Sequence[ControllerFactory] = (), nodes: Sequence[Any] = (),
-                 run_images: Sequence[str] = ()) -> None:
+                 run_images: Sequence[str] = (), authorization: str = RBAC,
+                 record_requests: bool = False) -> None:
         self.workdir = Path(workdir)
         self.nodes = tuple(nodes)
         self.run_images = tuple(run_images)
@@ -80,10 +98,13 @@ class LocalCluster:
         self.clock = ScaledClock(speed)
         self.users = load_users(users_file)
         self.store = Store()
-        self.auth = Authenticator([*self.users, CONTROLLER_USER], self.clock.now,
+        self.auth = Authenticator([*self.users, CONTROLLER_USER, *COMPONENT_USERS.values()], self.clock.now,
                                   functools.partial(tokens.still_bound, self.store))
         self.registry = Registry()
-        self.server = ApiServer(self.store, self.registry, self.clock, self.auth)
+        # record_requests: every resource request's (user, verb, group, resource, subresource,
+        # namespace) is counted in `self.authorizer.recorded`, for a least-privilege check.
+        self.authorizer = Authorizer(self.store, authorization, record=record_requests)
+        self.server = ApiServer(self.store, self.registry, self.clock, self.auth, authorizer=self.authorizer)
         self.server.pod_logs_dir = self.workdir / KUBELET_DIR / "logs"
         self.server.webhooks = dispatcher(self.store, self.webhook_addresses)
         self.url = ""
@@ -143,6 +164,7 @@ class LocalCluster:
             obj = lifecycle.prepare_create(rt, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                                            self.clock.now())
             self.store.put(rt.group_resource, obj)
+        self.authorizer.seed(self.registry, self.clock.now())
 
     def _install_crds(self) -> None:
         """The CRDs the simulated controllers serve (localcluster/crds/), present from the start."""
@@ -202,7 +224,8 @@ class LocalCluster:
         self._tasks.append(asyncio.create_task(collector.run(), name="garbage-collector"))
         context_for = ControllerContext(self.url, self.ca_file, self.auth.tokens[CONTROLLER_USER.name],
                                         CONTROLLER_USER.username, self.speed, self.clock, self.workdir,
-                                        self.webhook_addresses, self.nodes, self.run_images)
+                                        self.webhook_addresses, self.nodes, self.run_images,
+                                        {c: self.auth.tokens[u.name] for c, u in COMPONENT_USERS.items()})
         for factory in self.controllers:
             self._tasks.append(asyncio.create_task(_guarded(factory, context_for)))
         return runner

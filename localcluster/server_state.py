@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from localcluster.admission import WebhookDispatcher
+from localcluster.authorization import Authorizer
 from localcluster.clock import TimeSource
 from localcluster.store import Store
 from localcluster.users import Authenticator
@@ -25,3 +26,4 @@ class ServerState(Protocol):
     watch_timeout_range: tuple[float, float]  # a watch without timeoutSeconds ends at a random point in it
     auth: Authenticator  # who is who: tokens for users and service accounts (TokenRequest signs with it)
     pod_logs_dir: Path | None  # where process pods' container logs are (the kubelets'); None: none run
+    authorizer: Authorizer  # RBAC (or AlwaysAllow): who may do what, and the access reviews

@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from localcluster import codec, lifecycle
+from localcluster.authorization import REVIEWS
 from localcluster.clock import rfc3339
 from localcluster.pipeline import dry_run
 from localcluster.errors import ApiError, bad_request, conflict, not_found
@@ -16,10 +17,8 @@ from localcluster.reads import view_bytes
 from localcluster.responses import Context, json_response, raw_response
 from localcluster.server_state import ServerState
 from localcluster.store import Entry
-from localcluster.users import MASTERS
 
-VIRTUAL_CREATES = {("", "bindings"), ("authentication.k8s.io", "selfsubjectreviews"),
-                   ("authorization.k8s.io", "selfsubjectaccessreviews")}
+VIRTUAL_CREATES = {("", "bindings"), ("authentication.k8s.io", "selfsubjectreviews"), *REVIEWS}
 
 
 async def create(server: ServerState, ctx: Context) -> web.Response:
@@ -28,23 +27,10 @@ async def create(server: ServerState, ctx: Context) -> web.Response:
         return json_response({"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1",
                               "metadata": {"creationTimestamp": rfc3339(server.clock.now())},
                               "status": {"userInfo": ctx.user.info()}}, status=201)
-    if gr == ("authorization.k8s.io", "selfsubjectaccessreviews"):
-        return _access_review(ctx)
+    if gr in REVIEWS:
+        body = codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body)
+        return json_response(server.authorizer.review(gr, ctx.user, body, ctx.target.namespace or ""), status=201)
     return await bind(server, ctx)
-
-
-def _access_review(ctx: Context) -> web.Response:
-    body = codec.decode_object(ctx.request.headers.get("Content-Type"), ctx.body)
-    if not isinstance(body, dict):
-        raise bad_request("expected a SelfSubjectAccessReview")
-    spec = body.get("spec") or {}
-    attrs = spec.get("resourceAttributes") if isinstance(spec, dict) else None
-    if not isinstance(attrs, dict):
-        attrs = {}
-    allowed = attrs.get("verb") != "impersonate" or MASTERS in ctx.user.groups
-    status: dict[str, Any] = {"allowed": allowed}
-    return json_response({"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
-                          "metadata": {}, "spec": spec, "status": status}, status=201)
 
 
 async def bind(server: ServerState, ctx: Context) -> web.Response:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from demo.kubectl import KUBECTL
 from localcluster.runner import LocalCluster
@@ -68,11 +69,40 @@ def kubectl_runner(cluster: LocalCluster, cache: Path, default_timeout: float = 
     return run
 
 
+def role_binding(namespace: str, role: str, users: tuple[str, ...], kind: str = "ClusterRole") -> str:
+    """A RoleBinding (YAML) giving `users` the role `role` in `namespace`."""
+    subjects = "".join(f"  - {{apiGroup: rbac.authorization.k8s.io, kind: User, name: {u}}}\n" for u in users)
+    return (f"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n"
+            f"  name: {role.replace(':', '-')}-{'-'.join(users)}\n  namespace: {namespace}\n"
+            f"roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: {kind}, name: {role}}}\nsubjects:\n{subjects}")
+
+
+SHARED_USERS = ("alice", "bob")
+
+
+def service_account_kubeconfig(kubeconfig: Path, namespace: str, account: str, target: Path) -> Path:
+    """A kubeconfig that authenticates as the ServiceAccount `namespace/account` with a token the
+    admin requests from the TokenRequest API (`kubectl create token`), as its pod would mount one."""
+    token = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "--context", "admin", "create", "token",
+                            account, "-n", namespace, "--duration=24h"],
+                           capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    config = yaml.safe_load(kubeconfig.read_text())
+    name = f"{namespace}-{account}"
+    config["users"] = [{"name": name, "user": {"token": token}}]
+    config["contexts"] = [{"name": name, "context": {"cluster": config["clusters"][0]["name"], "user": name,
+                                                     "namespace": namespace}}]
+    config["current-context"] = name
+    target.write_text(yaml.safe_dump(config, sort_keys=False))
+    target.chmod(0o600)
+    return target
+
+
 @pytest.fixture
 def namespace(local_cluster: LocalCluster, kubectl: Callable[..., subprocess.CompletedProcess[str]]) -> str:
-    """A fresh namespace per test."""
+    """A fresh namespace per test, shared by alice and bob (both hold `edit` there)."""
     name = f"t-{uuid.uuid4().hex[:8]}"
-    kubectl("create", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+    kubectl("create", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"
+            "---\n" + role_binding(name, "edit", SHARED_USERS))
     return name
 
 

@@ -68,6 +68,17 @@ GROUPS = {
         6 subresource str; 7 name str""",
     "NonResourceAttributes": "1 path str; 2 verb str",
     "SubjectAccessReviewStatus": "1 allowed bool?; 4 denied bool; 2 reason str; 3 evaluationError str",
+    "SubjectAccessReview": """1 metadata ObjectMeta; 2 spec SubjectAccessReviewSpec;
+        3 status SubjectAccessReviewStatus""",
+    "SubjectAccessReviewSpec": """1 resourceAttributes ResourceAttributes; 2 nonResourceAttributes NonResourceAttributes;
+        3 user str; 4 groups [str]; 5 extra {strlist}; 6 uid str""",
+    "SelfSubjectRulesReview": """1 metadata ObjectMeta; 2 spec SelfSubjectRulesReviewSpec;
+        3 status SubjectRulesReviewStatus""",
+    "SubjectRulesReviewStatus": """1 resourceRules [ResourceRule]; 2 nonResourceRules [NonResourceRule];
+        3 incomplete bool; 4 evaluationError str""",
+    "ResourceRule": "1 verbs [str]; 2 apiGroups [str]; 3 resources [str]; 4 resourceNames [str]",
+    "NonResourceRule": "1 verbs [str]; 2 nonResourceURLs [str]",
+    "SelfSubjectRulesReviewSpec": "1 namespace str",
 }
 
 # (apiVersion, kind) -> the message of the top-level object.
@@ -91,4 +102,7 @@ KINDS = {
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
     ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
 }

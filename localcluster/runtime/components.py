@@ -1,7 +1,8 @@
 """The simulated cluster's components, run together as one entry of `DEFAULT_CONTROLLERS`.
 
-They share one HTTPS session and one informer per resource, as kube-controller-manager's
-controllers share a client and informer factory: each pod event is watched and decoded once.
+They share one informer per resource, as kube-controller-manager's controllers share an
+informer factory: each pod event is watched and decoded once, under the controller manager's
+identity. Each component writes with its own identity and the RBAC role bootstrap gives it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ async def simulated_cluster(ctx: ControllerContext) -> None:
     """Nodes, kubelets, scheduler and workload controllers until cancelled."""
     api = Api(ctx.url, token=ctx.token, ca_file=str(ctx.ca_file))
     shared = SharedInformers(api)
-    components = [component(ctx, api, shared) for component in COMPONENTS]
+    writers = {c.component: Api(ctx.url, token=ctx.tokens[c.component], ca_file=str(ctx.ca_file))
+               for c in COMPONENTS if c.component in ctx.tokens}
+    components = [component(ctx, writers.get(component.component, api), shared) for component in COMPONENTS]
     tasks = [asyncio.create_task(_alone(c), name=c.component) for c in components]
     tasks += [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in shared.all()]
     try:
@@ -55,6 +58,8 @@ async def simulated_cluster(ctx: ControllerContext) -> None:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await api.close()
+        for writer in writers.values():
+            await writer.close()
 
 
 async def _alone(component: Controller) -> None:

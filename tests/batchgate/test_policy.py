@@ -86,6 +86,10 @@ def test_a_full_policy_overrides_every_section() -> None:
         pytest.param("queue:\n  defaultQueueName: q\n",
                      "policy.yaml:1: queue: unknown field",
                      id="a misspelled section is an unknown field, not a silent default"),
+        pytest.param("authorization:\n  userRBACCheck: true\n  controllerUser: system:serviceaccount:x:y\n",
+                     "policy.yaml:3: authorization.controllerUser: removed: the controller's account is "
+                     "controllers.appWrapper",
+                     id="the removed controllerUser names the setting that replaces it"),
         pytest.param("fairSharing:\n  preemptionStrategies: [Nope]\n",
                      "policy.yaml:2: fairSharing.preemptionStrategies[0]: 'Nope' is not one of "
                      "LessThanOrEqualToFinalShare, LessThanInitialShare",

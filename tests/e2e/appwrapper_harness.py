@@ -39,11 +39,13 @@ from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.behavior import BEHAVIOR_ANNOTATION
 from localcluster.sim.nodes import parse_nodes_file
+from tests.localcluster_fixtures import role_binding, service_account_kubeconfig
 from webhook.serving.launch import REPO_ROOT, RunningGateway, start_gateway
 
 SPEED = 10.0
 USERS = REPO_ROOT / "demo" / "manifests" / "users.yaml"
 CONTROLLER_USER = "batchgate-controller"
+GATEWAY_ACCOUNT = "batchgate-webhook"
 USER = "alice"
 FLAVOR_LABEL = "batchgate.dev/e2e-pool"
 FLAVOR = "aw-e2e-flavor"
@@ -64,8 +66,8 @@ NODES = f"""
 """
 
 # The shipped policy, except that pods are bound by the local cluster's default scheduler (the
-# gang scheduler is not under test here) and nothing is gang-labelled, and components are not
-# authorized: the local cluster answers no SubjectAccessReview yet (issue 14 items 1 and 4).
+# gang scheduler is not under test here) and nothing is gang-labelled. Components are authorized
+# for alice and the controller with SubjectAccessReviews the gateway asks as its service account.
 POLICY = """\
 apiVersion: v1
 kind: ConfigMap
@@ -79,7 +81,6 @@ data:
     queues:
       defaultQueueName: default-queue
     scheduling: {schedulerName: default-scheduler, gang: false}
-    authorization: {userRBACCheck: false}
 %s"""
 
 
@@ -191,13 +192,16 @@ def start_stack(workdir: Path) -> AwStack:
     try:
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
         kubectl.run("create", "namespace", SYSTEM_NAMESPACE)
+        kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "rbac"))  # the product's and the users' roles
         kubectl.run("apply", "-f", "-", stdin=policy_configmap())
         kubectl.run("apply", "-f", "-", stdin=PRIORITIES)
+        gateway_identity = service_account_kubeconfig(cluster.kubeconfig, SYSTEM_NAMESPACE, GATEWAY_ACCOUNT,
+                                                      workdir / "gateway.kubeconfig")
         clock = SystemClock()
         certs = workdir / "gateway-certs"
         write_serving_files(certs, service_names(GATEWAY_SERVICE, SYSTEM_NAMESPACE), clock.now())
         gateway = start_gateway(certs, "--workers", "1", "--threads", "8", "--policy-configmap",
-                                f"{SYSTEM_NAMESPACE}/batchgate-policy", "--kubeconfig", str(cluster.kubeconfig),
+                                f"{SYSTEM_NAMESPACE}/batchgate-policy", "--kubeconfig", str(gateway_identity),
                                 "--audit-log", str(workdir / "audit.log"))
         wait_until_ready(gateway, clock)
         kubectl.run("apply", "-f", "-", stdin=gateway_service(f"{gateway.host}:{gateway.port}"))
@@ -448,6 +452,8 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
              "metadata": {"name": QUEUE, "namespace": namespace}, "spec": {"clusterQueue": f"cq-{namespace}"}}
     stack.admin("create", "namespace", namespace)
     stack.admin("label", "namespace", namespace, "mlbatch-team-namespace=true")  # a team namespace opts in
+    stack.admin("apply", "-f", "-", stdin=role_binding(namespace, "edit", (USER,)) + "---\n"
+                + role_binding(namespace, "batchgate-team", (USER,)))
     stack.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([queue, local]))
     watch = Watch.start(stack.kubectl, namespace)
     # kubectl needs a moment before its watch stands; an AppWrapper no controller of ours manages

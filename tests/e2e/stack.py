@@ -1,9 +1,10 @@
 """The end-to-end stack for framework tests: the real gateway (gunicorn over TLS) registered with
 the local cluster through the shipped webhook configurations, and the real kubectl.
 
-Users submit as alice; the admin is exempt (as cluster admins are in the shipped policy), so the
-admin's set-up (queues) and the controller, which runs as the admin, pass the gateway untouched,
-while the pods the local cluster's Job and PyTorchJob controllers create still go through it.
+Users submit as alice; the admin and the controller's service account are exempt (as in the
+shipped policy), so the admin's set-up (queues) and the controller, which runs as its service
+account with the shipped role, pass the gateway untouched, while the pods the local cluster's Job
+and PyTorchJob controllers create still go through it.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import yaml
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from demo.kubectl import KUBECTL
+from demo.stack import gateway_service
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
+from tests.localcluster_fixtures import SHARED_USERS, role_binding, service_account_kubeconfig
 from webhook.serving.launch import RunningGateway, start_gateway
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,12 +36,11 @@ USER = "alice"
 # Gang placement is not what these tests are about: the local cluster's default scheduler binds.
 # The default allowedKinds hold: the shipped validating webhook never sends the Endpoints,
 # EndpointSlices and Events the control plane writes (tests/manifests/test_gateway_webhook_scope.py).
-# No per-component authorization: this gateway has no API server connection (it starts before the
-# cluster) and the local cluster answers no SubjectAccessReview yet (issue 14 items 1 and 4).
-POLICY = ("exempt: {users: [admin]}\n"
+# Each AppWrapper component is authorized against the cluster's RBAC (the default
+# authorization.userRBACCheck), with SubjectAccessReviews the gateway asks as its service account.
+POLICY = ("exempt: {users: [admin, system:serviceaccount:batchgate-system:batchgate-controller]}\n"
           "queues: {requireQueueFor: []}\n"
-          "scheduling: {schedulerName: '', gang: false}\n"
-          "authorization: {userRBACCheck: false}\n")
+          "scheduling: {schedulerName: '', gang: false}\n")
 NODES = "- name: node\n  count: 2\n  capacity: {cpu: '64', memory: 256Gi}\n"
 SPEED = 20.0
 
@@ -66,6 +68,7 @@ class Stack:
     cluster: LocalCluster
     kubectl: Kubectl
     gateway: Gateway
+    controller_kubeconfig: Path  # the controller's service account (manifests/rbac/controller.yaml)
 
 
 def webhook_configurations(ca_bundle: str) -> str:
@@ -81,34 +84,42 @@ def webhook_configurations(ca_bundle: str) -> str:
 
 @contextmanager
 def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -> Iterator[Stack]:
+    """The cluster with the product's CRDs and roles, alice and bob holding the team role in
+    NAMESPACE, then the gateway as its service account, registered through its Service."""
     certs = tmp / "gateway-certs"
     write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
     policy = tmp / "policy.yaml"
     policy.write_text(policy_text)
-    args = ("--workers", "1", "--threads", "4", "--policy-file", str(policy), "--audit-log", str(tmp / "audit.log"))
-    gateway = Gateway(certs, args, start_gateway(certs, *args))
-    address = f"{gateway.running.host}:{gateway.running.port}"
-    cluster = LocalCluster(tmp / "cluster", speed=SPEED, controllers=DEFAULT_CONTROLLERS,
-                           nodes=parse_nodes_file(nodes),
-                           webhook_addresses={"batchgate-webhook.batchgate-system": address})
-    try:
-        with cluster:
-            def run(*args: str, input: str | None = None, check: bool = True,
-                    user: str = "admin") -> subprocess.CompletedProcess[str]:
-                done = subprocess.run([KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--context", user, *args],
-                                      input=input, capture_output=True, text=True, timeout=30)
-                if check and done.returncode != 0:
-                    raise AssertionError(f"kubectl {' '.join(args)} (as {user}): {done.stderr}")
-                return done
+    with LocalCluster(tmp / "cluster", speed=SPEED, controllers=DEFAULT_CONTROLLERS,
+                      nodes=parse_nodes_file(nodes)) as cluster:
+        def run(*args: str, input: str | None = None, check: bool = True,
+                user: str = "admin") -> subprocess.CompletedProcess[str]:
+            done = subprocess.run([KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--context", user, *args],
+                                  input=input, capture_output=True, text=True, timeout=30)
+            if check and done.returncode != 0:
+                raise AssertionError(f"kubectl {' '.join(args)} (as {user}): {done.stderr}")
+            return done
 
-            run("create", "namespace", NAMESPACE)
-            run("label", "namespace", NAMESPACE, "mlbatch-team-namespace=true")  # a team namespace opts in
-            run("apply", "-k", str(ROOT / "manifests" / "crds"))
+        run("create", "namespace", NAMESPACE)
+        run("label", "namespace", NAMESPACE, "mlbatch-team-namespace=true")  # a team namespace opts in
+        run("apply", "-k", str(ROOT / "manifests" / "crds"))
+        run("apply", "-k", str(ROOT / "manifests" / "rbac"))
+        run("apply", "-f", "-", input=role_binding(NAMESPACE, "edit", SHARED_USERS) + "---\n"
+            + role_binding(NAMESPACE, "batchgate-team", SHARED_USERS))
+        identity = service_account_kubeconfig(cluster.kubeconfig, "batchgate-system", "batchgate-webhook",
+                                              tmp / "gateway.kubeconfig")
+        args = ("--workers", "1", "--threads", "4", "--policy-file", str(policy), "--audit-log", str(tmp / "audit.log"),
+                "--kubeconfig", str(identity))
+        gateway = Gateway(certs, args, start_gateway(certs, *args))
+        try:
+            run("apply", "-f", "-", input=gateway_service(f"{gateway.running.host}:{gateway.running.port}"))
             ca_bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
             run("apply", "-f", "-", input=webhook_configurations(ca_bundle))
-            yield Stack(cluster, run, gateway)
-    finally:
-        gateway.stop()
+            controller = service_account_kubeconfig(cluster.kubeconfig, "batchgate-system", "batchgate-controller",
+                                                    tmp / "controller.kubeconfig")
+            yield Stack(cluster, run, gateway, controller)
+        finally:
+            gateway.stop()
 
 
 def submit(kubectl: Kubectl, obj: dict[str, Any]) -> str:

@@ -38,7 +38,6 @@ CLUSTER_QUEUE = {"apiVersion": keys.KUEUE_API_VERSION, "kind": "ClusterQueue", "
 def stopped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The shipped webhooks registered, the configuration created, then the gateway stopped."""
     with running_stack(tmp_path_factory.mktemp("break-glass")) as stack:
-        stack.kubectl("create", "namespace", SYSTEM)
         stack.kubectl("apply", "-f", "-", input=policy_configmap("queues: {defaultQueueName: q-one}\n",
                                                                   break_glass=False))
         stack.kubectl("apply", "-f", "-", input=yaml.safe_dump(CLUSTER_QUEUE))
@@ -68,6 +67,10 @@ def test_an_admin_labels_a_cluster_queue_by_breaking_the_glass(stopped: Stack) -
 
 
 def test_the_glass_breaks_only_for_cluster_admins(stopped: Stack) -> None:
+    # alice administers queues (the shipped batchgate-admin role), so RBAC lets her request through
+    # to the webhook; she is no cluster admin, so the glass does not break for her.
+    stopped.kubectl("create", "clusterrolebinding", "queue-admin-alice", "--clusterrole=batchgate-admin",
+                    f"--user={USER}")
     queue = {**CLUSTER_QUEUE, "metadata": {"name": "alices", "annotations": {keys.BREAK_GLASS_ANNOTATION: "me too"}}}
     done = stopped.kubectl("create", "-f", "-", input=yaml.safe_dump(queue), user=USER, check=False)
     assert done.returncode != 0 and "clusterqueues.validate.batchgate.dev" in done.stderr

@@ -2,8 +2,8 @@
 cluster, authorizes each AppWrapper component with SubjectAccessReviews against the cluster's
 RBAC, for the submitter and for the controller's service account (the shipped ClusterRole).
 
-Runs once the local cluster has kube-apiserver's RBAC authorizer (issue 14 item 1); until then
-the cluster answers SubjectAccessReview with 404 and this module is skipped, saying so.
+The gateway asks as its own service account, with the shipped role that lets it create
+SubjectAccessReviews.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from demo.stack import gateway_configurations, gateway_service, wait_until_ready
 from demo.kubectl import Kubectl
 from localcluster.runner import LocalCluster
 from tests.builders import an_appwrapper
-from tests.localcluster_fixtures import api_client
+from tests.localcluster_fixtures import service_account_kubeconfig
 from webhook.serving.launch import REPO_ROOT, RunningGateway, start_gateway
 
 pytestmark = pytest.mark.timeout(180)
@@ -35,7 +35,8 @@ queues: {{requireQueueFor: []}}
 scheduling: {{schedulerName: '', gang: false}}
 allowedKinds:
   wrapped: [Job.batch, ConfigMap, Secret, ServiceAccount]
-authorization: {{userRBACCheck: true, controllerUser: '{CONTROLLER}'}}
+authorization: {{userRBACCheck: true}}
+controllers: {{appWrapper: ['{CONTROLLER}']}}
 """
 # alice may submit AppWrappers and create Jobs, ConfigMaps and ServiceAccounts in her namespace,
 # but not Secrets.
@@ -60,45 +61,25 @@ metadata: {{name: submitter-alice, namespace: {NAMESPACE}}}
 roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: submitter}}
 subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}}]
 """
-SAR_SKIP = ("the local cluster answers SubjectAccessReview with 404: it has no RBAC authorizer yet "
-            "(issue 14 item 1, branch rbac); these tests run once it has one")
-
-
-def subject_access_review_served(cluster: LocalCluster) -> bool:
-    """Ask the cluster one SubjectAccessReview as the admin: False only on 404."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
-    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-              "spec": {"user": "alice", "groups": ["system:authenticated"],
-                       "resourceAttributes": {"namespace": NAMESPACE, "verb": "create", "resource": "secrets"}}}
-    with api_client(cluster) as api:
-        try:
-            client.AuthorizationV1Api(api).create_subject_access_review(review, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-    return True
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, RunningGateway]]:
     tmp = tmp_path_factory.mktemp("component-authorization")
     with LocalCluster(tmp / "cluster") as cluster:
-        if not subject_access_review_served(cluster):
-            pytest.skip(SAR_SKIP)
         kubectl = Kubectl(cluster.kubeconfig)
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "rbac"))  # the controller's shipped role
         kubectl.run("create", "namespace", NAMESPACE)
+        kubectl.run("label", "namespace", NAMESPACE, "mlbatch-team-namespace=true")  # a team namespace opts in
         kubectl.run("apply", "-f", "-", stdin=ALICE_ROLE)
         certs, policy = tmp / "gateway-certs", tmp / "policy.yaml"
+        # The gateway asks its SubjectAccessReviews as its own service account (manifests/rbac/gateway.yaml).
+        identity = service_account_kubeconfig(cluster.kubeconfig, "batchgate-system", "batchgate-webhook",
+                                              tmp / "gateway.kubeconfig")
         policy.write_text(POLICY)
         write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
         # One worker, so the second of two reviews meets the first one's answers in the cache.
         gateway = start_gateway(certs, "--workers", "1", "--threads", "4", "--policy-file", str(policy),
-                                "--kubeconfig", str(cluster.kubeconfig), "--audit-log", str(tmp / "audit.log"))
+                                "--kubeconfig", str(identity), "--audit-log", str(tmp / "audit.log"))
         try:
             wait_until_ready(gateway, SystemClock())
             kubectl.run("apply", "-f", "-", stdin=gateway_service(f"{gateway.host}:{gateway.port}"))

@@ -115,7 +115,7 @@ def test_a_queued_stream_survives_a_controller_killed_at_random_points(stack: St
     print(f"KILL_TEST_SEED={seed}")
     rng = random.Random(seed)
     log = tmp_path / "controller.log"
-    kubeconfig = stack.cluster.kubeconfig
+    kubeconfig = stack.controller_kubeconfig
     controller = start_controller(kubeconfig, log)
     try:
         with Sampler(stack) as sampler:

@@ -59,9 +59,9 @@ spec: {{clusterQueue: frameworks-cq}}
 
 @pytest.fixture(scope="module")
 def controller(stack: Stack) -> Iterator[Controller]:
-    """The real controller, in this process, as the (exempt) admin; with the queues it admits into."""
+    """The real controller, in this process, as its (exempt) service account; with the queues it admits into."""
     stack.kubectl("apply", "-f", "-", input=QUEUES)
-    client = KubeClient.from_kubeconfig(str(stack.cluster.kubeconfig))
+    client = KubeClient.from_kubeconfig(str(stack.controller_kubeconfig))
     ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
     ctl.start()
     assert ctl.wait_synced(20)

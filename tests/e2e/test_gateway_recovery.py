@@ -59,7 +59,7 @@ def suspended(stack: Stack, name: str) -> bool:
 
 
 def test_a_job_admitted_during_an_outage_starts_soon_after_the_gateway_returns(stack: Stack) -> None:
-    client = KubeClient.from_kubeconfig(str(stack.cluster.kubeconfig))
+    client = KubeClient.from_kubeconfig(str(stack.controller_kubeconfig))
     ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
     ctl.start()
     try:

@@ -41,7 +41,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             {"apiVersion": keys.KUEUE_API_VERSION, "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}, "value": 100},
         ]
         stack.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(queues))
-        client = KubeClient.from_kubeconfig(str(stack.cluster.kubeconfig))
+        client = KubeClient.from_kubeconfig(str(stack.controller_kubeconfig))
         ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
         ctl.start()
         assert ctl.wait_synced(20)

@@ -12,6 +12,7 @@ import pytest
 
 from localcluster.webhook_sources import ADDRESS_ANNOTATION
 from tests.localcluster.webhook_stub import WebhookStub
+from tests.localcluster_fixtures import SHARED_USERS, role_binding
 
 Kubectl = Callable[..., subprocess.CompletedProcess]
 
@@ -37,6 +38,7 @@ def policed(kubectl: Kubectl, stub: WebhookStub) -> Iterator[Callable[[str, str,
     def register(kind: str, path: str, failure_policy: str = "Fail") -> str:
         namespace = f"p-{uuid.uuid4().hex[:8]}"
         kubectl("create", "namespace", namespace)
+        kubectl("apply", "-f", "-", input=role_binding(namespace, "edit", SHARED_USERS))
         kubectl("label", "namespace", namespace, f"policed={namespace}")
         name = f"{namespace}-hook"
         kubectl("apply", "-f", "-", input=json.dumps({

@@ -267,7 +267,9 @@ def test_kubectl_scale_goes_through_the_scale_subresource(kubectl: Kubectl, name
 
 @pytest.mark.parametrize(("context", "question", "answer"), [
     pytest.param("admin", ["create", "pods"], "yes", id="admin may create pods"),
-    pytest.param("alice", ["delete", "jobs.batch"], "yes", id="an ordinary user may do ordinary things"),
+    pytest.param("alice", ["delete", "jobs.batch"], "no", id="an ordinary user holds nothing where no binding grants it"),
+    pytest.param("alice", ["create", "selfsubjectaccessreviews.authorization.k8s.io"], "yes",
+                 id="every authenticated user may ask what they may do"),
     pytest.param("alice", ["impersonate", "users"], "no", id="an ordinary user may not impersonate"),
     pytest.param("admin", ["impersonate", "users"], "yes", id="admin may impersonate"),
 ])

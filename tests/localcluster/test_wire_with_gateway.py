@@ -15,6 +15,7 @@ import yaml
 from certs.authority import service_names, write_serving_files
 from demo.kubectl import KUBECTL
 from localcluster.runner import LocalCluster
+from tests.localcluster_fixtures import SHARED_USERS, role_binding
 from webhook.serving.launch import start_gateway
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +64,7 @@ def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
                     hook["clientConfig"]["caBundle"] = serving.ca_bundle
             run("create", "namespace", "team-a")
             run("label", "namespace", "team-a", "mlbatch-team-namespace=true")  # a team namespace opts in
+            run("apply", "-f", "-", input=role_binding("team-a", "edit", SHARED_USERS))
             run("apply", "-f", "-", input=yaml.safe_dump_all(configurations))
             yield run
     finally:

@@ -95,7 +95,8 @@ def access_plan(
     skips nothing. Call it on a request the validating rules allowed (the components then parse,
     and their kinds are in `allowedKinds.wrapped`, which bounds the questions)."""
     checks = policy.authorization
-    if not checks.user_rbac_check and not checks.controller_user:
+    controllers = policy.controllers.app_wrapper
+    if not checks.user_rbac_check and not controllers:
         return None
     if request.operation != "CREATE" or request.sub_resource or request.kind.qualified != APPWRAPPER:
         return None
@@ -110,8 +111,7 @@ def access_plan(
     subjects: list[tuple[Role, Subject]] = []
     if checks.user_rbac_check:
         subjects.append(("user", Subject.of(request.user)))
-    if checks.controller_user:
-        subjects.append(("controller", Subject.named(checks.controller_user)))
+    subjects += [("controller", Subject.named(account)) for account in controllers]
     questions = dict.fromkeys(AccessQuestion(role, subject, kind, request.namespace)
                               for role, subject in subjects for _, kind in components)
     return AccessPlan(components, tuple(questions))

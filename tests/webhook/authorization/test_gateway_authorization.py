@@ -42,7 +42,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, stub: AuthorizerStub) -> I
     tmp = tmp_path_factory.mktemp("gateway")
     write_serving_files(tmp / "certs", service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
     policy = tmp / "policy.yaml"
-    policy.write_text(f"authorization: {{controllerUser: '{CONTROLLER}'}}\n")
+    policy.write_text(f"controllers: {{appWrapper: ['{CONTROLLER}']}}\n")
     # One worker: every review meets the same answer cache.
     running = start_gateway(tmp / "certs", "--workers", "1", "--threads", "2", "--policy-file", str(policy),
                             "--kubeconfig", str(stub.kubeconfig), "--audit-log", str(tmp / "audit.log"))

@@ -14,10 +14,10 @@ from tests.builders import a_request, a_service, an_appwrapper
 from webhook.rules.authorization import AccessAnswer, AccessQuestion, Subject, access_plan, access_verdict
 from webhook.rules.review import GroupVersionKind, UserInfo
 
-POLICY = parse_policy("exempt: {users: [admin]}\n")
 CONTROLLER = "system:serviceaccount:batchgate-system:batchgate-controller"
-WITH_CONTROLLER = parse_policy(f"exempt: {{users: [admin]}}\nauthorization: {{controllerUser: '{CONTROLLER}'}}\n")
-USER_CHECK_OFF = parse_policy("authorization: {userRBACCheck: false}\n")
+WITH_CONTROLLER = parse_policy("exempt: {users: [admin]}\n")  # the default controllers.appWrapper names it
+POLICY = parse_policy("exempt: {users: [admin]}\ncontrollers: {appWrapper: []}\n")  # no controller to ask about
+USER_CHECK_OFF = parse_policy("authorization: {userRBACCheck: false}\ncontrollers: {appWrapper: []}\n")
 SECRET = GroupVersionKind("", "v1", "Secret")
 JOB = GroupVersionKind("batch", "v1", "Job")
 CONFIGMAP = GroupVersionKind("", "v1", "ConfigMap")
@@ -53,7 +53,7 @@ def kinds_asked(plan) -> list[tuple[str, str]]:
         pytest.param(wrapping(a_secret()), {}, WITH_CONTROLLER,
                      [("user", "Job.batch"), ("user", "Secret"), ("controller", "Job.batch"),
                       ("controller", "Secret")],
-                     id="a configured controller identity is asked about every kind too"),
+                     id="the controller of controllers.appWrapper is asked about every kind too"),
         pytest.param(wrapping(a_secret()), {}, replace(WITH_CONTROLLER, authorization=replace(
                      WITH_CONTROLLER.authorization, user_rbac_check=False)),
                      [("controller", "Job.batch"), ("controller", "Secret")],

@@ -107,8 +107,9 @@ def test_a_validation_denial_is_403_and_names_the_rule_and_the_field(client: Fla
 
 
 def test_validate_never_sends_a_patch(tmp_path: Path) -> None:
-    store = PolicyStore()  # no API server here to authorize the components with
-    store.install(LoadedPolicy.of(parse_policy("authorization: {userRBACCheck: false}"), "test"))
+    store = PolicyStore()  # no API server here to authorize the components with (user or controller)
+    store.install(LoadedPolicy.of(parse_policy("authorization: {userRBACCheck: false}\ncontrollers: {appWrapper: []}"),
+                                  "test"))
     client = build_app(tmp_path, store)[0].test_client()
     _, body, _ = post(client, "/validate", as_mutated(client, corpus("mlbatch/pytorchjob-in-appwrapper.yaml")))
     assert body["response"]["allowed"] is True and "patch" not in body["response"]

@@ -20,6 +20,7 @@ import yaml
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from localcluster.runner import LocalCluster
+from tests.localcluster_fixtures import SHARED_USERS, role_binding
 from tests.localcluster_fixtures import kubectl, local_cluster  # noqa: F401 - fixtures
 from webhook.serving.launch import RunningGateway
 
@@ -63,6 +64,7 @@ def test_kubectl_apply_as_alice_is_mutated_and_validated_by_the_gateway(
     gateway = launch(cert_dir, "--workers", "2", "--audit-log", str(audit))
     kubectl("create", "namespace", system)
     kubectl("create", "namespace", team)
+    kubectl("apply", "-f", "-", input=role_binding(team, "edit", SHARED_USERS))
     kubectl("label", "namespace", team, f"batchgate-test={test_id}")
     service = {"apiVersion": "v1", "kind": "Service",
                "metadata": {"name": "batchgate-webhook", "namespace": system,
