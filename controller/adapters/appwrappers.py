@@ -6,7 +6,7 @@ component from the cache when the controller watches its kind anyway (Jobs, PyTo
 kinds), else with a GET (upstream reads through its cache the same way and polls the rest); a
 component the cache does not hold is looked up with a GET before it counts as missing. It
 applies the returned Transition: finalizer patch, creates and deletes, one `/status` write with
-conflict retry, Events, the phase metric and a delayed requeue. Any change of a labelled pod or
+conflict retry, Events, the phase metric, and returns when to look again. Any change of a labelled pod or
 of a watched component requeues its AppWrapper.
 """
 
@@ -24,8 +24,8 @@ from controller.adapters.discovery import NoMatch, ResourceResolver
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
 from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.reconcile import DONE, Result
 from controller.adapters.store import SharedStore
-from controller.adapters.workqueue import WorkQueue
 from controller.adapters.writer import Writer
 from controller.decisions.appwrapper.components import ComponentError, build_component
 from controller.decisions.appwrapper.lifecycle import after_create, decide, managed_here
@@ -46,7 +46,7 @@ from controller.decisions.appwrapper.transition import (
 )
 from controller.decisions.appwrapper.failure_policy import job_failure
 from controller.decisions.jobs.podsets import JOB_KINDS
-from controller.decisions.jobs.workloads import controller_owner
+from batchgate.api.objects import controller_owner
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -62,10 +62,10 @@ _CACHED = {kind: RESOURCES[kind] for kind in JOB_KINDS if kind != "AppWrapper"}
 
 class AppWrapperReconciler:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
-                 client: KubeClient, queue: WorkQueue, policy: Callable[[], Policy],
+                 client: KubeClient, policy: Callable[[], Policy],
                  metrics: ControllerMetrics, synced: Callable[[], bool] = lambda: True) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
-        self.client, self.queue, self.policy, self.metrics = client, queue, policy, metrics
+        self.client, self.policy, self.metrics = client, policy, metrics
         self.synced = synced
         self.resolver = ResourceResolver(client)
 
@@ -85,30 +85,29 @@ class AppWrapperReconciler:
                 return [ObjectKey("AppWrapper", change.key.namespace, str(ref["name"]))]
         return []
 
-    def reconcile(self, key: ObjectKey) -> None:
+    def reconcile(self, key: ObjectKey) -> Result:
         if not self.synced():
             # A cache still listing would show a running AppWrapper without its pods or Jobs.
-            self.queue.add_after(key, _WAIT_FOR_SYNC.total_seconds())
-            return
+            return Result(requeue_after=_WAIT_FOR_SYNC.total_seconds())
         wire = self.store.get("AppWrapper", key.namespace, key.name)
         if wire is None:
-            return
+            return DONE
         aw = read_appwrapper_state(wire)
         if not managed_here(aw):
-            return
+            return DONE
         policy = self.policy()
         timing = timing_for(aw.annotations, policy.fault_tolerance)
         observed = self._observe(aw, policy)
         step = decide(aw, observed, timing, self.clock.now())
         if step is None:
-            return
+            return DONE
         creates = next((a for a in step.actions if isinstance(a, CreateComponents)), None)
         if creates is not None:
             wire = self._write_status(wire, step, self.clock.now())
             aw = read_appwrapper_state(wire)
             outcomes = self._create(aw, creates.indices, policy)
             step = after_create(aw, outcomes, timing, self.clock.now())
-        self._apply(key, wire, step)
+        return self._apply(key, wire, step)
 
     # --- observing ----------------------------------------------------------------------------
 
@@ -200,7 +199,7 @@ class AppWrapperReconciler:
                                  fatal=True)
         return CreateOutcome(index, name=str(meta.get("name")))
 
-    def _apply(self, key: ObjectKey, wire: Mapping[str, Any], step: Transition) -> None:
+    def _apply(self, key: ObjectKey, wire: Mapping[str, Any], step: Transition) -> Result:
         now = self.clock.now()
         aw = read_appwrapper_state(wire)
         for action in step.actions:
@@ -221,8 +220,9 @@ class AppWrapperReconciler:
             self.recorder.record(written, event.type, event.reason, event.message)
         if any(isinstance(a, RemoveFinalizer) for a in step.actions):
             self._finalizer(written, add=False)
-        if step.requeue_after is not None:
-            self.queue.add_after(key, max(step.requeue_after, _dt.timedelta(0)).total_seconds())
+        if step.requeue_after is None:
+            return DONE
+        return Result(requeue_after=max(step.requeue_after, _dt.timedelta(0)).total_seconds())
 
     def _write_status(self, wire: Mapping[str, Any], step: Transition, now: _dt.datetime) -> Mapping[str, Any]:
         written = self.writer.update_status(AW, wire, lambda current: status_patch(read_appwrapper_state(current), step, now))
