@@ -17,7 +17,8 @@ from batchgate.api.kueue_fields import timestamp
 from batchgate.clock import FakeClock
 from batchgate.durations import DurationError, parse_duration
 from controller.decisions.quota.cycle import Effects, admission_cycle
-from controller.state.quota_state import QUOTA_KINDS, STRATEGIES, FairSharing, QuotaState
+from batchgate.policy import FAIR_SHARING_STRATEGIES as STRATEGIES, FairSharing
+from controller.state.quota_state import QUOTA_KINDS, QuotaState
 
 MAX_CYCLES_PER_STEP = 100_000
 KIND_ORDER = QUOTA_KINDS

@@ -38,7 +38,8 @@ from controller.decisions.gang.completeness import Deactivate, never_complete
 from controller.decisions.gang.placement import Bind, GroupKey, Unschedulable, place
 from controller.decisions.gang.node_fit import PodInfo, parse_pod
 from controller.decisions.jobs.podsets import JOB_KINDS
-from controller.decisions.jobs.workloads import controller_owner, workload_name
+from batchgate.api.objects import controller_owner
+from controller.decisions.jobs.workloads import workload_name
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)

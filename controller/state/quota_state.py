@@ -18,21 +18,13 @@ from batchgate.api.kueue import (
     validate_cluster_queue,
 )
 from batchgate.api.kueue_fields import string_map
+from batchgate.policy import FairSharing
 from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
 """The kinds quota admission reads, in the order a trace applies them."""
-STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
-
-
-@dataclass(frozen=True)
-class FairSharing:
-    """Kueue's `fairSharing` configuration: off by default, as in Kueue (MLBatch turns it on)."""
-
-    enable: bool = False
-    preemption_strategies: tuple[str, ...] = STRATEGIES
 
 
 @dataclass(frozen=True)

@@ -195,10 +195,3 @@ def test_finishing_copies_the_job_outcome() -> None:
 def test_a_missing_flavor_is_reported_not_crashed_on() -> None:
     (invalid,) = decide(JOB, workload_for(JOB, *ADMITTED), flavors={})
     assert isinstance(invalid, ji.Invalid) and invalid.message == 'ResourceFlavor "a100" not found'
-
-
-def test_a_condition_keeps_its_time_unless_its_status_changes() -> None:
-    wl = {"status": {"conditions": [{"type": "A", "status": "True", "lastTransitionTime": "old"}]}}
-    merged = ji.merge_conditions(wl, [{"type": "A", "status": "True", "lastTransitionTime": "new"},
-                                      {"type": "B", "status": "False", "lastTransitionTime": "new"}])
-    assert [(c["type"], c["lastTransitionTime"]) for c in merged] == [("A", "old"), ("B", "new")]

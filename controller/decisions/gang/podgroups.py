@@ -32,7 +32,7 @@ from batchgate.clock import format_time
 from controller.decisions.gang.placement import GroupSpec
 from controller.decisions.gang.node_fit import PodInfo
 from controller.decisions.jobs.podsets import JobKind, PodSetError, pod_sets, reclaimable_pods
-from controller.decisions.jobs.workloads import controller_owner
+from batchgate.api.objects import controller_owner
 
 __all__ = ["PodGroupInfo", "parse_podgroup", "desired_podgroup", "gang_size", "owned_by", "spec_patch", "StatusDecision",
            "decide_status", "redeploys", "PodSetError", "PENDING", "SCHEDULING", "RUNNING", "FINISHED", "FAILED"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from batchgate import keys
+from batchgate.api.objects import controller_owner
 from controller.decisions.jobs.pod_requests import PodSpecError, pod_requests, with_limits_as_requests
 from controller.decisions.jobs.podsets import JOB_KINDS, JobKind, PodSetError, PodSetSource, pod_sets
 
@@ -47,13 +48,6 @@ def queue_name(job: Mapping[str, Any]) -> str | None:
     name = (metadata.get("labels") or {}).get(keys.QUEUE_NAME_LABEL)
     name = name or (metadata.get("annotations") or {}).get(keys.QUEUE_NAME_LABEL)
     return name or None
-
-
-def controller_owner(job: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
 
 
 def owner_kind(ref: Mapping[str, Any]) -> JobKind | None:
