@@ -26,7 +26,7 @@ from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.leader import LeaderElector
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.ratelimit import TokenBucket
-from controller.adapters.reconcile import ReconcileLoop
+from controller.adapters.reconcile import ReconcileLoop, Reconciler
 from controller.adapters.slack_queue import SlackQueueReconciler
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
@@ -74,11 +74,13 @@ class Controller:
                                                 lambda: self.policy, self.metrics, synced=self.ready)
         self.framework_objects = FrameworkObjectReconciler(client, self.store, self.writer, self.recorder)
         self.slack_queue = SlackQueueReconciler(self.store, self.writer, self.recorder, lambda: self.policy)
-        self.loops: list[ReconcileLoop[ObjectKey]] = [
-            ReconcileLoop(name, reconciler, clock, self.is_leader, self.metrics, workers=options.workers)
-            for name, reconciler in (("jobs", self.jobs), ("appwrappers", self.appwrappers),
-                                     ("framework-objects", self.framework_objects), ("slack-queue", self.slack_queue))]
-        self.slack_loop = self.loops[-1]
+
+        def loop(name: str, reconciler: Reconciler[ObjectKey]) -> ReconcileLoop[ObjectKey]:
+            return ReconcileLoop(name, reconciler, clock, self.is_leader, self.metrics, workers=options.workers)
+
+        self.slack_loop = loop("slack-queue", self.slack_queue)
+        self.loops = [loop("jobs", self.jobs), loop("appwrappers", self.appwrappers),
+                      loop("framework-objects", self.framework_objects), self.slack_loop]
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
@@ -155,12 +157,12 @@ class Controller:
         self._stop.set()
         if self.elector is not None:
             self.elector.stop(release=True)
+        for loop in self.loops:
+            loop.stop()
         self.admission.stop()
         self.gang.stop()
         for informer in self.informers:
             informer.stop()
-        for loop in self.loops:
-            loop.stop()
 
     def wait_synced(self, timeout: float) -> bool:
         return all(i.synced.wait(timeout) for i in self.informers)
@@ -181,7 +183,8 @@ class Controller:
             listener(change)
 
     def _on_leading(self) -> None:
-        """Queue every job once, off the elector's thread (waiting for caches must not delay renewals)."""
+        """Offer every cached object to every reconciler once, off the elector's thread (waiting for
+        caches must not delay renewals)."""
         self.metrics.leader.set(1)
 
         def resync() -> None:
