@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 
 from batchgate import keys
 from batchgate.api.appwrapper_status import AppWrapperState, read_appwrapper_state
+from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock
 from batchgate.policy import NodeHealth, Policy
 from controller.adapters.discovery import NoMatch, ResourceResolver
@@ -46,7 +47,6 @@ from controller.decisions.appwrapper.transition import (
 )
 from controller.decisions.appwrapper.failure_policy import job_failure
 from controller.decisions.jobs.podsets import JOB_KINDS
-from batchgate.api.objects import controller_owner
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class AppWrapperReconciler:
             return [change.key]
         obj = change.new or change.old or {}
         if change.key.kind == "Pod":
-            name = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.APPWRAPPER_LABEL)
+            name = (metadata(obj).get("labels") or {}).get(keys.APPWRAPPER_LABEL)
             if name:
                 return [ObjectKey("AppWrapper", change.key.namespace, name)]
         elif change.key.kind in _CACHED:
@@ -133,7 +133,7 @@ class AppWrapperReconciler:
             except NoMatch:  # nothing of a kind the server does not serve can exist
                 obj = None
             states[index] = ComponentState(exists=False) if obj is None else ComponentState(
-                exists=True, deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")), failure=job_failure(obj))
+                exists=True, deleting=bool(metadata(obj).get("deletionTimestamp")), failure=job_failure(obj))
         return Observed(states, pods, failed_components(aw, labelled) if pods.failed else ())
 
     def _read(self, resource: Resource, name: str, namespace: str, confirm: bool = False) -> Mapping[str, Any] | None:
@@ -188,7 +188,7 @@ class AppWrapperReconciler:
 
     def _adopt(self, aw: AppWrapperState, index: int, resource: Resource, obj: Mapping[str, Any]) -> CreateOutcome:
         """An existing object of the same name counts as created only if this AppWrapper controls it."""
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         try:
             existing = self.client.get(resource, str(meta.get("name")), meta.get("namespace"))
         except ApiError as exc:
@@ -209,7 +209,7 @@ class AppWrapperReconciler:
                 self._delete_components(aw, action)
             elif isinstance(action, DeletePods):
                 for pod in self._pods(aw):
-                    meta = pod.get("metadata") or {}
+                    meta = metadata(pod)
                     self.writer.delete(PODS, str(meta.get("name")), meta.get("namespace"), grace_period_seconds=0)
         before = aw.phase
         written = self._write_status(wire, step, now)
@@ -245,7 +245,7 @@ class AppWrapperReconciler:
         """Add or remove our finalizer with a merge patch guarded by resourceVersion."""
         current = aw
         for attempt in range(_FINALIZER_ATTEMPTS):
-            meta = current.get("metadata") or {}
+            meta = metadata(current)
             finalizers = list(meta.get("finalizers") or [])
             has = keys.APPWRAPPER_FINALIZER in finalizers
             if has == add:

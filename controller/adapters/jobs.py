@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
+from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock, format_time
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
@@ -18,7 +19,6 @@ from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.jobs import integration as ji
 from controller.decisions.jobs.podsets import JOB_KINDS, JobKind
-from batchgate.api.objects import controller_owner
 from controller.decisions.jobs.workloads import PriorityClasses, owner_kind, workload_name
 from controller.state.cache import Change, ObjectKey
 
@@ -66,7 +66,7 @@ class JobReconciler:
         job = self.store.get(key.kind, key.namespace, key.name) if kind is not None else None
         if kind is None or job is None:
             return DONE  # deleted: its Workload goes with it (ownerReference garbage collection)
-        meta = job.get("metadata") or {}
+        meta = metadata(job)
         workload = self.store.get("Workload", key.namespace, workload_name(kind, key.name, meta.get("uid", "")))
         for action in self._decide(job, kind, workload):
             self._apply(action, job, kind, workload)

@@ -18,6 +18,7 @@ from batchgate.api.kueue import (
     validate_cluster_queue,
 )
 from batchgate.api.kueue_fields import string_map
+from batchgate.api.objects import metadata
 from batchgate.policy import FairSharing
 from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
@@ -148,7 +149,7 @@ class QuotaState:
         """
         kind = raw.get("kind")
         if kind == "Namespace":
-            meta = raw.get("metadata") or {}
+            meta = metadata(raw)
             name = meta.get("name") if isinstance(meta, Mapping) else None
             if not isinstance(name, str) or not name:
                 raise FieldError("metadata.name", "is required")

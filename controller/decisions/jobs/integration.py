@@ -13,6 +13,7 @@ from typing import Any, Mapping, Union
 
 from batchgate import keys
 from batchgate.api.conditions import Condition, condition_of, conditions_of, is_true, merge, to_wire
+from batchgate.api.objects import metadata
 from batchgate.clock import parse_time
 from controller.decisions.quota.admission_status import release_patch
 from controller.decisions.jobs.podsets import JobKind, PodSetSource, get_path, is_suspended, reclaimable_pods
@@ -274,7 +275,7 @@ def reconcile_job(
     now: str,
 ) -> list[Action]:
     """The actions that bring a job and its Workload in line (empty when nothing is to be done)."""
-    if not is_queued(job, owner) or (job.get("metadata") or {}).get("deletionTimestamp"):
+    if not is_queued(job, owner) or metadata(job).get("deletionTimestamp"):
         return []
     try:
         sets = job_pod_sets(job, kind)
