@@ -234,42 +234,62 @@ def mean_usage(run: Run, queues: list[str], t0: float, t1: float, nominal: int =
     return 100 * sum(fractions) / len(fractions)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cohorts", type=int, default=5)
-    parser.add_argument("--queues", type=int, default=6, help="ClusterQueues per cohort")
-    parser.add_argument("--scale", type=float, default=1.0, help="fraction of each class's workload count")
-    parser.add_argument("--qps", type=float, default=50)
-    parser.add_argument("--burst", type=int, default=100)
-    args = parser.parse_args()
+@dataclass
+class Measured:
+    """One run of the scenario: what main prints, and what other benchmarks compare."""
+
+    total: int
+    wall: float  # seconds from the first create to the last finish
+    cpu: float  # controller CPU seconds over the wall
+    rss: float  # controller peak RSS, MB
+    usage: float  # mean ClusterQueue usage, %
+    evictions: int
+    by_class: dict[str, list[float]]
+    metrics: str  # the controller's /metrics at the end
+    scrapes: int
+
+
+def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burst: int,
+            controller_args: tuple[str, ...] = (), scrape_every: float | None = None) -> Measured:
+    """Start a fresh cluster and controller (with `controller_args`), run the scenario, stop both.
+    With `scrape_every`, /metrics is read that often meanwhile, as Prometheus would."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     work = Path(tempfile.mkdtemp(prefix="bench-admission-"))
     cluster, _ = start([sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(work)], r"KUBECONFIG=", env,
                     on_stdout=True)
     kubeconfig = work / "kubeconfig"
     controller = None
+    scrapes = 0
     try:
         subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={work / 'cache'}", "apply", "-k",
                         str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
         client = KubeClient.from_kubeconfig(str(kubeconfig))
-        queues = setup(client, args.cohorts, args.queues)
+        queues = setup(client, cohorts, queues_per_cohort)
         controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig", str(kubeconfig),
                                "--no-leader-elect", "--metrics-address", "127.0.0.1", "--metrics-port", "0",
-                               "--qps", str(args.qps), "--burst", str(args.burst), "--log-level", "warning"],
+                               "--qps", str(qps), "--burst", str(burst), "--log-level", "warning", *controller_args],
                            r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
+        metrics_url = f"http://127.0.0.1:{announced.group(1)}/metrics"
         time.sleep(2)  # caches synced
         cpu0 = proc_cpu_seconds(controller.pid)
-        total = sum(len(queues) * max(1, round(c.count * args.scale)) for c in BASELINE)
+        total = sum(len(queues) * max(1, round(c.count * scale)) for c in BASELINE)
         run, done = Run(), threading.Event()
         t0 = time.monotonic()
         watcher = threading.Thread(target=follow, args=(client, run, total, done), daemon=True)
         watcher.start()
-        generate(client, run, queues, args.scale, t0)
+        if scrape_every:
+            def scrape() -> None:
+                nonlocal scrapes
+                while not done.wait(scrape_every):
+                    urllib.request.urlopen(metrics_url, timeout=10).read()
+                    scrapes += 1
+            threading.Thread(target=scrape, daemon=True).start()
+        generate(client, run, queues, scale, t0)
         done.wait(3600)
         t1 = time.monotonic()
         cpu = proc_cpu_seconds(controller.pid) - cpu0
         rss = proc_peak_rss_mb(controller.pid)
-        metrics = urllib.request.urlopen(f"http://127.0.0.1:{announced.group(1)}/metrics", timeout=10).read().decode()
+        metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
     finally:
         for proc in (controller, cluster):
             if proc is not None:
@@ -282,19 +302,31 @@ def main() -> int:
     for t in run.tracked.values():
         if t.admitted is not None:
             by_class.setdefault(t.cls.name, []).append(t.admitted - t.created)
+    return Measured(total, t1 - t0, cpu, rss, mean_usage(run, queues, t0, t1), run.evictions, by_class, metrics,
+                    scrapes)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cohorts", type=int, default=5)
+    parser.add_argument("--queues", type=int, default=6, help="ClusterQueues per cohort")
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of each class's workload count")
+    parser.add_argument("--qps", type=float, default=50)
+    parser.add_argument("--burst", type=int, default=100)
+    args = parser.parse_args()
+    m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst)
     print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}")
-    print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {total} workloads "
+    print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads "
           f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}")
-    print(f"wall: {t1 - t0:.1f} s   mean ClusterQueue usage: {mean_usage(run, queues, t0, t1):.1f} %   "
-          f"preemptions seen: {run.evictions}")
+    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} %   preemptions seen: {m.evictions}")
     for name in ("large", "medium", "small"):
-        values = by_class.get(name, [])
+        values = m.by_class.get(name, [])
         mean = sum(values) / len(values) if values else float("nan")
         print(f"time to admission {name:<6}: mean {mean:7.2f} s over {len(values)} workloads")
-    print(f"controller: {1000 * cpu / (t1 - t0):.0f} mCPU average, peak RSS {rss:.0f} MB")
+    print(f"controller: {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB")
     for name in ("batchgate_status_conflicts_total", "batchgate_admission_cycle_duration_seconds_count",
                  "batchgate_admission_cycle_duration_seconds_sum"):
-        value = sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", metrics, re.M))
+        value = sum(float(v) for v in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", m.metrics, re.M))
         print(f"  {name}: {value:g}")
     print(KUEUE_FIGURES)
     return 0

@@ -34,6 +34,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--identity", default=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                         help="this process's name in the Lease")
     parser.add_argument("--workers", type=int, default=4, help="parallel reconcile workers")
+    parser.add_argument("--kueue-metrics", action=argparse.BooleanOptionalAction, default=True,
+                        help="also export Kueue's metric names, for MLBatch dashboards (docs/controller.md)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
     namespace, _, name = args.policy_configmap.partition("/")
@@ -68,7 +70,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # unreadable kubeconfig, no in-cluster credentials
         print(f"batchgate controller: cannot configure the API client: {exc}", file=sys.stderr)
         return 2
-    metrics = ControllerMetrics()
+    metrics = ControllerMetrics(kueue_compatible=args.kueue_metrics)
     timing = LeaseTiming(dt.timedelta(seconds=args.lease_duration), dt.timedelta(seconds=args.renew_deadline),
                          dt.timedelta(seconds=args.retry_period))
     options = ControllerOptions(namespace=args.namespace, identity=args.identity, leader_elect=args.leader_elect,

@@ -1,4 +1,5 @@
-"""`batchgate simulate TRACE [-o json]`: print what quota admission decides over a trace."""
+"""`batchgate simulate TRACE [-o json] [--plot FILE.svg]`: print what quota admission decides over a
+trace, and optionally draw each ClusterQueue's usage against its quota."""
 
 from __future__ import annotations
 
@@ -17,7 +18,18 @@ def main(argv: list[str]) -> int:
                                                  "(docs/simulate.md).")
     parser.add_argument("trace", help="YAML trace file (objects + steps), or - for stdin")
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    parser.add_argument("--plot", metavar="FILE", help="also draw each ClusterQueue's usage against its quota, "
+                                                         "with admissions and preemptions marked (.svg or .png)")
     args = parser.parse_args(argv)
+    plot_path = None
+    if args.plot is not None:
+        from controller import simulate_plot  # matplotlib only when a plot is asked for
+
+        try:
+            plot_path = simulate_plot.check_path(args.plot)
+        except simulate_plot.PlotError as exc:
+            print(f"batchgate simulate: {exc}", file=sys.stderr)
+            return 2
     try:
         text = sys.stdin.read() if args.trace == "-" else open(args.trace, encoding="utf-8").read()
     except OSError as exc:
@@ -39,4 +51,10 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"steps": [r.to_json() for r in reports]}, indent=2))
     else:
         print(format_table(reports))
+    if plot_path is not None:
+        try:
+            simulate_plot.write(reports, plot_path)
+        except simulate_plot.PlotError as exc:
+            print(f"batchgate simulate: {exc}", file=sys.stderr)
+            return 2
     return 0

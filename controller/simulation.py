@@ -19,6 +19,7 @@ from batchgate.clock import FakeClock
 from batchgate.durations import DurationError, parse_duration
 from controller.decisions.quota.cycle import Effects, admission_cycle
 from batchgate.policy import FAIR_SHARING_STRATEGIES as STRATEGIES, FairSharing
+from controller.decisions.quota.kueue_metrics import ClusterQueueFigures, cluster_queue_figures
 from controller.state.quota_state import QUOTA_KINDS, QuotaState
 
 MAX_CYCLES_PER_STEP = 100_000
@@ -29,12 +30,29 @@ class TraceError(ValueError):
     """A trace that cannot be run; the message names the step and the field."""
 
 
+@dataclass(frozen=True)
+class Mark:
+    """An admission or preemption as the plot marks it: on the ClusterQueue whose usage it changed."""
+
+    kind: str  # ADMISSION | PREEMPTION
+    workload: str
+    cluster_queue: str
+
+
+ADMISSION, PREEMPTION = "admission", "preemption"
+
+
 @dataclass
 class StepReport:
     admitted: list[dict[str, Any]] = field(default_factory=list)
     preempted: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    # For `--plot`, not in the JSON: the simulated time at the end of the step, every
+    # ClusterQueue's figures then (usage and quota per flavor and resource), and the step's marks.
+    time: _dt.datetime | None = None
+    queues: list[ClusterQueueFigures] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"admitted": self.admitted, "preempted": self.preempted, "pending": self.pending,
@@ -82,8 +100,10 @@ class Simulation:
             self._report.admitted.append({"name": admit.workload, "clusterQueue": admit.cluster_queue,
                                           "flavors": {ps: dict(sorted(fl.items()))
                                                       for ps, fl in admit.assignment.flavors.items()}})
+            self._report.marks.append(Mark(ADMISSION, admit.workload, admit.cluster_queue))
         for preemption in effects.preempted:
             self.preemptions += 1
+            self._report.marks.append(Mark(PREEMPTION, preemption.target.workload, preemption.target.cluster_queue))
             self._report.preempted.append({"name": preemption.target.workload, "reason": preemption.target.reason,
                                            "by": preemption.preemptor})
         self.evicting = [p.target.workload for p in effects.preempted] + [d.workload for d in effects.drained]
@@ -116,6 +136,8 @@ class Simulation:
         evicted = sum(1 for held in state.admitted.values() if held.evicted)
         report.counts = {"pendingActive": active, "pendingInadmissible": inadmissible,
                          "reserving": len(state.admitted), "admitted": len(state.admitted) - evicted}
+        report.time = self.clock.now()
+        report.queues = [cluster_queue_figures(state, name) for name in sorted(state.cluster_queues)]
         return report
 
 

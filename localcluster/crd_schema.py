@@ -12,6 +12,7 @@ import copy
 import re
 from typing import Any
 
+from localcluster import crd_rules
 from localcluster.errors import FieldError
 from localcluster.names import subdomain_errors
 from localcluster.resources import ResourceType
@@ -252,10 +253,34 @@ def undeclared_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
     return prune(_body_schema(rt.schema), copy.deepcopy(obj), "", root=True)
 
 
-def validate_custom(rt: ResourceType, obj: dict[str, Any]) -> list[FieldError]:
-    schema = _body_schema(rt.schema)
-    body = {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
-    return validate_value(schema, body, "")
+def validate_custom(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """Schema validation, then the CRD's validation rules (`old` on an update, for transition rules).
+    As kube-apiserver does, an error that leaves `self` meaningless (a wrong type, a missing
+    required field, a value too long or not in its enum, too many items) stops the rules, with a
+    note saying so."""
+    errors = validate_value(_body_schema(rt.schema), _body(obj), "")
+    if rt.rules is None:
+        return errors
+    if any(e.type in _BLOCKING for e in errors):
+        return errors + [FieldError("Invalid", "<nil>", "some validation rules were not checked because the object "
+                                    "was invalid; correct the existing errors to complete validation", "null")]
+    if old is None:
+        return errors + crd_rules.rule_errors(rt.rules, _rule_body(obj))
+    return errors + crd_rules.rule_errors(rt.rules, _rule_body(obj), _rule_body(old))
+
+
+# apiextensions-apiserver pkg/registry/customresource/strategy.go hasBlockingErr
+_BLOCKING = ("NotSupported", "Required", "TooLong", "TooMany", "TypeInvalid")
+
+
+def _body(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
+
+
+def _rule_body(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object a root rule's `self` sees: of the metadata, only name and generateName."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return {**obj, "metadata": {k: meta[k] for k in ("name", "generateName") if k in meta}}
 
 
 # the CustomResourceDefinition kind itself
@@ -325,6 +350,8 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
         schema = (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version.get("schema"), dict) else None
         if not isinstance(schema, dict):
             errors.append(FieldError("Required", f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"))
+        else:
+            errors += crd_rules.rule_compile_errors(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
         errors += _printer_column_errors(version.get("additionalPrinterColumns"), f"spec.versions[{i}].additionalPrinterColumns")
         subresources = version.get("subresources")
         if subresources is not None and not isinstance(subresources, dict):
@@ -396,5 +423,6 @@ def resource_types(crd: dict[str, Any]) -> list[ResourceType]:
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage,
             scale_paths=(str(scale.get("specReplicasPath", "")), str(scale.get("statusReplicasPath", "")),
                          str(scale.get("labelSelectorPath", ""))) if scale else (),
+            rules=crd_rules.compile_schema(_body_schema((version.get("schema") or {}).get("openAPIV3Schema"))),
         ))
     return out

@@ -241,14 +241,14 @@ def prepare_for_update(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any
 
 def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     if not rt.builtin:
-        return crd_schema.validate_custom(rt, obj)
+        return crd_schema.validate_custom(rt, obj, old)
     check = _VALIDATE.get(rt.group_resource)
     return check(obj, old) if check else []
 
 
-def validate_status(rt: ResourceType, obj: dict[str, Any]) -> list[FieldError]:
+def validate_status(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
     if not rt.builtin:
-        return crd_schema.validate_custom(rt, obj)
+        return crd_schema.validate_custom(rt, obj, old)
     return []
 
 

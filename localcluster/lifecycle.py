@@ -190,7 +190,7 @@ def prepare_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any], s
             result["status"] = new["status"]
         else:
             result.pop("status", None)
-        errors = kinds.validate_status(rt, result)
+        errors = kinds.validate_status(rt, result, old)
         if errors:
             raise invalid(rt.group, rt.kind, name, errors)
         return result

@@ -7,7 +7,10 @@ set of objects, as in etcd; the version only changes the `apiVersion` a reader s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # crd_rules needs cel-python; this module stays import-light
+    from localcluster.crd_rules import RuleNode
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 CREATE_ONLY = ("create",)
@@ -30,6 +33,8 @@ class ResourceType:
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     storage_version: str = ""
     scale_paths: tuple[str, str, str] = ()  # CRD scale: specReplicasPath, statusReplicasPath, labelSelectorPath
+    # CRD-only: the schema's validation rules, compiled once per served version
+    rules: RuleNode | None = field(default=None, compare=False, hash=False)
 
     @property
     def singular(self) -> str:

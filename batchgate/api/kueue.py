@@ -1,12 +1,13 @@
 """Kueue v1beta1 objects as frozen values, parsed once from wire dicts with field-path errors.
 
 Only what quota admission reads is modelled. Quantities stay exact (`Decimal`); the quota
-state converts them to integer units (milli-CPU, bytes) once, as Kueue does.
+state converts them to integer units (milli-CPU, bytes) once with `to_units`, as Kueue does.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from decimal import Decimal
@@ -16,6 +17,7 @@ from batchgate import keys
 from batchgate.api import kueue_fields as f
 from batchgate.api.conditions import Condition
 from batchgate.api.kueue_fields import FieldError
+from batchgate.api.node_affinity import NodeAffinity, parse_node_affinity
 from batchgate.api.pod_requests import pod_requests
 from batchgate.api.selectors import LabelSelector, parse_label_selector
 
@@ -261,14 +263,31 @@ class WorkloadPriorityClass:
         return cls(_name(_meta(raw)), f.integer(raw.get("value"), "value"))
 
 
+_MILLI_RESOURCES = frozenset({"cpu"})
+
+
+def to_units(resource: str, value: Decimal) -> int:
+    """Kueue's integer view of a quantity (resources.ResourceValue): milli-CPU, otherwise whole
+    units, rounded up."""
+    if resource in _MILLI_RESOURCES:
+        return math.ceil(value * 1000)
+    return math.ceil(value)
+
+
+def from_units(resource: str, units: int) -> Decimal:
+    """The quantity `to_units` gave `units` for."""
+    return Decimal(units) / 1000 if resource in _MILLI_RESOURCES else Decimal(units)
+
+
 @dataclass(frozen=True)
 class PodSet:
-    """A group of identical pods; `requests` is per pod, `tolerations` from the template."""
+    """A group of identical pods; `requests` is per pod, `tolerations` and `affinity` from the template."""
 
     name: str
     count: int
     requests: Mapping[str, Decimal]
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    affinity: NodeAffinity = NodeAffinity()
     reclaimable: int = 0
     """Pods that will not run again (status.reclaimablePods): a finished share of a Job."""
 
@@ -291,10 +310,13 @@ class PodSetAssignment:
     """The pod set's pods still to run (spec count - reclaimablePods); None when it has no such pod set."""
 
     def usage(self) -> dict[str, Decimal]:
-        """What the assignment holds now: scaled down once fewer pods remain than were admitted (Kueue)."""
+        """What the assignment holds now. Once fewer pods remain than were admitted, Kueue's
+        totalRequestsFromAdmission scales it in integer units, per pod then up (so 1 CPU
+        admitted for 3 pods holds 666m for 2); a partial admission's smaller count is kept."""
         if self.remaining is None or not self.count or self.remaining >= self.count:
             return dict(self.resource_usage)
-        return {name: value * self.remaining / self.count for name, value in self.resource_usage.items()}
+        return {name: from_units(name, to_units(name, value) // self.count * self.remaining)
+                for name, value in self.resource_usage.items()}
 
 
 @dataclass(frozen=True)
@@ -364,7 +386,7 @@ class Workload:
             priority_class_source=f.string(spec.get("priorityClassSource"), "spec.priorityClassSource", default=""),
             active=_boolean(spec.get("active"), "spec.active", True),
             admission=_admission(status.get("admission"), "status.admission",
-                                 {ps.name: ps.remaining for ps in pod_sets}),
+                                 {ps.name: ps for ps in pod_sets}),
             conditions=_conditions(status.get("conditions"), "status.conditions"),
         )
 
@@ -388,6 +410,7 @@ def _pod_set(ps: Mapping[str, Any], path: str) -> PodSet:
         count=f.integer(ps.get("count"), f.join(path, "count"), default=1, minimum=0),
         requests=pod_requests(pod_spec, spec_path),
         tolerations=tolerations,
+        affinity=parse_node_affinity(pod_spec, spec_path),
     )
 
 
@@ -400,7 +423,8 @@ def _reclaimable(raw: Any, path: str) -> dict[str, int]:
     return out
 
 
-def _admission(raw: Any, path: str, remaining: Mapping[str, int]) -> Admission | None:
+def _admission(raw: Any, path: str, pod_sets: Mapping[str, PodSet]) -> Admission | None:
+    """An assignment without a count stands for its whole pod set (Kueue: ptr.Deref(psa.Count, spec count))."""
     if raw is None:
         return None
     data = f.mapping(raw, path)
@@ -414,8 +438,9 @@ def _admission(raw: Any, path: str, remaining: Mapping[str, int]) -> Admission |
             name=name,
             flavors=f.string_map(psa.get("flavors"), f.join(p, "flavors")),
             resource_usage=f.resources(psa.get("resourceUsage"), f.join(p, "resourceUsage")),
-            count=f.integer(psa.get("count"), f.join(p, "count"), default=1, minimum=0),
-            remaining=remaining.get(name),
+            count=f.integer(psa.get("count"), f.join(p, "count"),
+                            default=pod_sets[name].count if name in pod_sets else 0, minimum=0),
+            remaining=pod_sets[name].remaining if name in pod_sets else None,
         ))
     return Admission(f.string(data.get("clusterQueue"), f.join(path, "clusterQueue")), tuple(assignments))
 

@@ -5,7 +5,11 @@ A cycle is `admission_cycle` — the same code `batchgate simulate` runs: it tak
 decides, and records the outcome in the state (each admission *assumed* at once, so the next
 cycle cannot hand the same quota out again; victims marked Evicted; flavor progress kept). This
 loop only turns the returned Effects into writes to the Workloads' `/status`; an admission whose
-write fails is forgotten (its quota released, the workload queued again). Victims keep their
+write fails is forgotten (its quota released, the workload queued again). Until an admission is
+seen coming back, a watch event of its Workload older than the write (the echo of a pending
+reason written just before, delivered late) is held back: fed to the state, it would undo the
+assumption and hand the quota out twice (as in Kueue, a pending-to-pending update leaves the
+cache's assumed workload alone). Victims keep their
 quota until their job is stopped and its pods are gone (the job integration then clears the
 admission); a Workload without an owner has no pods to wait for, so its quota is released here
 at once.
@@ -63,6 +67,10 @@ class AdmissionLoop:
         self.spare_capacity, self.reserve = spare_capacity, reserve
         self._reasons: dict[str, str] = {}
         self._bad: set[tuple[str, str]] = set()
+        # Admissions decided but not yet seen in a watch event: the resourceVersion the write made
+        # (None while in flight), and the latest event held back meanwhile.
+        self._admitting: dict[str, int | None] = {}
+        self._late: dict[str, Mapping[str, Any]] = {}
         self.writes = WritePool("admission-write", writers)
         self._loop = CycleLoop("admission", self.cycle, is_leader, wait=lambda: tick)
         self._flusher = CycleLoop("status-flush", self._flush, is_leader, wait=lambda: status_interval)
@@ -77,6 +85,8 @@ class AdmissionLoop:
             with self._lock:
                 if obj is None:
                     self._remove(change)
+                elif kind == "Workload" and self._held_back(f"{change.key.namespace}/{change.key.name}", obj):
+                    return
                 else:
                     changed = self.state.observe(obj, self.clock.now())
                     if kind != "Workload":
@@ -91,9 +101,42 @@ class AdmissionLoop:
                 self.recorder.warning(obj, "InvalidObject", f"{exc}")
         self.wake()
 
+    def _held_back(self, key: str, obj: Mapping[str, Any]) -> bool:
+        """Under the lock: whether `obj` predates the admission being written for it (then it is
+        kept aside, in case the write fails); an event showing the admission ends the wait."""
+        if key not in self._admitting:
+            return False
+        written = self._admitting[key]
+        version = _version(obj)
+        if not _holds_quota(obj) and (written is None or (version is not None and version < written)):
+            self._late[key] = obj
+            return True
+        self._admitting.pop(key)
+        self._late.pop(key, None)
+        return False
+
+    def _admission_written(self, key: str, ok: bool) -> None:
+        """Under the lock: the admission write of `key` ended. On success the wait goes on for
+        events older than what was written; an event held back that is not older (or any, if the
+        write failed) is fed to the state now."""
+        written = _version(self._observed(key)) if ok else None
+        late = self._late.pop(key, None)
+        if written is not None and (late is None or (_version(late) or written) < written):
+            self._admitting[key] = written
+            return
+        self._admitting.pop(key, None)
+        if late is not None:
+            try:
+                self.state.observe(late, self.clock.now())
+            except FieldError as exc:
+                log.warning("Workload %s: %s", key, exc)
+
     def _remove(self, change: Change) -> None:
         if change.key.kind == "Workload":
-            self.state.forget(f"{change.key.namespace}/{change.key.name}")
+            key = f"{change.key.namespace}/{change.key.name}"
+            self._admitting.pop(key, None)
+            self._late.pop(key, None)
+            self.state.forget(key)
         elif change.key.kind == "ClusterQueue":
             log.warning("ClusterQueue %s deleted: its workloads stay pending until it returns", change.key.name)
 
@@ -128,21 +171,22 @@ class AdmissionLoop:
         started = self.clock.monotonic()
         with self._lock:
             effects = admission_cycle(self.state, now)
+            self._admitting.update((admission.admit.workload, None) for admission in effects.admitted)
             self._dirty.update(effects.requeued)
             self.cycles += 1
             cluster_queues = list(self.state.cluster_queues)
-            preemptions = kueue_metrics.preemptions(self.state, effects)
+            preemptions = kueue_metrics.preemptions(self.state, effects) if self.metrics.kueue else {}
             drained = [(evict, self.state.admitted[evict.workload].cluster_queue) for evict in effects.drained]
         took = self.clock.monotonic() - started
         self.metrics.cycle_duration.observe(took)
-        if (result := kueue_metrics.attempt_result(effects)) is not None:
-            self.metrics.kueue.attempt(result, took)
-        for name in cluster_queues:
-            skipped = effects.skipped_preemptions.get(name, 0)
-            self.metrics.preemption_skips.labels(name).set(skipped)
-            self.metrics.kueue.preemption_skips.labels(name).set(skipped)
-        for (preempting, reason), count in preemptions.items():
-            self.metrics.kueue.preempted.labels(preempting, reason).inc(count)
+        kueue = self.metrics.kueue  # None with --no-kueue-metrics
+        if kueue is not None and (result := kueue_metrics.attempt_result(effects)) is not None:
+            kueue.attempt(result, took)
+        self.metrics.show_preemption_skips({(name,): float(effects.skipped_preemptions.get(name, 0))
+                                            for name in cluster_queues})
+        if kueue is not None:
+            for (preempting, reason), count in preemptions.items():
+                kueue.preempted.labels(preempting, reason).inc(count)
         for preemption in effects.preempted:
             self.metrics.evicted(preemption.target.cluster_queue, keys.EVICTED_BY_PREEMPTION)
         for evict, cluster_queue in drained:
@@ -242,6 +286,7 @@ class AdmissionLoop:
             if held is not None and held.evicted:
                 # Preempted before its admission reached the API: it never held quota there.
                 self.state.release(admit.workload, requeue=True)
+                self._admission_written(admit.workload, False)
                 self.wake()
                 return
         observed = self._observed(admit.workload)
@@ -257,9 +302,14 @@ class AdmissionLoop:
             with self._lock:  # forget the assumption: the quota goes back, the workload waits again
                 if admit.workload in self.state.workloads:
                     self.state.release(admit.workload, requeue=True)
+                self._admission_written(admit.workload, False)
             self.wake()
             return
+        with self._lock:
+            self._admission_written(admit.workload, True)
         self.metrics.admitted.labels(admit.cluster_queue).inc()
+        if self.metrics.kueue is None:
+            return
         try:
             waited = kueue_metrics.queued_wait_seconds(Workload.from_dict(observed or {}), now)
         except FieldError as exc:  # changed since the state read it; the state kept the last valid one
@@ -315,6 +365,17 @@ class AdmissionLoop:
             self._written_lq[(namespace, name)] = lq_status
             if written is not None:
                 self.store.assume("LocalQueue", written)
+
+
+def _holds_quota(workload: Mapping[str, Any]) -> bool:
+    return bool((workload.get("status") or {}).get("admission")) and is_true(workload, keys.COND_QUOTA_RESERVED)
+
+
+def _version(obj: Mapping[str, Any] | None) -> int | None:
+    """The resourceVersion as a number (kube-apiserver's and the local cluster's are etcd
+    revisions); None when absent or opaque, and then no event is taken for older than another."""
+    raw = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
 
 def _pending_patch(message: str, now: Any, workload: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -88,6 +88,10 @@ class JobReconciler:
             assert workload is not None
             self.writer.delete(WORKLOADS, action.old_name, job["metadata"]["namespace"], workload["metadata"].get("uid"))
             self.recorder.normal(job, action.reason, f"Deleted stale Workload {action.old_name}: the job changed")
+        elif isinstance(action, ji.MoveWorkload):
+            moved = self.writer.patch(WORKLOADS, action.workload_name, job["metadata"]["namespace"], action.spec_patch)
+            self.store.assume("Workload", moved)
+            self.recorder.normal(job, action.reason, action.message)
         elif isinstance(action, (ji.StartJob, ji.StopJob)):
             written = self.writer.replace(res, action.job)
             self.store.assume(kind.kind, written)

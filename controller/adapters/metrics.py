@@ -23,7 +23,10 @@ log = logging.getLogger(__name__)
 
 
 class ControllerMetrics:
-    def __init__(self) -> None:
+    """`kueue_compatible` False (`--no-kueue-metrics`) leaves Kueue's names out: neither exported
+    nor computed (for clusters that do not want ~30 more series per ClusterQueue)."""
+
+    def __init__(self, kueue_compatible: bool = True) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.admitted = Counter("batchgate_admitted_workloads_total", "Workloads admitted, per ClusterQueue",
@@ -35,10 +38,10 @@ class ControllerMetrics:
                                         buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=r)
         self.evictions = Counter("batchgate_evicted_workloads_total", "Workloads evicted, per ClusterQueue and reason",
                                  ["cluster_queue", "reason"], registry=r)
-        self.preemption_skips = Gauge(
+        self.preemption_skips = Series(Gauge(
             "batchgate_admission_cycle_preemption_skips",
             "Heads of a ClusterQueue whose preemption the last cycle skipped because another head took the same "
-            "capacity (Kueue's admission_cycle_preemption_skips)", ["cluster_queue"], registry=r)
+            "capacity (Kueue's admission_cycle_preemption_skips)", ["cluster_queue"], registry=r))
         self.relists = Counter("batchgate_informer_relists_total", "Full lists per kind (start and after 410)",
                                ["kind"], registry=r)
         self.queue_depth = Gauge("batchgate_workqueue_depth", "Keys waiting in each reconciler's work queue",
@@ -48,7 +51,7 @@ class ControllerMetrics:
         self.leader = Gauge("batchgate_leader", "1 while this process holds the Lease", registry=r)
         self.policy_errors = Counter("batchgate_policy_errors_total", "Invalid policy ConfigMaps seen (last good kept)",
                                      registry=r)
-        self.kueue = KueueMetrics(r)
+        self.kueue = KueueMetrics(r) if kueue_compatible else None
         # project-codeflare/appwrapper internal/metrics/metrics.go: the same name, labels and type.
         self.appwrapper_phase = Counter("appwrapper_phase_total", "AppWrapper phase transitions, per namespace and phase entered",
                                         ["namespace", "phase"], registry=r)
@@ -66,14 +69,22 @@ class ControllerMetrics:
 
     def evicted(self, cluster_queue: str, reason: str) -> None:
         self.evictions.labels(cluster_queue, reason).inc()
-        self.kueue.evicted.labels(cluster_queue, reason).inc()
+        if self.kueue is not None:
+            self.kueue.evicted.labels(cluster_queue, reason).inc()
+
+    def show_preemption_skips(self, skips: Mapping[tuple[str, ...], float]) -> None:
+        """Every ClusterQueue's skipped preemptions of the last cycle (batchgate's and Kueue's gauge)."""
+        self.preemption_skips.show(skips)
+        if self.kueue is not None:
+            self.kueue.preemption_skips.show(skips)
 
     def show_cluster_queues(self, figures: list[ClusterQueueFigures]) -> None:
         """Set every per-ClusterQueue gauge (batchgate's and Kueue's) from `figures`; queues gone are dropped."""
         pending: dict[tuple[str, ...], float] = {(f.name, s): n for f in figures for s, n in (("active", f.pending_active),
                                                                 ("inadmissible", f.pending_inadmissible))}
         self.pending.show(pending)
-        self.kueue.show(figures, pending)
+        if self.kueue is not None:
+            self.kueue.show(figures, pending)
 
 
 GO_DEFAULT_BUCKETS = (.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10)  # client_golang's DefBuckets (Kueue sets none)
@@ -125,8 +136,8 @@ class KueueMetrics:
         self.weighted_share = series("kueue_cluster_queue_weighted_share", "Dominant resource share above nominal "
                                      "quota, per 1000 of what the cohort lends, divided by the weight (fair sharing "
                                      "only)", cq)
-        self.preemption_skips = Gauge("kueue_admission_cycle_preemption_skips", "Heads whose preemption the last "
-                                      "cycle skipped because another head took the same capacity", cq, registry=r)
+        self.preemption_skips = series("kueue_admission_cycle_preemption_skips", "Heads whose preemption the last "
+                                       "cycle skipped because another head took the same capacity", cq)
 
     def attempt(self, result: str, seconds: float) -> None:
         self.attempts.labels(result).inc()
@@ -152,18 +163,21 @@ class KueueMetrics:
 
 
 class Series:
-    """A labelled gauge set as a whole: series no longer present are removed (a queue deleted)."""
+    """A labelled gauge set as a whole: series no longer present are removed (a queue deleted), and
+    only values that changed are written (the admission loop shows one per queue every cycle, and
+    a cycle rarely changes any: bench/kueue_metrics_cpu.py)."""
 
     def __init__(self, gauge: Gauge) -> None:
         self.gauge = gauge
-        self._shown: set[tuple[str, ...]] = set()
+        self._shown: dict[tuple[str, ...], float] = {}
 
     def show(self, values: Mapping[tuple[str, ...], float]) -> None:
-        for labels in self._shown - set(values):
+        for labels in self._shown.keys() - values.keys():
             self.gauge.remove(*labels)
         for labels, value in values.items():
-            self.gauge.labels(*labels).set(value)
-        self._shown = set(values)
+            if self._shown.get(labels) != value:
+                self.gauge.labels(*labels).set(value)
+        self._shown = dict(values)
 
 
 class ProbeServer:

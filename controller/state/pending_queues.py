@@ -4,6 +4,15 @@ Order is Kueue's: higher priority first, then the older queue-order timestamp (c
 a preempted workload keeps its place). The heap is lazy: removing a workload only forgets it,
 and stale heap entries are dropped when they reach the top, so every operation is O(log n).
 Parked (inadmissible) workloads wait outside the heap until a quota-freeing event moves them back.
+
+A workload waiting for the victims it preempted is its queue's *preemptor* (Kueue's
+preemptorWorkload, pkg/queue/cluster_queue.go, Kueue#6929, #7101) until it is admitted, leaves
+the queue, or is requeued for another reason. In a BestEffortFIFO queue it is also *sticky*: it
+stays the head, ahead of any higher-priority workload that the quota freed by its own preemption
+moves back from the inadmissible set; and a cycle considers preemptors first (Kueue#13797), so
+the room a victim frees goes to the workload it was freed for. Without both, the freed room goes
+to another head, often the victim itself, which is admitted again and preempted again: the
+suspend/resume flapping of issue 20.
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ class ClusterQueuePending:
     heap: list[SortKey] = field(default_factory=list)
     active: dict[str, SortKey] = field(default_factory=dict)
     inadmissible: dict[str, SortKey] = field(default_factory=dict)
+    preemptor: str | None = None  # the head that is waiting for its preemptions to complete
+    sticky: bool = False  # whether the preemptor stays the head (BestEffortFIFO)
 
     def push(self, workload: str, key: SortKey) -> None:
         self.inadmissible.pop(workload, None)
@@ -43,8 +54,12 @@ class ClusterQueuePending:
     def remove(self, workload: str) -> None:
         self.active.pop(workload, None)
         self.inadmissible.pop(workload, None)
+        if self.preemptor == workload:
+            self.preemptor = None
 
     def head(self) -> str | None:
+        if self.sticky and self.preemptor is not None and self.preemptor in self.active:
+            return self.preemptor
         while self.heap:
             key = self.heap[0]
             if self.active.get(key[2]) == key:
@@ -87,6 +102,21 @@ class PendingQueues:
         cq = self.where.get(workload)
         if cq is not None:
             self.queues[cq].park(workload)
+
+    def set_preemptor(self, workload: str, preempting: bool, sticky: bool) -> None:
+        """Make `workload` its queue's preemptor (it issued preemptions), or stop it being so."""
+        cq = self.where.get(workload)
+        if cq is None:
+            return
+        queue = self.queues[cq]
+        if preempting:
+            queue.preemptor, queue.sticky = workload, sticky
+        elif queue.preemptor == workload:
+            queue.preemptor = None
+
+    def is_preemptor(self, workload: str) -> bool:
+        cq = self.where.get(workload)
+        return cq is not None and self.queues[cq].preemptor == workload
 
     def remove(self, workload: str) -> None:
         cq = self.where.pop(workload, None)

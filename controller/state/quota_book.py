@@ -11,31 +11,20 @@ without changing it: the cycle writes deltas into the overlay and the book stays
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Iterable, Mapping
 
-from batchgate.api.kueue import ClusterQueue
+from batchgate.api.kueue import ClusterQueue, from_units, to_units
 from batchgate.quantity import format_quantity
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
 Usage = dict[FlavorResource, int]
-
-_MILLI_RESOURCES = frozenset({"cpu"})
-
-
-def to_units(resource: str, value: Decimal) -> int:
-    """Kueue's integer view of a quantity: milli-CPU, otherwise whole units, rounded up."""
-    if resource in _MILLI_RESOURCES:
-        return math.ceil(value * 1000)
-    return math.ceil(value)
+__all__ = ["FlavorResource", "Usage", "QuotaBook", "UsageOverlay", "Quota", "format_units", "quotas_of", "to_units"]
 
 
 def format_units(resource: str, units: int) -> str:
-    value = Decimal(units) / 1000 if resource in _MILLI_RESOURCES else Decimal(units)
-    return format_quantity(value, resource)
+    return format_quantity(from_units(resource, units), resource)
 
 
 @dataclass(frozen=True)

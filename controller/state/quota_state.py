@@ -18,6 +18,7 @@ from batchgate.api.kueue import (
     validate_cluster_queue,
 )
 from batchgate.api.kueue_fields import string_map
+from batchgate.api.node_affinity import NodeAffinity
 from batchgate.api.objects import metadata
 from batchgate.policy import FairSharing
 from controller.state.pending_queues import PendingQueues, sort_key
@@ -34,6 +35,7 @@ class PodSetRequest:
     count: int
     total: Mapping[str, int]  # count x per-pod request, integer units
     tolerations: tuple[Mapping[str, object], ...] = ()
+    affinity: NodeAffinity = NodeAffinity()
 
 
 @dataclass(frozen=True)
@@ -276,8 +278,8 @@ class QuotaState:
             wpc = self.priority_classes.get(wl.priority_class_name)
             priority = wpc.value if wpc else None
         pod_sets = tuple(
-            PodSetRequest(ps.name, ps.remaining,
-                          {r: to_units(r, v) for r, v in ps.total().items() if v}, ps.tolerations)
+            PodSetRequest(ps.name, ps.remaining, {r: to_units(r, v) for r, v in ps.total().items() if v},
+                          ps.tolerations, ps.affinity)
             for ps in wl.pod_sets
         )
         return WorkloadInfo(wl.key, wl.namespace, wl.queue_name, priority or 0,
@@ -349,8 +351,13 @@ class QuotaState:
     def _bump(self, cluster_queue: str) -> None:
         self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
 
-    def requeue(self, workload: str, queue: str, message: str) -> None:
+    def requeue(self, workload: str, queue: str, message: str, *, preempting: bool = False) -> None:
+        """Where a head that was not admitted waits; one that issued preemptions is its queue's
+        preemptor (and, in a BestEffortFIFO queue, stays the head) until admitted or requeued for
+        another reason."""
         self.messages[workload] = message
+        cq = self.cluster_queues.get(self.pending.where.get(workload, ""))
+        self.pending.set_preemptor(workload, preempting, cq is not None and cq.queueing_strategy != "StrictFIFO")
         if queue == "inadmissible":
             self.pending.park(workload)
 

@@ -8,6 +8,8 @@ import datetime as dt
 import logging
 from typing import Any, Mapping
 
+import aiohttp
+
 from localcluster.runner import ControllerContext
 from localcluster.runtime.client import Api, ApiError
 from localcluster.runtime.informers import Informer, SharedInformers
@@ -71,8 +73,8 @@ class Controller:
                 again = await self.sync(key)
             except asyncio.CancelledError:
                 raise
-            except ApiError as err:
-                log.info("%s: sync %s: %s", self.component, key, err)
+            except (ApiError, aiohttp.ClientError, asyncio.TimeoutError) as err:  # a write failed: try again
+                log.info("%s: sync %s: %s", self.component, key, err or type(err).__name__)
                 self.queue.add_after(key, RETRY_WALL_SECONDS)
             except Exception:  # a bug in one object's sync must not stop the component
                 log.exception("%s: sync %s failed", self.component, key)

@@ -137,12 +137,15 @@ def _error(status: int, text: str) -> ApiError:
 
 
 async def ignore_gone(coro: Any) -> Any:
-    """Await a write whose target may already be gone (NotFound) or changed (Conflict: retried later)."""
+    """Await a write whose target may already be gone: NotFound or Gone answer None.
+
+    Anything else — a conflict, a timeout, a refused connection, a webhook's failure — is raised,
+    so the sync that made the write fails and is tried again (`Controller._work`) instead of going
+    on as if the write had happened.
+    """
     try:
         return await coro
     except ApiError as err:
-        if err.reason in ("NotFound", "Conflict") or err.status in (404, 409):
+        if err.status in (404, 410):
             return None
         raise
-    except (aiohttp.ClientError, asyncio.TimeoutError):
-        return None

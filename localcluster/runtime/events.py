@@ -3,12 +3,18 @@ simulated components under their real names (default-scheduler, kubelet, job-con
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import logging
 import uuid
 from typing import Any, Mapping
 
-from localcluster.runtime.client import EVENTS, Api, ignore_gone
+import aiohttp
+
+from localcluster.runtime.client import EVENTS, Api, ApiError
 from localcluster.sim.units import format_time
+
+log = logging.getLogger(__name__)
 
 
 def event_body(obj: Mapping[str, Any], kind_type: str, reason: str, message: str, component: str,
@@ -42,5 +48,10 @@ def event_body(obj: Mapping[str, Any], kind_type: str, reason: str, message: str
 
 async def record(api: Api, obj: Mapping[str, Any], kind_type: str, reason: str, message: str, component: str,
                  now: dt.datetime, host: str = "") -> None:
+    """Best effort, as client-go's recorder: an Event that cannot be written is dropped, never
+    failing (and so repeating) the work it tells of."""
     body = event_body(obj, kind_type, reason, message, component, now, host)
-    await ignore_gone(api.create(EVENTS.path(body["metadata"]["namespace"]), body))
+    try:
+        await api.create(EVENTS.path(body["metadata"]["namespace"]), body)
+    except (ApiError, aiohttp.ClientError, asyncio.TimeoutError) as err:
+        log.debug("event %s for %s dropped: %s", reason, (obj.get("metadata") or {}).get("name"), err)

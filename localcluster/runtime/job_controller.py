@@ -13,7 +13,7 @@ from localcluster.runtime.base import Controller, merge_patch
 from localcluster.runtime.client import JOBS, PODS, Api, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
-from localcluster.runtime.workload_writes import create_pods, delete_pods, drop_finalizer, remove_finalizer
+from localcluster.runtime.workload_writes import create_pods, delete_pods, remove_finalizer
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.job_pods import TRACKING_FINALIZER
 from localcluster.sim.jobs import reconcile
@@ -48,11 +48,12 @@ class JobController(Controller):
         job = self.jobs.get(namespace, name)
         if job is None or job["metadata"].get("deletionTimestamp"):
             # The real controller's orphan-pod cleanup: pods of a deleted Job lose the tracking
-            # finalizer, or they would outlive it forever once the garbage collector deletes them.
+            # finalizer, or they would outlive it forever once the garbage collector deletes them;
+            # a removal that failed is tried again, as the pods may change no more to bring it back.
             orphans = [p["metadata"]["name"] for p in self.pods.values()
-                       if p["metadata"].get("namespace") == namespace and owner_key(p, "Job") == key]
-            await drop_finalizer(self.api, namespace, orphans, TRACKING_FINALIZER, self.pods)
-            return None
+                       if p["metadata"].get("namespace") == namespace and owner_key(p, "Job") == key
+                       and TRACKING_FINALIZER in (p["metadata"].get("finalizers") or [])]
+            return UNTRACK_RETRY if await self._untrack(namespace, orphans) else None
         uid = job["metadata"].get("uid", "")
         pods = [p for p in self.pods.values() if p["metadata"].get("namespace") == namespace and controlled_by(p, uid)]
         now = self.now()

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import aiohttp
+
 from localcluster.runtime.client import PODS, SERVICEACCOUNTS, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime import probing, volume_files
@@ -126,8 +128,13 @@ class PodProcesses:
                                 previous=self.pod.get("status") or {}, now=self.rt.now(), mounted=self.mounted)
             if all((self.pod.get("status") or {}).get(k) == v for k, v in status.items()):
                 return
-            patched = await ignore_gone(self.rt.api.patch(PODS.path(self.namespace, self.name, "status"),
-                                                          {"status": status}))
+            try:
+                patched = await ignore_gone(self.rt.api.patch(PODS.path(self.namespace, self.name, "status"),
+                                                              {"status": status}))
+            except (ApiError, aiohttp.ClientError, asyncio.TimeoutError) as err:
+                # The pod's own task must live on; the status stays unposted until its next change.
+                log.warning("pod %s/%s: status not posted: %s", self.namespace, self.name, err)
+                return
             if patched is not None:
                 self.pod = patched
                 self.rt.remember(patched)

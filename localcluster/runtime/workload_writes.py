@@ -1,4 +1,4 @@
-"""Writes shared by the workload controllers: create pods and record it, delete pods, drop finalizers."""
+"""Writes shared by the workload controllers: create pods and record it, delete pods, remove finalizers."""
 
 from __future__ import annotations
 
@@ -45,23 +45,12 @@ async def delete_pods(api: Api, owner: dict[str, Any], namespace: str, names: It
             await record(api, owner, "Normal", "SuccessfulDelete", f"Deleted pod: {name}", component, now)
 
 
-async def drop_finalizer(api: Api, namespace: str, names: Iterable[str], finalizer: str, cache: Informer) -> None:
-    for name in names:
-        pod = cache.get(namespace, name)
-        if pod is None:
-            continue
-        kept = [f for f in pod["metadata"].get("finalizers") or [] if f != finalizer]
-        if len(kept) == len(pod["metadata"].get("finalizers") or []):
-            continue
-        cache.remember(await ignore_gone(api.patch(PODS.path(namespace, name), {"metadata": {"finalizers": kept or None}})))
-
-
 async def remove_finalizer(api: Api, namespace: str, name: str, finalizer: str, cache: Informer) -> str | None:
     """Take `finalizer` off a pod whatever the cache holds: a strategic merge patch that deletes it
     from the list (`$deleteFromPrimitiveList`), as kube-controller-manager's Job controller does.
 
-    None when it is off (or the pod is gone), else why not. Unlike `ignore_gone`, a write that timed
-    out or failed is reported: the caller must not go on as if the finalizer were off.
+    None when it is off (or the pod is gone), else why not: a write that timed out or failed is
+    reported, and the caller must not go on as if the finalizer were off.
     """
     patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}}
     try:

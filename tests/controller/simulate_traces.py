@@ -10,6 +10,7 @@ import yaml
 from tests.controller import test_simulate_cli as cli
 from tests.controller.decisions import (
     test_fair_sharing as fair, test_flavors_and_cohorts as flavors, test_preemption_and_stop as preemption,
+    test_reclaimable_pods as reclaimable,
     test_single_queue as single, test_upstream_integration as integration, test_upstream_preemption as upstream,
 )
 
@@ -17,9 +18,9 @@ from tests.controller.decisions import (
 def all_traces() -> list[tuple[str, dict[str, Any]]]:
     """(id, trace) for every good trace, ids as the owning test names them."""
     out: list[tuple[str, dict[str, Any]]] = []
-    scenario_lists = [single.SCENARIOS, flavors.FLAVOR_SCENARIOS, flavors.COHORT_SCENARIOS,
+    scenario_lists = [single.SCENARIOS, flavors.FLAVOR_SCENARIOS, flavors.AFFINITY_SCENARIOS, flavors.COHORT_SCENARIOS,
                       preemption.PREEMPTION_SCENARIOS, preemption.UPSTREAM_SCENARIOS, preemption.STOP_SCENARIOS,
-                      integration.SCENARIOS]
+                      integration.SCENARIOS, reclaimable.RECLAIMABLE_SCENARIOS]
     for scenarios in scenario_lists:
         out += [(p.id, p.values[0]) for p in scenarios]
     out += [(f"preemption: {p.id}", upstream.preemption_trace(*p.values[:2])) for p in upstream.CASES]

@@ -11,7 +11,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.adapters.kube import RESOURCES, KubeClient
+from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
 from controller.adapters.metrics import ProbeServer
 from tests.controller.builders import a_job
@@ -174,15 +174,27 @@ def test_a_job_that_cannot_preempt_on_the_first_flavor_runs_on_the_next(
 
 def test_a_cluster_queue_written_past_the_gateway_is_checked_again_and_the_last_good_one_kept(
         client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
-    """Break-glass edits skip the gateway: an invalid one (a borrowing limit without a cohort,
-    quota cut to 1 cpu) must not reach the quota book."""
-    flavors = [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "1", "borrowingLimit": "1"}]}]
-    client.patch(CQ, team["cq"], None, {"spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}]}})
+    """Break-glass edits skip the gateway. What the CRD's own validation rules forbid (a borrowing
+    limit without a cohort) the API server still refuses; what only Kueue's webhook checks (a
+    flavor's resource not named as its coveredResources, pkg/webhooks/clusterqueue_webhook.go
+    validateFlavorQuotas: "must match the name in coveredResources") is stored, and must not reach
+    the quota book."""
+    def flavors(resource: str, **limits: str) -> dict[str, Any]:
+        quota = [{"name": resource, "nominalQuota": "1", **limits}]
+        return {"spec": {"resourceGroups": [{"coveredResources": ["cpu"],
+                                             "flavors": [{"name": "default", "resources": quota}]}]}}
+
+    with pytest.raises(ApiError) as refused:
+        client.patch(CQ, team["cq"], None, flavors("cpu", borrowingLimit="1"))
+    assert (refused.value.status, refused.value.message) == (
+        422, f'ClusterQueue.kueue.x-k8s.io "{team["cq"]}" is invalid: spec: Invalid value: "object": '
+             "borrowingLimit must be nil when cohort is empty")
+    client.patch(CQ, team["cq"], None, flavors("memory"))
 
     def warned() -> bool:
         events = client.list(RESOURCES["Event"])["items"]
         return any(e.get("reason") == "InvalidObject" and e["involvedObject"].get("name") == team["cq"]
-                   and "borrowingLimit" in e.get("message", "") for e in events)
+                   and "coveredResources" in e.get("message", "") for e in events)
 
     eventually(warned, what="no InvalidObject Event on the ClusterQueue")
     job = submit(client, team["ns"], "three-cpu", "3")

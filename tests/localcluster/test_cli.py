@@ -52,3 +52,17 @@ def test_bad_arguments_are_reported_without_a_traceback(args: list[str], message
     process = start(*args)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("hidden", "message"), [
+    pytest.param("celpy", "command 'cluster' needs the Python module 'celpy', which is not installed",
+                 id="without cel-python the command names the missing module"),
+    pytest.param("localcluster", "command 'cluster' is not available in this build",
+                 id="without the local cluster package the command is not in this build"),
+])
+def test_a_missing_module_is_named_without_a_traceback(hidden: str, message: str) -> None:
+    """The image installs requirements.txt only; cel-python and aiohttp come with requirements-test.txt."""
+    hide = f"import sys; sys.modules[{hidden!r}] = None; from batchgate.cli import main; sys.exit(main(['cluster']))"
+    done = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr

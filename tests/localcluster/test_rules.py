@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localcluster import crd_schema, lifecycle, shapes, tables
+from localcluster import crd_rules, crd_schema, lifecycle, shapes, tables
 from localcluster.codec import parse_bool
 from localcluster.errors import ApiError
 from localcluster.patches import merge_patch
@@ -226,7 +226,7 @@ WIDGETS = ResourceType("example.com", "v1", "widgets", "Widget", True, builtin=F
     pytest.param({"size": 1, "port": 1.5}, "spec.port", "integer,string", id="an int-or-string that is neither"),
 ])
 def test_custom_resources_are_validated_with_precise_paths(spec: dict, field: str, message: str) -> None:
-    errors = crd_schema.validate_custom(WIDGETS, {"spec": spec})
+    errors = crd_schema.validate_custom(WIDGETS, {"spec": spec}, None)
     assert any(e.field == field and message in e.message() for e in errors), [str(e) for e in errors]
 
 
@@ -303,7 +303,11 @@ schemas = st.recursive(
         "pattern": json_values, "enum": json_values, "required": json_values, "nullable": st.booleans(),
         "x-kubernetes-int-or-string": st.booleans(), "x-kubernetes-preserve-unknown-fields": st.booleans(),
         "x-kubernetes-embedded-resource": st.booleans(), "properties": json_values, "items": json_values,
-        "additionalProperties": json_values, "default": json_values}),
+        "additionalProperties": json_values, "default": json_values,
+        "x-kubernetes-validations": json_values | st.lists(st.fixed_dictionaries({"rule": st.sampled_from(
+            ["self == oldSelf", "self.a > 1", "size(self) < 2", "self.all(x, x != 'a')", "self.a.b", "1 / 0 == 1",
+             "self ==="])}, optional={"message": json_values, "fieldPath": json_values, "reason": json_values}),
+            max_size=2)}),
     lambda inner: st.fixed_dictionaries({}, optional={
         "type": st.just("object"), "properties": st.dictionaries(st.sampled_from(["a", "b", "spec"]), inner, max_size=3),
         "additionalProperties": inner | st.booleans(), "items": inner, "anyOf": st.lists(inner, max_size=2)}),
@@ -312,9 +316,11 @@ schemas = st.recursive(
 
 @given(schemas, json_objects)
 def test_any_schema_and_object_validate_to_field_errors_never_exceptions(schema: dict, obj: dict) -> None:
-    resource = ResourceType("example.com", "v1", "things", "Thing", True, builtin=False, schema=schema, storage_version="v1")
+    resource = ResourceType("example.com", "v1", "things", "Thing", True, builtin=False, schema=schema,
+                            storage_version="v1", rules=crd_rules.compile_schema(schema))
     crd_schema.decode_custom(resource, obj)
-    for error in crd_schema.validate_custom(resource, obj):
+    old = {**obj, "spec": None}
+    for error in crd_schema.validate_custom(resource, obj, None) + crd_schema.validate_custom(resource, obj, old):
         assert str(error)
 
 

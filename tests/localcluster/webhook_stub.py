@@ -1,6 +1,6 @@
 """A real TLS admission webhook for dispatcher tests, whose behaviour is chosen by the URL path.
 
-Paths: /allow, /warn, /deny, /deny-with-code-200, /deny-bare, /label/<key>/<value>, /count,
+Paths: /allow, /warn, /deny, /deny-conflict (a 409 denial), /deny-with-code-200, /deny-bare, /label/<key>/<value>, /count,
 /stamp (sets spec.stamp to the operation and an undeclared spec.smuggled), /bad-patch, /undecodable-patch, /slow/<seconds>, /crash, /html, /wrong-uid, /wrong-version.
 Every review it receives is kept with its path, query and headers.
 """
@@ -103,6 +103,9 @@ class WebhookStub:
         elif action == "deny":
             response = {"uid": uid, "allowed": False,
                         "status": {"code": 403, "reason": "Forbidden", "message": "no GPUs on Tuesdays"}}
+        elif action == "deny-conflict":
+            response = {"uid": uid, "allowed": False,
+                        "status": {"code": 409, "reason": "Conflict", "message": "the object has been modified"}}
         elif action == "deny-with-code-200":
             response = {"uid": uid, "allowed": False, "status": {"code": 200, "message": "quota exhausted"}}
         elif action == "deny-bare":

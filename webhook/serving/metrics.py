@@ -8,11 +8,17 @@ any worker imports prometheus_client) every worker writes its samples to mmap fi
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Iterator
 
+from cryptography import x509
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client import multiprocess
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from batchgate.policy import Policy
+from certs.authority import CA_CERT, TLS_CERT
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -41,11 +47,39 @@ def kind_label(kind: str, policy: Policy | None) -> str:
     return OTHER_KIND
 
 
-class GatewayMetrics:
-    """The gateway's counters and latency histogram, bound to one registry."""
+CERTIFICATE_EXPIRY = "batchgate_webhook_certificate_expiry_timestamp_seconds"
 
-    def __init__(self) -> None:
+
+class CertificateExpiry(Collector):
+    """When the certificates in the serving directory expire (notAfter, Unix seconds), read from
+    the files at each scrape, so a rotation shows at the next scrape and every worker reports the
+    same. `certificate` is `serving` (tls.crt, the first in the chain) or `ca` (ca.crt, the first
+    CA). A file missing or unreadable has no series: the gateway cannot be serving it either."""
+
+    def __init__(self, cert_dir: Path) -> None:
+        self.files = {"serving": cert_dir / TLS_CERT, "ca": cert_dir / CA_CERT}
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(CERTIFICATE_EXPIRY, "When the certificate expires (notAfter), in Unix seconds, "
+                                   "by certificate (serving or ca)", labels=["certificate"])
+        for name, path in self.files.items():
+            try:
+                certificate = x509.load_pem_x509_certificate(path.read_bytes())
+            except (OSError, ValueError):
+                continue
+            family.add_metric([name], certificate.not_valid_after_utc.timestamp())
+        yield family
+
+
+class GatewayMetrics:
+    """The gateway's counters and latency histogram, bound to one registry; with `cert_dir`, also
+    the expiry of the certificates it serves."""
+
+    def __init__(self, cert_dir: Path | None = None) -> None:
         self.registry = CollectorRegistry()
+        self.certificates = CertificateExpiry(cert_dir) if cert_dir is not None else None
+        if self.certificates is not None:
+            self.registry.register(self.certificates)
         self.reviews = Counter(
             "batchgate_webhook_reviews_total",
             "AdmissionReviews answered, by endpoint, kind, operation and outcome (the rule that decided). "
@@ -84,6 +118,8 @@ class GatewayMetrics:
         if os.environ.get(MULTIPROC_ENV):
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry)
+            if self.certificates is not None:
+                registry.register(self.certificates)
             return generate_latest(registry), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 

@@ -33,7 +33,7 @@ from webhook.authorization.cache import ANSWER_TTL
 from webhook.serving.app import GatewayContext, create_app
 from webhook.serving.audit import AuditLog
 from webhook.serving.balance import ConnectionTable
-from webhook.serving.metrics import MULTIPROC_ENV, worker_exited
+from webhook.serving.metrics import MULTIPROC_ENV, GatewayMetrics, worker_exited
 from webhook.policy.file import PolicyFileWatcher
 from webhook.policy.store import DEFAULTS, PolicyCache, PolicyStore
 from webhook.serving.tls import ReloadingContext
@@ -174,6 +174,7 @@ class GatewayServer(BaseApplication):
             policy_configmap=self.options.policy_configmap or DEFAULT_POLICY_CONFIGMAP,
             reviewer=connect_reviewer(self.options),
             authorization_ttl=self.options.authorization_ttl,
+            metrics=GatewayMetrics(self.options.cert_dir),
         )
         self.tls = ReloadingContext(self.options.certfile, self.options.keyfile)
         self.policy_source = start_policy_source(self.options, self.context.store)

@@ -25,12 +25,12 @@ from typing import Any, Iterable, Mapping
 from batchgate import keys
 from batchgate.api import kueue_fields as f
 from batchgate.api import pod_requests as arithmetic
-from batchgate.api.errors import FieldError
 from batchgate.api.kueue import Taint
+from batchgate.api.node_affinity import NodeAffinity, parse_node_affinity
 from batchgate.api.node import Node, tolerates
 from batchgate.quantity import Resources
 
-__all__ = ["PodInfo", "NodeSelectorRequirement", "node_reason", "resource_reasons", "free_of",
+__all__ = ["PodInfo", "node_reason", "resource_reasons", "free_of",
            "failure_message", "gpu_score", "parse_pod"]
 
 PODS = "pods"
@@ -42,55 +42,13 @@ REASON_NOT_READY = "node(s) were not ready"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_TOO_MANY_PODS = "Too many pods"
 TERMINAL_PHASES = ("Succeeded", "Failed")
-_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
-
-
-@dataclass(frozen=True)
-class NodeSelectorRequirement:
-    """One matchExpressions / matchFields entry of a required node affinity term."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        present = self.key in labels
-        if self.operator == "In":
-            return present and labels[self.key] in self.values
-        if self.operator == "NotIn":
-            return not present or labels[self.key] not in self.values
-        if self.operator == "Exists":
-            return present
-        if self.operator == "DoesNotExist":
-            return not present
-        if not present or len(self.values) != 1:
-            return False
-        try:
-            have, bound = int(labels[self.key]), int(self.values[0])
-        except ValueError:
-            return False
-        return have > bound if self.operator == "Gt" else have < bound
-
-
-@dataclass(frozen=True)
-class NodeSelectorTerm:
-    expressions: tuple[NodeSelectorRequirement, ...] = ()
-    fields: tuple[NodeSelectorRequirement, ...] = ()
-
-    def matches(self, node: Node) -> bool:
-        """An empty term matches nothing (the API server's NodeSelector semantics)."""
-        if not self.expressions and not self.fields:
-            return False
-        names = {"metadata.name": node.name}
-        return all(r.matches(node.labels) for r in self.expressions) and all(r.matches(names) for r in self.fields)
 
 
 @dataclass(frozen=True)
 class Constraints:
     """Everything but the requests that decides which nodes a pod may use; pods of one gang share it."""
 
-    node_selector: tuple[tuple[str, str], ...] = ()
-    required_terms: tuple[NodeSelectorTerm, ...] | None = None  # None: no required node affinity
+    affinity: NodeAffinity = NodeAffinity()
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
 
 
@@ -162,43 +120,12 @@ def parse_pod(raw: Mapping[str, Any]) -> PodInfo:
 
 
 def _constraints(spec: Mapping[str, Any]) -> Constraints:
-    selector = f.string_map(spec.get("nodeSelector"), "spec.nodeSelector")
-    affinity = f.mapping(f.mapping(spec.get("affinity"), "spec.affinity").get("nodeAffinity"),
-                         "spec.affinity.nodeAffinity")
-    required_path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    terms = None
-    if required is not None:
-        raw_terms = f.sequence(f.mapping(required, required_path).get("nodeSelectorTerms"),
-                               f"{required_path}.nodeSelectorTerms")
-        terms = tuple(_term(t, f"{required_path}.nodeSelectorTerms[{i}]") for i, t in enumerate(raw_terms))
     tolerations = []
     for i, raw in enumerate(f.sequence(spec.get("tolerations"), "spec.tolerations")):
         toleration = f.mapping(raw, f"spec.tolerations[{i}]", required=True)
         tolerations.append(tuple(sorted((k, str(v)) for k, v in toleration.items()
                                         if k in ("key", "operator", "value", "effect") and v is not None)))
-    return Constraints(tuple(sorted(selector.items())), terms, tuple(tolerations))
-
-
-def _term(raw: Any, path: str) -> NodeSelectorTerm:
-    term = f.mapping(raw, path, required=True)
-    return NodeSelectorTerm(
-        tuple(_requirement(e, f"{path}.matchExpressions[{i}]")
-              for i, e in enumerate(f.sequence(term.get("matchExpressions"), f"{path}.matchExpressions"))),
-        tuple(_requirement(e, f"{path}.matchFields[{i}]")
-              for i, e in enumerate(f.sequence(term.get("matchFields"), f"{path}.matchFields"))),
-    )
-
-
-def _requirement(raw: Any, path: str) -> NodeSelectorRequirement:
-    expr = f.mapping(raw, path, required=True)
-    operator = expr.get("operator")
-    if operator not in _OPERATORS:
-        raise FieldError(f"{path}.operator", f"must be one of {', '.join(_OPERATORS)}, got {operator!r}")
-    values = f.sequence(expr.get("values"), f"{path}.values")
-    if not all(isinstance(v, str) for v in values):
-        raise FieldError(f"{path}.values", "must be a list of strings")
-    return NodeSelectorRequirement(f.string(expr.get("key"), f"{path}.key"), operator, tuple(values))
+    return Constraints(parse_node_affinity(spec, "spec"), tuple(tolerations))
 
 
 def node_reason(constraints: Constraints, node: Node) -> str | None:
@@ -211,9 +138,7 @@ def node_reason(constraints: Constraints, node: Node) -> str | None:
             return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
     if not node.ready:
         return REASON_NOT_READY
-    if any(node.labels.get(k) != v for k, v in constraints.node_selector):
-        return REASON_AFFINITY
-    if constraints.required_terms is not None and not any(t.matches(node) for t in constraints.required_terms):
+    if not constraints.affinity.matches(node.labels, node.name):
         return REASON_AFFINITY
     return None
 

@@ -10,10 +10,13 @@ never replaced or resized, and an AppWrapper wrapping its own PodGroup gets none
 Status follows scheduler-plugins' PodGroup controller (research/gang-frameworks.md 1.1): "" ->
 Pending; Pending -> Scheduling once the group has minMember pods (occupiedBy from the first
 pod's owner, scheduleStartTime = now); then counts from pod phases decide Pending / Scheduling /
-Running / Failed / Finished, the last two terminal. Because batchgate decides a gang at once
+Running / Failed / Finished, the last two terminal. Two departures keep the status true after a
+preemption: the counts are recomputed in Pending too, and pods being deleted are not counted
+(upstream counts them, so a torn-down gang whose pods turn Failed on their way out ended Failed,
+terminal, still showing a running pod). Because batchgate decides a gang at once
 instead of holding pods at Permit, the schedule timeout is read here: a group still short of
 minMember placed pods `scheduleTimeoutSeconds` after scheduleStartTime gets a Warning Event and
-a fresh scheduleStartTime, and the placement keeps retrying it. One departure: upstream's
+a fresh scheduleStartTime, and the placement keeps retrying it. A third departure: upstream's
 AppWrapper carries its PodGroup as a component, deleted and made again whenever it resets or is
 suspended, so the PodGroup we make for an AppWrapper starts over (Pending, counts zeroed) once its
 pods are all gone and the AppWrapper will deploy again; a terminal phase would otherwise outlive
@@ -151,15 +154,23 @@ def decide_status(group: PodGroupInfo, pods: Sequence[PodInfo], now: _dt.datetim
                   default_timeout: _dt.timedelta, *, restartable: bool = False) -> StatusDecision:
     """The next status of `group` given its pods (those carrying its label in its namespace).
 
+    Pods being deleted are members no more: a preemption's teardown, whose pods turn Failed on
+    their way out, would otherwise make the group Failed, terminal, counting pods that are gone.
     `restartable` (see `redeploys`): a terminal group with no pods left starts over, Pending.
     """
+    pods = [p for p in pods if not p.deleting]
     if group.phase in TERMINAL:
         if not restartable or pods:
             return StatusDecision(None)
         fresh = {"phase": PENDING, "running": 0, "succeeded": 0, "failed": 0, "occupiedBy": None,
                  "scheduleStartTime": None}
         return StatusDecision({k: v for k, v in fresh.items() if group.status.get(k) != v} or None)
-    status: dict[str, Any] = {}
+    # The counts are recomputed in every phase; scheduler-plugins only does so past Pending, so a
+    # group sent back to Pending kept the running count its departed pods had.
+    running = sum(p.phase == "Running" for p in pods)
+    succeeded = sum(p.phase == "Succeeded" for p in pods)
+    failed = sum(p.phase == "Failed" for p in pods)
+    status: dict[str, Any] = {"running": running, "succeeded": succeeded, "failed": failed}
     if group.phase == "":
         status["phase"] = PENDING
     elif group.phase == PENDING:
@@ -169,10 +180,6 @@ def decide_status(group: PodGroupInfo, pods: Sequence[PodInfo], now: _dt.datetim
             if owners:
                 status["occupiedBy"] = ",".join(owners)
     else:
-        running = sum(p.phase == "Running" for p in pods)
-        succeeded = sum(p.phase == "Succeeded" for p in pods)
-        failed = sum(p.phase == "Failed" for p in pods)
-        status.update(running=running, succeeded=succeeded, failed=failed)
         if len(pods) < group.min_member:
             status["phase"] = PENDING
         elif succeeded + running < group.min_member:

@@ -43,6 +43,16 @@ class ReplaceWorkload:
 
 
 @dataclass(frozen=True)
+class MoveWorkload:
+    """The job's queue label changed while its Workload holds no quota: the Workload follows it."""
+
+    workload_name: str
+    spec_patch: Mapping[str, Any]  # spec.queueName, guarded by the observed resourceVersion
+    message: str
+    reason: str = "UpdatedWorkload"
+
+
+@dataclass(frozen=True)
 class StartJob:
     job: Mapping[str, Any]  # the job as it must be written: un-suspended, flavors injected
     message: str
@@ -99,7 +109,7 @@ class Invalid:
     reason: str = "InvalidJob"
 
 
-Action = Union[CreateWorkload, ReplaceWorkload, StartJob, StopJob, RestoreJob, ReleaseQuota, SetReclaimablePods,
+Action = Union[CreateWorkload, ReplaceWorkload, MoveWorkload, StartJob, StopJob, RestoreJob, ReleaseQuota, SetReclaimablePods,
                FinishWorkload, Invalid]
 
 
@@ -312,11 +322,12 @@ def _admitted_or_not(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSou
     reserved = is_true(workload, keys.COND_QUOTA_RESERVED)
     if not reserved and not pod_sets_match(workload, desired):
         return [ReplaceWorkload(workload["metadata"]["name"], desired)]
+    moved = [] if reserved or not suspended else _moved(workload, desired)
     evicted = condition_of(workload, keys.COND_EVICTED)
     if evicted is not None and evicted.status == "True":
         if not suspended:
             return [StopJob(stopped(job, kind), evicted.message or "Workload evicted")]
-        actions = _restore(job, kind, sets, workload)
+        actions = [*moved, *_restore(job, kind, sets, workload)]
         if reserved and not has_running_pods(job, kind):
             name = workload["metadata"]["name"]
             actions.append(ReleaseQuota(name, release_quota_patch(workload, now), "Quota released: the job's pods are gone"))
@@ -332,7 +343,19 @@ def _admitted_or_not(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSou
         return [StartJob(started(job, kind, sets, infos), f'Admitted by clusterQueue {cq}')]
     if not suspended:
         return [StopJob(stopped(job, kind), "Not admitted by cluster queue")]
-    return _restore(job, kind, sets, workload)
+    return [*moved, *_restore(job, kind, sets, workload)]
+
+
+def _moved(workload: Mapping[str, Any], desired: Mapping[str, Any]) -> list[Action]:
+    """Kueue's QueueNameChange (jobframework reconciler, job suspended and not admitted):
+    spec.queueName follows the job's label. Unlike Kueue, an evicted Workload whose quota is
+    already released moves too; Kueue leaves it in the old queue until it is admitted again."""
+    old, new = (workload.get("spec") or {}).get("queueName"), desired["spec"]["queueName"]
+    if old == new:
+        return []
+    meta = workload["metadata"]
+    patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {"queueName": new}}
+    return [MoveWorkload(meta["name"], patch, f'Workload moved from LocalQueue "{old}" to "{new}"')]
 
 
 def _restore(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource], workload: Mapping[str, Any]) -> list[Action]:

@@ -4,7 +4,8 @@
 `decisions/quota/cycle.apply_cycle` records the result in the state (assumes each `Admit`,
 marks `Preempt` targets evicted, keeps flavor progress, requeues the rest where each `Requeue`
 says) for both the controller and `batchgate simulate`. The phases are Kueue's:
-nominate every head against the same snapshot, order the entries (non-borrowing first, then
+nominate every head against the same snapshot, order the entries (preemptors waiting for their
+victims first, then non-borrowing, then
 the lower dominant resource share under fair sharing, then priority, then queue-order time),
 then process them in order on a running overlay of usage, so two heads that compete for the
 same cohort capacity are settled by that order.
@@ -47,7 +48,10 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
     """Decide, for one head per ClusterQueue, admit / preempt / requeue."""
     view = UsageOverlay(state.book)
     entries = [_nominate(state, key, view, now) for key in heads if state.is_pending(key)]
-    entries.sort(key=lambda e: (e.assignment is not None and e.assignment.borrows, e.share, -e.info.priority,
+    # Preemptors waiting for their victims go first (Kueue#13797), so the room their victims free
+    # is theirs; then Kueue's order.
+    entries.sort(key=lambda e: (not state.pending.is_preemptor(e.info.key),
+                                e.assignment is not None and e.assignment.borrows, e.share, -e.info.priority,
                                 e.info.timestamp, e.info.key))
     admitted: list[Admit] = []
     preempted: list[Preempt] = []
@@ -83,7 +87,7 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
             continue
         admitted.append(Admit(e.info.key, cq.name, e.assignment.to_assignment()))
     done = {a.workload for a in admitted}
-    requeued = tuple(Requeue(e.info.key, _queue_for(state, e), e.message)
+    requeued = tuple(Requeue(e.info.key, _queue_for(state, e), e.message, e.cause == PENDING_PREEMPTION)
                      for e in entries if e.info.key not in done)
     progress = {e.info.key: e.progress for e in entries if e.assignment is not None and e.info.key not in done}
     return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped, progress)

@@ -77,7 +77,7 @@ def apply_cycle(state: QuotaState, result: CycleResult, now: _dt.datetime, drain
     parked = False
     for requeue in result.requeue:
         before = state.pending.state_of(requeue.workload)
-        state.requeue(requeue.workload, requeue.queue, requeue.reason)
+        state.requeue(requeue.workload, requeue.queue, requeue.reason, preempting=requeue.preempting)
         parked = parked or (before == "active" and requeue.queue == "inadmissible")
     return Effects(tuple(admitted), tuple(preempted), drained, tuple(r.workload for r in result.requeue),
                    result.skipped_preemptions, bool(admitted or preempted or drained or parked or resumed))

@@ -10,9 +10,11 @@ the way become the message a pending workload shows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
-from batchgate.api.kueue import ClusterQueue, ResourceFlavor, Taint
+from batchgate.api.kueue import ClusterQueue, FlavorQuotas, ResourceFlavor, Taint
+from batchgate.api.node import tolerates
+from batchgate.api.node_affinity import NodeAffinity
 from controller.decisions.quota.outcomes import Assignment
 from controller.state.quota_book import FlavorResource, UsageOverlay, format_units
 from controller.state.quota_state import FlavorProgress, PodSetRequest, WorkloadInfo
@@ -122,6 +124,7 @@ def _assign_pod_set(ctx: _Context, index: int, pod_set: PodSetRequest, requests:
         best_mode, best_borrow = NO_FIT, False
         reasons: list[str] = []
         attempted = -1
+        selector = pod_set.affinity.restricted_to(_label_keys(ctx, rg.flavors))
         for position in range(ctx.first_flavor(index, res), len(rg.flavors)):
             attempted = position
             fq = rg.flavors[position]
@@ -129,9 +132,9 @@ def _assign_pod_set(ctx: _Context, index: int, pod_set: PodSetRequest, requests:
             if flavor is None:
                 reasons.append(f"flavor {fq.name} not found")
                 continue
-            taint = _untolerated_taint(flavor, pod_set.tolerations)
-            if taint is not None:
-                reasons.append(f"untolerated taint {taint} in flavor {fq.name}")
+            refusal = _refusal(flavor, pod_set, selector)
+            if refusal is not None:
+                reasons.append(refusal)
                 continue
             flavor_mode, borrow, assigned = FIT, False, {}
             for r in sorted(group_requests):
@@ -192,24 +195,24 @@ def _try_next_flavor(mode: int, borrow: bool, cq: ClusterQueue) -> bool:
     return True
 
 
-def _untolerated_taint(flavor: ResourceFlavor, pod_tolerations: tuple[Mapping[str, Any], ...]) -> str | None:
-    tolerations = tuple(pod_tolerations) + tuple(flavor.tolerations)
+def _label_keys(ctx: _Context, flavors: Iterable[FlavorQuotas]) -> frozenset[str]:
+    """Kueue v0.10's ResourceGroup.LabelKeys: every nodeLabels key of the group's known flavors."""
+    return frozenset(k for fq in flavors if fq.name in ctx.flavors for k in ctx.flavors[fq.name].node_labels)
+
+
+def _refusal(flavor: ResourceFlavor, pod_set: PodSetRequest, selector: NodeAffinity) -> str | None:
+    """Kueue's findFlavorForPodSetResource checks before quota: why this pod set may not use the
+    flavor at all (an untolerated taint, then `selector`, the pod set's affinity restricted to the
+    group's label keys, against the flavor's nodeLabels taken as a node's); None: it may."""
+    tolerations = tuple(pod_set.tolerations) + tuple(flavor.tolerations)
     for taint in flavor.node_taints:
-        if taint.effect not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(_tolerates(t, taint) for t in tolerations):
-            return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in tolerations):
+            return f"untolerated taint {_go_taint(taint)} in flavor {flavor.name}"
+    if not selector.matches(flavor.node_labels):
+        return f"flavor {flavor.name} doesn't match node affinity"
     return None
 
 
-def _tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.effect:
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if key and key != taint.key:
-        return False
-    if operator == "Exists":
-        return True
-    return bool(key) and (toleration.get("value") or "") == taint.value
+def _go_taint(taint: Taint) -> str:
+    """A corev1.Taint value as Go's %s prints it, which is how Kueue's message shows it."""
+    return f"{{{taint.key} {taint.value} {taint.effect} <nil>}}"

@@ -50,6 +50,7 @@ class Requeue:
     workload: str
     queue: QueueName = "inadmissible"
     reason: str = ""
+    preempting: bool = False  # it waits for the victims it preempted (Kueue's PendingPreemption)
 
 
 @dataclass(frozen=True)

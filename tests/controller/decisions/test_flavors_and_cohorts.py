@@ -46,7 +46,7 @@ FLAVOR_SCENARIOS = [
         trace([flavor("gpu-a", taints=[TAINT]), cluster_queue("cq", group({"gpu-a": {"cpu": 10}})),
                local_queue("lq", "cq"), workload("plain", cpu=1)]),
         [expect(admitted=[], pending={"ns/plain": ("inadmissible", "couldn't assign flavors to pod set main: "
-                                                                   "untolerated taint dedicated=x:NoSchedule in flavor gpu-a")})],
+                                                                   "untolerated taint {dedicated x NoSchedule <nil>} in flavor gpu-a")})],
         id="a pod set that tolerates no flavor waits naming the taint",
     ),
     pytest.param(
@@ -97,6 +97,90 @@ FLAVOR_SCENARIOS = [
         id="whenCanPreempt Preempt stops at the first flavor where preemption would make room",
     ),
 ]
+
+# Node affinity against the flavors' nodeLabels: kubernetes-sigs/kueue
+# pkg/scheduler/flavorassigner/flavorassigner_test.go, TestAssignFlavors, the case named in each comment.
+ONE, TWO = flavor("one", labels={"type": "one"}), flavor("two", labels={"type": "two"})
+ONE_TWO = cluster_queue("cq", group({"one": {"cpu": 4}, "two": {"cpu": 4}}), within="LowerPriority")
+AFFINITY_SCENARIOS = [
+    pytest.param(  # "multiple flavors, fits a node selector"
+        trace([ONE, TWO, ONE_TWO, local_queue("lq", "cq"),
+               workload("w", pod_sets=[pod_set(cpu=1, node_selector={"type": "two", "ignored1": "foo"},
+                                               required=[[("ignored2", "In", ["bar"])]])])]),
+        [expect(admitted=["ns/w"], flavors={"ns/w": {"main": {"cpu": "two"}}})],
+        id="a node selector picks the flavor whose nodeLabels match and keys no flavor labels are ignored",
+    ),
+    pytest.param(  # "multiple flavors, fits with node affinity"
+        trace([ONE, TWO, ONE_TWO, local_queue("lq", "cq"),
+               workload("w", pod_sets=[pod_set(cpu=1, node_selector={"ignored1": "foo"},
+                                               required=[[("type", "In", ["two"])]])])]),
+        [expect(admitted=["ns/w"], flavors={"ns/w": {"main": {"cpu": "two"}}})],
+        id="required node affinity picks the flavor whose nodeLabels match",
+    ),
+    pytest.param(  # "multiple flavors, node affinity fits any flavor"
+        trace([ONE, TWO, ONE_TWO, local_queue("lq", "cq"),
+               workload("w", pod_sets=[pod_set(cpu=1, required=[[("ignored2", "In", ["bar"])],
+                                                                [("cpuType", "In", ["two"])]])])]),
+        [expect(admitted=["ns/w"], flavors={"ns/w": {"main": {"cpu": "one"}}})],
+        id="a term only on keys the flavor does not label matches any flavor as terms are ORed",
+    ),
+    pytest.param(  # "multiple flavors, doesn't fit node affinity"
+        trace([ONE, TWO, ONE_TWO, local_queue("lq", "cq"),
+               workload("w", pod_sets=[pod_set(cpu=1, required=[[("type", "In", ["three"])]])])]),
+        [expect(admitted=[], pending={"ns/w": ("inadmissible", "couldn't assign flavors to pod set main: flavor one "
+                                                               "doesn't match node affinity, flavor two doesn't match node affinity")})],
+        id="a pod set whose affinity matches no flavor waits naming each flavor",
+    ),
+    pytest.param(  # "can only preempt flavors that match affinity"
+        trace([ONE, TWO, ONE_TWO, local_queue("lq", "cq"),
+               workload("low-one", cpu=3, priority=0, admitted_to="cq", flavors={"cpu": "one"}),
+               workload("low-two", cpu=3, priority=0, admitted_to="cq", flavors={"cpu": "two"}),
+               workload("high", priority=10, created=1, pod_sets=[pod_set(cpu=2, node_selector={"type": "two"})])],
+              {"cycles": 1}),
+        [expect(admitted=[], preempted=[("ns/low-two", "InClusterQueue", "ns/high")],
+                pending={"ns/high": ("active", "couldn't assign flavors to pod set main: flavor one doesn't match node "
+                                               "affinity, insufficient unused quota for cpu in flavor two, 1 more needed. "
+                                               "Pending the preemption of 1 workload(s)")})],
+        id="preemption is considered only on flavors that match the pod set's affinity",
+    ),
+    # The next two are HEAD's cases (kubernetes-sigs/kueue#12449, each flavor's own keys); Kueue
+    # v0.10, which batchgate follows, matches on every label key of the resource group
+    # (pkg/cache/clusterqueue.go updateLabelKeys), so the outcome differs and is v0.10's.
+    pytest.param(  # "labelless flavor in group with labeled flavor, workload uses labeled selector"
+        trace([flavor(), TWO, cluster_queue("cq", group({"default": {"cpu": 4}, "two": {"cpu": 4}})),
+               local_queue("lq", "cq"), workload("w", pod_sets=[pod_set(cpu=1, node_selector={"type": "two"})])]),
+        [expect(admitted=["ns/w"], flavors={"ns/w": {"main": {"cpu": "two"}}})],
+        id="a selector on a key of the resource group refuses a flavor without that label as in Kueue v0.10",
+    ),
+    pytest.param(  # "multiple flavors with different label keys, selector only uses flavor's own keys"
+        trace([flavor("label-x-a", labels={"x": "a"}), flavor("label-xy-b", labels={"x": "b", "y": "k"}),
+               cluster_queue("cq", group({"label-x-a": {"cpu": 4}, "label-xy-b": {"cpu": 4}})),
+               local_queue("lq", "cq"), workload("w", pod_sets=[pod_set(cpu=1, node_selector={"x": "a", "y": "g"})])]),
+        [expect(admitted=[], pending={"ns/w": ("inadmissible", "couldn't assign flavors to pod set main: flavor "
+                                                               "label-x-a doesn't match node affinity, flavor "
+                                                               "label-xy-b doesn't match node affinity")})],
+        id="a selector key another flavor of the group labels refuses a flavor that lacks it as in Kueue v0.10",
+    ),
+    pytest.param(  # no upstream case: label keys are gathered per resource group, not per ClusterQueue
+        trace([flavor("zone-a", labels={"zone": "a"}), flavor("plain"),
+               cluster_queue("cq", group({"zone-a": {"cpu": 4}}), group({"plain": {"memory": "4Gi"}})),
+               local_queue("lq", "cq"),
+               workload("w", pod_sets=[pod_set(cpu=1, memory="1Gi", node_selector={"zone": "a"})])]),
+        [expect(admitted=["ns/w"], flavors={"ns/w": {"main": {"cpu": "zone-a", "memory": "plain"}}})],
+        id="a flavor of another resource group is not refused for a key only this group labels",
+    ),
+    pytest.param(  # "multiple flavors, fits while skipping tainted flavor" (and the taint's printed form)
+        trace([flavor("tainted", taints=[{"key": "instance", "value": "spot", "effect": "NoSchedule"}]),
+               flavor("bare", taints=[{"key": "gpu", "effect": "NoExecute"}]),
+               cluster_queue("cq", group({"tainted": {"cpu": 4}, "bare": {"cpu": 4}})),
+               local_queue("lq", "cq"), workload("w", cpu=3)]),
+        [expect(admitted=[], pending={"ns/w": ("inadmissible", "couldn't assign flavors to pod set main: untolerated "
+                                                               "taint {gpu  NoExecute <nil>} in flavor bare, untolerated "
+                                                               "taint {instance spot NoSchedule <nil>} in flavor tainted")})],
+        id="untolerated taints read as Kueue prints a Go taint value",
+    ),
+]
+
 
 COHORT_SCENARIOS = [
     pytest.param(
@@ -183,7 +267,7 @@ COHORT_SCENARIOS = [
 ]
 
 
-@pytest.mark.parametrize(("scenario", "steps"), FLAVOR_SCENARIOS + COHORT_SCENARIOS)
+@pytest.mark.parametrize(("scenario", "steps"), FLAVOR_SCENARIOS + AFFINITY_SCENARIOS + COHORT_SCENARIOS)
 def test_flavor_and_cohort_scenario(scenario: dict, steps: list[dict]) -> None:
     reports = run_trace(scenario)
     assert len(reports) == len(steps)

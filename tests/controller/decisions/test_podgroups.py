@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -99,15 +100,22 @@ def a_group(phase: str = "", *, min_member: int = 2, started: _dt.datetime | Non
                               "spec": spec, "status": raw_status})
 
 
-def members(*phases: str, bound: bool = True) -> list[Any]:
-    return [a_pod(f"g-{i}", group="g", phase=p, node="n1" if bound or p != "Pending" else "", owner="train")
+def members(*phases: str, bound: bool = True, deleting: bool = False) -> list[Any]:
+    pods = [a_pod(f"g-{i}", group="g", phase=p, node="n1" if bound or p != "Pending" else "", owner="train")
             for i, p in enumerate(phases)]
+    return [replace(p, deleting=True) for p in pods] if deleting else pods
 
 
+# kubernetes-sigs/scheduler-plugins pkg/controllers/podgroup_controller.go Reconcile (the phase
+# switch and getCurrentPodStats) and podgroup_controller_test.go TestPodGroupController ("Group
+# running", "Group failed", "Group finished", "Group status convert from pending to prescheduling",
+# "Group min member more than Pod number", "Group status convert from running to pending").
 @pytest.mark.parametrize(("group", "pods", "patch"), [
-    pytest.param(a_group(), [], {"phase": "Pending"}, id="a new PodGroup is Pending"),
-    pytest.param(a_group("Pending"), members("Pending"), None, id="a Pending group short of pods stays Pending"),
-    pytest.param(a_group("Pending"), members("Pending", "Pending", bound=False),
+    pytest.param(a_group(), [], {"phase": "Pending", "running": 0, "succeeded": 0, "failed": 0},
+                 id="a new PodGroup is Pending, its counts at 0"),
+    pytest.param(a_group("Pending", running=0, succeeded=0, failed=0), members("Pending"), None,
+                 id="a Pending group short of pods stays Pending"),
+    pytest.param(a_group("Pending", running=0, succeeded=0, failed=0), members("Pending", "Pending", bound=False),
                  {"phase": "Scheduling", "scheduleStartTime": format_time(T0), "occupiedBy": "team-a/train"},
                  id="a Pending group with minMember pods starts Scheduling, occupied by their owner"),
     pytest.param(a_group("Scheduling", started=T0), members("Running", "Pending"),
@@ -122,6 +130,20 @@ def members(*phases: str, bound: bool = True) -> list[Any]:
                  {"phase": "Pending", "running": 1}, id="losing pods below minMember makes it Pending again"),
     pytest.param(a_group("Finished"), members("Running", "Running"), None, id="Finished is terminal"),
     pytest.param(a_group("Failed"), [], None, id="Failed is terminal"),
+    # Beyond scheduler-plugins (issue 16 item 8): counts are recomputed in Pending too, and pods
+    # being deleted are not counted, so a preempted gang does not end Failed with a running pod.
+    pytest.param(a_group("Pending", running=1, succeeded=0, failed=0), [], {"running": 0},
+                 id="a Pending group whose last pod is gone no longer counts it running"),
+    pytest.param(a_group("Pending", running=2, succeeded=0, failed=1), members("Running"), {"running": 1, "failed": 0},
+                 id="a Pending group short of pods shows the pods it has"),
+    pytest.param(a_group("Running", running=2, succeeded=0, failed=0), [*members("Failed", "Running", deleting=True)],
+                 {"phase": "Pending", "running": 0},
+                 id="a gang torn down by a preemption goes back to Pending rather than Failed"),
+    pytest.param(a_group("Running", running=2, succeeded=0, failed=0), [replace(members("Running")[0], deleting=True), *members("Running", "Running")[1:]],
+                 {"phase": "Pending", "running": 1},
+                 id="a pod being deleted is no longer a member"),
+    pytest.param(a_group("Pending", running=0, succeeded=0, failed=0), members("Pending", "Pending", deleting=True), None,
+                 id="pods being deleted do not start a Pending group Scheduling"),
 ])
 def test_podgroup_status_follows_the_scheduler_plugins_controller(group: pg.PodGroupInfo, pods: list[Any],
                                                                   patch: dict[str, Any] | None) -> None:

@@ -10,6 +10,8 @@ borrowWithinCohort is ignored under fair sharing, so `late` may not take `big` a
 from __future__ import annotations
 
 from batchgate.clock import FakeClock
+import pytest
+
 from controller.simulation import Simulation
 from batchgate.policy import FairSharing
 from tests.controller.decisions.trace_builders import T0, cluster_queue, flavor, group, local_queue, quota, workload
@@ -41,3 +43,50 @@ def test_a_reclaimed_workload_is_not_preempted_again_by_the_same_preemptor() -> 
         effects = sim.cycle()
         victims += [p.target.workload for p in effects.preempted]
     assert victims.count("ns/big") <= 1, f"big preempted {victims.count('ns/big')} times in 8 cycles"
+
+
+# --- issue 20: the suspend/resume flapping of a 200-Job run ------------------------------------
+# A preemptor waits for its victim's quota to be released; once it is, the room must go to the
+# preemptor. Before, it went to another head — one that the release itself had moved back from
+# the inadmissible set to the front of the preemptor's queue (Kueue#6929, #6947), or a head of
+# another queue ordered first (Kueue#13797) — often the victim itself: admitted again, preempted
+# again by the same preemptor, its Job suspended and resumed within a second, over and over.
+# Kueue's answer, followed here: the preemptor stays its queue's head (stickyWorkload /
+# preemptorWorkload, pkg/queue/cluster_queue.go) and goes first in the cycle (PrioritizePreemptorWorkloads).
+
+def _cohort_queue(name: str, cpu: int, **preemption: str) -> dict:
+    return cluster_queue(name, group({"default": {"cpu": cpu}}), cohort="c", **preemption)  # type: ignore[arg-type]
+
+
+FLAPPING = [
+    pytest.param(
+        [_cohort_queue("cq-a", 3, reclaim="Any"), _cohort_queue("cq-b", 0),
+         workload("w1", queue="lq-b", cpu=1, created=0, admitted_to="cq-b"),
+         workload("w4", queue="lq-a", cpu=4, created=1), workload("w3", queue="lq-a", cpu=3, created=2)],
+        "ns/w3", ["ns/w1"],
+        id="a queue's never-fitting older head, moved back by the victim's release, does not take the preemptor's turn",
+    ),
+    pytest.param(
+        [_cohort_queue("cq-a", 3, within="LowerPriority", reclaim="Any"), _cohort_queue("cq-b", 3),
+         workload("a1", queue="lq-a", cpu=2, priority=5, created=0, admitted_to="cq-a"),
+         workload("v", queue="lq-a", cpu=2, priority=0, created=0, admitted_to="cq-a"),
+         workload("b1", queue="lq-b", cpu=1, priority=5, created=0, admitted_to="cq-b"),
+         workload("x", queue="lq-b", cpu=3, priority=5, created=1), workload("p", queue="lq-a", cpu=3, priority=5, created=2)],
+        "ns/p", ["ns/v"],
+        id="an older head of another queue does not take the room the preemptor's victim freed",
+    ),
+]
+
+
+@pytest.mark.parametrize(("objects", "preemptor", "victims"), FLAPPING)
+def test_the_room_a_victim_frees_goes_to_its_preemptor(objects: list, preemptor: str, victims: list) -> None:
+    sim = Simulation(FakeClock(T0))
+    for obj in [flavor(), local_queue("lq-a", "cq-a"), local_queue("lq-b", "cq-b"), *objects]:
+        sim.apply(obj)
+    history = []
+    for _ in range(10):  # each victim's job stops before the next cycle (the simulation's model)
+        effects = sim.cycle()
+        history.append(([a.admit.workload for a in effects.admitted], [p.target.workload for p in effects.preempted]))
+    preempted = [w for _, targets in history for w in targets]
+    assert preempted == victims, history
+    assert preemptor in sim.state.admitted and not any(w in sim.state.admitted for w in victims), history

@@ -99,18 +99,29 @@ def local_queue(name: str, cq: str, ns: str = "ns", stop: str | None = None) -> 
 
 
 def pod_set(name: str = "main", count: int = 1, tolerations: list[dict[str, str]] | None = None,
+            node_selector: dict[str, str] | None = None, required: list[list[tuple[str, str, list[str]]]] | None = None,
             **requests: Any) -> dict[str, Any]:
+    """`required`: node affinity terms, each a list of (key, operator, values) expressions."""
     reqs = {ALIASES.get(k, k): v for k, v in requests.items()}
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": reqs}}]}
     if tolerations:
         spec["tolerations"] = tolerations
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    if required is not None:
+        terms = [{"matchExpressions": [{"key": k, "operator": op, "values": values} for k, op, values in term]}
+                 for term in required]
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     return {"name": name, "count": count, "template": {"spec": spec}}
 
 
 def workload(name: str, *, ns: str = "ns", queue: str = "lq", created: float = 0, priority: int | None = None,
              priority_class: str | None = None, pod_sets: list[dict[str, Any]] | None = None,
              admitted_to: str | None = None, flavors: dict[str, str] | None = None, reserved: float | None = None,
-             evicted: bool = False, count: int = 1, **requests: Any) -> dict[str, Any]:
+             evicted: bool = False, count: int = 1, reclaimable: dict[str, int] | None = None,
+             admitted_count: int | None = None, **requests: Any) -> dict[str, Any]:
+    """`reclaimable`: status.reclaimablePods per pod set; `admitted_count`: the admission's pod
+    count (and usage) when it differs from the pod set's."""
     pod_sets = pod_sets or [pod_set(count=count, **requests)]
     spec: dict[str, Any] = {"queueName": queue, "podSets": pod_sets}
     if priority is not None:
@@ -126,8 +137,9 @@ def workload(name: str, *, ns: str = "ns", queue: str = "lq", created: float = 0
         assignments = []
         for ps in pod_sets:
             per_pod = ps["template"]["spec"]["containers"][0]["resources"]["requests"]
-            usage = {res: _times(v, ps["count"]) for res, v in per_pod.items()}
-            assignments.append({"name": ps["name"], "count": ps["count"],
+            n = ps["count"] if admitted_count is None else admitted_count
+            usage = {res: _times(v, n) for res, v in per_pod.items()}
+            assignments.append({"name": ps["name"], "count": n,
                                 "flavors": {res: (flavors or {}).get(res, "default") for res in per_pod},
                                 "resourceUsage": usage})
         conditions = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "lastTransitionTime": when},
@@ -136,6 +148,8 @@ def workload(name: str, *, ns: str = "ns", queue: str = "lq", created: float = 0
             conditions.append({"type": "Evicted", "status": "True", "reason": "Preempted", "lastTransitionTime": when})
         obj["status"] = {"admission": {"clusterQueue": admitted_to, "podSetAssignments": assignments},
                          "conditions": conditions}
+    if reclaimable:
+        obj.setdefault("status", {})["reclaimablePods"] = [{"name": n, "count": c} for n, c in reclaimable.items()]
     return obj
 
 

@@ -4,12 +4,14 @@ its upstream reason, suspend and resume, the deadline, TTL, and invalid specs at
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.localcluster.runtime.conftest import eventually
+from tests.localcluster.webhook_stub import WebhookStub
 
 
 def job_manifest(name, behavior, restart="Never", **spec):
@@ -123,3 +125,43 @@ def test_a_job_with_restart_policy_always_is_invalid_at_create(sim_api, ns):
         batch(sim_api).create_namespaced_job(ns, job_manifest("always", {"runFor": "1s"}, restart="Always"))
     assert err.value.status == 422
     assert json.loads(err.value.body)["reason"] == "Invalid"
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory):
+    with WebhookStub(tmp_path_factory.mktemp("stub")) as server:
+        yield server
+
+
+def refusing_pod_updates(ns, stub):
+    """A validating webhook on pod UPDATEs in `ns` only that refuses them with 409 Conflict, as an
+    API server answers a write that raced another: every finalizer removal there fails."""
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": f"refuse-pods-{ns}"},
+            "webhooks": [{"name": "refuse.batchgate.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                          "failurePolicy": "Fail",
+                          "clientConfig": {"url": f"https://127.0.0.1:{stub.port}/deny-conflict",
+                                           "caBundle": stub.files.ca_bundle},
+                          "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                          "rules": [{"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                     "resources": ["pods"]}]}]}
+
+
+def test_an_orphan_pods_finalizer_removal_that_failed_is_tried_again(sim_api, ns, stub):
+    """Issue 20 item 2: a write that failed other than NotFound (here a 409) is not taken for done.
+    The Job is deleted while its pods' tracking finalizer cannot be removed; once the pods have
+    stopped (no event of theirs will come again) the webhook goes, and the removal tried again
+    lets the pods go. Before, the failure was swallowed and the pods stayed forever."""
+    hooks = client.AdmissionregistrationV1Api(sim_api)
+    batch(sim_api).create_namespaced_job(ns, job_manifest("orphan", {"runFor": "1h"}, parallelism=2, completions=2))
+    eventually(lambda: len([p for p in pods_of(sim_api, ns, "orphan") if p.status.phase == "Running"]) == 2)
+    hooks.create_validating_webhook_configuration(refusing_pod_updates(ns, stub))
+    try:
+        batch(sim_api).delete_namespaced_job("orphan", ns, propagation_policy="Background")
+        eventually(lambda: (pods := pods_of(sim_api, ns, "orphan")) and all(
+            p.metadata.deletion_timestamp and p.status.phase in ("Succeeded", "Failed") for p in pods))
+        time.sleep(2)  # the kubelet's final deletes and their events have passed: nothing more will come
+        assert all(p.metadata.finalizers == ["batch.kubernetes.io/job-tracking"] for p in pods_of(sim_api, ns, "orphan"))
+    finally:
+        hooks.delete_validating_webhook_configuration(f"refuse-pods-{ns}")
+    assert eventually(lambda: not pods_of(sim_api, ns, "orphan"), timeout=30)

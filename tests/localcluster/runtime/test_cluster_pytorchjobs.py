@@ -1,16 +1,19 @@
 """We test the corpus PyTorchJob end to end: the CRD is served at start; master and worker pods
 and headless Services appear with the operator's env; the job runs and succeeds; suspend removes
-its pods and resume brings them back."""
+its pods and resume brings them back; a refused status write is tried again."""
 
 from __future__ import annotations
 
 import copy
 import json
+import time
 
+import pytest
 from kubernetes import client
 
 from tests.localcluster.runtime.builders import corpus_object
 from tests.localcluster.runtime.conftest import eventually
+from tests.localcluster.webhook_stub import WebhookStub
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 
@@ -79,3 +82,35 @@ def test_suspend_and_resume(sim_api, ns):
     api.patch_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "sample-pytorchjob", {"spec": {"runPolicy": {"suspend": True}}})
     assert eventually(lambda: conditions(sim_api, ns).get("Suspended") == ("True", "PyTorchJobSuspended"))
     assert eventually(lambda: not [p for p in pods(sim_api, ns) if not p.metadata.deletion_timestamp])
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory):
+    with WebhookStub(tmp_path_factory.mktemp("stub")) as server:
+        yield server
+
+
+def test_a_status_write_refused_with_a_conflict_is_tried_again(sim_api, ns, stub):
+    """Issue 20 item 2: the PyTorchJob controller's status write refused with 409 (a webhook here)
+    is not taken for done: a suspended PyTorchJob has no pods, so no event would bring its sync back,
+    and its status is written once the refusal stops. Before, it was swallowed and never written."""
+    hooks = client.AdmissionregistrationV1Api(sim_api)
+    name = f"refuse-pytorchjob-status-{ns}"
+    hooks.create_validating_webhook_configuration({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{"name": "refuse.batchgate.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                      "clientConfig": {"url": f"https://127.0.0.1:{stub.port}/deny-conflict",
+                                       "caBundle": stub.files.ca_bundle},
+                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                      "rules": [{"operations": ["UPDATE"], "apiGroups": [GROUP], "apiVersions": [VERSION],
+                                 "resources": [f"{PLURAL}/status"]}]}]})
+    try:
+        custom(sim_api).create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, sample({"runFor": "1h"}, {"runFor": "1h"},
+                                                                                           1, suspend=True))
+        eventually(lambda: stub.received, timeout=10)  # the first status write was refused
+        time.sleep(2)
+        assert conditions(sim_api, ns) == {}
+    finally:
+        hooks.delete_validating_webhook_configuration(name)
+    assert eventually(lambda: conditions(sim_api, ns).get("Suspended"), timeout=30) == ("True", "PyTorchJobSuspended")

@@ -1,0 +1,139 @@
+"""The admission loop keeps its assumptions against late echoes (issue 20 item 4).
+
+The loop assumes an admission in its quota state the moment it decides it, and writes it in the
+background. A watch event of the same Workload that predates that write — typically the echo of
+the pending reason the status flusher wrote just before — must not undo the assumption: the
+quota would be handed out a second time while the first admission lands (over-admission, then a
+reclaim of the newest admission: the admitted-preempted-readmitted flapping of issue 20). As in
+Kueue, a pending-to-pending update leaves the cache's assumed workload alone
+(pkg/controller/core/workload_controller.go, Update; pkg/cache IsAssumedOrAdmittedWorkload); the
+assumption ends when the admission is observed, when its write fails, or on a newer observation.
+
+The loop runs against the recording API; the watch events are held and delivered in the order
+each case gives, the way a loaded watch delivers them late.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, Mapping
+
+import pytest
+
+from batchgate.clock import FakeClock
+from batchgate.policy import DEFAULT_POLICY
+from controller.adapters.admission import AdmissionLoop
+from controller.adapters.events import EventRecorder
+from controller.adapters.kube import ApiError
+from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.store import SharedStore
+from controller.adapters.writer import Writer
+from tests.controller.decisions.trace_builders import T0, basic, workload
+from tests.controller.recording_api import RecordingApi
+
+Event = tuple[str, str, Mapping[str, Any]]
+
+
+class HeldWatch:
+    """The loop, the recording API, and a watch whose events wait until `deliver` is called."""
+
+    def __init__(self, fail_admission: bool = False) -> None:
+        self.held: list[Event] = []
+        self.holding = False
+        self.store = SharedStore()
+        self.api = RecordingApi(self._event)
+        self.fail_admission = fail_admission
+        clock = FakeClock(T0)
+        writer = Writer(self.api, lambda: True)  # type: ignore[arg-type]
+        self.loop = AdmissionLoop(self.store, writer, EventRecorder(writer, clock, "echoes"), clock,
+                                  ControllerMetrics(), lambda: True, writers=2)
+        self.loop.apply_policy(replace(DEFAULT_POLICY))
+        self.loop.writes.start()
+        self.clock = clock
+        if fail_admission:
+            patch = self.api.patch
+
+            def refusing(res: Any, name: str, namespace: Any, body: Any, subresource: Any = None) -> Any:
+                if ((body.get("status") or {}).get("admission")):
+                    raise ApiError(500, "InternalError", "etcd is down")
+                return patch(res, name, namespace, body, subresource)
+
+            self.api.patch = refusing  # type: ignore[method-assign]
+
+    def _event(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        if self.holding:
+            self.held.append((kind, event, obj))
+        else:
+            self._apply(kind, event, obj)
+
+    def _apply(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        change = self.store.apply(kind, event, obj)
+        if change is not None:
+            self.loop.on_change(change)
+
+    def deliver(self, which: Callable[[Mapping[str, Any]], bool]) -> None:
+        """Deliver the held events `which` accepts, in order; keep the rest held."""
+        keep = []
+        for kind, event, obj in self.held:
+            if which(obj):
+                self._apply(kind, event, obj)
+            else:
+                keep.append((kind, event, obj))
+        self.held = keep
+
+    def cycle(self) -> None:
+        self.loop.cycle()
+        assert self.loop.writes.join(timeout=30)
+
+    def admitted(self) -> list[str]:
+        return sorted(w["metadata"]["name"] for w in self.api.find("Workload") if (w.get("status") or {}).get("admission"))
+
+    def close(self) -> None:
+        self.loop.writes.stop()
+
+
+def pending_echo(obj: Mapping[str, Any]) -> bool:
+    return not (obj.get("status") or {}).get("admission")
+
+
+@pytest.fixture
+def world() -> Any:
+    worlds: list[HeldWatch] = []
+
+    def make(**kw: Any) -> HeldWatch:
+        w = HeldWatch(**kw)
+        worlds.append(w)
+        for obj in basic(cpu=4) + [workload("w", cpu=4, created=1)]:
+            w.api.put(obj)
+        return w
+
+    yield make
+    for w in worlds:
+        w.close()
+
+
+def test_a_late_pending_echo_does_not_undo_an_admission_in_flight(world: Callable[..., HeldWatch]) -> None:
+    w = world()
+    w.holding = True
+    # The status flusher's pending reason lands first; its echo is late.
+    w.api.set_status("Workload", "ns", "w", {"status": {"conditions": [{
+        "type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "Workload is waiting for quota",
+        "lastTransitionTime": "2025-01-01T00:00:01Z"}]}})
+    w.cycle()
+    assert w.admitted() == ["w"]
+    w.holding = False
+    w.api.put(workload("x", cpu=4, priority=5, created=2))  # a higher-priority workload arrives
+    w.holding = True
+    w.deliver(pending_echo)  # the late echo arrives while the admission's echo is still on its way
+    w.cycle()
+    assert w.admitted() == ["w"], "the quota w holds was handed out again"
+    w.deliver(lambda obj: True)
+    w.cycle()
+    assert w.admitted() == ["w"]
+
+
+def test_an_admission_whose_write_failed_is_forgotten_and_the_workload_waits_again(world: Callable[..., HeldWatch]) -> None:
+    w = world(fail_admission=True)
+    w.cycle()
+    assert w.admitted() == []
+    assert w.loop.state.is_pending("ns/w") and "ns/w" not in w.loop.state.admitted
