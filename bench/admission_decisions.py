@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from batchgate.api.kueue import ClusterQueue, LocalQueue, PodSet, ResourceFlavor, Workload  # noqa: E402
 from batchgate.clock import FakeClock  # noqa: E402
 from controller.simulation import Simulation  # noqa: E402
-from controller.state.quota_state import FairSharing  # noqa: E402
+from batchgate.policy import FairSharing  # noqa: E402
 
 
 @dataclass(frozen=True)

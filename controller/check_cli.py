@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -16,7 +16,7 @@ from batchgate.clock import Clock, SystemClock
 from controller.check.inventory import InventoryError, build_inventory, flatten
 from controller.check.render import render_json, render_table
 from controller.check.report import check
-from controller.state.quota_state import FairSharing
+from batchgate.policy import FairSharing
 
 PROG = "batchgate check"
 
@@ -24,7 +24,7 @@ PROG = "batchgate check"
 class _Parser(argparse.ArgumentParser):
     """argparse that returns 2 through main instead of exiting the interpreter."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _BadInput(message)
 
 

@@ -14,11 +14,13 @@ from typing import Any, Callable, Mapping, Protocol
 
 from batchgate.api.kueue import FieldError
 from batchgate.api.kueue_fields import timestamp
+from batchgate.api.objects import metadata
 from batchgate.clock import FakeClock
 from batchgate.durations import DurationError, parse_duration
 from controller.decisions.quota.cycle import Effects, admission_cycle
+from batchgate.policy import FAIR_SHARING_STRATEGIES as STRATEGIES, FairSharing
 from controller.decisions.quota.kueue_metrics import ClusterQueueFigures, cluster_queue_figures
-from controller.state.quota_state import QUOTA_KINDS, STRATEGIES, FairSharing, QuotaState
+from controller.state.quota_state import QUOTA_KINDS, QuotaState
 
 MAX_CYCLES_PER_STEP = 100_000
 KIND_ORDER = QUOTA_KINDS
@@ -200,7 +202,7 @@ def _apply_all(running: World, objects: list[Any], where: str) -> None:
         try:
             running.apply(raw, created=start + _dt.timedelta(microseconds=n))
         except FieldError as exc:
-            name = (raw.get("metadata") or {}).get("name") if isinstance(raw.get("metadata"), Mapping) else None
+            name = metadata(raw).get("name") if isinstance(raw.get("metadata"), Mapping) else None
             label = f" ({raw.get('kind')} {name})" if name else ""
             raise TraceError(f"{where}[{i}]{label}: {exc}") from None
 

@@ -22,11 +22,14 @@ class Condition:
     reason: str = ""
     message: str = ""
     last_transition_time: _dt.datetime | None = None
+    observed_generation: int | None = None  # kept as read, so rewriting a list does not drop it
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message}
         if self.last_transition_time is not None:
             out["lastTransitionTime"] = format_time(self.last_transition_time)
+        if self.observed_generation is not None:
+            out["observedGeneration"] = self.observed_generation
         return out
 
 
@@ -36,9 +39,32 @@ def read_conditions(value: Any) -> tuple[Condition, ...]:
     for raw in value if isinstance(value, list) else ():
         if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
             continue
+        generation = raw.get("observedGeneration")
         out.append(Condition(raw["type"], _text(raw.get("status")), _text(raw.get("reason")),
-                             _text(raw.get("message")), _time(raw.get("lastTransitionTime"))))
+                             _text(raw.get("message")), _time(raw.get("lastTransitionTime")),
+                             generation if isinstance(generation, int) and not isinstance(generation, bool) else None))
     return tuple(out)
+
+
+def conditions_of(obj: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+    """An object's `status.conditions`, read as `read_conditions` does."""
+    status = (obj or {}).get("status")
+    return read_conditions(status.get("conditions") if isinstance(status, Mapping) else None)
+
+
+def condition_of(obj: Mapping[str, Any] | None, type_: str) -> Condition | None:
+    """The object's condition of `type_`, if it has one."""
+    return find(conditions_of(obj), type_)
+
+
+def is_true(obj: Mapping[str, Any] | None, type_: str) -> bool:
+    """The object has a condition of `type_` with status "True"."""
+    return holds(conditions_of(obj), type_, "True")
+
+
+def to_wire(conditions: Iterable[Condition]) -> list[dict[str, Any]]:
+    """A `status.conditions` list to write."""
+    return [c.to_wire() for c in conditions]
 
 
 def find(conditions: Iterable[Condition], type_: str) -> Condition | None:

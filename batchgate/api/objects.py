@@ -8,18 +8,18 @@ from batchgate import keys
 
 
 def metadata(obj: Any) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    return meta if isinstance(meta, dict) else {}
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
 
 
 def labels(obj: Any) -> Mapping[str, Any]:
     value = metadata(obj).get("labels")
-    return value if isinstance(value, dict) else {}
+    return value if isinstance(value, Mapping) else {}
 
 
 def annotations_of(obj: Any) -> Mapping[str, Any]:
     value = metadata(obj).get("annotations")
-    return value if isinstance(value, dict) else {}
+    return value if isinstance(value, Mapping) else {}
 
 
 
@@ -42,7 +42,7 @@ def controller_owner(obj: Any) -> Mapping[str, Any] | None:
     if not isinstance(refs, list):
         return None
     for ref in refs:
-        if isinstance(ref, dict) and ref.get("controller") is True:
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
             return ref
     return None
 

@@ -10,6 +10,7 @@ import shlex
 from typing import Any
 
 from batchgate import keys
+from batchgate.api.objects import metadata
 
 from .env import hostfile_text
 from .layout import Layout, parse_layout
@@ -72,7 +73,7 @@ def _job_layout(job: dict[str, Any]) -> Layout | None:
     A Job the gateway laid out has a well-formed layout; anything else raises FrameworkError.
     """
     template = (job.get("spec") or {}).get("template") or {}
-    raw = ((template.get("metadata") or {}).get("annotations") or {}).get(keys.FRAMEWORK_LAYOUT_ANNOTATION)
+    raw = (metadata(template).get("annotations") or {}).get(keys.FRAMEWORK_LAYOUT_ANNOTATION)
     return None if raw is None else parse_layout(raw)
 
 

@@ -23,6 +23,7 @@ import threading
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
+from batchgate.api.conditions import condition_of, is_true
 from batchgate.api.kueue import Workload
 from batchgate.api.kueue_fields import FieldError
 from batchgate.clock import Clock
@@ -34,13 +35,12 @@ from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.write_pool import WritePool
 from controller.adapters.writer import NotLeader, Writer
-from controller.decisions.conditions import condition, is_true
-from controller.decisions.jobs.workloads import controller_owner
+from batchgate.api.objects import controller_owner
 from controller.decisions.quota import admission_status as status
 from controller.decisions.quota import kueue_metrics, queue_status
 from controller.decisions.quota.cycle import Admission, Effects, admission_cycle
 from controller.state.cache import Change
-from controller.state.quota_state import QUOTA_KINDS, FairSharing, QuotaState
+from controller.state.quota_state import QUOTA_KINDS, QuotaState
 
 log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
@@ -156,7 +156,7 @@ class AdmissionLoop:
 
     def apply_policy(self, policy: Policy) -> None:
         """Fair sharing is the policy's to switch; a change takes effect from the next cycle."""
-        wanted = FairSharing(policy.fair_sharing.enable, policy.fair_sharing.preemption_strategies)
+        wanted = policy.fair_sharing
         with self._lock:
             if self.state.fair_sharing == wanted:
                 return
@@ -276,7 +276,7 @@ class AdmissionLoop:
         if written is not None:
             self.store.assume("Workload", written)
             type_, reason, told_by = event
-            self.recorder.record(written, type_, reason, (condition(written, told_by) or {}).get("message", ""))
+            self.recorder.record(written, type_, reason, told.message if (told := condition_of(written, told_by)) else "")
         return True
 
     def _write_admission(self, admission: Admission, now: Any) -> None:

@@ -6,7 +6,7 @@ component from the cache when the controller watches its kind anyway (Jobs, PyTo
 kinds), else with a GET (upstream reads through its cache the same way and polls the rest); a
 component the cache does not hold is looked up with a GET before it counts as missing. It
 applies the returned Transition: finalizer patch, creates and deletes, one `/status` write with
-conflict retry, Events, the phase metric and a delayed requeue. Any change of a labelled pod or
+conflict retry, Events, the phase metric, and returns when to look again. Any change of a labelled pod or
 of a watched component requeues its AppWrapper.
 """
 
@@ -18,14 +18,15 @@ from typing import Any, Callable, Mapping
 
 from batchgate import keys
 from batchgate.api.appwrapper_status import AppWrapperState, read_appwrapper_state
+from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock
 from batchgate.policy import NodeHealth, Policy
 from controller.adapters.discovery import NoMatch, ResourceResolver
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
 from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.reconcile import DONE, Result
 from controller.adapters.store import SharedStore
-from controller.adapters.workqueue import WorkQueue
 from controller.adapters.writer import Writer
 from controller.decisions.appwrapper.components import ComponentError, build_component
 from controller.decisions.appwrapper.lifecycle import after_create, decide, managed_here
@@ -46,7 +47,6 @@ from controller.decisions.appwrapper.transition import (
 )
 from controller.decisions.appwrapper.failure_policy import job_failure
 from controller.decisions.jobs.podsets import JOB_KINDS
-from controller.decisions.jobs.workloads import controller_owner
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -62,10 +62,10 @@ _CACHED = {kind: RESOURCES[kind] for kind in JOB_KINDS if kind != "AppWrapper"}
 
 class AppWrapperReconciler:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock,
-                 client: KubeClient, queue: WorkQueue, policy: Callable[[], Policy],
+                 client: KubeClient, policy: Callable[[], Policy],
                  metrics: ControllerMetrics, synced: Callable[[], bool] = lambda: True) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
-        self.client, self.queue, self.policy, self.metrics = client, queue, policy, metrics
+        self.client, self.policy, self.metrics = client, policy, metrics
         self.synced = synced
         self.resolver = ResourceResolver(client)
 
@@ -76,7 +76,7 @@ class AppWrapperReconciler:
             return [change.key]
         obj = change.new or change.old or {}
         if change.key.kind == "Pod":
-            name = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.APPWRAPPER_LABEL)
+            name = (metadata(obj).get("labels") or {}).get(keys.APPWRAPPER_LABEL)
             if name:
                 return [ObjectKey("AppWrapper", change.key.namespace, name)]
         elif change.key.kind in _CACHED:
@@ -85,30 +85,29 @@ class AppWrapperReconciler:
                 return [ObjectKey("AppWrapper", change.key.namespace, str(ref["name"]))]
         return []
 
-    def reconcile(self, key: ObjectKey) -> None:
+    def reconcile(self, key: ObjectKey) -> Result:
         if not self.synced():
             # A cache still listing would show a running AppWrapper without its pods or Jobs.
-            self.queue.add_after(key, _WAIT_FOR_SYNC.total_seconds())
-            return
+            return Result(requeue_after=_WAIT_FOR_SYNC.total_seconds())
         wire = self.store.get("AppWrapper", key.namespace, key.name)
         if wire is None:
-            return
+            return DONE
         aw = read_appwrapper_state(wire)
         if not managed_here(aw):
-            return
+            return DONE
         policy = self.policy()
         timing = timing_for(aw.annotations, policy.fault_tolerance)
         observed = self._observe(aw, policy)
         step = decide(aw, observed, timing, self.clock.now())
         if step is None:
-            return
+            return DONE
         creates = next((a for a in step.actions if isinstance(a, CreateComponents)), None)
         if creates is not None:
             wire = self._write_status(wire, step, self.clock.now())
             aw = read_appwrapper_state(wire)
             outcomes = self._create(aw, creates.indices, policy)
             step = after_create(aw, outcomes, timing, self.clock.now())
-        self._apply(key, wire, step)
+        return self._apply(key, wire, step)
 
     # --- observing ----------------------------------------------------------------------------
 
@@ -134,7 +133,7 @@ class AppWrapperReconciler:
             except NoMatch:  # nothing of a kind the server does not serve can exist
                 obj = None
             states[index] = ComponentState(exists=False) if obj is None else ComponentState(
-                exists=True, deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")), failure=job_failure(obj))
+                exists=True, deleting=bool(metadata(obj).get("deletionTimestamp")), failure=job_failure(obj))
         return Observed(states, pods, failed_components(aw, labelled) if pods.failed else ())
 
     def _read(self, resource: Resource, name: str, namespace: str, confirm: bool = False) -> Mapping[str, Any] | None:
@@ -189,7 +188,7 @@ class AppWrapperReconciler:
 
     def _adopt(self, aw: AppWrapperState, index: int, resource: Resource, obj: Mapping[str, Any]) -> CreateOutcome:
         """An existing object of the same name counts as created only if this AppWrapper controls it."""
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         try:
             existing = self.client.get(resource, str(meta.get("name")), meta.get("namespace"))
         except ApiError as exc:
@@ -200,7 +199,7 @@ class AppWrapperReconciler:
                                  fatal=True)
         return CreateOutcome(index, name=str(meta.get("name")))
 
-    def _apply(self, key: ObjectKey, wire: Mapping[str, Any], step: Transition) -> None:
+    def _apply(self, key: ObjectKey, wire: Mapping[str, Any], step: Transition) -> Result:
         now = self.clock.now()
         aw = read_appwrapper_state(wire)
         for action in step.actions:
@@ -210,7 +209,7 @@ class AppWrapperReconciler:
                 self._delete_components(aw, action)
             elif isinstance(action, DeletePods):
                 for pod in self._pods(aw):
-                    meta = pod.get("metadata") or {}
+                    meta = metadata(pod)
                     self.writer.delete(PODS, str(meta.get("name")), meta.get("namespace"), grace_period_seconds=0)
         before = aw.phase
         written = self._write_status(wire, step, now)
@@ -221,8 +220,9 @@ class AppWrapperReconciler:
             self.recorder.record(written, event.type, event.reason, event.message)
         if any(isinstance(a, RemoveFinalizer) for a in step.actions):
             self._finalizer(written, add=False)
-        if step.requeue_after is not None:
-            self.queue.add_after(key, max(step.requeue_after, _dt.timedelta(0)).total_seconds())
+        if step.requeue_after is None:
+            return DONE
+        return Result(requeue_after=max(step.requeue_after, _dt.timedelta(0)).total_seconds())
 
     def _write_status(self, wire: Mapping[str, Any], step: Transition, now: _dt.datetime) -> Mapping[str, Any]:
         written = self.writer.update_status(AW, wire, lambda current: status_patch(read_appwrapper_state(current), step, now))
@@ -245,7 +245,7 @@ class AppWrapperReconciler:
         """Add or remove our finalizer with a merge patch guarded by resourceVersion."""
         current = aw
         for attempt in range(_FINALIZER_ATTEMPTS):
-            meta = current.get("metadata") or {}
+            meta = metadata(current)
             finalizers = list(meta.get("finalizers") or [])
             has = keys.APPWRAPPER_FINALIZER in finalizers
             if has == add:

@@ -11,6 +11,7 @@ import logging
 import threading
 from typing import Any, Mapping
 
+from batchgate.api.objects import metadata
 from batchgate.clock import Clock, format_time
 from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.writer import NotLeader, Writer
@@ -36,7 +37,7 @@ class EventRecorder:
 
     def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """Best effort: an Event that cannot be written is logged, never fails the reconcile."""
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         namespace = meta.get("namespace") or "default"
         message = message[:MAX_MESSAGE]
         key = (str(meta.get("uid")), type_, reason, message)

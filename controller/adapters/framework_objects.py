@@ -16,6 +16,7 @@ from batchgate.api.objects import controller_owner
 from controller.adapters.events import EventRecorder
 from controller.adapters.informer import Informer
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.reconcile import DONE, Result
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.jobs import framework_objects as fo
@@ -50,14 +51,15 @@ class FrameworkObjectReconciler:
                 return [ObjectKey("Job", change.key.namespace, str(ref.get("name")))]
         return []
 
-    def reconcile(self, key: ObjectKey) -> None:
+    def reconcile(self, key: ObjectKey) -> Result:
         if key.kind != "Job":
-            return
+            return DONE
         job = self.store.get("Job", key.namespace, key.name)
         if job is None:
-            return  # deleted: what it owns goes with it (ownerReference garbage collection)
+            return DONE  # deleted: what it owns goes with it (ownerReference garbage collection)
         for action in fo.reconcile_framework_objects(job, self._observe(job)):
             self._apply(action, job)
+        return DONE
 
     def _observe(self, job: Mapping[str, Any]) -> dict[tuple[str, str], Mapping[str, Any]]:
         """The wanted objects' namesakes that exist: from the cache, else from the API."""

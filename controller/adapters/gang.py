@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 from batchgate import keys
 from batchgate.api.errors import FieldError
 from batchgate.api.node import Node
+from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock, format_time
 from batchgate.policy import Policy
 from controller.adapters.cycle_loop import CycleLoop
@@ -38,7 +39,7 @@ from controller.decisions.gang.completeness import Deactivate, never_complete
 from controller.decisions.gang.placement import Bind, GroupKey, Unschedulable, place
 from controller.decisions.gang.node_fit import PodInfo, parse_pod
 from controller.decisions.jobs.podsets import JOB_KINDS
-from controller.decisions.jobs.workloads import controller_owner, workload_name
+from controller.decisions.jobs.workloads import workload_name
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ class GangScheduler:
                 self._dirty_groups.add((change.key.namespace, change.key.name))
             elif kind == "Pod":
                 obj = change.new or change.old or {}
-                group = ((obj.get("metadata") or {}).get("labels") or {}).get(keys.POD_GROUP_LABEL)
+                group = (metadata(obj).get("labels") or {}).get(keys.POD_GROUP_LABEL)
                 if group:
                     self._dirty_groups.add((change.key.namespace, group))
             elif kind != "Node":
@@ -131,7 +132,7 @@ class GangScheduler:
         policy = self.policy()
         with self.metrics.placement_duration.time():
             decisions = place(pods, nodes, {k: g.spec for k, g in groups.items()}, policy.scheduling.scheduler_name)
-        by_uid = {(p.get("metadata") or {}).get("uid"): p for p in raw_pods}
+        by_uid = {metadata(p).get("uid"): p for p in raw_pods}
         binds = [d for d in decisions if isinstance(d, Bind)]
         list(self._pool.map(lambda b: self._bind(b, by_uid[b.pod.uid]), binds))
         told = [(pod, d.message) for d in decisions if isinstance(d, Unschedulable) for pod in d.pods
@@ -144,7 +145,7 @@ class GangScheduler:
         parsed, seen = [], set()
         scheduler = self.policy().scheduling.scheduler_name
         for raw in raw_pods:
-            meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
+            meta, spec = metadata(raw), raw.get("spec") or {}
             key = (str(meta.get("uid")), str(meta.get("resourceVersion")), str(spec.get("nodeName") or ""))
             seen.add(key)
             info = self._parsed.get(key)
@@ -174,7 +175,7 @@ class GangScheduler:
             try:
                 nodes.append(Node.from_dict(raw))
             except FieldError as exc:
-                log.warning("node %s ignored: %s", (raw.get("metadata") or {}).get("name"), exc)
+                log.warning("node %s ignored: %s", metadata(raw).get("name"), exc)
         return nodes
 
     def _groups(self) -> dict[GroupKey, pg.PodGroupInfo]:
@@ -256,7 +257,7 @@ class GangScheduler:
             job = self.store.get(kind.kind, info.namespace, info.name)
             if job is None:
                 continue
-            name = workload_name(kind, info.name, (job.get("metadata") or {}).get("uid", ""))
+            name = workload_name(kind, info.name, metadata(job).get("uid", ""))
             workload = self.store.get("Workload", info.namespace, name)
             decision = never_complete(info, job, kind, workload, now, ours=pg.owned_by(raw, job))
             if decision is None or workload is None:
@@ -306,7 +307,7 @@ class GangScheduler:
 
     def _tell_unschedulable(self, raw: Mapping[str, Any], message: str) -> None:
         """PodScheduled=False/Unschedulable with the message, and a FailedScheduling Event."""
-        uid = str((raw.get("metadata") or {}).get("uid"))
+        uid = str(metadata(raw).get("uid"))
         now = format_time(self.clock.now())
 
         def compute(current: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -339,5 +340,5 @@ def _status_patch(current: Mapping[str, Any], members: list[PodInfo], now: _dt.d
 
 
 def _ns_name(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
+    meta = metadata(obj)
     return meta.get("namespace") or "", meta.get("name") or ""

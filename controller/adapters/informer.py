@@ -16,6 +16,7 @@ import logging
 import threading
 from typing import Callable
 
+from batchgate.api.objects import metadata
 from controller.adapters.kube import ApiError, KubeClient, Resource, WatchStream
 from controller.adapters.store import SharedStore
 from controller.state.cache import Change
@@ -111,13 +112,13 @@ class Informer:
                                     labelSelector=self.label_selector,
                                     **({"continue": token} if token else {}))
             items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
+            token = metadata(page).get("continue")
             if not token:
                 break
         self.lists += 1
         self.on_relist(self.kind)
         self.served = True
-        version = (page.get("metadata") or {}).get("resourceVersion") or "0"
+        version = metadata(page).get("resourceVersion") or "0"
         for change in self.store.replace(self.kind, items):
             self._emit(change)
         self.resource_version = version
@@ -151,7 +152,7 @@ class Informer:
         kind, obj = event.get("type"), event.get("object") or {}
         if kind == "ERROR":
             raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or "Unknown"), str(obj.get("message") or ""), obj)
-        version = (obj.get("metadata") or {}).get("resourceVersion")
+        version = metadata(obj).get("resourceVersion")
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             change = self.store.apply(self.kind, kind, obj)
             if version:

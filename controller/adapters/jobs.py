@@ -10,14 +10,16 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
+from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock, format_time
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
+from controller.adapters.reconcile import DONE, Result
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.jobs import integration as ji
 from controller.decisions.jobs.podsets import JOB_KINDS, JobKind
-from controller.decisions.jobs.workloads import PriorityClasses, controller_owner, owner_kind, workload_name
+from controller.decisions.jobs.workloads import PriorityClasses, owner_kind, workload_name
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -44,14 +46,6 @@ class JobReconciler:
                 return [ObjectKey(str(ref["kind"]), change.key.namespace, str(ref["name"]))]
         return []
 
-    def all_keys(self) -> list[ObjectKey]:
-        keys: list[ObjectKey] = []
-        for kind in JOB_KINDS:
-            for obj in self.store.list(kind):
-                meta = obj.get("metadata") or {}
-                keys.append(ObjectKey(kind, meta.get("namespace") or "", meta.get("name") or ""))
-        return keys
-
     def _classes(self) -> PriorityClasses:
         workload = {o["metadata"]["name"]: int(o.get("value") or 0) for o in self.store.list("WorkloadPriorityClass")}
         pod = {o["metadata"]["name"]: int(o.get("value") or 0) for o in self.store.list("PriorityClass")}
@@ -67,15 +61,16 @@ class JobReconciler:
         return ji.reconcile_job(job, kind, workload, owner=owner, classes=self._classes(), flavors=flavors,
                                 now=format_time(self.clock.now()))
 
-    def reconcile(self, key: ObjectKey) -> None:
-        kind = JOB_KINDS[key.kind]
-        job = self.store.get(key.kind, key.namespace, key.name)
-        if job is None:
-            return  # deleted: its Workload goes with it (ownerReference garbage collection)
-        meta = job.get("metadata") or {}
+    def reconcile(self, key: ObjectKey) -> Result:
+        kind = JOB_KINDS.get(key.kind)
+        job = self.store.get(key.kind, key.namespace, key.name) if kind is not None else None
+        if kind is None or job is None:
+            return DONE  # deleted: its Workload goes with it (ownerReference garbage collection)
+        meta = metadata(job)
         workload = self.store.get("Workload", key.namespace, workload_name(kind, key.name, meta.get("uid", "")))
         for action in self._decide(job, kind, workload):
             self._apply(action, job, kind, workload)
+        return DONE
 
     def _apply(self, action: ji.Action, job: Mapping[str, Any], kind: JobKind,
                workload: Mapping[str, Any] | None) -> None:

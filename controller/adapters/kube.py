@@ -19,6 +19,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from batchgate import keys
+from batchgate.api.objects import metadata
 from controller.adapters.ratelimit import TokenBucket
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -185,11 +186,11 @@ class KubeClient:
         return self.request("GET", res.path(namespace), query=query)
 
     def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
-        namespace = namespace or (obj.get("metadata") or {}).get("namespace")
+        namespace = namespace or metadata(obj).get("namespace")
         return self.request("POST", res.path(namespace), body=dict(obj))
 
     def replace(self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         return self.request("PUT", res.path(meta.get("namespace"), meta.get("name"), subresource), body=dict(obj))
 
     def patch(self, res: Resource, name: str, namespace: str | None, patch: Mapping[str, Any],

@@ -1,8 +1,9 @@
-"""Wires the runtime together: informers -> store -> work queue -> reconcilers, gated by the Lease.
+"""Wires the runtime together: informers -> store -> one work queue per reconciler, gated by the Lease.
 
 Informers run in every process, leader or not, so a standby's cache is warm when it takes over;
-reconcile workers only act while this process leads, and on becoming leader every job is queued
-once so nothing that changed during the handover is missed.
+reconcile workers only act while this process leads, and on becoming leader every cached object
+is offered to every reconciler once (as a controller's sources list everything when it starts),
+so nothing that changed during the handover is missed.
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ from controller.adapters.framework_objects import FrameworkObjectReconciler
 from controller.adapters.gang import GangScheduler
 from controller.adapters.informer import Informer
 from controller.adapters.jobs import JobReconciler
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.leader import LeaderElector
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.ratelimit import TokenBucket
+from controller.adapters.reconcile import ReconcileLoop, Reconciler
 from controller.adapters.slack_queue import SlackQueueReconciler
 from controller.adapters.store import SharedStore
-from controller.adapters.webhook_outage import WebhookOutage
-from controller.adapters.workqueue import WorkQueue
-from controller.adapters.writer import NotLeader, Writer
+from controller.adapters.writer import Writer
 from controller.decisions.leader_election import LeaseTiming
 from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.state.cache import Change, ObjectKey
@@ -49,7 +49,7 @@ class ControllerOptions:
     lease_namespace: str = "batchgate-system"
     lease_name: str = "batchgate-controller"
     timing: LeaseTiming = LeaseTiming()
-    workers: int = 2
+    workers: int = 2  # per reconciler
     watch_timeout: int = 300
     policy_configmap: tuple[str, str] = ("batchgate-system", "batchgate-policy")
 
@@ -60,8 +60,6 @@ class Controller:
         self.client, self.clock, self.options = client, clock, options
         self.metrics = metrics or ControllerMetrics()
         self.store = SharedStore()
-        self.queue = WorkQueue(clock)
-        self.webhook_outage = WebhookOutage(self.queue)
         self.elector: LeaderElector | None = None
         if options.leader_elect:
             self.elector = LeaderElector(client, options.lease_namespace, options.lease_name, options.identity,
@@ -72,10 +70,17 @@ class Controller:
             TokenBucket(client.limiter.qps, client.limiter.burst, clock) if client.limiter is not None else None)
         self.recorder = EventRecorder(Writer(events_client, self.is_leader), clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
-        self.appwrappers = AppWrapperReconciler(self.store, self.writer, self.recorder, clock, client, self.queue,
+        self.appwrappers = AppWrapperReconciler(self.store, self.writer, self.recorder, clock, client,
                                                 lambda: self.policy, self.metrics, synced=self.ready)
         self.framework_objects = FrameworkObjectReconciler(client, self.store, self.writer, self.recorder)
         self.slack_queue = SlackQueueReconciler(self.store, self.writer, self.recorder, lambda: self.policy)
+
+        def loop(name: str, reconciler: Reconciler[ObjectKey]) -> ReconcileLoop[ObjectKey]:
+            return ReconcileLoop(name, reconciler, clock, self.is_leader, self.metrics, workers=options.workers)
+
+        self.slack_loop = loop("slack-queue", self.slack_queue)
+        self.loops = [loop("jobs", self.jobs), loop("appwrappers", self.appwrappers),
+                      loop("framework-objects", self.framework_objects), self.slack_loop]
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
@@ -105,7 +110,6 @@ class Controller:
         self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change, self._on_policy,
                                                                 self.gang.on_change]
         self._stop = threading.Event()
-        self._workers: list[threading.Thread] = []
 
     def is_leader(self) -> bool:
         return self.elector.is_leader if self.elector is not None else True
@@ -128,7 +132,8 @@ class Controller:
                 return
         self.admission.apply_policy(self.policy)
         if self.policy.fault_tolerance.node_health.slack_cluster_queue:
-            self.queue.add(ObjectKey("ClusterQueue", "", self.policy.fault_tolerance.node_health.slack_cluster_queue))
+            self.slack_loop.queue.add(
+                ObjectKey("ClusterQueue", "", self.policy.fault_tolerance.node_health.slack_cluster_queue))
 
     def ready(self) -> bool:
         return all(i.synced.is_set() for i in self.informers)
@@ -139,10 +144,8 @@ class Controller:
     def start(self) -> None:
         for informer in self.informers:
             informer.start()
-        for index in range(self.options.workers):
-            thread = threading.Thread(target=self._work, name=f"reconcile-{index}", daemon=True)
-            thread.start()
-            self._workers.append(thread)
+        for loop in self.loops:
+            loop.start()
         self.admission.start()
         self.gang.start()
         if self.elector is not None:
@@ -154,33 +157,44 @@ class Controller:
         self._stop.set()
         if self.elector is not None:
             self.elector.stop(release=True)
-        self.queue.shutdown()
+        for loop in self.loops:
+            loop.stop()
         self.admission.stop()
         self.gang.stop()
         for informer in self.informers:
             informer.stop()
-        for thread in self._workers:
-            thread.join(timeout=10)
 
     def wait_synced(self, timeout: float) -> bool:
         return all(i.synced.wait(timeout) for i in self.informers)
 
+    def settled(self) -> bool:
+        """No reconciler has a key ready or in work (keys delayed for a later look do not count)."""
+        return all(loop.queue.settled() for loop in self.loops)
+
+    @property
+    def waiting_for_webhooks(self) -> int:
+        """Keys whose writes wait for an unreachable admission webhook, over all reconcilers."""
+        return sum(loop.webhook_outage.waiting for loop in self.loops)
+
     def _on_change(self, change: Change) -> None:
-        for key in dict.fromkeys([*self.jobs.keys_for(change), *self.appwrappers.keys_for(change),
-                                  *self.framework_objects.keys_for(change), *self.slack_queue.keys_for(change)]):
-            self.queue.add(key)
+        for loop in self.loops:
+            loop.enqueue(change)
         for listener in self.change_listeners:
             listener(change)
 
     def _on_leading(self) -> None:
-        """Queue every job once, off the elector's thread (waiting for caches must not delay renewals)."""
+        """Offer every cached object to every reconciler once, off the elector's thread (waiting for
+        caches must not delay renewals)."""
         self.metrics.leader.set(1)
 
         def resync() -> None:
             for informer in self.informers:
                 informer.synced.wait(30)
-            for key in self.jobs.all_keys():
-                self.queue.add(key)
+            for objects in self.store.snapshot().values():
+                for key, obj in objects.items():
+                    change = Change(key, "ADDED", None, obj)
+                    for loop in self.loops:
+                        loop.enqueue(change)
             self.admission.wake()
             self.gang.resync()
 
@@ -188,37 +202,3 @@ class Controller:
 
     def _on_standby(self) -> None:
         self.metrics.leader.set(0)
-
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            key = self.queue.get(timeout=0.5)
-            self.metrics.queue_depth.set(len(self.queue))
-            if key is None:
-                continue
-            try:
-                if self.is_leader():
-                    if key.kind in JOB_KINDS:  # type: ignore[attr-defined]
-                        self.jobs.reconcile(key)  # type: ignore[arg-type]
-                    if key.kind == "AppWrapper":  # type: ignore[attr-defined]
-                        self.appwrappers.reconcile(key)  # type: ignore[arg-type]
-                    self.framework_objects.reconcile(key)  # type: ignore[arg-type]
-                    self.slack_queue.reconcile(key)  # type: ignore[arg-type]
-                    self.metrics.reconciles.labels(key.kind, "ok").inc()  # type: ignore[attr-defined]
-                self.queue.forget(key)
-                self.webhook_outage.passed(key)
-            except NotLeader:
-                self.queue.forget(key)
-            except ApiError as exc:
-                if exc.webhook_unreachable:
-                    delay = self.webhook_outage.failed(key)
-                else:
-                    self.webhook_outage.passed(key)
-                    delay = self.queue.add_rate_limited(key)
-                self.metrics.reconciles.labels(getattr(key, "kind", "?"), "error").inc()
-                log.warning("reconcile %s failed (%s); retry in %.3fs", key, exc, delay)
-            except Exception as exc:
-                delay = self.queue.add_rate_limited(key)
-                self.metrics.reconciles.labels(getattr(key, "kind", "?"), "error").inc()
-                log.warning("reconcile %s failed (%s); retry in %.3fs", key, exc, delay)
-            finally:
-                self.queue.done(key)

@@ -44,9 +44,10 @@ class ControllerMetrics:
             "capacity (Kueue's admission_cycle_preemption_skips)", ["cluster_queue"], registry=r))
         self.relists = Counter("batchgate_informer_relists_total", "Full lists per kind (start and after 410)",
                                ["kind"], registry=r)
-        self.queue_depth = Gauge("batchgate_workqueue_depth", "Keys waiting in the work queue", registry=r)
-        self.reconciles = Counter("batchgate_reconciles_total", "Reconciles per kind and outcome", ["kind", "outcome"],
-                                  registry=r)
+        self.queue_depth = Gauge("batchgate_workqueue_depth", "Keys waiting in each reconciler's work queue",
+                                 ["controller"], registry=r)
+        self.reconciles = Counter("batchgate_reconciles_total", "Reconciles per reconciler, kind and outcome",
+                                  ["controller", "kind", "outcome"], registry=r)
         self.leader = Gauge("batchgate_leader", "1 while this process holds the Lease", registry=r)
         self.policy_errors = Counter("batchgate_policy_errors_total", "Invalid policy ConfigMaps seen (last good kept)",
                                      registry=r)

@@ -17,6 +17,7 @@ from batchgate import keys
 from batchgate.policy import Policy
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES
+from controller.adapters.reconcile import DONE, Result
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.appwrapper.node_health import slack_lending_limits, unusable_total
@@ -42,19 +43,20 @@ class SlackQueueReconciler:
             return []
         return [ObjectKey("ClusterQueue", "", name)]
 
-    def reconcile(self, key: ObjectKey) -> None:
+    def reconcile(self, key: ObjectKey) -> Result:
         if key.kind != "ClusterQueue" or not key.name or key.name != self._slack():
-            return
+            return DONE
         cluster_queue = self.store.get("ClusterQueue", "", key.name)
         if cluster_queue is None:
-            return  # not created yet: its own ADDED event queues it again
+            return DONE  # not created yet: its own ADDED event queues it again
         missing = unusable_total(self.store.list("Node"), self.policy().fault_tolerance.node_health)
         update = slack_lending_limits(cluster_queue, missing)
         if update is None:
-            return
+            return DONE
         written = self.writer.replace(CLUSTER_QUEUE, update.cluster_queue)
         self.store.assume("ClusterQueue", written)
         for change in update.changes:
             message = change.describe(missing.get(change.resource, Decimal(0)))
             log.info("slack ClusterQueue %s: %s", key.name, message)
             self.recorder.record(written, "Normal", keys.EVENT_LENDING_LIMIT_UPDATED, message)
+        return DONE

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Hashable
+from typing import Generic
 
-from controller.adapters.workqueue import WorkQueue
+from controller.adapters.workqueue import K, WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -27,20 +27,20 @@ MAX_DELAY_SECONDS = 10.0
 """The longest any other waiting key backs off, should the probe itself go away (its object deleted)."""
 
 
-class WebhookOutage:
-    def __init__(self, queue: WorkQueue, *, probe_every: float = PROBE_EVERY_SECONDS,
+class WebhookOutage(Generic[K]):
+    def __init__(self, queue: WorkQueue[K], *, probe_every: float = PROBE_EVERY_SECONDS,
                  max_delay: float = MAX_DELAY_SECONDS) -> None:
         self.queue, self.probe_every, self.max_delay = queue, probe_every, max_delay
         self._lock = threading.Lock()
-        self._waiting: set[Hashable] = set()
-        self._probe: Hashable | None = None
+        self._waiting: set[K] = set()
+        self._probe: K | None = None
 
     @property
     def waiting(self) -> int:
         with self._lock:
             return len(self._waiting)
 
-    def failed(self, key: Hashable) -> float:
+    def failed(self, key: K) -> float:
         """`key`'s write met an unreachable webhook: requeue it; the delay until it is tried again."""
         with self._lock:
             first = not self._waiting
@@ -55,7 +55,7 @@ class WebhookOutage:
             return self.probe_every
         return self.queue.add_rate_limited(key, max_delay=self.max_delay)
 
-    def passed(self, key: Hashable) -> None:
+    def passed(self, key: K) -> None:
         """`key` was reconciled without meeting an unreachable webhook: if it was waiting, all waiting keys go now."""
         with self._lock:
             if key not in self._waiting:

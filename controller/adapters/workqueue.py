@@ -14,30 +14,33 @@ import heapq
 import itertools
 import threading
 from collections import deque
-from typing import Hashable
+from typing import Generic, Hashable, TypeVar
 
 from batchgate.clock import Clock
 
+K = TypeVar("K", bound=Hashable)
+"""The key type: the controller's queues hold `ObjectKey`s."""
 
-class WorkQueue:
+
+class WorkQueue(Generic[K]):
     def __init__(self, clock: Clock, *, base_delay: float = 0.005, max_delay: float = 300.0) -> None:
         self.clock = clock
         self.base_delay, self.max_delay = base_delay, max_delay
-        self._queue: deque[Hashable] = deque()
-        self._dirty: set[Hashable] = set()
-        self._processing: set[Hashable] = set()
-        self._waiting: list[tuple[float, int, Hashable]] = []  # heap; entries superseded in _due are skipped
-        self._due: dict[Hashable, float] = {}  # each delayed key's one due time
-        self._failures: dict[Hashable, int] = {}
+        self._queue: deque[K] = deque()
+        self._dirty: set[K] = set()
+        self._processing: set[K] = set()
+        self._waiting: list[tuple[float, int, K]] = []  # heap; entries superseded in _due are skipped
+        self._due: dict[K, float] = {}  # each delayed key's one due time
+        self._failures: dict[K, int] = {}
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._shutdown = False
 
-    def add(self, key: Hashable) -> None:
+    def add(self, key: K) -> None:
         with self._cond:
             self._add(key)
 
-    def _add(self, key: Hashable) -> None:
+    def _add(self, key: K) -> None:
         if self._shutdown or key in self._dirty:
             return
         self._dirty.add(key)
@@ -45,7 +48,7 @@ class WorkQueue:
             self._queue.append(key)
             self._cond.notify()
 
-    def add_after(self, key: Hashable, delay: float) -> None:
+    def add_after(self, key: K, delay: float) -> None:
         if delay <= 0:
             self.add(key)
             return
@@ -57,7 +60,7 @@ class WorkQueue:
             heapq.heappush(self._waiting, (due, next(self._seq), key))
             self._cond.notify()
 
-    def add_rate_limited(self, key: Hashable, max_delay: float | None = None) -> float:
+    def add_rate_limited(self, key: K, max_delay: float | None = None) -> float:
         """Back off after a failure: base_delay doubling per failure, capped at `max_delay` (default the queue's)."""
         cap = self.max_delay if max_delay is None else min(max_delay, self.max_delay)
         with self._cond:
@@ -67,7 +70,7 @@ class WorkQueue:
         self.add_after(key, delay)
         return delay
 
-    def forget(self, key: Hashable) -> None:
+    def forget(self, key: K) -> None:
         with self._cond:
             self._failures.pop(key, None)
 
@@ -81,7 +84,7 @@ class WorkQueue:
                 self._add(key)
         return self._waiting[0][0] - now if self._waiting else None
 
-    def get(self, timeout: float | None = None) -> Hashable | None:
+    def get(self, timeout: float | None = None) -> K | None:
         """The next key to work on, or None after `timeout` seconds (or at shutdown)."""
         deadline = None if timeout is None else self.clock.monotonic() + timeout
         with self._cond:
@@ -100,7 +103,7 @@ class WorkQueue:
                 waits = [w for w in (next_due, remaining) if w is not None]
                 self._cond.wait(min(waits) if waits else None)
 
-    def done(self, key: Hashable) -> None:
+    def done(self, key: K) -> None:
         with self._cond:
             self._processing.discard(key)
             if key in self._dirty:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping
 
+from batchgate.api.objects import metadata
 from controller.adapters.kube import ApiError, KubeClient, Resource
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class Writer:
             patch = compute(current)
             if not patch:
                 return None
-            meta = current.get("metadata") or {}
+            meta = metadata(current)
             body = {**patch, "metadata": {"resourceVersion": meta.get("resourceVersion")}}
             self._check()
             try:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from batchgate import keys
 from controller.check.inventory import Inventory
 from controller.state.quota_book import UsageOverlay, format_units, quotas_of
-from controller.state.quota_state import FairSharing, QuotaState
+from batchgate.policy import FairSharing
+from controller.state.quota_state import QuotaState
 
 
 def build_state(inv: Inventory, fair_sharing: FairSharing = FairSharing()) -> QuotaState:

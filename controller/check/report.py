@@ -20,7 +20,8 @@ from controller.check.findings import Finding, sort_findings
 from controller.check.inventory import Inventory
 from controller.check.pending import PendingWorkload, pending_findings, pending_workloads
 from controller.check.queues import ClusterQueueSummary, CohortSummary, build_state, summarize_queues
-from controller.state.quota_state import FairSharing, QuotaState
+from batchgate.policy import FairSharing
+from controller.state.quota_state import QuotaState
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
+from batchgate.api.objects import metadata
+
 Obj = Mapping[str, Any]
 
 DELETED_UIDS_REMEMBERED = 65_536
@@ -34,12 +36,12 @@ class ObjectKey:
 
 
 def key_of(kind: str, obj: Obj) -> ObjectKey:
-    metadata = obj.get("metadata") or {}
-    return ObjectKey(kind, metadata.get("namespace") or "", metadata.get("name") or "")
+    meta = metadata(obj)
+    return ObjectKey(kind, meta.get("namespace") or "", meta.get("name") or "")
 
 
 def resource_version(obj: Obj | None) -> str | None:
-    return ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    return metadata(obj).get("resourceVersion")
 
 
 def _older(obj: Obj, seen: Obj | None) -> bool:
@@ -117,7 +119,7 @@ class ObjectCache:
         Ignored when the watch already showed the object deleted, or a newer version of it.
         """
         key = key_of(kind, obj)
-        uid = (obj.get("metadata") or {}).get("uid")
+        uid = metadata(obj).get("uid")
         if uid and uid in self._deleted_uids:
             return
         if _older(obj, self._objects.get(kind, {}).get(key)):
@@ -126,7 +128,7 @@ class ObjectCache:
         self._reindex(key)
 
     def _remember_deleted(self, obj: Obj) -> None:
-        uid = (obj.get("metadata") or {}).get("uid")
+        uid = metadata(obj).get("uid")
         if uid:
             self._deleted_uids[uid] = None
             if len(self._deleted_uids) > DELETED_UIDS_REMEMBERED:
@@ -155,7 +157,7 @@ class ObjectCache:
             if not bucket:
                 del self._by_label[entry]
         obj = self.get(key.kind, key.namespace, key.name)
-        labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        labels = metadata(obj).get("labels") or {}
         entries = [(key.kind, key.namespace, label, str(labels[label])) for label in self._indexed_labels if label in labels]
         for entry in entries:
             self._by_label.setdefault(entry, set()).add(key)

@@ -19,21 +19,14 @@ from batchgate.api.kueue import (
 )
 from batchgate.api.kueue_fields import string_map
 from batchgate.api.node_affinity import NodeAffinity
+from batchgate.api.objects import metadata
+from batchgate.policy import FairSharing
 from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
 """The kinds quota admission reads, in the order a trace applies them."""
-STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
-
-
-@dataclass(frozen=True)
-class FairSharing:
-    """Kueue's `fairSharing` configuration: off by default, as in Kueue (MLBatch turns it on)."""
-
-    enable: bool = False
-    preemption_strategies: tuple[str, ...] = STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -158,7 +151,7 @@ class QuotaState:
         """
         kind = raw.get("kind")
         if kind == "Namespace":
-            meta = raw.get("metadata") or {}
+            meta = metadata(raw)
             name = meta.get("name") if isinstance(meta, Mapping) else None
             if not isinstance(name, str) or not name:
                 raise FieldError("metadata.name", "is required")

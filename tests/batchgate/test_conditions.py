@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from batchgate.api.conditions import Condition, merge, read_conditions
+from batchgate.api.conditions import Condition, condition_of, is_true, merge, read_conditions, to_wire
 
 T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
 NOW = T0 + _dt.timedelta(minutes=5)
@@ -45,6 +45,10 @@ def test_merge(current: tuple[Condition, ...], wanted: tuple[Condition, ...], ex
     pytest.param(["text", {"status": "True"}, {"type": 3}], (), id="entries without a string type are skipped"),
     pytest.param("conditions", (), id="a value that is not a list reads as none"),
     pytest.param(None, (), id="no conditions"),
+    pytest.param([{"type": "Ready", "status": "True", "observedGeneration": 4}],
+                 (Condition("Ready", "True", observed_generation=4),), id="the observed generation is kept"),
+    pytest.param([{"type": "Ready", "status": "True", "observedGeneration": True}],
+                 (Condition("Ready", "True"),), id="an observed generation that is not a number is left unset"),
 ])
 def test_read_conditions(wire: Any, expected: tuple[Condition, ...]) -> None:
     assert read_conditions(wire) == expected
@@ -52,3 +56,20 @@ def test_read_conditions(wire: Any, expected: tuple[Condition, ...]) -> None:
 
 def test_to_wire_round_trips() -> None:
     assert read_conditions([READY.to_wire()]) == (READY,)
+
+
+def test_a_list_written_back_keeps_what_was_read() -> None:
+    wire = [{"type": "Ready", "status": "True", "reason": "Up", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z",
+             "observedGeneration": 2}]
+    assert to_wire(read_conditions(wire)) == wire
+
+
+@pytest.mark.parametrize("obj, ready, true", [
+    pytest.param({"status": {"conditions": [READY.to_wire()]}}, READY, True, id="an object whose condition holds"),
+    pytest.param({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}, Condition("Ready", "False"), False,
+                 id="an object whose condition is False"),
+    pytest.param({"status": "broken"}, None, False, id="a status that is not a mapping has no conditions"),
+    pytest.param(None, None, False, id="no object"),
+])
+def test_an_objects_condition(obj: Any, ready: Condition | None, true: bool) -> None:
+    assert (condition_of(obj, "Ready"), is_true(obj, "Ready")) == (ready, true)

@@ -238,12 +238,11 @@ def test_nothing_is_decided_before_the_caches_are_filled(live_client: KubeClient
     from controller.adapters.events import EventRecorder
     from controller.adapters.metrics import ControllerMetrics
     from controller.adapters.store import SharedStore
-    from controller.adapters.workqueue import WorkQueue
     from controller.adapters.writer import Writer
     from controller.state.cache import ObjectKey
 
     clock = SystemClock()
-    store, queue = SharedStore(), WorkQueue(clock)
+    store = SharedStore()
     running = an_appwrapper("team-x", "early")
     running["metadata"]["uid"] = "uid-early"
     running["status"] = {"phase": keys.PHASE_RUNNING, "componentStatus": [
@@ -251,9 +250,9 @@ def test_nothing_is_decided_before_the_caches_are_filled(live_client: KubeClient
     store.apply("AppWrapper", "ADDED", running)
     refusing = Writer(live_client, lambda: False)  # any write would raise NotLeader
     reconciler = AppWrapperReconciler(store, refusing, EventRecorder(refusing, clock, "test"), clock, live_client,
-                                      queue, lambda: DEFAULT_POLICY, ControllerMetrics(), synced=lambda: False)
-    reconciler.reconcile(ObjectKey("AppWrapper", "team-x", "early"))
-    assert queue.settled() and not queue.idle(), "nothing decided now, looked at again shortly"
+                                      lambda: DEFAULT_POLICY, ControllerMetrics(), synced=lambda: False)
+    result = reconciler.reconcile(ObjectKey("AppWrapper", "team-x", "early"))
+    assert result.requeue_after is not None and 0 < result.requeue_after < 1, "nothing decided now, looked at again shortly"
 
 
 def test_a_component_missing_only_from_a_stale_cache_does_not_fail_the_appwrapper(
@@ -263,7 +262,6 @@ def test_a_component_missing_only_from_a_stale_cache_does_not_fail_the_appwrappe
     from controller.adapters.events import EventRecorder
     from controller.adapters.metrics import ControllerMetrics
     from controller.adapters.store import SharedStore
-    from controller.adapters.workqueue import WorkQueue
     from controller.adapters.writer import Writer
     from controller.state.cache import ObjectKey
 
@@ -276,7 +274,7 @@ def test_a_component_missing_only_from_a_stale_cache_does_not_fail_the_appwrappe
     stale.apply("AppWrapper", "ADDED", live_client.get(AW, "steady", ns))
     writer = Writer(live_client, lambda: True)
     reconciler = AppWrapperReconciler(stale, writer, EventRecorder(writer, clock, "stale"), clock, live_client,
-                                      WorkQueue(clock), lambda: controller.policy, ControllerMetrics())
+                                      lambda: controller.policy, ControllerMetrics())
     reconciler.reconcile(ObjectKey("AppWrapper", ns, "steady"))
     after = live_client.get(AW, "steady", ns)
     assert phase(live_client, ns, "steady") == keys.PHASE_RUNNING, after["status"].get("conditions")

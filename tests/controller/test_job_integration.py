@@ -197,13 +197,6 @@ def test_a_missing_flavor_is_reported_not_crashed_on() -> None:
     assert isinstance(invalid, ji.Invalid) and invalid.message == 'ResourceFlavor "a100" not found'
 
 
-def test_a_condition_keeps_its_time_unless_its_status_changes() -> None:
-    wl = {"status": {"conditions": [{"type": "A", "status": "True", "lastTransitionTime": "old"}]}}
-    merged = ji.merge_conditions(wl, [{"type": "A", "status": "True", "lastTransitionTime": "new"},
-                                      {"type": "B", "status": "False", "lastTransitionTime": "new"}])
-    assert [(c["type"], c["lastTransitionTime"]) for c in merged] == [("A", "old"), ("B", "new")]
-
-
 # Moving a job to another queue (issue 16 item 4): kubernetes-sigs/kueue v0.10.2
 # pkg/controller/jobframework/reconciler.go, ReconcileGenericJob step 7 ("update queue name if
 # changed": a suspended job whose Workload is not admitted has spec.queueName follow the label),

@@ -176,7 +176,7 @@ def test_a_job_inside_a_queued_appwrapper_is_never_queued_itself(
     child["metadata"]["namespace"] = namespace
     child["metadata"].pop("uid")
     child = client.create(JOBS, child)
-    eventually(lambda: controller.store.get("Job", namespace, "child") is not None and controller.queue.settled(),
+    eventually(lambda: controller.store.get("Job", namespace, "child") is not None and controller.settled(),
                what="the controller to see the child")
     assert workload_of(client, "Job", child) is None
     assert client.get(JOBS, "child", namespace)["spec"]["suspend"] is False, "the parent's admission covers it"

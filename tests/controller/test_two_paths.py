@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Mapping
 import pytest
 
 from batchgate.clock import FakeClock, format_time
-from batchgate.policy import DEFAULT_POLICY, FairSharing as PolicyFairSharing
+from batchgate.policy import DEFAULT_POLICY, FairSharing
 from controller.adapters.admission import NOT_YET_TRIED, AdmissionLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES
@@ -22,7 +22,6 @@ from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.quota.admission_status import release_patch
 from controller.simulation import StepReport, run_trace
-from controller.state.quota_state import FairSharing
 from tests.controller.recording_api import RecordingApi
 from tests.controller.simulate_traces import all_traces
 
@@ -59,8 +58,7 @@ class LiveWorld:
         writer = Writer(self.api, lambda: True)  # type: ignore[arg-type]
         self.loop = AdmissionLoop(self.store, writer, EventRecorder(writer, clock, "replay"), clock,
                                   ControllerMetrics(), lambda: True, writers=4)
-        self.loop.apply_policy(replace(DEFAULT_POLICY, fair_sharing=PolicyFairSharing(
-            fair_sharing.enable, fair_sharing.preemption_strategies)))
+        self.loop.apply_policy(replace(DEFAULT_POLICY, fair_sharing=fair_sharing))
         self.loop.writes.start()
         self._seen_writes = 0  # writes already reported
         self._scanned_writes = 0  # writes already looked at for evictions

@@ -1,8 +1,10 @@
-"""The work queue: per-key dedup, one worker per key, exponential backoff on failure (FakeClock time)."""
+"""The work queue (client-go's semantics): per-key dedup, one worker per key, per-key exponential
+backoff on failure that a success forgets, one pending delayed add per key (FakeClock time)."""
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -11,7 +13,7 @@ from controller.adapters.ratelimit import TokenBucket
 from controller.adapters.workqueue import WorkQueue
 
 
-def drain(queue: WorkQueue) -> list[object]:
+def drain(queue: WorkQueue[Any]) -> list[object]:
     out = []
     while (key := queue.get(timeout=0)) is not None:
         out.append(key)
@@ -19,24 +21,65 @@ def drain(queue: WorkQueue) -> list[object]:
     return out
 
 
-def test_a_key_added_many_times_is_worked_on_once() -> None:
-    queue = WorkQueue(FakeClock())
-    for key in ("a", "b", "a", "a", "b"):
-        queue.add(key)
-    assert drain(queue) == ["a", "b"]
+Step = tuple[Any, ...]
+"""One scripted call: ("add", k), ("after", k, s), ("fail", k, expected delay), ("forget", k),
+("get", expected key or None), ("done", k), ("advance", s), ("idle", expected bool)."""
 
 
-def test_a_key_added_while_processing_comes_back_after_done_not_before() -> None:
-    queue = WorkQueue(FakeClock())
-    queue.add("a")
-    assert queue.get(timeout=0) == "a"
-    queue.add("a")
-    assert queue.get(timeout=0) is None, "no second worker may take a key in flight"
-    queue.done("a")
-    assert queue.get(timeout=0) == "a"
-    assert not queue.idle(), "a key in flight keeps the queue busy"
-    queue.done("a")
-    assert queue.idle()
+def run(script: list[Step], *, base_delay: float = 1.0) -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock, base_delay=base_delay, max_delay=60.0)
+    for number, (op, *args) in enumerate(script):
+        where = f"step {number} {(op, *args)}"
+        if op == "add":
+            queue.add(args[0])
+        elif op == "after":
+            queue.add_after(args[0], args[1])
+        elif op == "fail":
+            assert queue.add_rate_limited(args[0]) == pytest.approx(args[1]), where
+        elif op == "forget":
+            queue.forget(args[0])
+        elif op == "get":
+            assert queue.get(timeout=0) == args[0], where
+        elif op == "done":
+            queue.done(args[0])
+        elif op == "advance":
+            clock.advance(args[0])
+        elif op == "idle":
+            assert queue.idle() is args[0], where
+        else:
+            raise AssertionError(f"unknown step {op}")
+
+
+@pytest.mark.parametrize("script", [
+    pytest.param([("add", "a"), ("add", "b"), ("add", "a"), ("add", "a"),
+                  ("get", "a"), ("done", "a"), ("get", "b"), ("done", "b"), ("get", None), ("idle", True)],
+                 id="a key added again while it waits is handed out once"),
+    pytest.param([("add", "a"), ("get", "a"), ("add", "a"), ("get", None), ("idle", False),
+                  ("done", "a"), ("get", "a"), ("done", "a"), ("idle", True)],
+                 id="a key added while in work is held back and handed out again after done"),
+    pytest.param([("add", "a"), ("get", "a"), ("done", "a"), ("get", None)],
+                 id="a key not added while in work is not handed out again"),
+    pytest.param([("fail", "a", 1.0), ("fail", "a", 2.0), ("fail", "a", 4.0), ("fail", "b", 1.0), ("fail", "b", 2.0)],
+                 id="each key backs off on its own failures"),
+    pytest.param([("fail", "a", 1.0), ("fail", "a", 2.0), ("fail", "b", 1.0), ("forget", "a"),
+                  ("fail", "a", 1.0), ("fail", "b", 2.0)],
+                 id="forget starts a key's backoff over and leaves another's alone"),
+    pytest.param([("fail", "a", 1.0), ("fail", "b", 1.0), ("fail", "b", 2.0), ("get", None), ("advance", 1.0),
+                  ("get", "a"), ("get", "b"), ("done", "a"), ("done", "b"), ("advance", 5.0), ("get", None)],
+                 id="a backed off key comes back when its earliest delay has passed, once"),
+    pytest.param([("after", "a", 5.0), ("get", None), ("advance", 4.5), ("get", None), ("advance", 0.5),
+                  ("get", "a")],
+                 id="a delayed key is not handed out before its time"),
+    pytest.param([("after", "a", 5.0), ("add", "a"), ("get", "a"), ("done", "a"), ("get", None), ("advance", 5.0),
+                  ("get", "a")],
+                 id="a delayed key added now is handed out now and again when its delay passes"),
+    pytest.param([("add", "a"), ("get", "a"), ("fail", "a", 1.0), ("advance", 1.0), ("get", None), ("done", "a"),
+                  ("get", "a")],
+                 id="a key that failed in work comes back only after its worker is done"),
+])
+def test_queue_semantics(script: list[Step]) -> None:
+    run(script)
 
 
 @pytest.mark.parametrize(

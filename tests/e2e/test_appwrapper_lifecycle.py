@@ -337,6 +337,7 @@ def test_a_failing_job_with_retry_limit_2_is_reset_twice_then_failed_with_resett
     scenario.apply(appwrapper("flaky", [job("flaky-job", behavior=FAILS)],
                               annotations={**QUICK, **fault_tolerance(retryLimit="2")}))
     aw = scenario.wait_phase("flaky", "Failed", timeout=60)
+    scenario.wait_seen("flaky", "Failed")  # the watch that records the story may be a moment behind the GET
 
     assert status(aw)["resettingCount"] == 2
     assert condition(aw, "Unhealthy")["status"] == "True"

@@ -40,7 +40,9 @@ def stopped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     with running_stack(tmp_path_factory.mktemp("break-glass")) as stack:
         stack.kubectl("apply", "-f", "-", input=policy_configmap("queues: {defaultQueueName: q-one}\n",
                                                                   break_glass=False))
-        stack.kubectl("apply", "-f", "-", input=yaml.safe_dump(CLUSTER_QUEUE))
+        # Two queues, so the test that breaks the glass on one leaves the other as the fail-closed test needs it.
+        glass = {**CLUSTER_QUEUE, "metadata": {"name": "glass"}}
+        stack.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([CLUSTER_QUEUE, glass]))
         assert stack.gateway.stop() is not None
         yield stack
 
@@ -60,9 +62,9 @@ def test_an_admin_repairs_the_policy_configmap_by_breaking_the_glass(stopped: St
 
 
 def test_an_admin_labels_a_cluster_queue_by_breaking_the_glass(stopped: Stack) -> None:
-    stopped.kubectl("annotate", "clusterqueue", "cq", f"{keys.BREAK_GLASS_ANNOTATION}=gateway down")
-    stopped.kubectl("label", "clusterqueue", "cq", "team=b")
-    labels = json.loads(stopped.kubectl("get", "clusterqueue", "cq", "-o", "json").stdout)["metadata"]["labels"]
+    stopped.kubectl("annotate", "clusterqueue", "glass", f"{keys.BREAK_GLASS_ANNOTATION}=gateway down")
+    stopped.kubectl("label", "clusterqueue", "glass", "team=b")
+    labels = json.loads(stopped.kubectl("get", "clusterqueue", "glass", "-o", "json").stdout)["metadata"]["labels"]
     assert labels["team"] == "b"
 
 

@@ -73,7 +73,7 @@ def test_a_job_admitted_during_an_outage_starts_soon_after_the_gateway_returns(s
         # Deleting is not policed, so the outage does not stop it: "second" is admitted at once, but
         # the controller cannot un-suspend it while the gateway is down.
         stack.kubectl("delete", "job", "first", "-n", NAMESPACE, "--wait=false")
-        wait(lambda: ctl.webhook_outage.waiting, 30, "the controller's un-suspend to meet the outage")
+        wait(lambda: ctl.waiting_for_webhooks, 30, "the controller's un-suspend to meet the outage")
         time.sleep(OUTAGE_SECONDS)
         assert suspended(stack, "second")
 
@@ -81,7 +81,7 @@ def test_a_job_admitted_during_an_outage_starts_soon_after_the_gateway_returns(s
         back = time.monotonic()
         wait(lambda: not suspended(stack, "second"), STARTS_WITHIN_SECONDS, "the admitted Job started after the outage")
         print(f"started {time.monotonic() - back:.1f}s after the gateway returned")
-        assert ctl.webhook_outage.waiting == 0
+        assert ctl.waiting_for_webhooks == 0
     finally:
         ctl.stop()
         client.close()

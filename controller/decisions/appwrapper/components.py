@@ -17,6 +17,7 @@ from batchgate import keys
 from batchgate.api.appwrapper import DeclaredPodSet, effective_pod_sets, inferred_pod_sets, parse_appwrapper
 from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus
 from batchgate.api.errors import FieldError, type_name
+from batchgate.api.objects import metadata
 from batchgate.api.paths import parse_podset_path, resolve
 from batchgate.policy import NodeHealth
 from controller.decisions.appwrapper.pods import uses_resource
@@ -205,7 +206,7 @@ def _owned_by(existing: Any, name: str, uid: str, where: str) -> list[dict[str, 
 
 
 def _describe(obj: Mapping[str, Any], index: int) -> str:
-    meta = obj.get("metadata") or {}
+    meta = metadata(obj)
     name = meta.get("name") or meta.get("generateName") or "(unnamed)"
     return f"component {index} ({obj.get('kind')} {name})"
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from batchgate.api.appwrapper_status import AppWrapperState
+from batchgate.api.objects import metadata
 
 
 def component_of(aw: AppWrapperState, pod: Mapping[str, Any]) -> int | None:
     """Index of the component `pod` belongs to, or None if it cannot be told."""
-    meta = pod.get("metadata") or {}
+    meta = metadata(pod)
     owners = [r for r in meta.get("ownerReferences") or [] if isinstance(r, Mapping) and r.get("controller")]
     by_name: dict[tuple[str, str], int] = {}
     for index, component in enumerate(aw.components):

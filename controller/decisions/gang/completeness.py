@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from batchgate import keys
-from controller.decisions.conditions import is_true
+from batchgate.api.conditions import is_true
 from controller.decisions.gang.podgroups import PodGroupInfo, gang_size
 from controller.decisions.jobs.podsets import JobKind, PodSetError, is_suspended
 from controller.decisions.quota.admission_status import stop_eviction_patch

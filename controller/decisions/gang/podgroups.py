@@ -31,11 +31,11 @@ from typing import Any, Mapping, Sequence
 
 from batchgate import keys
 from batchgate.api import kueue_fields as f
+from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import format_time
 from controller.decisions.gang.placement import GroupSpec
 from controller.decisions.gang.node_fit import PodInfo
 from controller.decisions.jobs.podsets import JobKind, PodSetError, pod_sets, reclaimable_pods
-from controller.decisions.jobs.workloads import controller_owner
 
 __all__ = ["PodGroupInfo", "parse_podgroup", "desired_podgroup", "gang_size", "owned_by", "spec_patch", "StatusDecision",
            "decide_status", "redeploys", "PodSetError", "PENDING", "SCHEDULING", "RUNNING", "FINISHED", "FAILED"]
@@ -89,7 +89,7 @@ def desired_podgroup(job: Mapping[str, Any], kind: JobKind, timeout: _dt.timedel
     """
     if controller_owner(job) is not None:
         return None
-    meta = job.get("metadata") or {}
+    meta = metadata(job)
     name = meta.get("name") or ""
     members = gang_size(job, kind, name)
     if not name or members == 0 or _wraps_podgroup(job, name):
@@ -109,7 +109,7 @@ def gang_size(job: Mapping[str, Any], kind: JobKind, group: str) -> int:
     partly finished Job's gang is the pods it will still make. Raises PodSetError."""
     reclaim = reclaimable_pods(job, kind)
     return sum(max(s.count - reclaim.get(s.name, 0), 0) for s in pod_sets(job, kind)
-               if ((s.template.get("metadata") or {}).get("labels") or {}).get(keys.POD_GROUP_LABEL) == group)
+               if (metadata(s.template).get("labels") or {}).get(keys.POD_GROUP_LABEL) == group)
 
 
 def _wraps_podgroup(job: Mapping[str, Any], name: str) -> bool:
@@ -117,14 +117,14 @@ def _wraps_podgroup(job: Mapping[str, Any], name: str) -> bool:
     for component in (job.get("spec") or {}).get("components") or []:
         template = component.get("template") if isinstance(component, Mapping) else None
         if isinstance(template, Mapping) and template.get("kind") == "PodGroup" \
-                and (template.get("metadata") or {}).get("name") == name:
+                and metadata(template).get("name") == name:
             return True
     return False
 
 
 def owned_by(podgroup: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
     ref = controller_owner(podgroup)
-    return ref is not None and ref.get("uid") == (job.get("metadata") or {}).get("uid")
+    return ref is not None and ref.get("uid") == metadata(job).get("uid")
 
 
 def spec_patch(podgroup: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
 from batchgate import keys
-from batchgate.api.objects import controller_owner
+from batchgate.api.objects import controller_owner, metadata
 from batchgate.frameworks import FrameworkError, headless_service_for, hostfile_configmap_for
 
 REASON_CREATED: Mapping[str, str] = {"Service": "CreatedService", "ConfigMap": "CreatedConfigMap"}
@@ -58,7 +58,7 @@ def wanted_objects(job: Mapping[str, Any]) -> list[dict[str, Any]]:
     components of the AppWrapper, and other controllers' Jobs are none of ours. A Job being
     deleted needs nothing new. Raises FrameworkError on a malformed layout annotation.
     """
-    meta = job.get("metadata") or {}
+    meta = metadata(job)
     if controller_owner(job) is not None or meta.get("deletionTimestamp"):
         return []
     if keys.FRAMEWORK_LABEL not in (meta.get("labels") or {}):
@@ -69,7 +69,7 @@ def wanted_objects(job: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def owned_by(obj: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
     ref = controller_owner(obj)
-    return ref is not None and ref.get("uid") == (job.get("metadata") or {}).get("uid")
+    return ref is not None and ref.get("uid") == metadata(job).get("uid")
 
 
 def reconcile_framework_objects(job: Mapping[str, Any], existing: Existing) -> list[Action]:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
 from batchgate import keys
+from batchgate.api.conditions import Condition, condition_of, conditions_of, is_true, merge, to_wire
+from batchgate.api.objects import metadata
 from batchgate.clock import parse_time
 from controller.decisions.quota.admission_status import release_patch
-from controller.decisions.conditions import condition, is_true, merge_conditions
 from controller.decisions.jobs.podsets import JobKind, PodSetSource, get_path, is_suspended, reclaimable_pods
 from controller.decisions.jobs.workloads import (
     PriorityClasses,
@@ -123,14 +124,14 @@ def finished(job: Mapping[str, Any], kind: JobKind) -> tuple[str, str] | None:
     status = job.get("status") or {}
     if kind.kind == "Job":
         for type_, reason in (("Complete", "Succeeded"), ("Failed", "Failed")):
-            cond = condition(job, type_)
-            if cond and cond.get("status") == "True":
-                return reason, cond.get("message") or ("Job finished successfully" if reason == "Succeeded" else "Job failed")
+            cond = condition_of(job, type_)
+            if cond and cond.status == "True":
+                return reason, cond.message or ("Job finished successfully" if reason == "Succeeded" else "Job failed")
     elif kind.kind == "PyTorchJob":
         for type_ in ("Succeeded", "Failed"):
-            cond = condition(job, type_)
-            if cond and cond.get("status") == "True":
-                return type_, cond.get("message") or f"PyTorchJob {type_.lower()}"
+            cond = condition_of(job, type_)
+            if cond and cond.status == "True":
+                return type_, cond.message or f"PyTorchJob {type_.lower()}"
     elif kind.kind == "RayJob":
         state = status.get("jobDeploymentStatus")
         if state in ("Complete", "Failed"):
@@ -260,8 +261,8 @@ def release_quota_patch(workload: Mapping[str, Any], now: str) -> dict[str, Any]
 
 
 def finish_patch(workload: Mapping[str, Any], reason: str, message: str, now: str) -> dict[str, Any]:
-    cond = {"type": keys.COND_FINISHED, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
-    return {"status": {"conditions": merge_conditions(workload, [cond])}}
+    finished = Condition(keys.COND_FINISHED, "True", reason, message)
+    return {"status": {"conditions": to_wire(merge(conditions_of(workload), [finished], parse_time(now)))}}
 
 
 def reclaimable_patch(job: Mapping[str, Any], kind: JobKind, workload: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -284,7 +285,7 @@ def reconcile_job(
     now: str,
 ) -> list[Action]:
     """The actions that bring a job and its Workload in line (empty when nothing is to be done)."""
-    if not is_queued(job, owner) or (job.get("metadata") or {}).get("deletionTimestamp"):
+    if not is_queued(job, owner) or metadata(job).get("deletionTimestamp"):
         return []
     try:
         sets = job_pod_sets(job, kind)
@@ -322,10 +323,10 @@ def _admitted_or_not(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSou
     if not reserved and not pod_sets_match(workload, desired):
         return [ReplaceWorkload(workload["metadata"]["name"], desired)]
     moved = [] if reserved or not suspended else _moved(workload, desired)
-    evicted = condition(workload, keys.COND_EVICTED)
-    if evicted is not None and evicted.get("status") == "True":
+    evicted = condition_of(workload, keys.COND_EVICTED)
+    if evicted is not None and evicted.status == "True":
         if not suspended:
-            return [StopJob(stopped(job, kind), evicted.get("message") or "Workload evicted")]
+            return [StopJob(stopped(job, kind), evicted.message or "Workload evicted")]
         actions = [*moved, *_restore(job, kind, sets, workload)]
         if reserved and not has_running_pods(job, kind):
             name = workload["metadata"]["name"]

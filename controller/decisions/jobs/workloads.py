@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from batchgate import keys
+from batchgate.api.objects import controller_owner, metadata
 from controller.decisions.jobs.pod_requests import PodSpecError, pod_requests, with_limits_as_requests
 from controller.decisions.jobs.podsets import JOB_KINDS, JobKind, PodSetError, PodSetSource, pod_sets
 
@@ -43,17 +44,10 @@ class Priority:
 
 def queue_name(job: Mapping[str, Any]) -> str | None:
     """The LocalQueue a job asks for: the label, else the deprecated annotation of the same key."""
-    metadata = job.get("metadata") or {}
-    name = (metadata.get("labels") or {}).get(keys.QUEUE_NAME_LABEL)
-    name = name or (metadata.get("annotations") or {}).get(keys.QUEUE_NAME_LABEL)
+    meta = metadata(job)
+    name = (meta.get("labels") or {}).get(keys.QUEUE_NAME_LABEL)
+    name = name or (meta.get("annotations") or {}).get(keys.QUEUE_NAME_LABEL)
     return name or None
-
-
-def controller_owner(job: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (job.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller"):
-            return ref
-    return None
 
 
 def owner_kind(ref: Mapping[str, Any]) -> JobKind | None:
@@ -84,7 +78,7 @@ def workload_name(kind: JobKind, job_name: str, job_uid: str) -> str:
 
 def resolve_priority(job: Mapping[str, Any], sets: list[PodSetSource], classes: PriorityClasses) -> Priority:
     """Label -> WorkloadPriorityClass; else the pods' PriorityClass; else the global default; else 0."""
-    label = ((job.get("metadata") or {}).get("labels") or {}).get(keys.PRIORITY_CLASS_LABEL)
+    label = (metadata(job).get("labels") or {}).get(keys.PRIORITY_CLASS_LABEL)
     if label:
         if label not in classes.workload:
             raise WorkloadError(f'workload priority class "{label}" not found')
@@ -114,8 +108,8 @@ def job_pod_sets(job: Mapping[str, Any], kind: JobKind) -> list[PodSetSource]:
 
 def _template_for_workload(template: Mapping[str, Any]) -> dict[str, Any]:
     adjusted = with_limits_as_requests(template)
-    metadata = adjusted.get("metadata") or {}
-    kept = {k: metadata[k] for k in ("labels", "annotations") if metadata.get(k)}
+    meta = metadata(adjusted)
+    kept = {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}
     return {"metadata": kept, "spec": adjusted["spec"]} if kept else {"spec": adjusted["spec"]}
 
 
@@ -123,8 +117,8 @@ def desired_workload(
     job: Mapping[str, Any], kind: JobKind, classes: PriorityClasses
 ) -> dict[str, Any]:
     """The Workload object for a queued job; WorkloadError says why there can be none."""
-    metadata = job.get("metadata") or {}
-    name, namespace, uid = metadata.get("name"), metadata.get("namespace"), metadata.get("uid")
+    meta = metadata(job)
+    name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
     if not (name and namespace and uid):
         raise WorkloadError("metadata: name, namespace and uid are required")
     sets = job_pod_sets(job, kind)

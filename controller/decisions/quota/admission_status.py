@@ -12,29 +12,18 @@ import datetime as _dt
 from typing import Any, Callable, Iterable, Mapping
 
 from batchgate import keys
-from batchgate.api.kueue import Condition
-from batchgate.clock import format_time, parse_time
+from batchgate.api.conditions import Condition, condition_of, conditions_of, is_true, merge, to_wire
 from controller.decisions.quota import queue_status as qs
-from controller.decisions.conditions import condition, is_true, merge_conditions
 from controller.decisions.quota.outcomes import Admit, Evict, PreemptionTarget
-from controller.decisions.jobs.workloads import controller_owner
+from batchgate.api.objects import controller_owner
 from controller.state.quota_book import format_units
 from controller.state.quota_state import WorkloadInfo
 
 Patch = dict[str, Any]
 
 
-def _parsed(workload: Mapping[str, Any]) -> tuple[Condition, ...]:
-    out = []
-    for raw in (workload.get("status") or {}).get("conditions") or []:
-        stamp = raw.get("lastTransitionTime")
-        out.append(Condition(raw.get("type", ""), raw.get("status", ""), raw.get("reason", ""), raw.get("message", ""),
-                             parse_time(stamp) if stamp else None))
-    return tuple(out)
-
-
-def _with(workload: Mapping[str, Any], transition: Callable[[Iterable[Condition]], tuple[Condition, ...]]) -> list[dict[str, str]]:
-    return qs.condition_dicts(transition(_parsed(workload)))
+def _with(workload: Mapping[str, Any], transition: Callable[[Iterable[Condition]], tuple[Condition, ...]]) -> list[dict[str, Any]]:
+    return to_wire(transition(conditions_of(workload)))
 
 
 def admission_patch(workload: Mapping[str, Any], admit: Admit, info: WorkloadInfo, now: _dt.datetime) -> Patch | None:
@@ -68,8 +57,8 @@ def pending_patch(workload: Mapping[str, Any], message: str, now: _dt.datetime) 
     """QuotaReserved=False, reason Pending, with the reason the workload waits (v0.10 wording)."""
     if is_true(workload, keys.COND_QUOTA_RESERVED) or is_true(workload, keys.COND_FINISHED):
         return None
-    old = condition(workload, keys.COND_QUOTA_RESERVED)
-    if old is not None and old.get("status") == "False" and old.get("message") == message:
+    old = condition_of(workload, keys.COND_QUOTA_RESERVED)
+    if old is not None and old.status == "False" and old.message == message:
         return None
     return {"status": {"conditions": _with(workload, lambda c: qs.pending_conditions(c, message, now))}}
 
@@ -94,7 +83,8 @@ def status_patch(observed: Mapping[str, Any], wanted: Mapping[str, Any], now: _d
     status = observed.get("status") or {}
     patch: dict[str, Any] = {k: v for k, v in wanted.items() if k != "conditions" and status.get(k) != v}
     (active,) = wanted["conditions"]
-    old = condition(observed, keys.COND_ACTIVE)
-    if old is None or any(old.get(k) != active[k] for k in ("status", "reason", "message")):
-        patch["conditions"] = merge_conditions(observed, [{**active, "lastTransitionTime": format_time(now)}])
+    old = condition_of(observed, keys.COND_ACTIVE)
+    if old is None or (old.status, old.reason, old.message) != (active["status"], active["reason"], active["message"]):
+        wanted_active = Condition(keys.COND_ACTIVE, active["status"], active["reason"], active["message"])
+        patch["conditions"] = to_wire(merge(conditions_of(observed), [wanted_active], now))
     return {"status": patch} if patch else None

@@ -19,7 +19,8 @@ from batchgate import keys
 from controller.decisions.quota.outcomes import PreemptionTarget
 from controller.decisions.quota.victims import settle
 from controller.state.quota_book import FlavorResource, UsageOverlay
-from controller.state.quota_state import STRATEGIES, AdmittedWorkload
+from batchgate.policy import FAIR_SHARING_STRATEGIES as STRATEGIES
+from controller.state.quota_state import AdmittedWorkload
 
 Strategy = Callable[[int, int, int], bool]  # (preemptor new share, victim CQ old share, victim CQ new share)
 _RULES: dict[str, Strategy] = {

@@ -12,8 +12,7 @@ import datetime as _dt
 from typing import Any, Iterable
 
 from batchgate import keys
-from batchgate.api.kueue import Condition
-from batchgate.clock import format_time
+from batchgate.api.conditions import Condition, merge
 from controller.decisions.quota.preemption import preempted_message
 from controller.state.quota_book import format_units
 from controller.state.quota_state import QuotaState
@@ -98,69 +97,53 @@ def _condition_dict(type_: str, status: bool, reason: str, message: str) -> dict
 
 
 # --- Workload conditions ----------------------------------------------------------------------
-def set_condition(conditions: Iterable[Condition], new: Condition) -> tuple[Condition, ...]:
-    """apimeta.SetStatusCondition: replace by type; keep the old time unless the status changes."""
-    out, found = [], False
-    for cond in conditions:
-        if cond.type != new.type:
-            out.append(cond)
-            continue
-        found = True
-        keep_time = cond.status == new.status and cond.last_transition_time is not None
-        out.append(Condition(new.type, new.status, new.reason, new.message,
-                             cond.last_transition_time if keep_time else new.last_transition_time))
-    if not found:
-        out.append(new)
-    return tuple(out)
+def _set(conditions: Iterable[Condition], new: Condition) -> tuple[Condition, ...]:
+    """apimeta.SetStatusCondition by the one merge rule; `new` carries the time stamped if its status flips."""
+    assert new.last_transition_time is not None
+    return merge(tuple(conditions), [new], new.last_transition_time)
 
 
 def admitted_conditions(conditions: Iterable[Condition], cluster_queue: str, now: _dt.datetime) -> tuple[Condition, ...]:
     """QuotaReserved and Admitted set; an earlier Evicted / Preempted becomes False "Previously: ..."."""
     out = tuple(conditions)
-    out = set_condition(out, Condition(keys.COND_QUOTA_RESERVED, "True", "QuotaReserved",
+    out = _set(out, Condition(keys.COND_QUOTA_RESERVED, "True", "QuotaReserved",
                                        f"Quota reserved in ClusterQueue {cluster_queue}", now))
-    out = set_condition(out, Condition(keys.COND_ADMITTED, "True", "Admitted", "The workload is admitted", now))
+    out = _set(out, Condition(keys.COND_ADMITTED, "True", "Admitted", "The workload is admitted", now))
     for type_ in (keys.COND_EVICTED, keys.COND_PREEMPTED):
         old = next((c for c in out if c.type == type_ and c.status == "True"), None)
         if old is not None:
-            out = set_condition(out, Condition(type_, "False", "QuotaReserved", f"Previously: {old.message}", now))
+            out = _set(out, Condition(type_, "False", "QuotaReserved", f"Previously: {old.message}", now))
     return out
 
 
 def pending_conditions(conditions: Iterable[Condition], message: str, now: _dt.datetime) -> tuple[Condition, ...]:
     """A workload still waiting: QuotaReserved=False, reason Pending, the assigner's message."""
-    return set_condition(tuple(conditions), Condition(keys.COND_QUOTA_RESERVED, "False", PENDING_REASON, message, now))
+    return _set(tuple(conditions), Condition(keys.COND_QUOTA_RESERVED, "False", PENDING_REASON, message, now))
 
 
 def preempted_conditions(conditions: Iterable[Condition], reason: str, preemptor_uid: str,
                          now: _dt.datetime) -> tuple[Condition, ...]:
     """Evicted=True (Preempted) and Preempted=True with the Kueue reason; quota is still held."""
     message = preempted_message(preemptor_uid, reason)
-    out = set_condition(tuple(conditions), Condition(keys.COND_EVICTED, "True", keys.EVICTED_BY_PREEMPTION,
+    out = _set(tuple(conditions), Condition(keys.COND_EVICTED, "True", keys.EVICTED_BY_PREEMPTION,
                                                      message, now))
-    return set_condition(out, Condition(keys.COND_PREEMPTED, "True", reason, message, now))
+    return _set(out, Condition(keys.COND_PREEMPTED, "True", reason, message, now))
 
 
 def evicted_conditions(conditions: Iterable[Condition], reason: str, message: str,
                        now: _dt.datetime) -> tuple[Condition, ...]:
     """Evicted=True for a reason other than preemption (ClusterQueueStopped, LocalQueueStopped)."""
-    return set_condition(tuple(conditions), Condition(keys.COND_EVICTED, "True", reason, message, now))
+    return _set(tuple(conditions), Condition(keys.COND_EVICTED, "True", reason, message, now))
 
 
 def released_conditions(conditions: Iterable[Condition], now: _dt.datetime) -> tuple[Condition, ...]:
     """The evicted workload's pods are gone: quota released, requeued (Requeued=True after preemption)."""
     out = tuple(conditions)
     evicted = next((c for c in out if c.type == keys.COND_EVICTED and c.status == "True"), None)
-    out = set_condition(out, Condition(keys.COND_QUOTA_RESERVED, "False", PENDING_REASON,
+    out = _set(out, Condition(keys.COND_QUOTA_RESERVED, "False", PENDING_REASON,
                                        evicted.message if evicted else "", now))
-    out = set_condition(out, Condition(keys.COND_ADMITTED, "False", "NoReservation",
+    out = _set(out, Condition(keys.COND_ADMITTED, "False", "NoReservation",
                                        "The workload has no reservation", now))
     preempted = evicted is not None and evicted.reason == keys.EVICTED_BY_PREEMPTION
-    return set_condition(out, Condition(keys.COND_REQUEUED, "True" if preempted else "False",
+    return _set(out, Condition(keys.COND_REQUEUED, "True" if preempted else "False",
                                         evicted.reason if evicted else "", evicted.message if evicted else "", now))
-
-
-def condition_dicts(conditions: Iterable[Condition]) -> list[dict[str, str]]:
-    return [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
-             **({"lastTransitionTime": format_time(c.last_transition_time)} if c.last_transition_time else {})}
-            for c in conditions]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from controller.check import findings as c
 from controller.check.inventory import build_inventory, flatten
 from controller.check.report import check
-from controller.state.quota_state import FairSharing
+from batchgate.policy import FairSharing
 from tests.controller.check.builders import codes, node, run_check
 from tests.controller.decisions.trace_builders import (
     T0, at, basic, cluster_queue, flavor, group, local_queue, namespace, quota, workload,

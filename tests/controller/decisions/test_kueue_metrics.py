@@ -12,7 +12,7 @@ from controller.decisions.quota.kueue_metrics import (
     ResourceFigures, attempt_result, cluster_queue_figures, preemptions, queued_wait_seconds, wait_buckets,
 )
 from controller.simulation import Simulation
-from controller.state.quota_state import FairSharing
+from batchgate.policy import FairSharing
 from tests.controller.decisions.trace_builders import (
     T0, at, cluster_queue, flavor, group, local_queue, quota, workload,
 )

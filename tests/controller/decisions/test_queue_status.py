@@ -6,9 +6,10 @@ import datetime as _dt
 
 import pytest
 
+from batchgate.api.conditions import to_wire
 from batchgate.clock import FakeClock
 from controller.decisions.quota.queue_status import (
-    admitted_conditions, cluster_queue_status, condition_dicts, local_queue_status, pending_conditions,
+    admitted_conditions, cluster_queue_status, local_queue_status, pending_conditions,
     preempted_conditions, released_conditions,
 )
 from controller.simulation import Simulation
@@ -70,7 +71,7 @@ def test_local_queue_status(objects: list, active: tuple) -> None:
 def test_a_workload_story_pending_admitted_preempted_released_readmitted() -> None:
     conds = pending_conditions((), "couldn't assign flavors to pod set main: ...", T0)
     conds = pending_conditions(conds, "another message", LATER)
-    assert condition_dicts(conds) == [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
+    assert to_wire(conds) == [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
                                        "message": "another message", "lastTransitionTime": "2025-01-01T00:00:00Z"}]
     conds = admitted_conditions(conds, "cq", LATER)
     assert [(c.type, c.status, c.reason, c.message) for c in conds] == [

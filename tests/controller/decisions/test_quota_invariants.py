@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from batchgate.clock import FakeClock
 from controller.decisions.quota.admission import run_cycle
 from controller.simulation import Simulation
-from controller.state.quota_state import FairSharing
+from batchgate.policy import FairSharing
 from tests.controller.decisions.trace_builders import T0, cluster_queue, flavor, group, local_queue, quota, workload
 
 CQS = ("cq-0", "cq-1", "cq-2", "cq-3")

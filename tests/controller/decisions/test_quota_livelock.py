@@ -13,7 +13,7 @@ from batchgate.clock import FakeClock
 import pytest
 
 from controller.simulation import Simulation
-from controller.state.quota_state import FairSharing
+from batchgate.policy import FairSharing
 from tests.controller.decisions.trace_builders import T0, cluster_queue, flavor, group, local_queue, quota, workload
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from certs.authority import service_names, write_serving_files
 from batchgate.clock import SystemClock
+from tests.webhook.server.helpers import with_all_workers
 from webhook.serving.launch import RunningGateway, start_gateway
 
 
@@ -27,7 +28,7 @@ def launch(tmp_path: Path) -> Iterator[Callable[..., RunningGateway]]:
     def _launch(certs: Path, *args: str) -> RunningGateway:
         gateway = start_gateway(certs, *args)
         running.append(gateway)
-        return gateway
+        return with_all_workers(gateway, args)
 
     yield _launch
     for gateway in running:

@@ -140,3 +140,19 @@ def hostile_reviews(draw: st.DrawFn) -> Any:
         if isinstance(spec, dict):
             spec[draw(st.text(max_size=10))] = draw(json_junk | template_junk)
     return base
+
+
+def booted_workers(gateway: RunningGateway) -> int:
+    return sum(1 for line in gateway.stderr_lines if "Booting worker" in line)
+
+
+def with_all_workers(gateway: RunningGateway, args: tuple[str, ...], timeout: float = 30.0) -> RunningGateway:
+    """The gateway once every worker `--workers` asked for has booted: it serves as soon as the first
+    has, so a test that counts boots to see that none was replaced must not start before the last."""
+    wanted = int(args[args.index("--workers") + 1]) if "--workers" in args else 2  # the CLI's default
+    deadline = time.monotonic() + timeout
+    while booted_workers(gateway) < wanted:
+        assert gateway.process.poll() is None, "\n".join(gateway.stderr_lines[-20:])
+        assert time.monotonic() < deadline, f"{booted_workers(gateway)} of {wanted} workers booted"
+        time.sleep(0.05)
+    return gateway

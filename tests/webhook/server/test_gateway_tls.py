@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
-from tests.webhook.server.helpers import ALICE, BOB, corpus, corpus_objects, hostile_reviews, review_for
+from tests.webhook.server.helpers import (
+    ALICE, BOB, booted_workers, corpus, corpus_objects, hostile_reviews, review_for, with_all_workers)
 from webhook import rules
 from webhook.serving.admission_review import parse_review
 from webhook.serving.launch import RunningGateway, start_gateway
@@ -35,7 +36,8 @@ def two_workers(tmp: Path) -> Iterator[tuple[RunningGateway, Path]]:
     certs = tmp / "certs"
     write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
     audit = tmp / "audit.log"
-    gateway = start_gateway(certs, "--workers", "2", "--threads", "2", "--audit-log", str(audit))
+    args = ("--workers", "2", "--threads", "2", "--audit-log", str(audit))
+    gateway = with_all_workers(start_gateway(certs, *args), args)
     yield gateway, audit
     gateway.stop()
 
@@ -66,10 +68,6 @@ def url(gateway: RunningGateway, path: str) -> str:
 
 def audit_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def booted_workers(gateway: RunningGateway) -> int:
-    return sum(1 for line in gateway.stderr_lines if "Booting worker" in line)
 
 
 @pytest.mark.parametrize("user", [ALICE, BOB], ids=["alice", "bob"])
