@@ -19,6 +19,7 @@ from localcluster.errors import bad_request, forbidden, invalid
 from localcluster.rbac import bootstrap
 from localcluster.rbac.aggregation import aggregation_updates
 from localcluster.rbac.authorizer import MASTERS, Binding, Decision, Policy, Role, authorize, forbidden_message, grants
+from localcluster.rbac import owner_references
 from localcluster.rbac.guard import write_denial
 from localcluster.rbac.reviews import access_status, rules_status, spec_attributes, spec_errors
 from localcluster.rbac.rules import Attributes
@@ -120,11 +121,14 @@ class Authorizer:
             return Decision(True, "")
         return authorize(user, attrs, self.policy())
 
-    def check(self, user: Any, attrs: Attributes) -> None:
-        """Raise 403, worded as kube-apiserver's, unless the request is allowed."""
+    def _record(self, user: Any, attrs: Attributes) -> None:
         if self.recorded is not None and attrs.resource_request:
             self.recorded[RecordedRequest(user.username, attrs.verb, attrs.api_group, attrs.resource,
                                           attrs.subresource, attrs.namespace)] += 1
+
+    def check(self, user: Any, attrs: Attributes) -> None:
+        """Raise 403, worded as kube-apiserver's, unless the request is allowed."""
+        self._record(user, attrs)
         decision = self.authorize(user, attrs)
         if decision.allowed:
             return
@@ -147,6 +151,22 @@ class Authorizer:
             qualified = f"{gr[1]}.{gr[0]}"
             name = str(obj["metadata"].get("name", ""))
             raise forbidden(f'{qualified} "{name}" is forbidden: {denial}', gr[0], gr[1], name)
+
+    def check_owner_references(self, user: Any, target: Attributes, obj: dict[str, Any] | None,
+                               old: dict[str, Any] | None, resolve: owner_references.Resolve) -> None:
+        """OwnerReferencesPermissionEnforcement: setting ownerReferences needs `delete` on the
+        object, a new blockOwnerDeletion needs `update` on the owner's finalizers (create, update)."""
+        if self.mode == ALWAYS_ALLOW or obj is None or MASTERS in user.groups:
+            return
+        for attrs, refusal in owner_references.required(target, obj, old, resolve):
+            if attrs is not None:
+                self._record(user, attrs)
+                if self.authorize(user, attrs).allowed:
+                    continue
+            detail = f": {forbidden_message(user.username, attrs)}" if attrs is not None else ""
+            qualified = f"{target.resource}.{target.api_group}" if target.api_group else target.resource
+            raise forbidden(f'{qualified} "{target.name}" is forbidden: {refusal}{detail}', target.api_group,
+                            target.resource, target.name)
 
     # access reviews
 

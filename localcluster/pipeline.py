@@ -27,6 +27,7 @@ from localcluster.admission import AdmissionAttributes, AdmissionDenied, Webhook
 from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, FieldError, already_exists, bad_request, forbidden, invalid, not_found
 from localcluster.patching.apply import record_update
+from localcluster.rbac.rules import Attributes
 from localcluster.reads import view_bytes, view_obj
 from localcluster.resources import ResourceType
 from localcluster.responses import Context
@@ -222,6 +223,21 @@ def record_write(server: ServerState, ctx: Context, old: dict[str, Any] | None, 
 _OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
 
 
+def _written(ctx: Context, obj: dict[str, Any] | None, old: dict[str, Any] | None, name: str) -> Attributes:
+    """The write as an authorizer sees it (what OwnerReferencesPermissionEnforcement asks about)."""
+    rt = ctx.target.rt
+    namespace = ctx.target.namespace or ((obj or old or {}).get("metadata") or {}).get("namespace", "") or ""
+    return Attributes("update", api_group=rt.group, resource=rt.plural, subresource=ctx.target.subresource,
+                      namespace=namespace, name=name)
+
+
+def _served_as(server: ServerState, api_version: str, kind: str) -> list[tuple[str, str]]:
+    """The (group, plural) resources a kind is served as, for an ownerReference's apiVersion and kind."""
+    group, _, version = api_version.rpartition("/")
+    return [(rt.group, rt.plural) for rt in server.registry.in_group_version(group, version)
+            if rt.kind == kind]
+
+
 def _attributes(ctx: Context, operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
                 name: str, delete_options: dict[str, Any] | None) -> AdmissionAttributes:
     rt = ctx.target.rt
@@ -284,9 +300,11 @@ async def validate(server: ServerState, ctx: Context, operation: str, obj: dict[
                    old: dict[str, Any] | None, name: str, warnings: list[str],
                    delete_options: dict[str, Any] | None = None) -> None:
     """Stage 4: RBAC's escalation check on roles and bindings (kube-apiserver does it in their
-    strategy), then validating webhooks (if any match), after the server's own validation."""
+    strategy) and OwnerReferencesPermissionEnforcement, then validating webhooks (if any match), after the server's own validation."""
     if operation != "DELETE":
         server.authorizer.check_write(ctx.user, views.storage_key(ctx.target.rt), obj, old)
+        server.authorizer.check_owner_references(ctx.user, _written(ctx, obj, old, name), obj, old,
+                                                 lambda api_version, kind: _served_as(server, api_version, kind))
     webhooks = _webhooks(server, ctx)
     if webhooks is None:
         return

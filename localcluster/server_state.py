@@ -12,6 +12,7 @@ from typing import Protocol
 from localcluster.admission import WebhookDispatcher
 from localcluster.authorization import Authorizer
 from localcluster.clock import TimeSource
+from localcluster.resources import Registry
 from localcluster.store import Store
 from localcluster.users import Authenticator
 
@@ -20,6 +21,7 @@ class ServerState(Protocol):
     """The cluster state one request works on, and the few server settings verbs read."""
 
     store: Store
+    registry: Registry  # the served resources: built-ins and established CRDs
     clock: TimeSource
     webhooks: WebhookDispatcher | None  # None until the cluster wires admission (and in bare-server tests)
     bookmark_interval: float  # seconds between watch BOOKMARK events

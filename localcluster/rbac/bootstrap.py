@@ -156,6 +156,7 @@ CONTROLLER_RULES: dict[str, list[dict[str, Any]]] = {
         rule(("get", "list", "create", "update", "patch", "delete"), ("",), ("endpoints",)),
         rule(("get", "list", "create", "update", "patch", "delete"), ("discovery.k8s.io",), ("endpointslices",)),
         rule(("update", "patch"), ("",), ("services",)),
+        rule(("update",), ("",), ("services/finalizers",)),  # its EndpointSlices block their Service's deletion
         *_events(),
     ],
     "node-controller": [

@@ -288,3 +288,37 @@ def test_a_cluster_asked_to_records_who_requested_what_allowed_or_not(tmp_path: 
 
 def test_a_cluster_not_asked_to_records_nothing(cluster: LocalCluster) -> None:
     assert cluster.authorizer.recorded is None
+
+
+def owned_configmap(name: str, owner_uid: str, block: bool) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": name, "namespace": "team-a", "ownerReferences": [{
+            "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper", "name": "owner", "uid": owner_uid,
+            "blockOwnerDeletion": block}]}})
+
+
+def test_blocking_an_owners_deletion_needs_its_finalizers(kubectl: Kubectl) -> None:
+    """OwnerReferencesPermissionEnforcement (kubernetes plugin/pkg/admission/gc): alice may point
+    a ConfigMap at her AppWrapper, but not block its deletion without `update` on its finalizers."""
+    kubectl("apply", "-f", "-", user="alice", input=json.dumps({
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+        "metadata": {"name": "owner", "namespace": "team-a"}, "spec": {"components": []}}))
+    uid = kubectl("-n", "team-a", "get", "appwrapper", "owner", "-o", "jsonpath={.metadata.uid}").stdout
+    assert kubectl("create", "-f", "-", user="alice", input=owned_configmap("owned", uid, False)).returncode == 0
+    refused = kubectl("create", "-f", "-", user="alice", input=owned_configmap("blocking", uid, True), check=False)
+    assert refused.returncode == 1
+    assert ('configmaps "blocking" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a '
+            'resource you can\'t set finalizers on: User "alice" cannot update resource "appwrappers/finalizers" in '
+            'API group "workload.codeflare.dev" in the namespace "team-a"') in refused.stderr
+    assert kubectl("create", "-f", "-", input=owned_configmap("blocking", uid, True)).returncode == 0  # admin may
+
+
+@pytest.mark.parametrize("resource", ["appwrappers.workload.codeflare.dev", "jobs.batch", "pytorchjobs.kubeflow.org",
+                                      "rayjobs.ray.io", "rayclusters.ray.io"])
+def test_the_controller_may_block_the_deletion_of_every_owner_it_sets(kubectl: Kubectl, resource: str) -> None:
+    """The controller's Workloads, PodGroups, components and framework Services carry
+    blockOwnerDeletion towards these owners (manifests/rbac/controller.yaml)."""
+    kubectl("apply", "-f", str(ROOT / "manifests" / "rbac" / "controller.yaml"))
+    controller = "system:serviceaccount:batchgate-system:batchgate-controller"
+    assert can_i(kubectl, "admin", "update", resource, "--subresource=finalizers", "-n", "team-a",
+                 "--as", controller) == "yes"
