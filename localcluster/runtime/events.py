@@ -4,11 +4,14 @@ simulated components under their real names (default-scheduler, kubelet, job-con
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from typing import Any, Mapping
 
-from localcluster.runtime.client import EVENTS, Api, ignore_gone
+from localcluster.runtime.client import EVENTS, Api, ApiError, ignore_gone
 from localcluster.sim.units import format_time
+
+log = logging.getLogger(__name__)
 
 
 def event_body(obj: Mapping[str, Any], kind_type: str, reason: str, message: str, component: str,
@@ -42,5 +45,12 @@ def event_body(obj: Mapping[str, Any], kind_type: str, reason: str, message: str
 
 async def record(api: Api, obj: Mapping[str, Any], kind_type: str, reason: str, message: str, component: str,
                  now: dt.datetime, host: str = "") -> None:
+    """Write an Event; one the server forbids (its namespace is being terminated) is dropped, as
+    client-go's recorder drops what the server rejects, so a component's own work never fails on it."""
     body = event_body(obj, kind_type, reason, message, component, now, host)
-    await ignore_gone(api.create(EVENTS.path(body["metadata"]["namespace"]), body))
+    try:
+        await ignore_gone(api.create(EVENTS.path(body["metadata"]["namespace"]), body))
+    except ApiError as err:
+        if err.status != 403:
+            raise
+        log.info("server rejected event %s %s (will not retry): %s", reason, body["metadata"]["name"], err)

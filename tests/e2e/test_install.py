@@ -1,0 +1,91 @@
+"""The install as a user does it, end to end: an empty local cluster that runs the product's image
+as real pods, `kubectl apply -k manifests/local`, alice's AppWrapper through the gateway pods and
+the controller pods, then the documented `kubectl delete -k manifests/local -l ...`, which must leave users' objects and
+the third-party CRDs alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from demo.kubectl import Kubectl
+from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image
+from localcluster.controllers import DEFAULT_CONTROLLERS
+from localcluster.runner import LocalCluster
+from localcluster.sim.nodes import nodes_from_flags
+
+WAIT_SECONDS = 120.0
+THIRD_PARTY_CRDS = ("pytorchjobs.kubeflow.org", "rayjobs.ray.io", "rayclusters.ray.io")
+
+
+def eventually(probe: Any, what: str, timeout: float = WAIT_SECONDS) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f}s: {what}")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    workdir = tmp_path_factory.mktemp("install")
+    with LocalCluster(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml", controllers=DEFAULT_CONTROLLERS,
+                      nodes=nodes_from_flags(4, "32", "256Gi", 8), run_images=[local_image()]) as cluster:
+        yield Kubectl(cluster.kubeconfig)
+
+
+def alice_appwrapper(name: str) -> dict[str, Any]:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": f"{name}-job"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}
+    return {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": "team-a"}, "spec": {"components": [{"template": job}]}}
+
+
+def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_and_admitted(kubectl: Kubectl) -> None:
+    crds_before = {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS}
+    # apply -k, every pod Ready, every caBundle injected; then the demo's policy, as the local
+    # cluster answers no SubjectAccessReview the shipped policy's userRBACCheck asks for until it has RBAC.
+    install_product(kubectl)
+    kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
+    kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
+    kubectl.run("apply", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("alice-first")))
+    aw = kubectl.get_json("appwrapper", "-n", "team-a", "alice-first", user="alice")
+    labels = aw["metadata"].get("labels", {})
+    assert labels.get("workload.codeflare.dev/user") == "alice", aw["metadata"]
+    assert labels.get("kueue.x-k8s.io/queue-name") == "default-queue", aw["metadata"]
+
+    def admitted() -> bool:
+        workloads = kubectl.get_json("workloads", "-n", "team-a")["items"]
+        return any(c["type"] == "Admitted" and c["status"] == "True"
+                   for w in workloads for c in w.get("status", {}).get("conditions", []))
+    eventually(admitted, "alice's AppWrapper admitted by the controller pods (kubectl get workloads -n team-a)")
+    assert {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS} == crds_before
+
+
+def test_uninstall_leaves_users_objects_and_third_party_crds_alone(kubectl: Kubectl) -> None:
+    crds_before = {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS}
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "plain", "namespace": "default"},
+         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "busybox"}]}}}}))
+    kubectl.run("apply", "-f", "-", stdin=json.dumps(
+        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "torch", "namespace": "default"},
+         "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": {
+             "containers": [{"name": "pytorch", "image": "busybox"}]}}}}}}))
+    # docs/install.md's uninstall: everything but batchgate's CRDs (which hold users' AppWrappers).
+    kubectl.run("delete", "-k", str(LOCAL_OVERLAY), "-l", "app.kubernetes.io/component!=crd", "--wait=true",
+                "--timeout=120s")
+    assert kubectl.run("get", "namespace", SYSTEM_NAMESPACE, check=False).returncode != 0
+    assert kubectl.get_json("appwrappers", "-A")["items"], "users' AppWrappers went with the uninstall"
+    assert kubectl.get_json("job", "-n", "default", "plain")
+    assert kubectl.get_json("pytorchjob", "-n", "default", "torch")
+    assert {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS} == crds_before
