@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from demo.kubectl import Kubectl
-from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image
+from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image, product_status
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import nodes_from_flags
@@ -70,6 +70,30 @@ def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_
                    for w in workloads for c in w.get("status", {}).get("conditions", []))
     eventually(admitted, "alice's AppWrapper admitted by the controller pods (kubectl get workloads -n team-a)")
     assert {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS} == crds_before
+
+
+def pod(name: str, namespace: str) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+                       "spec": {"containers": [{"name": "m", "image": "busybox"}]}})
+
+
+def test_with_the_gateway_scaled_to_zero_only_managed_namespaces_are_refused_and_scaling_back_heals(
+        kubectl: Kubectl) -> None:
+    kubectl.run("scale", "-n", SYSTEM_NAMESPACE, "deployment/batchgate-webhook", "--replicas=0")
+    eventually(lambda: not kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l",
+                                            "app.kubernetes.io/name=batchgate-webhook")["items"],
+               "every gateway pod gone")
+    kubectl.run("create", "namespace", "monitoring")
+    for namespace in ("monitoring", "kube-system"):  # not a team namespace; a system namespace
+        kubectl.run("apply", "-f", "-", stdin=pod(f"while-down-{namespace}", namespace))
+    refused = kubectl.run("create", "-f", "-", user="alice", check=False,
+                          stdin=json.dumps(alice_appwrapper("while-down")))
+    assert refused.returncode == 1
+    assert refused.stderr.count("Error from server") == 1, refused.stderr
+    assert 'no endpoints available for service "batchgate-webhook"' in refused.stderr, refused.stderr
+    kubectl.run("scale", "-n", SYSTEM_NAMESPACE, "deployment/batchgate-webhook", "--replicas=2")
+    eventually(lambda: product_status(kubectl)[0], "the gateway back: " + product_status(kubectl)[1])
+    kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("after-heal")))
 
 
 def test_uninstall_leaves_users_objects_and_third_party_crds_alone(kubectl: Kubectl) -> None:
