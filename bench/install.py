@@ -18,9 +18,7 @@ import json
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -31,7 +29,7 @@ from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, install_product, local_
 from localcluster.controllers import DEFAULT_CONTROLLERS  # noqa: E402
 from localcluster.runner import LocalCluster  # noqa: E402
 from localcluster.sim.nodes import nodes_from_flags  # noqa: E402
-from tests.e2e.test_install import alice_appwrapper  # noqa: E402
+from tests.e2e.test_install import DISRUPTIONS, alice_appwrapper, stream_during  # noqa: E402
 
 
 def first_admitted(kubectl: Kubectl) -> None:
@@ -42,45 +40,6 @@ def first_admitted(kubectl: Kubectl) -> None:
                   for w in kubectl.get_json("workloads", "-n", "team-a")["items"]
                   for c in w.get("status", {}).get("conditions", [])):
         time.sleep(0.1)
-
-
-def delete_one_gateway_pod(kubectl: Kubectl) -> None:
-    victim = kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l", "app.kubernetes.io/name=batchgate-webhook")
-    kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, victim["items"][0]["metadata"]["name"], "--wait=false")
-
-
-def rollout_restart(kubectl: Kubectl) -> None:
-    kubectl.run("rollout", "restart", "-n", SYSTEM_NAMESPACE, "deployment/batchgate-webhook")
-
-
-DISRUPTIONS = {"one gateway pod deleted": delete_one_gateway_pod,
-               "kubectl rollout restart deployment/batchgate-webhook": rollout_restart}
-
-
-def stream_during(kubectl: Kubectl, disrupt: Callable[[Kubectl], None],
-                  seconds: float) -> tuple[int, int, list[str]]:
-    """Submissions, failures and the first failure messages while `disrupt` happens."""
-    stop = threading.Event()
-    counts = {"sent": 0, "failed": 0}
-    errors: list[str] = []
-
-    def submit() -> None:
-        while not stop.is_set():
-            done = kubectl.run("create", "--dry-run=server", "-f", "-", user="alice", check=False,
-                               stdin=json.dumps(alice_appwrapper(f"stream-{counts['sent']}")))
-            counts["sent"] += 1
-            if done.returncode != 0:
-                counts["failed"] += 1
-                errors.append(done.stderr.strip()[-300:])
-
-    submitter = threading.Thread(target=submit)
-    submitter.start()
-    time.sleep(seconds / 4)
-    disrupt(kubectl)
-    time.sleep(seconds * 3 / 4)
-    stop.set()
-    submitter.join()
-    return counts["sent"], counts["failed"], errors[:3]
 
 
 def main(argv: list[str] | None = None) -> int:

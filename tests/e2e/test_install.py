@@ -7,8 +7,9 @@ the third-party CRDs alone.
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import nodes_from_flags
 
 WAIT_SECONDS = 120.0
+STREAM_SECONDS = 16.0
 THIRD_PARTY_CRDS = ("pytorchjobs.kubeflow.org", "rayjobs.ray.io", "rayclusters.ray.io")
 
 
@@ -70,6 +72,53 @@ def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_
                    for w in workloads for c in w.get("status", {}).get("conditions", []))
     eventually(admitted, "alice's AppWrapper admitted by the controller pods (kubectl get workloads -n team-a)")
     assert {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS} == crds_before
+
+
+def delete_one_gateway_pod(kubectl: Kubectl) -> None:
+    victim = kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l", "app.kubernetes.io/name=batchgate-webhook")
+    kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, victim["items"][0]["metadata"]["name"], "--wait=false")
+
+
+def rollout_restart(kubectl: Kubectl) -> None:
+    kubectl.run("rollout", "restart", "-n", SYSTEM_NAMESPACE, "deployment/batchgate-webhook")
+
+
+DISRUPTIONS = {"one gateway pod deleted": delete_one_gateway_pod,
+               "kubectl rollout restart deployment/batchgate-webhook": rollout_restart}
+
+
+def stream_during(kubectl: Kubectl, disrupt: Callable[[Kubectl], None],
+                  seconds: float) -> tuple[int, int, list[str]]:
+    """Submissions, failures and the first failure messages while `disrupt` happens."""
+    stop = threading.Event()
+    counts = {"sent": 0, "failed": 0}
+    errors: list[str] = []
+
+    def submit() -> None:
+        while not stop.is_set():
+            done = kubectl.run("create", "--dry-run=server", "-f", "-", user="alice", check=False,
+                               stdin=json.dumps(alice_appwrapper(f"stream-{counts['sent']}")))
+            counts["sent"] += 1
+            if done.returncode != 0:
+                counts["failed"] += 1
+                errors.append(done.stderr.strip()[-300:])
+
+    submitter = threading.Thread(target=submit)
+    submitter.start()
+    time.sleep(seconds / 4)
+    disrupt(kubectl)
+    time.sleep(seconds * 3 / 4)
+    stop.set()
+    submitter.join()
+    return counts["sent"], counts["failed"], errors[:3]
+
+
+@pytest.mark.parametrize("what", list(DISRUPTIONS))
+def test_a_disrupted_gateway_fails_no_admission_in_a_steady_stream(kubectl: Kubectl, what: str) -> None:
+    sent, failed, errors = stream_during(kubectl, DISRUPTIONS[what], STREAM_SECONDS)
+    assert sent and not failed, errors
+    kubectl.run("rollout", "status", "-n", SYSTEM_NAMESPACE, "deployment/batchgate-webhook", "--timeout=120s")
+    eventually(lambda: product_status(kubectl)[0], "the gateway whole again: " + product_status(kubectl)[1])
 
 
 def pod(name: str, namespace: str) -> str:
