@@ -121,6 +121,44 @@ def test_a_disrupted_gateway_fails_no_admission_in_a_steady_stream(kubectl: Kube
     eventually(lambda: product_status(kubectl)[0], "the gateway whole again: " + product_status(kubectl)[1])
 
 
+def leader(kubectl: Kubectl) -> tuple[str, str]:
+    """The controller's Lease holder and the pod it is (each pod's log names its identity)."""
+    holder = kubectl.get_json("lease", "-n", SYSTEM_NAMESPACE, "batchgate-controller")["spec"].get("holderIdentity", "")
+    for item in kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l",
+                                 "app.kubernetes.io/name=batchgate-controller")["items"]:
+        name = item["metadata"]["name"]
+        if holder and f"batchgate controller {holder}:" in kubectl.run("logs", "-n", SYSTEM_NAMESPACE, name).stdout:
+            return holder, name
+    return holder, ""
+
+
+def test_deleting_the_controller_s_leader_pod_hands_over_to_the_standby_and_admits_everything_once(
+        kubectl: Kubectl) -> None:
+    holder, pod_name = eventually(lambda: all(leader(kubectl)) and leader(kubectl), "a controller leads")
+    names = [f"handover-{i}" for i in range(6)]
+    for name in names[:3]:
+        kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper(name)))
+    kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "--wait=false")
+    for name in names[3:]:
+        kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper(name)))
+    new_holder, _ = eventually(lambda: leader(kubectl)[0] not in ("", holder) and leader(kubectl),
+                               "the standby takes the Lease")
+    assert new_holder != holder
+
+    def workloads_by_owner() -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for w in kubectl.get_json("workloads", "-n", "team-a")["items"]:
+            admitted = any(c["type"] == "Admitted" and c["status"] == "True"
+                           for c in w.get("status", {}).get("conditions", []))
+            for ref in w["metadata"].get("ownerReferences", []):
+                if ref["kind"] == "AppWrapper" and ref["name"] in names and admitted:
+                    counts[ref["name"]] = counts.get(ref["name"], 0) + 1
+        return counts
+    counts = eventually(lambda: len(workloads_by_owner()) == len(names) and workloads_by_owner(),
+                        "every AppWrapper submitted around the handover admitted")
+    assert counts == {name: 1 for name in names}, "an AppWrapper was admitted twice"
+
+
 def pod(name: str, namespace: str) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
                        "spec": {"containers": [{"name": "m", "image": "busybox"}]}})
