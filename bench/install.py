@@ -5,7 +5,7 @@ until every product pod is Ready and every caBundle is injected, and until alice
 AppWrapper is admitted (that span includes applying the demo's policy, the team namespaces and
 the queues, as the demo does). Then, in the first round, the failed-review count while one gateway
 pod is deleted, and while `kubectl rollout restart deployment/batchgate-webhook` runs, during a
-steady stream of alice's AppWrapper submissions (server-side dry runs, so every one is a full
+steady stream of alice's AppWrapper submissions, and while the certificate Secret is deleted (server-side dry runs, so every one is a full
 admission through the gateway pods). Prints the machine; asserts nothing.
 
     .venv/bin/python bench/install.py [--rounds 3] [--stream-seconds 20]
@@ -29,7 +29,7 @@ from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, install_product, local_
 from localcluster.controllers import DEFAULT_CONTROLLERS  # noqa: E402
 from localcluster.runner import LocalCluster  # noqa: E402
 from localcluster.sim.nodes import nodes_from_flags  # noqa: E402
-from tests.e2e.test_install import DISRUPTIONS, alice_appwrapper, stream_during  # noqa: E402
+from tests.e2e.test_install import DISRUPTIONS, alice_appwrapper, delete_certificate_secret, stream_during  # noqa: E402
 
 
 def first_admitted(kubectl: Kubectl) -> None:
@@ -60,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
             admitted.append(time.monotonic() - started)
             line = f"round {i + 1}: apply -k -> every pod Ready {ready[-1]:.1f} s, -> first AppWrapper admitted " \
                    f"{admitted[-1]:.1f} s"
-            for what, disrupt in DISRUPTIONS.items() if i == 0 else ():
-                sent, failed, errors = stream_during(kubectl, disrupt, args.stream_seconds)
+            measured = {**DISRUPTIONS, "the certificate Secret deleted (keeper resync 30 s)": delete_certificate_secret}
+            for what, disrupt in measured.items() if i == 0 else ():
+                seconds = max(args.stream_seconds, 40.0) if disrupt is delete_certificate_secret else args.stream_seconds
+                sent, failed, errors = stream_during(kubectl, disrupt, seconds)
                 line += f"\n  {what} during {sent} submissions: {failed} failed reviews"
                 line += "".join(f"\n    failure: {e}" for e in errors)
             print(line, flush=True)

@@ -85,6 +85,7 @@ def rollout_restart(kubectl: Kubectl) -> None:
 
 DISRUPTIONS = {"one gateway pod deleted": delete_one_gateway_pod,
                "kubectl rollout restart deployment/batchgate-webhook": rollout_restart}
+"""What the stream test asserts zero failed admissions for."""
 
 
 def stream_during(kubectl: Kubectl, disrupt: Callable[[Kubectl], None],
@@ -121,13 +122,44 @@ def test_a_disrupted_gateway_fails_no_admission_in_a_steady_stream(kubectl: Kube
     eventually(lambda: product_status(kubectl)[0], "the gateway whole again: " + product_status(kubectl)[1])
 
 
+def bundles(kubectl: Kubectl) -> set[str]:
+    """Every caBundle in the product's webhook configurations."""
+    return {h["clientConfig"].get("caBundle", "")
+            for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+            for config in kubectl.get_json(kind, "-l", "app.kubernetes.io/part-of=batchgate")["items"]
+            for h in config["webhooks"]}
+
+
+def delete_certificate_secret(kubectl: Kubectl) -> None:
+    kubectl.run("delete", "secret", "-n", SYSTEM_NAMESPACE, "batchgate-webhook-tls")
+
+
+def test_a_deleted_certificate_secret_is_made_again_with_its_ca_injected_and_reviews_heal(kubectl: Kubectl) -> None:
+    """Healing only: the reviews that fail while the new CA reaches the API server and the gateway
+    pods at different moments are counted by bench/install.py (not yet zero: docs/install.md)."""
+    old_ca = kubectl.get_json("secret", "-n", SYSTEM_NAMESPACE, "batchgate-webhook-tls")["data"]["ca.crt"]
+    assert bundles(kubectl) == {old_ca}
+    delete_certificate_secret(kubectl)
+
+    def renewed() -> bool:
+        secret = kubectl.run("get", "secret", "-n", SYSTEM_NAMESPACE, "batchgate-webhook-tls", "-o", "json",
+                             check=False)
+        return secret.returncode == 0 and json.loads(secret.stdout)["data"]["ca.crt"] != old_ca and \
+            bundles(kubectl) == {json.loads(secret.stdout)["data"]["ca.crt"]}
+    eventually(renewed, "a new Secret with a new CA, injected into every webhook configuration")
+    eventually(lambda: kubectl.run("create", "--dry-run=server", "-f", "-", user="alice", check=False,
+                                   stdin=json.dumps(alice_appwrapper("after-new-ca"))).returncode == 0,
+               "a review through the gateway pods serving the new certificate")
+
+
 def leader(kubectl: Kubectl) -> tuple[str, str]:
     """The controller's Lease holder and the pod it is (each pod's log names its identity)."""
     holder = kubectl.get_json("lease", "-n", SYSTEM_NAMESPACE, "batchgate-controller")["spec"].get("holderIdentity", "")
     for item in kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l",
                                  "app.kubernetes.io/name=batchgate-controller")["items"]:
         name = item["metadata"]["name"]
-        if holder and f"batchgate controller {holder}:" in kubectl.run("logs", "-n", SYSTEM_NAMESPACE, name).stdout:
+        if holder and f"batchgate controller {holder}:" in kubectl.run("logs", "-n", SYSTEM_NAMESPACE, name,
+                                                                        check=False).stdout:
             return holder, name
     return holder, ""
 
