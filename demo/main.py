@@ -1,7 +1,7 @@
 """`batchgate demo`: the main job on the embedded local cluster, narrated.
 
-A local cluster with 4 GPU nodes, the gateway under gunicorn over TLS registered with its
-caBundle, then four scenes: the upstream samples submitted by alice and bob through the
+A local cluster with 4 GPU nodes that runs the product's image as real pods, the product
+installed as users do (`kubectl apply -k manifests/local`, every pod Ready), then four scenes: the upstream samples submitted by alice and bob through the
 gateway; MLBatch-like queues with more work than fits (admission, borrowing and preemption as
 they happen); a PyTorch AppWrapper whose pods get their env from the gateway; Ray (a RayCluster
 in an AppWrapper, a queued RayJob, an unqueued RayCluster refused). Then the cluster stays up
@@ -17,6 +17,7 @@ import signal
 import sys
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
 from types import FrameType
 
@@ -24,7 +25,7 @@ from batchgate.clock import Clock, SystemClock
 from demo import corpus_scene, framework_scene, gateway_only, queues_scene, ray_scene
 from demo.kubectl import KUBECTL, KubectlError
 from demo.narration import Narrator
-from demo.stack import DEMO_MANIFESTS, Stack, install_controller, install_gateway, start_cluster, wait_for_nodes
+from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, Stack, install_product, start_cluster, wait_for_nodes
 from localcluster.sim.nodes import nodes_from_flags
 
 NODES, NODE_CPU, NODE_MEMORY, NODE_GPUS = 4, "32", "256Gi", 8
@@ -39,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
                                                 "(default: a temporary directory, removed on exit)")
     p.add_argument("--corpus", type=Path, default=gateway_only.DEFAULT_CORPUS,
                    help=f"the upstream samples to submit (default {gateway_only.DEFAULT_CORPUS})")
-    p.add_argument("--workers", default="2", help="gunicorn workers for the gateway (default 2)")
+    p.add_argument("--workers", default="2", help="gunicorn workers for the gateway of --gateway-only (default 2)")
     p.add_argument("--gateway-only", action="store_true",
                    help="no cluster: send the corpus straight to the gateway as AdmissionReviews and exit")
     p.add_argument("--verbose", action="store_true", help="show the local cluster's own warnings")
@@ -61,24 +62,28 @@ def _check(args: argparse.Namespace) -> str | None:
     return None
 
 
-def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path, workers: str) -> None:
+def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path) -> None:
     """The four scenes, in order, on a cluster that has just started."""
     narrator.section("1. the gateway: what it does to what users submit")
     nodes = wait_for_nodes(stack.kubectl, NODES)
     narrator.say(f"local cluster at {stack.cluster.url}: {len(nodes)} nodes x {NODE_GPUS} GPUs "
                  f"({', '.join(n['metadata']['name'] for n in nodes)}), users admin, alice (team-a), bob (team-b)")
-    gateway = install_gateway(stack, clock, workers)
-    narrator.say(f"gateway: batchgate webhook under gunicorn over TLS at https://{gateway.host}:{gateway.port}, "
-                 "policy from ConfigMap batchgate-system/batchgate-policy (demo/manifests/policy.yaml)")
-    narrator.say("registered: manifests/webhook (Mutating + Validating configurations, caBundle = the gateway's CA), "
-                 "Service batchgate-webhook; CRDs from manifests/crds")
+    seconds = install_product(stack.kubectl)
+    pods = stack.kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE)["items"]
+    narrator.say(f"admin: kubectl apply -k manifests/local, then the demo's policy (demo/manifests/policy.yaml); "
+                 f"{len(pods)} product pods Ready after {seconds:.0f}s: "
+                 + ", ".join(f"{n} {owner}" for owner, n in sorted(Counter(
+                     p["metadata"]["name"].rsplit("-", 2)[0] for p in pods).items())))
+    narrator.say("the gateway pods serve TLS with the certificate their keeper made (Secret batchgate-webhook-tls), "
+                 "caBundle injected into the webhook configurations; admission calls them through Service "
+                 "batchgate-webhook")
     stack.kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
     narrator.say("admin creates the team namespaces team-a and team-b (demo/manifests/teams.yaml)")
     corpus_scene.run(stack.kubectl, narrator, corpus)
 
     narrator.section("2. the controller: queues, borrowing and preemption, live")
-    install_controller(stack)
-    narrator.say("controller: batchgate controller as service account batchgate-controller (quota admission, AppWrapper lifecycle, gang placement)")
+    narrator.say("controller: deployment/batchgate-controller, two replicas, one leading, as service account "
+                 "batchgate-controller (quota admission, AppWrapper lifecycle, gang placement)")
     queues_scene.run(stack.kubectl, narrator, clock)
 
     narrator.section("3. a PyTorch AppWrapper: each pod's env from the gateway")
@@ -98,11 +103,12 @@ def explore(stack: Stack, narrator: Narrator) -> None:
                    "kubectl --context alice -n team-a create job x --image=busybox   # denied: no queue label\n"
                    ".venv/bin/batchgate check   # capacity against quotas, and why work waits\n"
                    "docs/demo.md has more")
-    narrator.say(f"the gateway's audit log (a JSON line per decision): {stack.workdir / 'audit.log'}")
+    narrator.say(f"the gateway's audit log (a JSON line per decision): "
+                 f"kubectl logs -n {SYSTEM_NAMESPACE} deploy/batchgate-webhook")
     from dashboard.server import serve
     from dashboard.watch import hub_from_kubeconfig
 
-    hub = hub_from_kubeconfig(str(stack.cluster.kubeconfig), None, SystemClock(), audit_log=str(stack.workdir / "audit.log"))
+    hub = hub_from_kubeconfig(str(stack.cluster.kubeconfig), None, SystemClock(), audit_log=None)
     dashboard = serve(hub, "127.0.0.1", 0)
     hub.start()
     narrator.say(f"the dashboard (live, read-only; `batchgate dashboard` serves the same): http://127.0.0.1:{dashboard.port}/")
@@ -128,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     finished = False
     try:
         stack = start_cluster(workdir, nodes_from_flags(NODES, NODE_CPU, NODE_MEMORY, NODE_GPUS), args.speed)
-        scripted(stack, narrator, clock, args.corpus, args.workers)
+        scripted(stack, narrator, clock, args.corpus)
         finished = True
         narrator.say("scripted part done")
         if not args.exit_when_done:

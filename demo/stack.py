@@ -1,45 +1,38 @@
-"""Bring up what an admin would install: the cluster, the gateway, the controller, in that order.
+"""Bring up the product as an admin installs it: the cluster, then `kubectl apply -k manifests/local`.
 
-Every step goes through the same doors as on a real cluster: CRDs, the policy ConfigMap and the
-webhook configurations are applied with kubectl from the shipped manifests (the caBundle filled
-in), the gateway and the controller are `batchgate webhook` / `batchgate controller` processes
-reading the cluster through a kubeconfig. The only local shortcut is where the gateway Service
-points: an annotation the local cluster reads instead of pod endpoints.
+The local cluster runs the pods of the image manifests/local names as real processes, so the
+gateway and the controller are the Deployments of the shipped manifests: the certificate keeper
+makes the serving Secret and injects the caBundle, admission calls the gateway pods through their
+Service's ready endpoints, the controller elects a leader among its replicas. Helpers that start
+a gateway process by hand (`gateway_configurations`, `gateway_service`, `wait_until_ready`) serve
+the end-to-end tests that need a gateway outside the cluster.
 """
 
 from __future__ import annotations
 
-import base64
-import os
-import re
-import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from batchgate.clock import Clock
-from certs.authority import service_names, write_serving_files
 from demo.kubectl import Kubectl
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import NodeSpec
 from localcluster.webhook_sources import ADDRESS_ANNOTATION
-from webhook.serving.launch import REPO_ROOT, RunningGateway, start_gateway
+from webhook.serving.launch import REPO_ROOT, RunningGateway
 
 MANIFESTS = REPO_ROOT / "manifests"
+LOCAL_OVERLAY = MANIFESTS / "local"
 DEMO_MANIFESTS = Path(__file__).resolve().parent / "manifests"
 SYSTEM_NAMESPACE = "batchgate-system"
 GATEWAY_SERVICE = "batchgate-webhook"
-CONTROLLER_USER = "batchgate-controller"
-CONTROLLER_READY = re.compile(r"probes on http://(?P<address>\S+)")
 READY_TIMEOUT_SECONDS = 30.0
+INSTALL_TIMEOUT_SECONDS = 120.0
 READY_STREAK_SECONDS = 0.5
 
 Say = Callable[[str], None]
@@ -73,68 +66,21 @@ def kubeconfig_for(kubeconfig: Path, context: str, target: Path) -> Path:
 
 
 @dataclass
-class Controller:
-    """`batchgate controller` as a child process; its stderr is kept for error reports."""
-
-    process: subprocess.Popen[bytes]
-    log: list[str] = field(default_factory=list)
-
-    def stop(self, timeout: float = 15.0) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout)
-
-
-def start_controller(kubeconfig: Path) -> Controller:
-    """Start `batchgate controller` and wait until its probes listen (it then elects itself)."""
-    command = [sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig", str(kubeconfig),
-               "--metrics-address", "127.0.0.1", "--metrics-port", "0", "--log-level", "warning"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    controller = Controller(process)
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert process.stderr is not None
-        for raw in process.stderr:
-            line = raw.decode(errors="replace").rstrip()
-            controller.log.append(line)
-            if CONTROLLER_READY.search(line):
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=drain, name="controller-stderr", daemon=True).start()
-    if not ready.wait(READY_TIMEOUT_SECONDS) or process.poll() is not None:
-        controller.stop()
-        raise RuntimeError("batchgate controller did not start:\n" + "\n".join(controller.log[-20:]))
-    return controller
-
-
-@dataclass
 class Stack:
     """Everything the demo started; `stop()` ends it in reverse order."""
 
     workdir: Path
     cluster: LocalCluster
     kubectl: Kubectl
-    gateway: RunningGateway | None = None
-    controller: Controller | None = None
 
     def stop(self) -> None:
-        if self.controller is not None:
-            self.controller.stop()
-        if self.gateway is not None:
-            self.gateway.stop()
+        """The cluster stops every pod process (the gateway's and the controller's) with it."""
         self.cluster.stop()
 
 
 def start_cluster(workdir: Path, nodes: list[NodeSpec], speed: float) -> Stack:
     cluster = LocalCluster(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml", speed=speed,
-                           controllers=DEFAULT_CONTROLLERS, nodes=nodes)
+                           controllers=DEFAULT_CONTROLLERS, nodes=nodes, run_images=[local_image()])
     cluster.start()
     return Stack(workdir, cluster, Kubectl(cluster.kubeconfig))
 
@@ -173,28 +119,67 @@ def wait_until_ready(gateway: RunningGateway, clock: Clock, timeout: float = REA
         time.sleep(0.05)
 
 
-def install_gateway(stack: Stack, clock: Clock, workers: str = "2") -> RunningGateway:
-    """CRDs and the policy ConfigMap, then `batchgate webhook` reading it, then its registration."""
-    kubectl = stack.kubectl
-    kubectl.run("apply", "-k", str(MANIFESTS / "crds"))
-    kubectl.run("create", "namespace", SYSTEM_NAMESPACE)
-    kubectl.run("apply", "-k", str(MANIFESTS / "rbac"))  # service accounts and roles, the users' roles too
+def local_image() -> str:
+    """The image manifests/local names (its kustomize `images:`, the one place it is set)."""
+    kustomization = yaml.safe_load((LOCAL_OVERLAY / "kustomization.yaml").read_text())
+    image = kustomization["images"][0]
+    return f"{image['newName']}:{image['newTag']}"
+
+
+def product_status(kubectl: Kubectl) -> tuple[bool, str]:
+    """Whether every product pod is Ready and every webhook configuration carries a caBundle,
+    else what is still missing (for the error when it never happens)."""
+    pods = kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE)["items"]
+    deployments = kubectl.get_json("deployments", "-n", SYSTEM_NAMESPACE)["items"]
+    waiting = [f"deployment/{d['metadata']['name']} {d.get('status', {}).get('readyReplicas', 0)}/"
+               f"{d['spec'].get('replicas', 1)} ready" for d in deployments
+               if d.get("status", {}).get("readyReplicas", 0) < d["spec"].get("replicas", 1)]
+    waiting += [f"pod/{p['metadata']['name']} not Ready ({p.get('status', {}).get('phase')})" for p in pods
+                if not any(c["type"] == "Ready" and c["status"] == "True"
+                           for c in p.get("status", {}).get("conditions", []))]
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        for config in kubectl.get_json(kind, "-l", "app.kubernetes.io/part-of=batchgate")["items"]:
+            waiting += [f"{kind[:-1]} {config['metadata']['name']}: webhook {h['name']} has no caBundle"
+                        for h in config.get("webhooks", []) if not h.get("clientConfig", {}).get("caBundle")]
+    if not deployments:
+        waiting.append(f"no deployment in {SYSTEM_NAMESPACE}")
+    return not waiting, "; ".join(waiting)
+
+
+def install_product(kubectl: Kubectl, timeout: float = INSTALL_TIMEOUT_SECONDS) -> float:
+    """`kubectl apply -k manifests/local` as a user installs, then the demo's policy (an admin's
+    edit of the ConfigMap); waits until every product pod is Ready and the certificate keeper has
+    injected the caBundle. Returns the seconds that took."""
+    started = time.monotonic()
+    kubectl.run("apply", "-k", str(LOCAL_OVERLAY))
+    while True:
+        ready, missing = product_status(kubectl)
+        if ready:
+            break
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"the product was not ready {timeout:.0f}s after kubectl apply -k manifests/local: "
+                               f"{missing} (kubectl get pods,events -n {SYSTEM_NAMESPACE})")
+        time.sleep(0.5)
+    elapsed = time.monotonic() - started
+    # The policy's own webhook guards the ConfigMap, so the edit waits for a ready gateway; then
+    # every gunicorn worker of every gateway pod reloads it (a log line each).
+    before = policy_loads(kubectl)
     kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "policy.yaml"))
-    certs = stack.workdir / "gateway-certs"
-    write_serving_files(certs, service_names(GATEWAY_SERVICE, SYSTEM_NAMESPACE), clock.now())
-    gateway = start_gateway(certs, "--workers", workers, "--policy-configmap",
-                            f"{SYSTEM_NAMESPACE}/batchgate-policy", "--kubeconfig", str(stack.cluster.kubeconfig),
-                            "--audit-log", str(stack.workdir / "audit.log"))
-    stack.gateway = gateway
-    wait_until_ready(gateway, clock)
-    kubectl.run("apply", "-f", "-", stdin=gateway_service(f"{gateway.host}:{gateway.port}"))
-    ca_bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
-    kubectl.run("apply", "-f", "-", stdin=gateway_configurations(ca_bundle, kubectl))
-    return gateway
+    while any(policy_loads(kubectl).get(pod, (0, 0))[0] < count + workers for pod, (count, workers) in before.items()):
+        if time.monotonic() - started > timeout:
+            raise RuntimeError("the gateway pods did not reload the demo's policy "
+                               f"(kubectl logs -n {SYSTEM_NAMESPACE} deploy/{GATEWAY_SERVICE})")
+        time.sleep(0.2)
+    return elapsed
 
 
-def install_controller(stack: Stack) -> Controller:
-    """`batchgate controller` as its own service account (the policy exempts it from the gateway)."""
-    kubeconfig = kubeconfig_for(stack.cluster.kubeconfig, CONTROLLER_USER, stack.workdir / "controller.kubeconfig")
-    stack.controller = start_controller(kubeconfig)
-    return stack.controller
+def policy_loads(kubectl: Kubectl) -> dict[str, tuple[int, int]]:
+    """Per gateway pod: how many times its workers have loaded a policy, and how many workers it has."""
+    out: dict[str, tuple[int, int]] = {}
+    for pod in kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l", f"app.kubernetes.io/name={GATEWAY_SERVICE}")["items"]:
+        name = pod["metadata"]["name"]
+        args = pod["spec"]["containers"][0].get("args", [])
+        workers = int(args[args.index("--workers") + 1]) if "--workers" in args else 1
+        log = kubectl.run("logs", "-n", SYSTEM_NAMESPACE, name, "-c", "webhook").stdout
+        out[name] = (log.count("loaded from configmap"), workers)
+    return out

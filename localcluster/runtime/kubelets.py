@@ -7,6 +7,7 @@ Ready=False but keeps its pods running, as a real kubelet with a broken network 
 from __future__ import annotations
 
 import asyncio
+import random
 import datetime as dt
 import logging
 from pathlib import Path
@@ -63,6 +64,7 @@ class Kubelets(Controller):
         self.processes: dict[str, PodProcesses] = {}  # pod uid -> its running processes
         self.stopping: set[str] = set()  # pod uids being stopped gracefully
         self.loopback: dict[str, str] = {}  # pod uid -> loopback IP of a process pod
+        self.loopback_start = random.SystemRandom().randrange(0, 255) * 256  # this cluster's block of 256
         self.runtime: PodRuntime | None = None
         if self.run_images:
             caches = {"configmaps": self.informer(CONFIGMAPS, lambda kind, obj: None),
@@ -229,7 +231,7 @@ class Kubelets(Controller):
             return
         if running is not None or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             return
-        ip = (pod.get("status") or {}).get("podIP") or allocate_loopback(self.loopback.values())
+        ip = (pod.get("status") or {}).get("podIP") or allocate_loopback(self.loopback.values(), self.loopback_start)
         self.loopback[uid] = ip
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         self.processes[uid] = PodProcesses(self.runtime, pod, node["metadata"]["name"], ip, _host_ip(node), allocatable)

@@ -47,6 +47,7 @@ from localcluster.sim.volumes import (
 
 log = logging.getLogger(__name__)
 SANDBOX = Path(__file__).resolve().with_name("sandbox.py")
+POD_SITE_TARGET = "/var/run/localcluster-pod-site"  # where each pod's own sitecustomize is mounted
 POD_SITE = Path(__file__).resolve().with_name("pod_site") / "sitecustomize.py"
 IMAGE_ENV = (("PYTHONUNBUFFERED", "1"), ("PYTHONDONTWRITEBYTECODE", "1"))  # the product image's ENV (Dockerfile)
 SYNC_WALL_SECONDS = 1.0  # how often volumes are re-projected and a failed mount retried
@@ -249,8 +250,11 @@ class PodProcesses:
         site = self.dir / "site"
         site.mkdir(parents=True, exist_ok=True)
         (site / "sitecustomize.py").write_text(POD_SITE.read_text().replace("{pod_ip}", self.facts.pod_ip))
+        # Mounted first at a fixed place rather than named under the kubelet's directory: a pod
+        # volume at /tmp would hide that directory when the cluster's workdir lies under /tmp.
+        spec["mounts"].insert(0, {"source": str(site), "target": POD_SITE_TARGET, "readOnly": True})
         existing = spec["env"].get("PYTHONPATH")
-        spec["env"]["PYTHONPATH"] = f"{site}:{existing}" if existing else str(site)
+        spec["env"]["PYTHONPATH"] = f"{POD_SITE_TARGET}:{existing}" if existing else POD_SITE_TARGET
         self.envs[name] = spec["env"]
         attempt = self.records[name].restarts
         logfile = log_file(self.rt.root / "logs", self.pod, name, attempt)

@@ -43,6 +43,15 @@ def _mount(libc: ctypes.CDLL, source: str | None, target: str, flags: int) -> No
            f"mount {source or ''} on {target}")
 
 
+def _open_source(path: str) -> str:
+    """A path that keeps naming `path`'s file whatever is mounted over its directories later."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as err:
+        raise OSError(err.errno, f"mount {path}: {os.strerror(err.errno or 0)}") from None
+    return f"/proc/self/fd/{fd}"
+
+
 def _mount_point(source: str, target: str) -> None:
     """Create what a bind mount needs to land on: a directory, or an empty file for a file."""
     if os.path.isdir(source):
@@ -63,9 +72,13 @@ def main(spec_path: str) -> None:
     try:
         _check(libc.unshare(CLONE_NEWNS), "unshare")
         _mount(libc, None, "/", MS_REC | MS_PRIVATE)
-        for m in spec.get("mounts") or []:
-            _mount_point(m["source"], m["target"])
-            _mount(libc, m["source"], m["target"], MS_BIND | MS_REC)
+        mounts = spec.get("mounts") or []
+        # Every source is held open before the first mount: an emptyDir at /tmp would otherwise
+        # hide the kubelet's own directory when it lies under /tmp, as a workdir often does.
+        sources = [_open_source(m["source"]) for m in mounts]
+        for m, source in zip(mounts, sources):
+            _mount_point(source, m["target"])
+            _mount(libc, source, m["target"], MS_BIND | MS_REC)
             if m.get("readOnly"):
                 _mount(libc, None, m["target"], MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
         working_dir = spec.get("workingDir") or "/"

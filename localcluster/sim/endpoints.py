@@ -157,10 +157,14 @@ def endpoint_slice_for(service: Obj, pods: Sequence[Obj]) -> dict[str, Any]:
 LOOPBACK_POD_RANGE = ipaddress.ip_network("127.1.0.0/16")  # process pods' IPs: loopback, never routable
 
 
-def allocate_loopback(used: Iterable[str]) -> str:
-    """The lowest free loopback address for a process pod, which its process may bind."""
+def allocate_loopback(used: Iterable[str], start: int = 0) -> str:
+    """The first free loopback address for a process pod from host number `start` on (wrapping),
+    which its process may bind. Each cluster starts at its own block, so that two clusters on one
+    machine (concurrent test runs) do not hand out the same address."""
     taken = set(used)
-    for host in LOOPBACK_POD_RANGE.hosts():
+    hosts = list(LOOPBACK_POD_RANGE.hosts())
+    start %= len(hosts)
+    for host in hosts[start:] + hosts[:start]:
         if str(host) not in taken:
             return str(host)
     raise RuntimeError(f"loopback pod range {LOOPBACK_POD_RANGE} is full")

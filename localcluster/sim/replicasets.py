@@ -97,6 +97,58 @@ class DeploymentStep:
     scale: dict[str, int] = field(default_factory=dict)  # ReplicaSet name -> replicas
 
 
+def _replicas(rs: Obj | None) -> int:
+    return int(((rs or {}).get("spec") or {}).get("replicas") or 0)
+
+
+def _available(rs: Obj | None) -> int:
+    return int(((rs or {}).get("status") or {}).get("availableReplicas") or 0)
+
+
+def _limit(value: Any, total: int, round_up: bool) -> int:
+    """An int-or-percent of `total`, as intstr.GetScaledValueFromIntOrPercent."""
+    if isinstance(value, str) and value.endswith("%"):
+        scaled = int(value[:-1]) * total
+        return -(-scaled // 100) if round_up else scaled // 100
+    return int(value)
+
+
+def rolling_step(wanted: int, rolling: Mapping[str, Any], new: Obj | None,
+                 old: Sequence[Obj]) -> tuple[int, dict[str, int]]:
+    """One step of a RollingUpdate, as kube-controller-manager's rolling.go: the new ReplicaSet
+    grows while the total stays within replicas + maxSurge; old ones shrink (unavailable pods
+    first, oldest ReplicaSet first) only while replicas - maxUnavailable pods stay available.
+    A step that grows the new ReplicaSet scales nothing down. Returns the new ReplicaSet's
+    replicas and every old one's."""
+    surge = _limit(rolling.get("maxSurge", "25%"), wanted, round_up=True)
+    unavailable = _limit(rolling.get("maxUnavailable", "25%"), wanted, round_up=False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1  # as ResolveFenceposts: a rollout must be able to make progress
+    counts = {rs["metadata"]["name"]: _replicas(rs) for rs in old}
+    new_now = _replicas(new)
+    total = new_now + sum(counts.values())
+    if new_now > wanted:
+        return wanted, counts
+    if new_now < wanted:
+        grown = new_now + max(0, min(wanted + surge - total, wanted - new_now))
+        if grown != new_now or new is None:
+            return grown, counts
+    min_available = wanted - unavailable
+    room = total - min_available - (new_now - _available(new))
+    for rs in old:  # old pods that are not available go first: they serve nothing
+        cut = min(room, counts[rs["metadata"]["name"]] - _available(rs))
+        if cut > 0:
+            counts[rs["metadata"]["name"]] -= cut
+            room -= cut
+    available = _available(new) + sum(min(_available(rs), counts[rs["metadata"]["name"]]) for rs in old)
+    down = available - min_available
+    for rs in old:
+        cut = min(counts[rs["metadata"]["name"]], max(down, 0))
+        counts[rs["metadata"]["name"]] -= cut
+        down -= cut
+    return new_now, counts
+
+
 def reconcile_deployment(deployment: Obj, replicasets: Sequence[Obj]) -> DeploymentStep:
     meta = deployment["metadata"]
     spec = deployment.get("spec") or {}
@@ -107,6 +159,13 @@ def reconcile_deployment(deployment: Obj, replicasets: Sequence[Obj]) -> Deploym
     owned = [rs for rs in replicasets if controlled_by(rs, meta.get("uid", ""))]
     step = DeploymentStep({})
     current = next((rs for rs in owned if rs["metadata"]["name"] == name), None)
+    old = sorted((rs for rs in owned if rs is not current), key=lambda rs: rs["metadata"].get("creationTimestamp", ""))
+    recreate = (spec.get("strategy") or {}).get("type") == "Recreate"
+    if recreate:
+        new_count, old_counts = wanted, {rs["metadata"]["name"]: 0 for rs in old}
+    else:
+        new_count, old_counts = rolling_step(wanted, (spec.get("strategy") or {}).get("rollingUpdate") or {},
+                                             current, old)
     if current is None:
         labels = {**((template.get("metadata") or {}).get("labels") or {}), HASH_LABEL: digest}
         new_template = copy.deepcopy(dict(template))
@@ -119,13 +178,12 @@ def reconcile_deployment(deployment: Obj, replicasets: Sequence[Obj]) -> Deploym
             "metadata": {"name": name, "namespace": meta.get("namespace", ""), "labels": labels,
                          "annotations": {"deployment.kubernetes.io/revision": str(len(owned) + 1)},
                          "ownerReferences": [controller_ref(deployment)]},
-            "spec": {"replicas": wanted, "selector": selector, "template": new_template},
+            "spec": {"replicas": new_count, "selector": selector, "template": new_template},
         }
-    elif int((current.get("spec") or {}).get("replicas", 0)) != wanted:
-        step.scale[name] = wanted
-    for rs in owned:
-        if rs["metadata"]["name"] != name and int((rs.get("spec") or {}).get("replicas", 0)) != 0:
-            step.scale[rs["metadata"]["name"]] = 0
+    elif _replicas(current) != new_count:
+        step.scale[name] = new_count
+    step.scale.update({rs_name: n for rs_name, n in old_counts.items()
+                       if n != _replicas(next(rs for rs in old if rs["metadata"]["name"] == rs_name))})
     totals = {k: sum(int((rs.get("status") or {}).get(k) or 0) for rs in owned) for k in ("replicas", "readyReplicas", "availableReplicas")}
     updated = int(((current or {}).get("status") or {}).get("replicas") or 0)
     available = totals["availableReplicas"] >= wanted

@@ -6,6 +6,7 @@ with kubectl through the kubeconfig it prints, and stopped with Ctrl-C.
 
 from __future__ import annotations
 
+import json
 import queue
 import re
 import signal
@@ -46,9 +47,10 @@ def test_the_scripted_demo_exits_cleanly_after_its_four_scenes(scripted: subproc
     assert "scripted part done" in out and out.rstrip().endswith("demo cluster, gateway and controller stopped")
 
 
-def test_the_gateway_runs_under_gunicorn_over_tls_on_a_cluster_of_gpu_nodes(out: str) -> None:
+def test_the_product_is_installed_with_kubectl_apply_k_and_runs_as_pods_on_a_cluster_of_gpu_nodes(out: str) -> None:
     assert "4 nodes x 8 GPUs (node-0, node-1, node-2, node-3)" in out
-    assert re.search(r"gateway: batchgate webhook under gunicorn over TLS at https://127\.0\.0\.1:\d+", out)
+    assert re.search(r"admin: kubectl apply -k manifests/local, .*; 4 product pods Ready after \d+s: "
+                     r"2 batchgate-controller, 2 batchgate-webhook", out)
 
 
 def test_every_sample_is_submitted_by_its_user_and_shows_what_the_gateway_added(out: str) -> None:
@@ -181,6 +183,12 @@ def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path)
         assert ('admission webhook "clusterqueues.validate.batchgate.dev" denied the request: InvalidClusterQueue: '
                 'spec.resourceGroups[0].flavors[0].resources: must list exactly the coveredResources, in the same '
                 'order' in denied.stderr), denied.stderr + said()
+        # The audit lines are the gateway's own log, as on any cluster.
+        logs = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "logs", "-n", "batchgate-system",
+                               "deploy/batchgate-webhook", "-c", "webhook"], capture_output=True, text=True, timeout=30)
+        audit = [json.loads(line) for line in logs.stdout.splitlines() if line.startswith('{"ts"')]
+        assert audit and all({"endpoint", "operation", "kind", "user", "allowed"} <= set(a) for a in audit), \
+            logs.stderr + said()
         process.send_signal(signal.SIGINT)
         rest = "".join(lines)
         seen.append(rest)

@@ -131,11 +131,11 @@ def test_phase(records, phase):
     assert status_of(*records)["phase"] == phase
 
 
-@given(st.sets(st.integers(min_value=1, max_value=300)))
-def test_loopback_ips_are_unique_and_loopback(taken_hosts):
+@given(st.sets(st.integers(min_value=1, max_value=300)), st.integers(min_value=0, max_value=70000))
+def test_loopback_ips_are_unique_and_loopback_from_any_start(taken_hosts, start):
     used = {f"127.1.{n // 254}.{n % 254 + 1}" for n in taken_hosts}
-    address = allocate_loopback(used)
-    assert address.startswith("127.") and address not in used
+    address = allocate_loopback(used, start)
+    assert address.startswith("127.1.") and address not in used
 
 
 SERVICE = {"metadata": {"name": "hook"}, "spec": {"ports": [{"name": "https", "port": 443, "targetPort": "https"}]}}

@@ -28,12 +28,54 @@ def test_a_deployment_creates_its_replicaset_named_by_template_hash():
     assert rs["metadata"]["ownerReferences"][0]["uid"] == "d-uid"
 
 
-def test_a_new_template_scales_the_old_replicaset_to_zero():
-    old = reconcile_deployment(deployment(), []).create
-    old["metadata"]["uid"] = "rs-old"
-    changed = {**TEMPLATE, "spec": {"containers": [{"name": "web", "image": "nginx:2"}]}}
-    step = reconcile_deployment(deployment(template=changed), [old])
-    assert step.create is not None and step.scale == {old["metadata"]["name"]: 0}
+CHANGED = {**TEMPLATE, "spec": {"containers": [{"name": "web", "image": "nginx:2"}]}}
+
+
+def rs_at(template, name, replicas, available, created):
+    rs = reconcile_deployment(deployment(template=template), []).create
+    rs["metadata"].update(uid=name, creationTimestamp=created)
+    rs["spec"]["replicas"] = replicas
+    rs["status"] = {"availableReplicas": available}
+    return rs
+
+
+def test_a_recreate_deployment_scales_the_old_replicaset_to_zero_at_once():
+    old = rs_at(TEMPLATE, "rs-old", 3, 3, "t1")
+    changed = deployment(template=CHANGED)
+    changed["spec"]["strategy"] = {"type": "Recreate"}
+    step = reconcile_deployment(changed, [old])
+    assert step.create["spec"]["replicas"] == 3 and step.scale == {old["metadata"]["name"]: 0}
+
+
+@pytest.mark.parametrize(("rolling", "new", "old", "expected_new", "expected_old"), [
+    pytest.param({"maxUnavailable": 0, "maxSurge": 1}, None, (2, 2), 1, 2,
+                 id="the new replicaset starts with the surge and the old one keeps every pod"),
+    pytest.param({"maxUnavailable": 0, "maxSurge": 1}, (1, 0), (2, 2), 1, 2,
+                 id="nothing old goes while the surge pod is not available"),
+    pytest.param({"maxUnavailable": 0, "maxSurge": 1}, (1, 1), (2, 2), 1, 1,
+                 id="one old pod goes once the surge pod is available"),
+    pytest.param({"maxUnavailable": 0, "maxSurge": 1}, (1, 1), (1, 1), 2, 1,
+                 id="the new replicaset grows into the room the old pod left"),
+    pytest.param({"maxUnavailable": 0, "maxSurge": 1}, (2, 2), (1, 1), 2, 0,
+                 id="the last old pod goes when the new ones are all available"),
+    pytest.param({"maxUnavailable": 0, "maxSurge": 1}, (1, 1), (2, 1), 1, 1,
+                 id="an old pod that is not available goes first"),
+    pytest.param({}, None, (4, 4), 1, 4, id="the default surge is a quarter, rounded up"),
+    pytest.param({"maxUnavailable": 0, "maxSurge": 0}, (0, 0), (2, 2), 0, 1,
+                 id="no surge and no unavailability still lets one pod go"),
+])
+def test_a_rolling_update_keeps_availability_within_its_limits(rolling, new, old, expected_new, expected_old):
+    replicas = 4 if old == (4, 4) else 2
+    changed = deployment(replicas, template=CHANGED)
+    changed["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": rolling}
+    owned = [rs_at(TEMPLATE, "rs-old", *old, "t1")]
+    if new is not None:
+        owned.append(rs_at(CHANGED, "rs-new", *new, "t2"))
+    step = reconcile_deployment(changed, owned)
+    new_name = f"web-{template_hash(CHANGED)}"
+    got_new = step.create["spec"]["replicas"] if step.create else step.scale.get(new_name, new[0])
+    assert got_new == expected_new
+    assert step.scale.get(owned[0]["metadata"]["name"], old[0]) == expected_old
 
 
 def replicaset(replicas):

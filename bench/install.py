@@ -1,0 +1,77 @@
+"""Benchmark the install as users do it, on the local cluster that runs the product's image as pods.
+
+Per round, on a fresh cluster (4 nodes x 8 GPUs): the time from `kubectl apply -k manifests/local`
+until every product pod is Ready and every caBundle is injected, and until alice's first
+AppWrapper is admitted (that span includes applying the demo's policy, the team namespaces and
+the queues, as the demo does). Then, in the first round, the failed-review count while one gateway
+pod is deleted, and while `kubectl rollout restart deployment/batchgate-webhook` runs, during a
+steady stream of alice's AppWrapper submissions, and while the certificate Secret is deleted (server-side dry runs, so every one is a full
+admission through the gateway pods). Prints the machine; asserts nothing.
+
+    .venv/bin/python bench/install.py [--rounds 3] [--stream-seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.machine_info import machine  # noqa: E402
+from demo.kubectl import Kubectl  # noqa: E402
+from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, install_product, local_image  # noqa: E402
+from localcluster.controllers import DEFAULT_CONTROLLERS  # noqa: E402
+from localcluster.runner import LocalCluster  # noqa: E402
+from localcluster.sim.nodes import nodes_from_flags  # noqa: E402
+from tests.e2e.test_install import DISRUPTIONS, alice_appwrapper, delete_certificate_secret, stream_during  # noqa: E402
+
+
+def first_admitted(kubectl: Kubectl) -> None:
+    kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
+    kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
+    kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("first")))
+    while not any(c["type"] == "Admitted" and c["status"] == "True"
+                  for w in kubectl.get_json("workloads", "-n", "team-a")["items"]
+                  for c in w.get("status", {}).get("conditions", [])):
+        time.sleep(0.1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--stream-seconds", type=float, default=20.0)
+    args = parser.parse_args(argv)
+    print(f"machine: {machine()}")
+    ready, admitted = [], []
+    for i in range(args.rounds):
+        with tempfile.TemporaryDirectory() as tmp, LocalCluster(
+                Path(tmp) / "cluster", users_file=DEMO_MANIFESTS / "users.yaml", controllers=DEFAULT_CONTROLLERS,
+                nodes=nodes_from_flags(4, "32", "256Gi", 8), run_images=[local_image()]) as cluster:
+            kubectl = Kubectl(cluster.kubeconfig)
+            started = time.monotonic()
+            ready.append(install_product(kubectl))
+            first_admitted(kubectl)
+            admitted.append(time.monotonic() - started)
+            line = f"round {i + 1}: apply -k -> every pod Ready {ready[-1]:.1f} s, -> first AppWrapper admitted " \
+                   f"{admitted[-1]:.1f} s"
+            measured = {**DISRUPTIONS, "the certificate Secret deleted (keeper resync 30 s)": delete_certificate_secret}
+            for what, disrupt in measured.items() if i == 0 else ():
+                seconds = max(args.stream_seconds, 40.0) if disrupt is delete_certificate_secret else args.stream_seconds
+                sent, failed, errors = stream_during(kubectl, disrupt, seconds)
+                line += f"\n  {what} during {sent} submissions: {failed} failed reviews"
+                line += "".join(f"\n    failure: {e}" for e in errors)
+            print(line, flush=True)
+    print(f"apply -k manifests/local -> every product pod Ready: median {statistics.median(ready):.1f} s "
+          f"(min {min(ready):.1f}, max {max(ready):.1f}); -> first admitted AppWrapper: median "
+          f"{statistics.median(admitted):.1f} s (min {min(admitted):.1f}, max {max(admitted):.1f}) over {args.rounds} rounds")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
