@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localcluster.admission import AdmissionAttributes, WebhookDispatcher
+from localcluster.apiserver.admission import AdmissionAttributes, WebhookDispatcher
 from tests.localcluster.webhook_stub import WebhookStub
 
 

@@ -1,4 +1,4 @@
-"""matchConditions CEL: the hand-written subset (localcluster/cel.py) against cel-python.
+"""matchConditions CEL: the hand-written subset (localcluster/apiserver/cel.py) against cel-python.
 
 For each expression of tests/localcluster/test_cel.py that both evaluate, prints the mean time of
 one evaluation as the dispatcher does it (parse and evaluate per call; cel-python also with its
@@ -22,7 +22,7 @@ from celpy import celtypes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the expressions
 
-from localcluster import cel  # noqa: E402
+from localcluster.apiserver import cel  # noqa: E402
 from tests.localcluster.test_cel import VALUES, VARIABLES  # noqa: E402
 
 

@@ -23,7 +23,7 @@ from demo.kubectl import Kubectl
 from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import NodeSpec
-from localcluster.webhook_sources import ADDRESS_ANNOTATION
+from localcluster.apiserver.webhook_sources import ADDRESS_ANNOTATION
 from webhook.serving.launch import REPO_ROOT, RunningGateway
 
 MANIFESTS = REPO_ROOT / "manifests"

@@ -23,8 +23,9 @@ import yaml
 from aiohttp import web
 
 from certs.authority import service_names, write_serving_files
-from localcluster import lifecycle, tokens
-from localcluster.apiserver import ApiServer
+from localcluster import lifecycle
+from localcluster.apiserver import tokens
+from localcluster.apiserver.server import ApiServer
 from localcluster.authorization import RBAC, Authorizer
 from localcluster.clock import ScaledClock, TimeSource
 from localcluster.crd_registration import CrdRegistrar
@@ -32,7 +33,7 @@ from localcluster.garbage import Collector
 from localcluster.rbac import bootstrap
 from localcluster.resources import Registry
 from localcluster.store import Store
-from localcluster.webhook_sources import dispatcher
+from localcluster.apiserver.webhook_sources import dispatcher
 from localcluster.users import AUTHENTICATED, Authenticator, User, kubeconfig, load_users
 
 log = logging.getLogger("localcluster")

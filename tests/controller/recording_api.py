@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from controller.adapters.kube import ApiError, Resource
-from localcluster.patches import merge_patch
+from localcluster.apiserver.patches import merge_patch
 
 Obj = dict[str, Any]
 ObjKey = tuple[str, str, str]  # kind, namespace, name

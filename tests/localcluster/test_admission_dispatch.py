@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from certs.authority import service_names, write_serving_files
-from localcluster.admission import AdmissionAttributes, AdmissionDenied, WebhookDispatcher
+from localcluster.apiserver.admission import AdmissionAttributes, AdmissionDenied, WebhookDispatcher
 from localcluster.sim.endpoints import NoEndpoints
 from tests.localcluster.webhook_stub import WebhookStub
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localcluster.admission_match import (
+from localcluster.apiserver.admission_match import (
     AdmissionAttributes,
     BadPatch,
     CallError,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from localcluster.webhook_sources import ADDRESS_ANNOTATION
+from localcluster.apiserver.webhook_sources import ADDRESS_ANNOTATION
 from tests.localcluster.webhook_stub import WebhookStub
 from tests.localcluster_fixtures import SHARED_USERS, role_binding
 

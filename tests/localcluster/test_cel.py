@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localcluster.cel import CelError, evaluate
+from localcluster.apiserver.cel import CelError, evaluate
 
 VARIABLES: dict[str, Any] = {
     "request": {"operation": "CREATE", "userInfo": {"username": "system:serviceaccount:kube-system:gc",

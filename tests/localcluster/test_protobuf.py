@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localcluster.protobuf import ProtobufError, decode
-from localcluster.protobuf.decoder import SCALARS, SCHEMA, WRAPPERS
+from localcluster.apiserver.protobuf import ProtobufError, decode
+from localcluster.apiserver.protobuf.decoder import SCALARS, SCHEMA, WRAPPERS
 from tests.localcluster.kubectl_capture import CaptureServer
 
 

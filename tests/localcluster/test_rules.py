@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localcluster import crd_rules, crd_schema, lifecycle, shapes, tables
-from localcluster.codec import parse_bool
+from localcluster import crd_rules, crd_schema, lifecycle
+from localcluster.apiserver import shapes, tables
+from localcluster.apiserver.codec import parse_bool
 from localcluster.errors import ApiError
-from localcluster.patches import merge_patch
+from localcluster.apiserver.patches import merge_patch
 from localcluster.resources import Registry, ResourceType
-from localcluster.selectors import parse_field_selector, parse_label_selector
+from localcluster.apiserver.selectors import parse_field_selector, parse_label_selector
 from localcluster.store import Store, TooOld
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

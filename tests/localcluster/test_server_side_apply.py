@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localcluster.patching.apply import LAST_APPLIED, ApplyConflict, ApplyError, apply, record_update
-from localcluster.patching.fieldsets import from_fields_v1, to_fields_v1
+from localcluster.apiserver.patching.apply import LAST_APPLIED, ApplyConflict, ApplyError, apply, record_update
+from localcluster.apiserver.patching.fieldsets import from_fields_v1, to_fields_v1
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from demo.kubectl import KUBECTL
-from localcluster.patching.strategic import PatchError, strategic_merge
+from localcluster.apiserver.patching.strategic import PatchError, strategic_merge
 
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.webhook_sources import ADDRESS_ANNOTATION
+from localcluster.apiserver.webhook_sources import ADDRESS_ANNOTATION
 from tests.localcluster.webhook_stub import Received, WebhookStub
 from tests.localcluster_fixtures import repo_root
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from batchgate.policy import DEFAULT_POLICY
-from localcluster.admission_match import AdmissionAttributes, webhook_matches
+from localcluster.apiserver.admission_match import AdmissionAttributes, webhook_matches
 from tests.manifests.kustomize import webhook_documents
 
 

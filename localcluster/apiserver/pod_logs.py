@@ -12,10 +12,10 @@ from typing import Any
 
 from aiohttp import web
 
-from localcluster.codec import parse_bool, parse_int
+from localcluster.apiserver.codec import parse_bool, parse_int
 from localcluster.errors import bad_request, not_found
-from localcluster.responses import Context
-from localcluster.server_state import ServerState
+from localcluster.apiserver.responses import Context
+from localcluster.apiserver.server_state import ServerState
 from localcluster.sim.kubelet import log_lines
 from localcluster.sim.process_pod import log_file
 

@@ -22,16 +22,17 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from localcluster import crd_schema, lifecycle, shapes, views
-from localcluster.admission import AdmissionAttributes, AdmissionDenied, WebhookDispatcher
+from localcluster import crd_schema, lifecycle
+from localcluster.apiserver import shapes, views
+from localcluster.apiserver.admission import AdmissionAttributes, AdmissionDenied, WebhookDispatcher
 from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, FieldError, already_exists, bad_request, forbidden, invalid, not_found
-from localcluster.patching.apply import record_update
+from localcluster.apiserver.patching.apply import record_update
 from localcluster.rbac.rules import Attributes
-from localcluster.reads import view_bytes, view_obj
+from localcluster.apiserver.reads import view_bytes, view_obj
 from localcluster.resources import ResourceType
-from localcluster.responses import Context
-from localcluster.server_state import ServerState
+from localcluster.apiserver.responses import Context
+from localcluster.apiserver.server_state import ServerState
 from localcluster.store import Entry, dumps
 
 NO_ADMISSION = {("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),

@@ -17,12 +17,12 @@ from typing import Any
 
 from aiohttp import web
 
-from localcluster import tables, views
-from localcluster.codec import parse_bool, parse_int, wants_table
+from localcluster.apiserver import tables, views
+from localcluster.apiserver.codec import parse_bool, parse_int, wants_table
 from localcluster.errors import ApiError, bad_request
-from localcluster.reads import selector, view_bytes, view_obj
-from localcluster.responses import Context
-from localcluster.server_state import ServerState
+from localcluster.apiserver.reads import selector, view_bytes, view_obj
+from localcluster.apiserver.responses import Context
+from localcluster.apiserver.server_state import ServerState
 from localcluster.store import Entry, Event, TooOld, Watcher, dumps
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from localcluster.patching.patch_meta import Meta, field_meta, root_type
+from localcluster.apiserver.patching.patch_meta import Meta, field_meta, root_type
 
 PATCH = "$patch"
 RETAIN_KEYS = "$retainKeys"

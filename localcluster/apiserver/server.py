@@ -13,20 +13,20 @@ from pathlib import Path
 
 from aiohttp import web
 
-from localcluster import discovery, openapi, pod_logs, reads, tokens, watching, writes
-from localcluster.admission import WebhookDispatcher
+from localcluster.apiserver import discovery, openapi, pod_logs, reads, tokens, watching, writes
+from localcluster.apiserver.admission import WebhookDispatcher
 from localcluster.authorization import Authorizer
 from localcluster.clock import TimeSource
-from localcluster.codec import acceptable
+from localcluster.apiserver.codec import acceptable
 from localcluster.errors import ApiError, internal, method_not_allowed, not_acceptable
-from localcluster.responses import Context, error_response, json_response, read_body
+from localcluster.apiserver.responses import Context, error_response, json_response, read_body
 from localcluster.resources import Registry
-from localcluster.routing import not_found_path, resolve
+from localcluster.apiserver.routing import not_found_path, resolve
 from localcluster.store import Store
 from localcluster.rbac.requests import request_attributes
 from localcluster.users import Authenticator
 
-log = logging.getLogger("localcluster.apiserver")
+log = logging.getLogger("localcluster.apiserver.server")
 
 PUBLIC_PATHS = {"/version", "/healthz", "/livez", "/readyz"}
 

@@ -2,7 +2,7 @@
 
 Mutating configurations run first, sorted by name and their webhooks in order, each seeing the
 previous one's patch; then validating webhooks run in parallel. The pure rules (matching, review
-and reply checks, error wording) live in localcluster.admission_match.
+and reply checks, error wording) live in localcluster.apiserver.admission_match.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from localcluster.admission_match import (
+from localcluster.apiserver.admission_match import (
     AdmissionAttributes,
     AdmissionDenied,
     Answer,

@@ -11,11 +11,11 @@ from typing import Any
 
 from aiohttp import web
 
-from localcluster import codec
+from localcluster.apiserver import codec
 from localcluster.clock import rfc3339
 from localcluster.errors import FieldError, bad_request, conflict, invalid, not_found
-from localcluster.responses import Context, json_response
-from localcluster.server_state import ServerState
+from localcluster.apiserver.responses import Context, json_response
+from localcluster.apiserver.server_state import ServerState
 from localcluster.store import Store
 from localcluster.users import API_AUDIENCE, TokenClaims
 

@@ -11,12 +11,13 @@ from typing import Any
 
 from aiohttp import web
 
-from localcluster import codec, lifecycle, patch_kinds, pipeline, scale, special, views
+from localcluster import lifecycle
+from localcluster.apiserver import codec, patch_kinds, pipeline, scale, special, views
 from localcluster.errors import ApiError, forbidden, not_found, unsupported_media_type
-from localcluster.pipeline import Written, dry_run
-from localcluster.reads import matching_entries, view_bytes
-from localcluster.responses import Context, json_response, raw_response, status_success
-from localcluster.server_state import ServerState
+from localcluster.apiserver.pipeline import Written, dry_run
+from localcluster.apiserver.reads import matching_entries, view_bytes
+from localcluster.apiserver.responses import Context, json_response, raw_response, status_success
+from localcluster.apiserver.server_state import ServerState
 from localcluster.store import Entry
 
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from localcluster.discovery import KUBE_VERSION
+from localcluster.apiserver.discovery import KUBE_VERSION
 from localcluster.resources import Registry, ResourceType
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from localcluster.protobuf.schema_core import CORE
-from localcluster.protobuf.schema_groups import GROUPS, KINDS
-from localcluster.protobuf.schema_meta import META
-from localcluster.protobuf.wire import BYTES, VARINT, Field, ProtobufError, fields, read_varint, signed64
+from localcluster.apiserver.protobuf.schema_core import CORE
+from localcluster.apiserver.protobuf.schema_groups import GROUPS, KINDS
+from localcluster.apiserver.protobuf.schema_meta import META
+from localcluster.apiserver.protobuf.wire import BYTES, VARINT, Field, ProtobufError, fields, read_varint, signed64
 
 MAGIC = b"k8s\x00"
 SCALARS = {"str", "bool", "int", "bytes"}

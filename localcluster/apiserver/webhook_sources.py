@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from localcluster.admission import WebhookDispatcher
+from localcluster.apiserver.admission import WebhookDispatcher
 from localcluster.sim.endpoints import service_backends
 from localcluster.store import Store
 

@@ -1,6 +1,6 @@
 """Pure admission-webhook decisions: which webhooks a request reaches, what review they get, and
 what their answers mean, worded as kube-apiserver words them (research/k8s-contract.md section A).
-No I/O here; localcluster.admission does the calling.
+No I/O here; localcluster.apiserver.admission does the calling.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonpatch
 
-from localcluster.cel import CelError, evaluate
+from localcluster.apiserver.cel import CelError, evaluate
 
 NAMESPACES = ("", "v1", "namespaces")
 NEVER_ADMITTED = {("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),

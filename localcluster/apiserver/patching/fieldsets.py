@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Union
 
-from localcluster.patching.patch_meta import field_meta, is_builtin, root_type
+from localcluster.apiserver.patching.patch_meta import field_meta, is_builtin, root_type
 
 Path = tuple[str, ...]
 MISSING = object()

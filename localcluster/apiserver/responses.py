@@ -7,9 +7,9 @@ from typing import Any
 
 from aiohttp import web
 
-from localcluster.codec import MAX_BODY_BYTES
+from localcluster.apiserver.codec import MAX_BODY_BYTES
 from localcluster.errors import ApiError, too_large
-from localcluster.routing import Target
+from localcluster.apiserver.routing import Target
 from localcluster.store import dumps
 from localcluster.users import User
 

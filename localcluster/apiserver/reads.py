@@ -8,13 +8,13 @@ from typing import Any
 
 from aiohttp import web
 
-from localcluster import scale, tables, views
-from localcluster.codec import parse_bool, parse_int, wants_table
+from localcluster.apiserver import scale, tables, views
+from localcluster.apiserver.codec import parse_bool, parse_int, wants_table
 from localcluster.errors import bad_request, expired, not_found
-from localcluster.responses import Context, json_response, raw_response
+from localcluster.apiserver.responses import Context, json_response, raw_response
 from localcluster.resources import ResourceType
-from localcluster.server_state import ServerState
-from localcluster.selectors import Predicate, both, parse_field_selector, parse_label_selector
+from localcluster.apiserver.server_state import ServerState
+from localcluster.apiserver.selectors import Predicate, both, parse_field_selector, parse_label_selector
 from localcluster.store import Entry
 
 

@@ -2,7 +2,7 @@
 
 Each turns the live object (None when server-side apply creates) into the object the patch asks
 for; that object then goes through the one write pipeline (pipeline.py) like any other body.
-Strategic merge and server-side apply come from `localcluster.patching`; custom resources
+Strategic merge and server-side apply come from `localcluster.apiserver.patching`; custom resources
 accept no strategic merge (415, as kube-apiserver).
 """
 
@@ -11,14 +11,15 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from localcluster import codec, crd_schema, lifecycle
+from localcluster import crd_schema, lifecycle
+from localcluster.apiserver import codec
 from localcluster.clock import rfc3339
 from localcluster.errors import ApiError, bad_request, not_found
-from localcluster.patches import json_patch, merge_patch
-from localcluster.patching.apply import ApplyConflict, ApplyError, apply
-from localcluster.patching.strategic import PatchError, strategic_merge
+from localcluster.apiserver.patches import json_patch, merge_patch
+from localcluster.apiserver.patching.apply import ApplyConflict, ApplyError, apply
+from localcluster.apiserver.patching.strategic import PatchError, strategic_merge
 from localcluster.resources import ResourceType
-from localcluster.responses import Context
+from localcluster.apiserver.responses import Context
 
 
 def kind_key(rt: ResourceType) -> str:

@@ -12,7 +12,7 @@ import copy
 import json
 from typing import Any
 
-from localcluster.patching.fieldsets import (
+from localcluster.apiserver.patching.fieldsets import (
     MISSING,
     OBJECT,
     ApplyError,

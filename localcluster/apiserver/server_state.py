@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from localcluster.admission import WebhookDispatcher
+from localcluster.apiserver.admission import WebhookDispatcher
 from localcluster.authorization import Authorizer
 from localcluster.clock import TimeSource
 from localcluster.resources import Registry

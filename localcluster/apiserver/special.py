@@ -8,14 +8,15 @@ from typing import Any
 
 from aiohttp import web
 
-from localcluster import codec, lifecycle
+from localcluster import lifecycle
+from localcluster.apiserver import codec
 from localcluster.authorization import REVIEWS
 from localcluster.clock import rfc3339
-from localcluster.pipeline import dry_run
+from localcluster.apiserver.pipeline import dry_run
 from localcluster.errors import ApiError, bad_request, conflict, not_found
-from localcluster.reads import view_bytes
-from localcluster.responses import Context, json_response, raw_response
-from localcluster.server_state import ServerState
+from localcluster.apiserver.reads import view_bytes
+from localcluster.apiserver.responses import Context, json_response, raw_response
+from localcluster.apiserver.server_state import ServerState
 from localcluster.store import Entry
 
 VIRTUAL_CREATES = {("", "bindings"), ("authentication.k8s.io", "selfsubjectreviews"), *REVIEWS}

@@ -78,7 +78,7 @@ def _yaml(body: bytes) -> Any:
 
 def _protobuf(body: bytes) -> Any:
     try:
-        from localcluster import protobuf
+        from localcluster.apiserver import protobuf
     except ImportError:
         raise unsupported_media_type(PROTOBUF, [JSON, YAML]) from None
     try:
