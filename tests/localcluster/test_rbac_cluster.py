@@ -187,11 +187,13 @@ def test_an_unknown_verb_is_stored_and_grants_nothing(kubectl: Kubectl) -> None:
 
 
 def test_a_binding_to_a_missing_role_grants_nothing_and_the_answer_says_why(kubectl: Kubectl) -> None:
-    kubectl("apply", "-f", "-", input=role_binding("team-b", "not-there", ("bob",), kind="Role"))
-    result = kubectl("-n", "team-b", "get", "nodes", user="bob", check=False)
+    # A namespace of its own: the dangling binding would otherwise colour other tests' answers.
+    kubectl("create", "namespace", "team-dangling")
+    kubectl("apply", "-f", "-", input=role_binding("team-dangling", "not-there", ("bob",), kind="Role"))
+    result = kubectl("-n", "team-dangling", "get", "nodes", user="bob", check=False)
     assert result.returncode == 1 and 'cannot list resource "nodes"' in result.stderr
-    refused = kubectl("-n", "team-b", "create", "deployment", "d", "--image=x", user="bob", check=False)
-    assert ('cannot create resource "deployments" in API group "apps" in the namespace "team-b": '
+    refused = kubectl("-n", "team-dangling", "create", "deployment", "d", "--image=x", user="bob", check=False)
+    assert ('cannot create resource "deployments" in API group "apps" in the namespace "team-dangling": '
             'RBAC: role.rbac.authorization.k8s.io "not-there" not found') in refused.stderr
 
 
@@ -236,18 +238,20 @@ def test_subject_access_reviews_through_the_kubernetes_client(cluster: LocalClus
 
 
 def test_escalation_is_refused_in_kube_apiservers_words(kubectl: Kubectl) -> None:
-    kubectl("apply", "-f", "-", input=role_binding("team-b", "admin", ("bob",)))
-    refused = kubectl("-n", "team-b", "create", "role", "nodes", "--verb=get", "--resource=nodes", user="bob",
+    # bob is admin of a namespace of his own here, so his other namespaces keep the team role only.
+    kubectl("create", "namespace", "team-escalation")
+    kubectl("apply", "-f", "-", input=role_binding("team-escalation", "admin", ("bob",)))
+    refused = kubectl("-n", "team-escalation", "create", "role", "nodes", "--verb=get", "--resource=nodes", user="bob",
                       check=False)
     assert refused.returncode == 1
     assert ('roles.rbac.authorization.k8s.io "nodes" is forbidden: user "bob" (groups=["system:authenticated"]) '
             "is attempting to grant RBAC permissions not currently held:\n"
             '{APIGroups:[""], Resources:["nodes"], Verbs:["get"]}') in refused.stderr
-    kubectl("-n", "team-b", "create", "role", "reader", "--verb=get", "--resource=secrets", user="bob")
-    bound = kubectl("-n", "team-b", "create", "rolebinding", "root", "--clusterrole=cluster-admin", "--user=bob",
+    kubectl("-n", "team-escalation", "create", "role", "reader", "--verb=get", "--resource=secrets", user="bob")
+    bound = kubectl("-n", "team-escalation", "create", "rolebinding", "root", "--clusterrole=cluster-admin", "--user=bob",
                     user="bob", check=False)
     assert bound.returncode == 1 and "is attempting to grant RBAC permissions not currently held" in bound.stderr
-    kubectl("-n", "team-b", "create", "rolebinding", "fine", "--role=reader", "--user=alice", user="bob")
+    kubectl("-n", "team-escalation", "create", "rolebinding", "fine", "--role=reader", "--user=alice", user="bob")
 
 
 def test_the_local_cluster_can_be_started_without_authorization(tmp_path: Path) -> None:
