@@ -136,7 +136,11 @@ def test_a_job_naming_batchgate_scheduler_gets_its_podgroup_and_is_bound_all_at_
     client.create(JOBS, a_job(ns, "train", pods=3, gpus=4, run_for="2s"))
     assert phases_until_finished(client, ns, "train", since) == ["Pending", "Scheduling", "Running", "Finished"]
     group = podgroup(client, ns, "train")
-    assert group is not None and group["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 300}
+    # Made for the whole gang; afterwards it follows the pods still to run (issue 20), so pods that
+    # finish before their siblings may shrink it: its final minMember is not the gang that ran.
+    assert [e["message"] for e in events(client, ns, "CreatedPodGroup")] == ["Created PodGroup train with minMember 3"]
+    assert group is not None and group["spec"]["scheduleTimeoutSeconds"] == 300
+    assert 1 <= group["spec"]["minMember"] <= 3
     owner = group["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("Job", "train", True)
     assert (group["status"]["succeeded"], group["status"]["running"], group["status"]["failed"]) == (3, 0, 0)
