@@ -122,6 +122,19 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
             gateway.stop()
 
 
+@contextmanager
+def running_controller(stack: Stack) -> Iterator[Any]:
+    """The real controller (no leader election) as its service account, synced; stopped after."""
+    from controller.adapters.kube import KubeClient
+    from tests.controller.cluster import started_controller
+
+    client = KubeClient.from_kubeconfig(str(stack.controller_kubeconfig))
+    try:
+        yield from started_controller(client, watch_timeout=5)
+    finally:
+        client.close()
+
+
 def submit(kubectl: Kubectl, obj: dict[str, Any]) -> str:
     """`kubectl apply` as the user; kubectl's one line of output."""
     return kubectl("apply", "-f", "-", input=yaml.safe_dump(obj), user=USER).stdout.strip()

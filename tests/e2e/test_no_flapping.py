@@ -22,10 +22,8 @@ import pytest
 import yaml
 
 from batchgate import keys
-from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
-from tests.e2e.stack import NAMESPACE, Stack, running_stack, submit
+from tests.e2e.stack import NAMESPACE, Stack, running_controller, running_stack, submit
 from tests.e2e.test_gang_shipped_policy import wait
 
 pytestmark = pytest.mark.timeout(240)
@@ -101,15 +99,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                      "metadata": {"name": f"q-{x}", "namespace": NAMESPACE}, "spec": {"clusterQueue": f"cq-{x}"}}
                     for x in "ab")]
         stack.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(queues))
-        client = KubeClient.from_kubeconfig(str(stack.cluster.kubeconfig))
-        ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
-        ctl.start()
-        assert ctl.wait_synced(20)
-        try:
+        with running_controller(stack):
             yield stack
-        finally:
-            ctl.stop()
-            client.close()
 
 
 def test_no_job_is_resumed_within_a_second_of_its_suspension(stack: Stack) -> None:

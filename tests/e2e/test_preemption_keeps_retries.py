@@ -16,10 +16,8 @@ import pytest
 import yaml
 
 from batchgate import keys
-from batchgate.clock import SystemClock
-from controller.adapters.kube import RESOURCES, KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
-from tests.e2e.stack import NAMESPACE, Stack, running_stack, submit
+from controller.adapters.kube import RESOURCES
+from tests.e2e.stack import NAMESPACE, Stack, running_controller, running_stack, submit
 from tests.e2e.test_gang_shipped_policy import a_job, shipped_policy, wait
 
 pytestmark = pytest.mark.timeout(300)
@@ -41,15 +39,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             {"apiVersion": keys.KUEUE_API_VERSION, "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}, "value": 100},
         ]
         stack.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(queues))
-        client = KubeClient.from_kubeconfig(str(stack.controller_kubeconfig))
-        ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
-        ctl.start()
-        assert ctl.wait_synced(20)
-        try:
+        with running_controller(stack):
             yield stack
-        finally:
-            ctl.stop()
-            client.close()
 
 
 def finished(job: dict[str, Any]) -> str:
