@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from batchgate import keys
-from controller.adapters.kube import RESOURCES
 from tests.e2e.stack import NAMESPACE, Stack, running_controller, running_stack, submit
 from tests.e2e.test_gang_shipped_policy import a_job, shipped_policy, wait
 
