@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,35 @@ def eventually(probe: Any, what: str, timeout: float = WAIT_SECONDS) -> Any:
         time.sleep(0.5)
 
 
-@pytest.fixture(scope="module")
-def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
-    workdir = tmp_path_factory.mktemp("install")
+@contextmanager
+def installed(workdir: Path) -> Iterator[tuple[Kubectl, dict[str, str]]]:
+    """An empty process-pod cluster, then the install as a user makes it: `kubectl apply -k
+    manifests/local` until every pod is Ready and every caBundle injected, then the demo's teams
+    and queues. Also the third-party CRDs' uids from before the install."""
     with LocalCluster(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml", controllers=DEFAULT_CONTROLLERS,
                       nodes=nodes_from_flags(4, "32", "256Gi", 8), run_images=[local_image()]) as cluster:
-        yield Kubectl(cluster.kubeconfig)
+        kubectl = Kubectl(cluster.kubeconfig)
+        crds_before = third_party_crds(kubectl)
+        install_product(kubectl)
+        kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
+        kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
+        yield kubectl, crds_before
+
+
+def third_party_crds(kubectl: Kubectl) -> dict[str, str]:
+    return {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS}
+
+
+@pytest.fixture(scope="module")
+def install(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, dict[str, str]]]:
+    """One installed cluster for the tests that disturb the product and check it heals (any order)."""
+    with installed(tmp_path_factory.mktemp("install")) as made:
+        yield made
+
+
+@pytest.fixture
+def kubectl(install: tuple[Kubectl, dict[str, str]]) -> Kubectl:
+    return install[0]
 
 
 def alice_appwrapper(name: str) -> dict[str, Any]:
@@ -53,13 +77,10 @@ def alice_appwrapper(name: str) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": "team-a"}, "spec": {"components": [{"template": job}]}}
 
 
-def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_and_admitted(kubectl: Kubectl) -> None:
-    crds_before = {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS}
-    # apply -k, every pod Ready, every caBundle injected; then the demo's policy, as the local
-    # cluster answers no SubjectAccessReview the shipped policy's userRBACCheck asks for until it has RBAC.
-    install_product(kubectl)
-    kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
-    kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
+def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_and_admitted(
+        install: tuple[Kubectl, dict[str, str]]) -> None:
+    kubectl, crds_before = install
+    assert product_status(kubectl)[0], product_status(kubectl)[1]
     kubectl.run("apply", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("alice-first")))
     aw = kubectl.get_json("appwrapper", "-n", "team-a", "alice-first", user="alice")
     labels = aw["metadata"].get("labels", {})
@@ -71,7 +92,7 @@ def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_
         return any(c["type"] == "Admitted" and c["status"] == "True"
                    for w in workloads for c in w.get("status", {}).get("conditions", []))
     eventually(admitted, "alice's AppWrapper admitted by the controller pods (kubectl get workloads -n team-a)")
-    assert {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS} == crds_before
+    assert third_party_crds(kubectl) == crds_before
 
 
 def delete_one_gateway_pod(kubectl: Kubectl) -> None:
@@ -215,8 +236,14 @@ def test_with_the_gateway_scaled_to_zero_only_managed_namespaces_are_refused_and
     kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("after-heal")))
 
 
-def test_uninstall_leaves_users_objects_and_third_party_crds_alone(kubectl: Kubectl) -> None:
-    crds_before = {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS}
+def test_uninstall_leaves_users_objects_and_third_party_crds_alone(tmp_path: Path) -> None:
+    """A cluster of its own: the other tests need the product installed, whatever their order."""
+    with installed(tmp_path) as (kubectl, crds_before):
+        uninstall_keeps_users_objects(kubectl, crds_before)
+
+
+def uninstall_keeps_users_objects(kubectl: Kubectl, crds_before: dict[str, str]) -> None:
+    kubectl.run("apply", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("kept")))
     kubectl.run("apply", "-f", "-", stdin=json.dumps(
         {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "plain", "namespace": "default"},
          "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "busybox"}]}}}}))
@@ -231,4 +258,4 @@ def test_uninstall_leaves_users_objects_and_third_party_crds_alone(kubectl: Kube
     assert kubectl.get_json("appwrappers", "-A")["items"], "users' AppWrappers went with the uninstall"
     assert kubectl.get_json("job", "-n", "default", "plain")
     assert kubectl.get_json("pytorchjob", "-n", "default", "torch")
-    assert {name: kubectl.get_json("crd", name)["metadata"]["uid"] for name in THIRD_PARTY_CRDS} == crds_before
+    assert third_party_crds(kubectl) == crds_before
