@@ -80,7 +80,8 @@ def alice_appwrapper(name: str) -> dict[str, Any]:
 def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_and_admitted(
         install: tuple[Kubectl, dict[str, str]]) -> None:
     kubectl, crds_before = install
-    assert product_status(kubectl)[0], product_status(kubectl)[1]
+    # Ready after the install (the fixture's wait), and again after any test before this one that disturbed it.
+    eventually(lambda: product_status(kubectl)[0], "every product pod Ready: " + product_status(kubectl)[1])
     kubectl.run("apply", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("alice-first")))
     aw = kubectl.get_json("appwrapper", "-n", "team-a", "alice-first", user="alice")
     labels = aw["metadata"].get("labels", {})
@@ -210,6 +211,7 @@ def test_deleting_the_controller_s_leader_pod_hands_over_to_the_standby_and_admi
     counts = eventually(lambda: len(workloads_by_owner()) == len(names) and workloads_by_owner(),
                         "every AppWrapper submitted around the handover admitted")
     assert counts == {name: 1 for name in names}, "an AppWrapper was admitted twice"
+    eventually(lambda: product_status(kubectl)[0], "the deleted pod replaced: " + product_status(kubectl)[1])
 
 
 def pod(name: str, namespace: str) -> str:
