@@ -73,6 +73,10 @@ def _san(names: list[str]) -> x509.SubjectAlternativeName:
     return x509.SubjectAlternativeName(entries)
 
 
+BACKDATE = _dt.timedelta(minutes=5)
+"""Certificates start this long before they are issued, for clocks a little behind ours."""
+
+
 def make_ca(common_name: str, now: _dt.datetime, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _new_key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
@@ -82,7 +86,7 @@ def make_ca(common_name: str, now: _dt.datetime, days: int) -> tuple[x509.Certif
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _dt.timedelta(minutes=5))
+        .not_valid_before(now - BACKDATE)
         .not_valid_after(now + _dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
@@ -113,7 +117,7 @@ def make_serving_cert(
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _dt.timedelta(minutes=5))
+        .not_valid_before(now - BACKDATE)
         .not_valid_after(now + _dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_san(names), critical=False)

@@ -58,6 +58,9 @@ def _manage_parser(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--ca-validity", type=_duration, default=_dt.timedelta(days=3650), help="default 87600h")
     cmd.add_argument("--resync", type=_duration, default=_dt.timedelta(seconds=30),
                      help="how often caBundles are checked and put back (default 30s)")
+    cmd.add_argument("--switch-grace", type=_duration, default=_dt.timedelta(minutes=5),
+                     help="after a new CA replaces a lost one, keep the old CA in the caBundle this long, for pods "
+                          "still serving its certificate until the kubelet updates their volume (default 5m)")
     cmd.add_argument("--policy-configmap", type=_pair, metavar="NS/NAME",
                      help="keep each governed webhook's namespaceSelector equal to this policy's managed namespaces")
     cmd.add_argument("--kubeconfig", help="default in-cluster, else ~/.kube/config")
@@ -76,7 +79,8 @@ def manage(args: argparse.Namespace) -> int:
         settings = CertSettings(
             dns_names=tuple(service_names(args.service, args.namespace)[:4]),
             ca_validity=args.ca_validity, serving_validity=args.serving_validity,
-            serving_renew_before=args.renew_before, ca_renew_before=args.renew_before)
+            serving_renew_before=args.renew_before, ca_renew_before=args.renew_before,
+            switch_grace=args.switch_grace)
         api = api_client(args.kubeconfig)
     except Exception as exc:  # noqa: BLE001 - bad settings or kubeconfig: bad input, said plainly
         print(f"batchgate certs manage: {exc}", file=sys.stderr)

@@ -25,7 +25,7 @@ from kubernetes.client.rest import ApiException
 from batchgate.clock import Clock
 from batchgate.policy import Policy, PolicyError
 from certs.authority import issue_secret_data
-from certs.lifecycle import CertSettings, SecretPlan, WebhookBundle, ca_bundle, plan_secret, stale_bundles
+from certs.lifecycle import BundlePlan, CertSettings, SecretPlan, WebhookBundle, plan_bundle, plan_secret, stale_bundles
 from certs.scope import namespace_selector, stale_selectors
 
 log = logging.getLogger("batchgate.certs")
@@ -45,6 +45,7 @@ class PassResult:
     injected: tuple[str, ...]
     missing: tuple[str, ...]
     scoped: tuple[str, ...] = ()
+    bundle: BundlePlan | None = None
 
 
 class CertKeeper:
@@ -116,6 +117,20 @@ class CertKeeper:
                    else self.admission.replace_validating_webhook_configuration)
         replace(name, cast(Any, body), _preload_content=False)  # a plain dict is serialized as the model
 
+    def configured_bundles(self) -> list[str]:
+        """Every caBundle the product's configurations carry now: after a Secret is deleted, the
+        only record of the CA that running pods' certificates still chain to."""
+        bundles: list[str] = []
+        for kind, name in self.configurations:
+            try:
+                config = self._read_configuration(kind, name)
+            except ApiException as exc:
+                if exc.status != NOT_FOUND:
+                    raise
+                continue  # reported by inject
+            bundles.extend(hook["clientConfig"].get("caBundle", "") for hook in config.get("webhooks") or [])
+        return bundles
+
     def policy(self) -> Policy | None:
         """The policy whose managed namespaces the webhooks follow; None when none is configured
         or it is invalid (then the selectors are left as they are, and the error is logged)."""
@@ -178,10 +193,16 @@ class CertKeeper:
         return tuple(injected), tuple(missing), tuple(scoped)
 
     def reconcile(self) -> PassResult:
-        """One pass: the Secret, then every configuration's caBundle."""
+        """One pass: the Secret, then every configuration's caBundle (the Secret's CAs, and for a
+        while after a new serving certificate the CAs it replaced, read before the Secret is)."""
+        configured = self.configured_bundles()
         plan, data = self.ensure_secret()
-        injected, missing, scoped = self.inject(ca_bundle(data), self.policy())
-        return PassResult(plan, injected, missing, scoped)
+        bundle = plan_bundle(data, configured, self.settings, self.clock.now())
+        if bundle.carried:
+            log.info("caBundle keeps %s beside the Secret's CA until %s (pods may still serve its certificate)",
+                     "; ".join(bundle.carried), bundle.recheck_at)
+        injected, missing, scoped = self.inject(bundle.bundle, self.policy())
+        return PassResult(plan, injected, missing, scoped, bundle)
 
     def run(self, stop: threading.Event, resync_seconds: float) -> None:
         """Pass after pass until `stop`: every `resync_seconds` (a caBundle edited away comes back
@@ -190,7 +211,10 @@ class CertKeeper:
             wait = resync_seconds
             try:
                 result = self.reconcile()
-                due = (result.plan.recheck_at - self.clock.now()).total_seconds()
+                due_at = result.plan.recheck_at
+                if result.bundle is not None and result.bundle.recheck_at is not None:
+                    due_at = min(due_at, result.bundle.recheck_at)  # drop the old CA on time
+                due = (due_at - self.clock.now()).total_seconds()
                 wait = max(0.0, min(resync_seconds, due))
             except Exception as exc:  # noqa: BLE001 - API and network errors of every kind: next pass
                 log.error("certificate pass failed, retrying in %.0fs: %s", resync_seconds, exc)

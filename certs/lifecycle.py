@@ -8,6 +8,14 @@ configurations do not carry the bundle. The adapter (certs/keeper.py) carries bo
 A CA is renewed without a failed review: the new `ca.crt` holds the new CA first and the old one
 after it while the old one is still valid, so configurations trust both the serving certificate
 still mounted in running pods and the one the Secret now holds.
+
+A Secret deleted or corrupted while running loses the old CA, yet running pods keep serving the old
+certificate until the kubelet projects the new Secret into their volume (its sync period plus its
+cache TTL, about a minute or two) and the gateway reloads it. The configurations' caBundle is then
+the only record of the old CA: `plan_bundle` keeps the still-valid CAs it carries beside the
+Secret's for `switch_grace` after the Secret's serving certificate was issued, and drops them
+after. The rule reads only shared state (the Secret, the configurations, now), so every replica's
+keeper reaches the same bundle and none flaps it.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from certs.authority import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY
+from certs.authority import BACKDATE, CA_CERT, CA_KEY, TLS_CERT, TLS_KEY
 
 Action = Literal["keep", "renew-serving", "issue-all"]
 
@@ -40,12 +48,18 @@ class CertSettings:
     ca_renew_before: _dt.timedelta = _dt.timedelta(days=90)
     check_every: _dt.timedelta = _dt.timedelta(hours=1)
     """Longest time between two looks at the Secret when nothing is due."""
+    switch_grace: _dt.timedelta = _dt.timedelta(minutes=5)
+    """How long after a new serving certificate the CAs it replaced stay in the caBundle: longer
+    than the kubelet takes to project a changed Secret (sync period + cache TTL, 1 + 1 minute by
+    default) plus the gateway's reload, so no pod still serves a certificate the bundle dropped."""
 
     def __post_init__(self) -> None:
         if not self.dns_names:
             raise ValueError("dns_names: at least one name is needed")
         if self.serving_renew_before >= self.serving_validity:
             raise ValueError("serving_renew_before must be shorter than serving_validity (it would renew forever)")
+        if self.switch_grace < _dt.timedelta(0):
+            raise ValueError("switch_grace must not be negative")
         if self.ca_renew_before >= self.ca_validity:
             raise ValueError("ca_renew_before must be shorter than ca_validity (it would renew forever)")
 
@@ -144,9 +158,47 @@ def plan_secret(data: Mapping[str, bytes] | None, settings: CertSettings, now: _
     return SecretPlan("keep", "valid", min(soon, serving_due, ca_due))
 
 
-def ca_bundle(data: Mapping[str, bytes]) -> str:
-    """The base64 caBundle the webhook configurations must carry for this Secret."""
-    return base64.b64encode(data[CA_CERT]).decode()
+@dataclass(frozen=True)
+class BundlePlan:
+    """The caBundle every webhook must carry, and the CAs from the configurations it keeps (why)."""
+
+    bundle: str
+    carried: tuple[str, ...]
+    """Subjects of the CAs kept from the configurations, not in the Secret (for the log)."""
+    recheck_at: _dt.datetime | None
+    """When the carried CAs are dropped (None when none are carried)."""
+
+
+def _configured_cas(bundles: list[str], now: _dt.datetime) -> list[x509.Certificate]:
+    """The still-valid CA certificates the configurations carry (a placeholder or junk is skipped)."""
+    found: list[x509.Certificate] = []
+    for encoded in bundles:
+        try:
+            certs = parse_cas(base64.b64decode(encoded, validate=True))
+        except ValueError:
+            continue
+        for cert in certs:
+            try:
+                is_ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+            except x509.ExtensionNotFound:
+                is_ca = False
+            if is_ca and cert.not_valid_before_utc <= now < cert.not_valid_after_utc and cert not in found:
+                found.append(cert)
+    return found
+
+
+def plan_bundle(data: Mapping[str, bytes], configured: list[str], settings: CertSettings,
+                now: _dt.datetime) -> BundlePlan:
+    """The Secret's ca.crt, followed, within `switch_grace` of its serving certificate's issue, by
+    every valid CA the configurations carry that the Secret lacks (so pods still serving the
+    replaced certificate stay trusted until the kubelet gives them the new one)."""
+    secret_cas = parse_cas(data[CA_CERT])
+    serving = parse_cas(data[TLS_CERT])[0]
+    until = serving.not_valid_before_utc + BACKDATE + settings.switch_grace
+    carried = [c for c in _configured_cas(configured, now) if c not in secret_cas] if now < until else []
+    pem = data[CA_CERT] + b"".join(c.public_bytes(serialization.Encoding.PEM) for c in carried)
+    return BundlePlan(base64.b64encode(pem).decode(), tuple(c.subject.rfc4514_string() for c in carried),
+                      until if carried else None)
 
 
 def stale_bundles(webhooks: list[WebhookBundle], bundle: str) -> list[WebhookBundle]:

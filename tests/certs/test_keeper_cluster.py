@@ -88,15 +88,35 @@ def test_a_bundle_edited_away_comes_back(kube_api: client.ApiClient, setup: dict
     assert len(set(bundles(kube_api, setup))) == 1
 
 
-def test_a_corrupted_secret_is_reissued(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
-    keep = keeper(kube_api, setup, FakeClock(START))
+def delete_secret(core: client.CoreV1Api, namespace: str) -> None:
+    core.delete_namespaced_secret("gate-tls", namespace)
+
+
+def corrupt_secret(core: client.CoreV1Api, namespace: str) -> None:
+    core.patch_namespaced_secret("gate-tls", namespace, {"data": {CA_CERT: base64.b64encode(b"junk").decode()}})
+
+
+@pytest.mark.parametrize("lose", [
+    pytest.param(delete_secret, id="a deleted Secret"),
+    pytest.param(corrupt_secret, id="a corrupted Secret"),
+])
+def test_a_lost_secret_is_reissued_and_its_ca_stays_trusted_beside_the_new_one_for_the_switch_grace(
+        kube_api: client.ApiClient, setup: dict[str, Any], lose: Any) -> None:
+    clock = FakeClock(START)
+    keep = keeper(kube_api, setup, clock)
     keep.reconcile()
-    core = client.CoreV1Api(kube_api)
-    core.patch_namespaced_secret("gate-tls", setup["namespace"],
-                                 {"data": {CA_CERT: base64.b64encode(b"junk").decode()}})
+    before, _ = secret_data(kube_api, setup["namespace"])
+    lose(client.CoreV1Api(kube_api), setup["namespace"])
+    clock.advance(_dt.timedelta(minutes=1))
     result = keep.reconcile()
+    after, _ = secret_data(kube_api, setup["namespace"])
     assert result.plan.action == "issue-all" and len(result.injected) == 3
-    assert parse_cas(secret_data(kube_api, setup["namespace"])[0][CA_CERT])
+    both = base64.b64encode(after[CA_CERT] + before[CA_CERT]).decode()
+    assert bundles(kube_api, setup) == [both] * 3  # pods still serving the old certificate stay trusted
+    assert keep.reconcile().injected == ()  # a pass within the grace keeps the old CA, writes nothing
+    clock.advance(keep.settings.switch_grace)
+    assert len(keep.reconcile().injected) == 3
+    assert bundles(kube_api, setup) == [base64.b64encode(after[CA_CERT]).decode()] * 3
 
 
 def test_a_forced_renewal_keeps_the_ca_so_no_bundle_changes(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:

@@ -3,11 +3,13 @@
 We test these aspects: a missing or broken Secret is issued anew, a serving certificate near its
 end or for the wrong names is renewed under the same CA, a CA near its end is replaced while the
 old CA stays trusted, a valid Secret is kept until the next look, applying any plan leaves a
-Secret the next look keeps, and webhooks whose caBundle is not the Secret's are found.
+Secret the next look keeps, webhooks whose caBundle is not the Secret's are found, and a CA lost
+with its Secret stays in the caBundle beside the new one until the switch grace is over.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 from typing import Callable
 
@@ -16,7 +18,7 @@ from cryptography import x509
 
 from batchgate.clock import UTC
 from certs.authority import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY, issue_secret_data
-from certs.lifecycle import CertSettings, WebhookBundle, ca_bundle, parse_cas, plan_secret, stale_bundles
+from certs.lifecycle import CertSettings, WebhookBundle, parse_cas, plan_bundle, plan_secret, stale_bundles
 
 T0 = _dt.datetime(2030, 1, 1, tzinfo=UTC)
 NAMES = ("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local")
@@ -116,11 +118,52 @@ def test_an_expired_old_ca_is_dropped_from_the_bundle() -> None:
 
 def test_webhooks_whose_bundle_differs_are_stale() -> None:
     data = fresh()
-    good = ca_bundle(data)
+    good = plan_bundle(data, [], SETTINGS, T0).bundle
     hooks = [WebhookBundle("ValidatingWebhookConfiguration", "v", 0, "a", good),
              WebhookBundle("ValidatingWebhookConfiguration", "v", 1, "b", "Cg=="),
              WebhookBundle("MutatingWebhookConfiguration", "m", 0, "c", "")]
     assert [h.name for h in stale_bundles(hooks, good)] == ["b", "c"]
+
+
+def b64(pem: bytes) -> str:
+    return base64.b64encode(pem).decode()
+
+
+OLD = fresh()
+"""The Secret before it was deleted: its CA is what the configurations carry."""
+GRACE = SETTINGS.switch_grace
+
+
+@pytest.mark.parametrize("configured, new_at, now, carried", [
+    pytest.param(lambda: [b64(OLD[CA_CERT])] * 3, T0 + DAY, T0 + DAY, True,
+                 id="right after a new Secret the lost CA the configurations carry stays beside the new one"),
+    pytest.param(lambda: [b64(OLD[CA_CERT])], T0 + DAY, T0 + DAY + GRACE - _dt.timedelta(seconds=1), True,
+                 id="the lost CA stays until the switch grace is over"),
+    pytest.param(lambda: [b64(OLD[CA_CERT])], T0 + DAY, T0 + DAY + GRACE, False,
+                 id="once the switch grace is over the lost CA is dropped"),
+    pytest.param(lambda: [b64(OLD[CA_CERT])], T0 + 3651 * DAY, T0 + 3651 * DAY, False,
+                 id="an expired lost CA is not carried"),
+    pytest.param(lambda: ["Cg==", "", "not base64!"], T0 + DAY, T0 + DAY, False,
+                 id="a placeholder or junk bundle carries nothing"),
+    pytest.param(lambda: [b64(OLD[TLS_CERT])], T0 + DAY, T0 + DAY, False,
+                 id="a certificate that is not a CA is not carried"),
+])
+def test_a_ca_lost_with_its_secret_stays_in_the_bundle_for_the_switch_grace(
+        configured: Callable[[], list[str]], new_at: _dt.datetime, now: _dt.datetime, carried: bool) -> None:
+    new = fresh(new_at)
+    plan = plan_bundle(new, configured(), SETTINGS, now)
+    cas = parse_cas(base64.b64decode(plan.bundle))
+    assert cas[0] == parse_cas(new[CA_CERT])[0]
+    assert (cas[1:] == parse_cas(OLD[CA_CERT])) is carried
+    assert (plan.recheck_at == new_at + GRACE) is carried
+    if carried:  # the serving certificate the pods still serve chains to the bundle
+        x509.load_pem_x509_certificate(OLD[TLS_CERT]).verify_directly_issued_by(cas[1])
+
+
+def test_a_ca_the_secret_already_lists_is_not_carried_twice() -> None:
+    renewed = apply(OLD, T0 + 3600 * DAY)  # a CA renewal: the new ca.crt lists the old CA after the new
+    plan = plan_bundle(renewed, [b64(OLD[CA_CERT]), b64(renewed[CA_CERT])], SETTINGS, T0 + 3600 * DAY)
+    assert base64.b64decode(plan.bundle) == renewed[CA_CERT] and plan.carried == ()
 
 
 @pytest.mark.parametrize("change, field", [
@@ -129,6 +172,7 @@ def test_webhooks_whose_bundle_differs_are_stale() -> None:
                  id="renewing earlier than a certificate lives is refused"),
     pytest.param({"ca_renew_before": _dt.timedelta(days=4000)}, "ca_renew_before",
                  id="renewing the CA earlier than it lives is refused"),
+    pytest.param({"switch_grace": -DAY}, "switch_grace", id="a negative switch grace is refused"),
 ])
 def test_settings_that_cannot_work_are_refused(change: dict, field: str) -> None:
     with pytest.raises(ValueError, match=field):
