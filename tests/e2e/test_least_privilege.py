@@ -54,6 +54,7 @@ RARE_PATHS: dict[str, dict[Right, str]] = {
         ("patch", "scheduling.x-k8s.io", "podgroups"): "a gang's minMember lowered as its pods finish",
         ("patch", "batch", "jobs/status"): "a preempted Job that had started, resumed (its startTime cleared first)",
         ("delete", "", "pods"): "an AppWrapper's deletion forced after its grace period",
+        ("create", "", "pods"): NOT_WRAPPED,
         ("get", "", "persistentvolumeclaims"): NOT_WRAPPED,
         ("create", "", "persistentvolumeclaims"): NOT_WRAPPED,
         ("delete", "", "persistentvolumeclaims"): NOT_WRAPPED,
