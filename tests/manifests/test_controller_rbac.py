@@ -1,8 +1,10 @@
 """The controller's ClusterRole lets the AppWrapper lifecycle do its job with every default wrapped kind.
 
-We test these aspects: create/get/list/watch/patch/delete on every kind of the policy's default
+We test these aspects: create/get/delete on every kind of the policy's default
 `allowedKinds.wrapped` (read from the shipped manifest, resolved to REST resources as the
-controller resolves them), forced pod deletion, and reading Nodes for the NoExecute check.
+controller resolves them): a component is made, confirmed by name and deleted, never listed or
+patched (tests/e2e/test_least_privilege.py measures that); forced pod deletion; and watching
+Nodes for the NoExecute check.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from batchgate.policy import DEFAULT_POLICY
 from controller.adapters.kube import RESOURCES
 
 ROOT = Path(__file__).resolve().parents[2]
-LIFECYCLE_VERBS = {"create", "get", "list", "watch", "patch", "delete"}
+LIFECYCLE_VERBS = {"create", "get", "delete"}
 
 
 def granted() -> dict[tuple[str, str], set[str]]:
@@ -41,7 +43,7 @@ def test_the_controller_may_manage_every_default_wrapped_kind(kind: str) -> None
 
 @pytest.mark.parametrize("resource, verbs", [
     pytest.param("pods", {"delete", "list", "watch"}, id="pods may be listed, watched and force-deleted"),
-    pytest.param("nodes", {"get", "list", "watch"}, id="nodes may be read for the NoExecute check"),
+    pytest.param("nodes", {"list", "watch"}, id="nodes may be watched for the NoExecute check"),
 ])
 def test_the_controller_may_reach_pods_and_nodes(resource: str, verbs: set[str]) -> None:
     assert verbs <= granted().get(("", resource), set())
