@@ -18,6 +18,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -99,7 +100,8 @@ def test_keyboard_reaches_every_panel_and_a_screenshot_is_kept(browser: WebDrive
     body = browser.find_element(By.TAG_NAME, "body")
     body.click()
     for _ in range(400):  # Tab through the page once: links, then panels; stop when focus wraps
-        browser.switch_to.active_element.send_keys(Keys.TAB)
+        # To whatever has focus now: a live update may have swapped the element that had it.
+        ActionChains(browser).send_keys(Keys.TAB).perform()
         focused = browser.execute_script(
             "const e = document.activeElement; return e && e.tagName === 'SECTION' ? e.id : '';")
         if focused:
