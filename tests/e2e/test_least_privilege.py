@@ -54,6 +54,7 @@ RARE_PATHS: dict[str, dict[Right, str]] = {
         ("patch", "scheduling.x-k8s.io", "podgroups"): "a gang's minMember lowered as its pods finish",
         ("patch", "batch", "jobs/status"): "a preempted Job that had started, resumed (its startTime cleared first)",
         ("delete", "", "pods"): "an AppWrapper's deletion forced after its grace period",
+        ("patch", "", "events"): "an Event repeated on the same object, counted on the one recorded (controller/adapters/events.py)",
         ("create", "", "pods"): NOT_WRAPPED,
         ("get", "", "persistentvolumeclaims"): NOT_WRAPPED,
         ("create", "", "persistentvolumeclaims"): NOT_WRAPPED,

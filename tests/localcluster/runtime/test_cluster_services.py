@@ -35,7 +35,9 @@ spec:
 def test_a_deployment_gets_ready_pods_and_its_service_endpoints(sim_api, sim_kubectl, ns):
     sim_kubectl("apply", "-n", ns, "-f", "-", input=DEPLOYMENT)
     apps = client.AppsV1Api(sim_api)
-    deployment = eventually(lambda: (d := apps.read_namespaced_deployment_status("web", ns)).status.ready_replicas == 3 and d)
+    # A Deployment the deployment controller has not yet seen has no status.
+    deployment = eventually(lambda: (d := apps.read_namespaced_deployment_status("web", ns)).status
+                            and d.status.ready_replicas == 3 and d)
     assert {c.type: c.status for c in deployment.status.conditions}["Available"] == "True"
     replicasets = apps.list_namespaced_replica_set(ns).items
     assert len(replicasets) == 1 and replicasets[0].metadata.name.startswith("web-")
