@@ -117,6 +117,14 @@ def endpoint_hosts(kubectl: Kubectl, service: str, count: int) -> list[str]:
         == count and hosts, timeout=30, interval=0.3, what=f"{count} endpoints of Service {service}")
 
 
+def waiting_for(kubectl: Kubectl, name: str) -> str:
+    """What a user would look at when an AppWrapper does not run: its status, its Workload, the pods."""
+    return "\n".join(kubectl(*args, check=False).stdout for args in (
+        ("get", "appwrapper", name, "-n", NAMESPACE, "-o", "jsonpath={.status}"),
+        ("get", "workloads", "-n", NAMESPACE, "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.conditions}{'\\n'}{end}"),
+        ("get", "pods", "-A", "-o", "wide"), ("get", "clusterqueues", "-o", "wide")))
+
+
 def run_appwrapper(kubectl: Kubectl, aw: dict[str, Any], pods: int) -> dict[str, dict[str, str]]:
     """Submit as alice; wait until it is admitted and Running; return its pods' env by hostname."""
     name = aw["metadata"]["name"]
@@ -124,7 +132,7 @@ def run_appwrapper(kubectl: Kubectl, aw: dict[str, Any], pods: int) -> dict[str,
     stored = get_json(kubectl, "appwrapper", name)
     assert stored["metadata"]["labels"][keys.QUEUE_NAME_LABEL] == "default-queue"
     eventually(lambda: jsonpath(kubectl, "{.status.phase}", "appwrapper", name) == "Running",
-               timeout=60, interval=0.3, what=f"AppWrapper {name} to run")
+               timeout=60, interval=0.3, what=lambda: f"AppWrapper {name} to run: " + waiting_for(kubectl, name))
     return pods_env(kubectl, f"{keys.APPWRAPPER_LABEL}={name}", pods, timeout=60)
 
 

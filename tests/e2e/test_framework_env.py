@@ -50,21 +50,21 @@ def test_a_pytorch_indexed_job_on_the_local_cluster_gets_master_world_size_and_r
 
 
 def test_a_tensorflow_indexed_job_on_the_local_cluster_gets_tf_config(kubectl: Kubectl) -> None:
-    kubectl("apply", "-f", "-", input=indexed_job("tf", "tensorflow", 2), user=USER)
-    envs = pods_env(kubectl, "tf", 2)
+    kubectl("apply", "-f", "-", input=indexed_job("tfjob", "tensorflow", 2), user=USER)
+    envs = pods_env(kubectl, "tfjob", 2)
     assert {host: json.loads(e["TF_CONFIG"]) for host, e in envs.items()} == {
-        f"tf-{i}": {"cluster": {"worker": ["tf-0.tf:2222", "tf-1.tf:2222"]}, "task": {"type": "worker", "index": i}}
+        f"tfjob-{i}": {"cluster": {"worker": ["tfjob-0.tfjob:2222", "tfjob-1.tfjob:2222"]}, "task": {"type": "worker", "index": i}}
         for i in range(2)
     }
 
 
 def test_an_mpi_indexed_job_on_the_local_cluster_mounts_the_hostfile_and_the_launcher_waits(kubectl: Kubectl) -> None:
-    kubectl("apply", "-f", "-", input=indexed_job("mpi", "mpi", 3), user=USER)
-    envs = pods_env(kubectl, "mpi", 3)
+    kubectl("apply", "-f", "-", input=indexed_job("mpijob", "mpi", 3), user=USER)
+    envs = pods_env(kubectl, "mpijob", 3)
     assert {e["OMPI_MCA_orte_default_hostfile"] for e in envs.values()} == {"/etc/mpi/hostfile"}
-    pods = json.loads(kubectl("get", "pods", "-n", NAMESPACE, "-l", f"{keys.JOB_NAME_LABEL}=mpi", "-o", "json").stdout)
+    pods = json.loads(kubectl("get", "pods", "-n", NAMESPACE, "-l", f"{keys.JOB_NAME_LABEL}=mpijob", "-o", "json").stdout)
     init = {p["spec"]["hostname"]: [c["name"] for c in p["spec"].get("initContainers", [])] for p in pods["items"]}
-    assert init == {"mpi-0": ["wait-for-workers"], "mpi-1": [], "mpi-2": []}
+    assert init == {"mpijob-0": ["wait-for-workers"], "mpijob-1": [], "mpijob-2": []}
 
 
 def test_a_bad_framework_job_is_refused_by_kubectl_with_the_field(kubectl: Kubectl) -> None:
