@@ -23,6 +23,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from batchgate.clock import Clock
+from batchgate.keys import RENEWED_ANNOTATION
 from batchgate.policy import Policy, PolicyError
 from certs.authority import issue_secret_data
 from certs.lifecycle import BundlePlan, CertSettings, SecretPlan, WebhookBundle, plan_bundle, plan_secret, stale_bundles
@@ -72,11 +73,15 @@ class CertKeeper:
             raise
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}, secret
 
-    def _write(self, plan: SecretPlan, data: dict[str, bytes] | None, secret: Any) -> dict[str, bytes]:
+    def issue(self, plan: SecretPlan, data: dict[str, bytes] | None) -> dict[str, bytes]:
+        """The Secret data `plan` calls for, made before anything is written (a new serving pair,
+        under the current CA or a new one)."""
         current = data if plan.action == "renew-serving" else None
-        new = issue_secret_data(list(self.settings.dns_names), self.clock.now(),
-                                ca_days=self.settings.ca_validity.days, cert_days=self.settings.serving_validity.days,
-                                current=current, keep_cas=plan.keep_old_cas)
+        return issue_secret_data(list(self.settings.dns_names), self.clock.now(),
+                                 ca_days=self.settings.ca_validity.days, cert_days=self.settings.serving_validity.days,
+                                 current=current, keep_cas=plan.keep_old_cas)
+
+    def _write(self, plan: SecretPlan, new: dict[str, bytes], secret: Any) -> None:
         encoded: dict[str, bytes | str] = {k: base64.b64encode(v).decode() for k, v in new.items()}
         if secret is None:
             body = client.V1Secret(metadata=client.V1ObjectMeta(
@@ -86,24 +91,36 @@ class CertKeeper:
             self.core.create_namespaced_secret(self.namespace, body)
         else:
             secret.data = encoded  # resourceVersion kept: a concurrent writer makes this a 409
+            if plan.handled is not None:  # recorded, so the request is not handled again
+                secret.metadata.annotations = {**(secret.metadata.annotations or {}), RENEWED_ANNOTATION: plan.handled}
             self.core.replace_namespaced_secret(self.name, self.namespace, secret)
         log.info("secret %s/%s: %s (%s)", self.namespace, self.name, plan.action, plan.reason)
-        return new
 
-    def ensure_secret(self) -> tuple[SecretPlan, dict[str, bytes]]:
-        """The Secret as it must be: read, planned, written; a lost race reads and plans again."""
+    def ensure_secret(self, configured: list[str]) -> tuple[SecretPlan, dict[str, bytes], list[str]]:
+        """The Secret as it must be: read, planned, and when it changes, the new data made and its
+        CA put into every configuration FIRST, so the API server trusts the new certificate before
+        any pod can load it; only then written. A lost race (409) reads and plans again: the
+        winner's Secret is kept, and the CA this attempt injected ages out of the bundles with the
+        switch grace like any replaced CA. Returns the plan, the Secret's data, the webhooks injected."""
+        injected: list[str] = []
         for _ in range(ATTEMPTS):
             data, secret = self._read()
-            plan = plan_secret(data, self.settings, self.clock.now())
+            annotations = (secret.metadata.annotations or {}) if secret is not None else {}
+            plan = plan_secret(data, self.settings, self.clock.now(), annotations)
             if plan.action == "keep":
                 assert data is not None
-                return plan, data
+                return plan, data, injected
+            new = self.issue(plan, data)
+            done, _, _ = self.inject(new, configured)
+            injected.extend(hook for hook in done if hook not in injected)
             try:
-                return plan, self._write(plan, data, secret)
+                self._write(plan, new, secret)
+                return plan, new, injected
             except ApiException as exc:
                 if exc.status != CONFLICT:
                     raise
                 log.info("secret %s/%s: another writer won (%s), reading again", self.namespace, self.name, exc.reason)
+            configured = self.configured_bundles()  # now with the CA this attempt injected
         raise RuntimeError(f"secret {self.namespace}/{self.name}: still conflicting after {ATTEMPTS} attempts")
 
     # --- the webhook configurations -----------------------------------------------------------
@@ -152,9 +169,14 @@ class CertKeeper:
             log.error("policy invalid, webhook namespaceSelectors left as they are: %s", exc)
             return None
 
-    def inject(self, bundle: str, policy: Policy | None = None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        """Write `bundle` into each webhook lacking it and, with a policy, its managed namespaces
-        into each governed webhook's namespaceSelector; (injected, configurations missing, scoped)."""
+    def inject(self, data: dict[str, bytes], configured: list[str], policy: Policy | None = None
+               ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Write the bundle of `data` (plan_bundle: its CAs, and within the switch grace the CAs the
+        configurations carry) into each webhook lacking it and, with a policy, its managed
+        namespaces into each governed webhook's namespaceSelector; (injected, configurations
+        missing, scoped). Each configuration's bundle also keeps the CAs it carries as read for
+        this very write (a write conditioned on that read), so a CA another keeper injected a
+        moment ago is never dropped within the grace."""
         injected: list[str] = []
         scoped: list[str] = []
         missing: list[str] = []
@@ -170,7 +192,9 @@ class CertKeeper:
                     missing.append(f"{kind}/{name}")
                     break
                 hooks = config.get("webhooks") or []
-                stale = stale_bundles([WebhookBundle(kind, name, i, hook["name"], hook["clientConfig"].get("caBundle", ""))
+                own = [hook["clientConfig"].get("caBundle", "") for hook in hooks]
+                bundle = plan_bundle(data, configured + own, self.settings, self.clock.now()).bundle
+                stale = stale_bundles([WebhookBundle(kind, name, i, hook["name"], own[i])
                                        for i, hook in enumerate(hooks)], bundle)
                 unscoped = stale_selectors(hooks, wanted) if wanted is not None else []
                 if not stale and not unscoped:
@@ -193,16 +217,16 @@ class CertKeeper:
         return tuple(injected), tuple(missing), tuple(scoped)
 
     def reconcile(self) -> PassResult:
-        """One pass: the Secret, then every configuration's caBundle (the Secret's CAs, and for a
-        while after a new serving certificate the CAs it replaced, read before the Secret is)."""
+        """One pass: the configurations' bundles read, the Secret kept or changed (a new one's CA
+        injected before it is written), then every configuration's caBundle and selector."""
         configured = self.configured_bundles()
-        plan, data = self.ensure_secret()
+        plan, data, first = self.ensure_secret(configured)
         bundle = plan_bundle(data, configured, self.settings, self.clock.now())
         if bundle.carried:
             log.info("caBundle keeps %s beside the Secret's CA until %s (pods may still serve its certificate)",
                      "; ".join(bundle.carried), bundle.recheck_at)
-        injected, missing, scoped = self.inject(bundle.bundle, self.policy())
-        return PassResult(plan, injected, missing, scoped, bundle)
+        injected, missing, scoped = self.inject(data, configured, self.policy())
+        return PassResult(plan, tuple(dict.fromkeys(first + list(injected))), missing, scoped, bundle)
 
     def run(self, stop: threading.Event, resync_seconds: float) -> None:
         """Pass after pass until `stop`: every `resync_seconds` (a caBundle edited away comes back

@@ -1,8 +1,10 @@
 """The certificate keeper against the local cluster with the real `kubernetes` client.
 
 We test these aspects: a first pass creates the Secret and fills every webhook's caBundle, a
-second pass writes nothing, a caBundle edited away comes back, a corrupted Secret is reissued,
-a forced renewal keeps the CA (so no bundle changes), replicas racing on a missing Secret leave
+second pass writes nothing, a caBundle edited away comes back, a corrupted Secret is reissued, a
+new CA is in every bundle before the Secret holding it is written, a keeper losing that write keeps
+the winner's Secret while its own CA ages out, a forced renewal keeps the CA
+(so no bundle changes), replicas racing on a missing Secret leave
 one Secret that every configuration trusts, and a deleted configuration is reported, not fatal.
 """
 
@@ -119,6 +121,72 @@ def test_a_lost_secret_is_reissued_and_its_ca_stays_trusted_beside_the_new_one_f
     assert bundles(kube_api, setup) == [base64.b64encode(after[CA_CERT]).decode()] * 3
 
 
+class Watched(CertKeeper):
+    """A keeper that records, at the moment it writes the Secret, the bundles the cluster holds."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: list[tuple[bytes, list[str]]] = []
+
+    def _write(self, plan: Any, new: dict[str, bytes], secret: Any) -> None:
+        self.seen.append((new[CA_CERT], bundles_of(self)))
+        super()._write(plan, new, secret)
+
+
+def bundles_of(keep: CertKeeper) -> list[str]:
+    return [h["clientConfig"]["caBundle"] for kind, name in keep.configurations
+            for h in keep._read_configuration(kind, name)["webhooks"]]
+
+
+@pytest.mark.parametrize("lose", [
+    pytest.param(None, id="a first Secret"),
+    pytest.param(delete_secret, id="a deleted Secret"),
+    pytest.param(corrupt_secret, id="a corrupted Secret"),
+])
+def test_a_new_ca_is_in_every_bundle_before_the_secret_holding_it_is_written(
+        kube_api: client.ApiClient, setup: dict[str, Any], lose: Any) -> None:
+    clock = FakeClock(START)
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = Watched(kube_api, settings, (setup["namespace"], "gate-tls"), setup["configs"], clock)
+    if lose is not None:
+        keep.reconcile()
+        lose(client.CoreV1Api(kube_api), setup["namespace"])
+        clock.advance(_dt.timedelta(minutes=1))
+    keep.reconcile()
+    ca_pem, at_write = keep.seen[-1]
+    new_ca = parse_cas(ca_pem)[0]
+    assert all(new_ca in parse_cas(base64.b64decode(b)) for b in at_write)
+
+
+class Overtaken(CertKeeper):
+    """A keeper another replica overtakes once: between planning and writing, `rival` writes first."""
+
+    def __init__(self, rival: CertKeeper, *args: Any) -> None:
+        super().__init__(*args)
+        self.rival, self.lost_ca = rival, b""
+
+    def issue(self, plan: Any, data: dict[str, bytes] | None) -> dict[str, bytes]:
+        new = super().issue(plan, data)
+        if not self.lost_ca:
+            self.lost_ca = new[CA_CERT]
+            self.rival.reconcile()
+        return new
+
+
+def test_a_keeper_that_loses_the_secret_race_keeps_the_winner_s_secret_and_its_extra_ca_ages_out(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    clock = FakeClock(START)
+    winner = keeper(kube_api, setup, clock)
+    loser = Overtaken(winner, kube_api, winner.settings, (setup["namespace"], "gate-tls"), setup["configs"], clock)
+    result = loser.reconcile()
+    data, _ = secret_data(kube_api, setup["namespace"])
+    assert result.plan.action == "keep" and data[CA_CERT] != loser.lost_ca
+    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT] + loser.lost_ca).decode()] * 3
+    clock.advance(winner.settings.switch_grace)
+    assert len(loser.reconcile().injected) == 3
+    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
+
+
 def test_a_forced_renewal_keeps_the_ca_so_no_bundle_changes(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
     clock = FakeClock(START)
     keep = keeper(kube_api, setup, clock)
@@ -134,7 +202,8 @@ def test_a_forced_renewal_keeps_the_ca_so_no_bundle_changes(kube_api: client.Api
 
 def test_replicas_racing_on_a_missing_secret_leave_one_secret_every_configuration_trusts(
         kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
-    keepers = [keeper(kube_api, setup, FakeClock(START)) for _ in range(4)]
+    clock = FakeClock(START)
+    keepers = [keeper(kube_api, setup, clock) for _ in range(4)]
     barrier = threading.Barrier(len(keepers))
     errors: list[BaseException] = []
 
@@ -152,8 +221,13 @@ def test_replicas_racing_on_a_missing_secret_leave_one_secret_every_configuratio
         t.join(60)
     assert errors == []
     data, _ = secret_data(kube_api, setup["namespace"])
-    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
+    # The losers' CAs, injected before their writes lost, stay beside the winner's for the grace.
     assert all(k.reconcile().plan.action == "keep" for k in keepers)
+    assert len(set(bundles(kube_api, setup))) == 1
+    assert base64.b64decode(bundles(kube_api, setup)[0]).startswith(data[CA_CERT])
+    clock.advance(keepers[0].settings.switch_grace)
+    keepers[0].reconcile()
+    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
     serving = x509.load_pem_x509_certificate(data[TLS_CERT])
     serving.verify_directly_issued_by(parse_cas(data[CA_CERT])[0])
 
