@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
 
+from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from demo.kubectl import Kubectl
 from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image, product_status
 from localcluster.controllers import DEFAULT_CONTROLLERS
@@ -185,6 +187,46 @@ def test_a_deleted_certificate_secret_is_made_again_with_both_cas_injected_and_f
     # (and, when the other replica's keeper lost the race to write the Secret, the CA it injected)
     pems = base64.b64decode(bundle)
     assert new_ca and pems.startswith(base64.b64decode(new_ca)) and base64.b64decode(old_ca) in pems
+
+
+def certificate_secret(kubectl: Kubectl) -> dict[str, Any]:
+    return kubectl.get_json("secret", "-n", SYSTEM_NAMESPACE, "batchgate-webhook-tls")
+
+
+def reloads(kubectl: Kubectl) -> dict[str, int]:
+    """Per gateway pod, how often its workers logged loading a new serving certificate."""
+    pods = kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l", "app.kubernetes.io/name=batchgate-webhook")
+    return {p["metadata"]["name"]: kubectl.run("logs", "-n", SYSTEM_NAMESPACE, p["metadata"]["name"], "-c", "webhook",
+                                                check=False).stdout.count("serving certificate reloaded")
+            for p in pods["items"]}
+
+
+def force_renewal(kubectl: Kubectl) -> None:
+    """As docs/install.md says: annotate the Secret with a new value, then wait until the keepers
+    recorded it as handled with a new serving certificate and every gateway pod loaded it."""
+    before, served = certificate_secret(kubectl), reloads(kubectl)
+    value = f"e2e-{time.time_ns()}"
+    kubectl.run("annotate", "secret", "-n", SYSTEM_NAMESPACE, "batchgate-webhook-tls", f"{RENEW_ANNOTATION}={value}",
+                "--overwrite")
+
+    def renewed() -> bool:
+        secret = certificate_secret(kubectl)
+        return (secret["metadata"].get("annotations", {}).get(RENEWED_ANNOTATION) == value
+                and secret["data"]["tls.crt"] != before["data"]["tls.crt"])
+    eventually(renewed, f"the keeper renews the serving certificate and records {RENEWED_ANNOTATION}={value}")
+    eventually(lambda: all(reloads(kubectl).get(pod, 0) > count for pod, count in served.items()),
+               "every gateway pod serves the new certificate (its log says it reloaded)")
+
+
+def test_a_forced_renewal_serves_a_new_certificate_the_bundles_trust_and_fails_no_review(kubectl: Kubectl) -> None:
+    eventually(lambda: product_status(kubectl)[0], "every product pod Ready: " + product_status(kubectl)[1])
+    sent, failed, errors = stream_during(kubectl, force_renewal, STREAM_SECONDS)
+    assert sent and not failed, errors
+    data = {k: base64.b64decode(v) for k, v in certificate_secret(kubectl)["data"].items()}
+    serving = x509.load_pem_x509_certificate(data["tls.crt"])
+    ca = x509.load_pem_x509_certificates(data["ca.crt"])[0]
+    serving.verify_directly_issued_by(ca)  # a new serving certificate under the same CA,
+    assert all(ca in x509.load_pem_x509_certificates(base64.b64decode(b)) for b in bundles(kubectl))  # trusted
 
 
 def leader(kubectl: Kubectl) -> tuple[str, str]:
