@@ -1,13 +1,17 @@
 """The certificate keeper: carries out certs/lifecycle.py's plans with the kubernetes client.
 
 Runs beside the gateway in each gateway pod (`batchgate certs manage`, a second container). Each
-pass reads the serving Secret, creates or renews it as `plan_secret` says, and writes the CA
-bundle into every webhook of the product's configurations that lacks it, and the policy's managed
-namespaces into their namespaceSelector (certs/scope.py). Replicas race safely:
-a create that finds the Secret already made (409) or an update that lost (409 Conflict) reads
-again and plans again, so the replicas end on the one Secret the winner wrote. What it needs from
-RBAC: get/create/update on its one Secret, get/update on its named webhook configurations, and get
-on the policy ConfigMap (which the gateway reads anyway).
+pass reads the serving Secret and plans it (`plan_secret`); a new Secret's data is made first and
+its CA injected into every webhook of the product's configurations before the Secret is written,
+so the API server trusts a certificate before any pod can load it. Then every webhook gets the
+bundle (`plan_bundle`) and the policy's managed namespaces as namespaceSelector (certs/scope.py).
+Passes run when a watched object changes (the Secret, the configurations, the policy ConfigMap,
+each by name), when a renewal or the switch grace falls due, and at the latest every resync.
+Replicas race safely: a create that finds the Secret already made (409) or an update that lost
+(409 Conflict) reads again and plans again, so the replicas end on the one Secret the winner
+wrote. What it needs from RBAC: get/update/watch (by name) and create on its one Secret,
+get/update/watch on its named webhook configurations, and get/watch on the policy ConfigMap
+(which the gateway reads anyway).
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Callable, cast
 
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from batchgate.clock import Clock
@@ -34,6 +38,12 @@ log = logging.getLogger("batchgate.certs")
 NOT_FOUND, CONFLICT = 404, 409
 ATTEMPTS = 5
 """Reads and writes tried per pass before giving up until the next one (each retry re-plans)."""
+GONE = 410
+WATCH_SECONDS = 300
+"""Each watch asks the server to end it after this long; it is then started again."""
+WATCH_RETRY_SECONDS = 2.0
+ERROR_RETRY_SECONDS = 5.0
+"""After a failed pass, the next one comes this soon (or with the next change seen)."""
 MUTATING, VALIDATING = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
 
 
@@ -228,10 +238,61 @@ class CertKeeper:
         injected, missing, scoped = self.inject(data, configured, self.policy())
         return PassResult(plan, tuple(dict.fromkeys(first + list(injected))), missing, scoped, bundle)
 
-    def run(self, stop: threading.Event, resync_seconds: float) -> None:
-        """Pass after pass until `stop`: every `resync_seconds` (a caBundle edited away comes back
-        within it), sooner when a renewal falls due; errors are logged and retried next pass."""
+    def watches(self) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+        """What wakes the keeper: its Secret, each of its configurations and the policy ConfigMap,
+        each watched by name (a fieldSelector on metadata.name, which RBAC's resourceNames cover)."""
+        by_name = lambda name: {"field_selector": f"metadata.name={name}"}  # noqa: E731
+        found: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
+            (f"secret {self.namespace}/{self.name}", self.core.list_namespaced_secret,
+             {"namespace": self.namespace, **by_name(self.name)})]
+        for kind, name in self.configurations:
+            listing = (self.admission.list_mutating_webhook_configuration if kind == MUTATING
+                       else self.admission.list_validating_webhook_configuration)
+            found.append((f"{kind} {name}", listing, by_name(name)))
+        if self.policy_configmap is not None:
+            namespace, name = self.policy_configmap
+            found.append((f"configmap {namespace}/{name}", self.core.list_namespaced_config_map,
+                          {"namespace": namespace, **by_name(name)}))
+        return found
+
+    def _watch(self, what: str, listing: Callable[..., Any], kwargs: dict[str, Any],
+               stop: threading.Event, wake: threading.Event) -> None:
+        """Set `wake` on every change of one object until `stop`. A stream that ends (its timeout,
+        or 410 Expired when the version it resumes from is gone) is started again from a fresh
+        list, whose first event wakes a pass too, so nothing missed in between stays missed."""
         while not stop.is_set():
+            stream = watch.Watch()
+            try:
+                for _ in stream.stream(listing, timeout_seconds=WATCH_SECONDS, **kwargs):
+                    wake.set()
+                    if stop.is_set():
+                        break
+            except ApiException as exc:
+                if exc.status != GONE:
+                    log.error("watch of %s failed, watching again in %.0fs: %s", what, WATCH_RETRY_SECONDS, exc.reason)
+                    stop.wait(WATCH_RETRY_SECONDS)
+            except Exception as exc:  # noqa: BLE001 - network errors of every kind: watch again
+                log.error("watch of %s failed, watching again in %.0fs: %s", what, WATCH_RETRY_SECONDS, exc)
+                stop.wait(WATCH_RETRY_SECONDS)
+            finally:
+                stream.stop()
+
+    def run(self, stop: threading.Event, resync_seconds: float) -> None:
+        """Pass after pass until `stop`: at once when a watched object changes (a caBundle edited
+        away comes back within a second), when a renewal or the switch grace falls due, and at the
+        latest every `resync_seconds` (the fallback should a watch miss something); errors are
+        logged and retried at the next wake."""
+        wake = threading.Event()
+        for what, listing, kwargs in self.watches():
+            threading.Thread(target=self._watch, args=(what, listing, kwargs, stop, wake), daemon=True,
+                             name=f"watch {what}").start()
+
+        def stopping() -> None:
+            stop.wait()
+            wake.set()
+        threading.Thread(target=stopping, daemon=True, name="stop").start()
+        while not stop.is_set():
+            wake.clear()
             wait = resync_seconds
             try:
                 result = self.reconcile()
@@ -241,5 +302,6 @@ class CertKeeper:
                 due = (due_at - self.clock.now()).total_seconds()
                 wait = max(0.0, min(resync_seconds, due))
             except Exception as exc:  # noqa: BLE001 - API and network errors of every kind: next pass
-                log.error("certificate pass failed, retrying in %.0fs: %s", resync_seconds, exc)
-            stop.wait(wait)
+                log.error("certificate pass failed, retrying in %.0fs: %s", min(resync_seconds, ERROR_RETRY_SECONDS), exc)
+                wait = min(resync_seconds, ERROR_RETRY_SECONDS)
+            wake.wait(wait)

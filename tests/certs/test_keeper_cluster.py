@@ -3,9 +3,10 @@
 We test these aspects: a first pass creates the Secret and fills every webhook's caBundle, a
 second pass writes nothing, a caBundle edited away comes back, a corrupted Secret is reissued, a
 new CA is in every bundle before the Secret holding it is written, a keeper losing that write keeps
-the winner's Secret while its own CA ages out, a forced renewal keeps the CA
-(so no bundle changes), replicas racing on a missing Secret leave
-one Secret that every configuration trusts, and a deleted configuration is reported, not fatal.
+the winner's Secret while its own CA ages out, a renewal due keeps the CA (so no bundle changes), a
+renewal requested on the Secret is done once and recorded, replicas racing on a missing Secret
+leave one Secret that every configuration trusts, and a deleted configuration is reported, not
+fatal.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -21,6 +23,7 @@ from cryptography import x509
 from kubernetes import client
 
 from batchgate.clock import FakeClock, UTC
+from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from certs.authority import CA_CERT, TLS_CERT
 from certs.keeper import MUTATING, VALIDATING, CertKeeper
 from certs.lifecycle import CertSettings, parse_cas
@@ -200,6 +203,35 @@ def test_a_forced_renewal_keeps_the_ca_so_no_bundle_changes(kube_api: client.Api
     x509.load_pem_x509_certificate(after[TLS_CERT]).verify_directly_issued_by(parse_cas(after[CA_CERT])[0])
 
 
+def annotate(kube_api: client.ApiClient, namespace: str, value: str) -> None:
+    client.CoreV1Api(kube_api).patch_namespaced_secret(
+        "gate-tls", namespace, {"metadata": {"annotations": {RENEW_ANNOTATION: value}}})
+
+
+@pytest.mark.parametrize("value, new_ca", [
+    pytest.param("now", False, id="a requested renewal gives a new serving certificate under the same CA"),
+    pytest.param("ca-now", True, id="a requested CA renewal gives a new CA that every bundle trusts before the Secret"),
+])
+def test_a_renewal_requested_on_the_secret_is_done_once_and_recorded(
+        kube_api: client.ApiClient, setup: dict[str, Any], value: str, new_ca: bool) -> None:
+    clock = FakeClock(START)
+    keep = keeper(kube_api, setup, clock)
+    keep.reconcile()
+    before, _ = secret_data(kube_api, setup["namespace"])
+    annotate(kube_api, setup["namespace"], value)
+    clock.advance(_dt.timedelta(minutes=1))
+    result = keep.reconcile()
+    after, _ = secret_data(kube_api, setup["namespace"])
+    secret = client.CoreV1Api(kube_api).read_namespaced_secret("gate-tls", setup["namespace"])
+    assert result.plan.action == ("issue-all" if new_ca else "renew-serving")
+    assert secret.metadata.annotations[RENEWED_ANNOTATION] == value
+    assert after[TLS_CERT] != before[TLS_CERT] and (after[CA_CERT] != before[CA_CERT]) is new_ca
+    trusted = base64.b64encode(after[CA_CERT] + (before[CA_CERT] if new_ca else b"")).decode()
+    assert bundles(kube_api, setup) == [trusted] * 3  # the old CA only for the switch grace
+    assert keep.reconcile().plan.action == "keep"
+    assert secret_data(kube_api, setup["namespace"])[0] == after
+
+
 def test_replicas_racing_on_a_missing_secret_leave_one_secret_every_configuration_trusts(
         kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
     clock = FakeClock(START)
@@ -285,3 +317,50 @@ def test_the_webhooks_follow_the_policys_managed_namespaces_and_an_invalid_polic
     core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": ""}})
     assert len(keep.reconcile().scoped) == 3
     assert all("matchLabels" not in s for s in selectors(kube_api, setup))
+
+
+def eventually(probe: Any, what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := probe()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f}s: {what}")
+        time.sleep(0.1)
+    return value
+
+
+def test_a_running_keeper_reacts_to_its_secret_configurations_and_policy_through_watches_not_the_resync(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    core, namespace = client.CoreV1Api(kube_api), setup["namespace"]
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "policy"}, "data": {"policy.yaml": ""}})
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), setup["configs"], FakeClock(START),
+                      (namespace, "policy"))
+    stop = threading.Event()
+    runner = threading.Thread(target=keep.run, args=(stop, 3600.0))  # the resync never comes in this test
+    runner.start()
+    try:
+        def trusted() -> bool:
+            data, _ = secret_data(kube_api, namespace)
+            return bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
+        eventually(lambda: secret_exists(core, namespace) and trusted(), "the first pass")
+        (_, validating) = setup["configs"][1]
+        admission = client.AdmissionregistrationV1Api(kube_api)
+        config = admission.read_validating_webhook_configuration(validating)
+        config.webhooks[0].client_config.ca_bundle = "Cg=="
+        admission.replace_validating_webhook_configuration(validating, config)
+        eventually(trusted, "a caBundle edited away put back")
+        annotate(kube_api, namespace, "watched")
+        eventually(lambda: (core.read_namespaced_secret("gate-tls", namespace).metadata.annotations or {})
+                   .get(RENEWED_ANNOTATION) == "watched", "a renewal requested on the Secret done")
+        core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": (
+            "managedNamespaces:\n  selector: {matchLabels: {mlbatch-team-namespace: 'true'}}\n")}})
+        eventually(lambda: all("matchLabels" in s for s in selectors(kube_api, setup)),
+                   "the webhooks follow the policy's new managed namespaces")
+    finally:
+        stop.set()
+        runner.join(30)
+    assert not runner.is_alive()
+
+
+def secret_exists(core: client.CoreV1Api, namespace: str) -> bool:
+    return any(s.metadata.name == "gate-tls" for s in core.list_namespaced_secret(namespace).items)
