@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, cast
+from typing import Any, Callable, Literal, cast
 
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
@@ -29,7 +29,8 @@ from kubernetes.client.rest import ApiException
 from batchgate.clock import Clock
 from batchgate.keys import RENEWED_ANNOTATION
 from batchgate.policy import Policy, PolicyError
-from certs.authority import issue_secret_data
+from batchgate.events import Involved, event_body
+from certs.authority import TLS_CERT, issue_secret_data
 from certs.lifecycle import BundlePlan, CertSettings, SecretPlan, WebhookBundle, plan_bundle, plan_secret, stale_bundles
 from certs.scope import namespace_selector, stale_selectors
 
@@ -44,6 +45,10 @@ WATCH_SECONDS = 300
 WATCH_RETRY_SECONDS = 2.0
 ERROR_RETRY_SECONDS = 5.0
 """After a failed pass, the next one comes this soon (or with the next change seen)."""
+EVENT_COMPONENT = "batchgate-certs"
+CERTIFICATE_ISSUED, CERTIFICATE_RENEWED = "CertificateIssued", "CertificateRenewed"
+CA_BUNDLE_INJECTED, CONFIGURATION_MISSING = "CABundleInjected", "WebhookConfigurationMissing"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
 MUTATING, VALIDATING = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
 
 
@@ -72,6 +77,21 @@ class CertKeeper:
         self.namespace, self.name = secret
         self.configurations = configurations
         self.policy_configmap = policy_configmap
+        self._missing: set[tuple[str, str]] = set()
+        """Configurations reported missing (one Event each until they are back)."""
+
+    # --- Events -------------------------------------------------------------------------------
+    def _event(self, involved: Involved, kind: Literal["Normal", "Warning"], reason: str, message: str,
+               identity: str) -> None:
+        """Record what the keeper did (or cannot do) where `kubectl describe` and `kubectl get
+        events -n <its namespace>` show it; best effort, a failure is logged and the pass goes on."""
+        body = event_body(self.namespace, involved, kind, reason, message, identity, self.clock.now(), EVENT_COMPONENT)
+        try:
+            self.core.create_namespaced_event(self.namespace, cast(Any, body))  # a dict serializes as the model
+        except ApiException as exc:
+            if exc.status != CONFLICT:  # another replica's keeper reported the same thing
+                log.warning("cannot record Event %s on %s %s: %s %s", reason, involved.kind, involved.name,
+                            exc.status, exc.reason)
 
     # --- the Secret ---------------------------------------------------------------------------
     def _read(self) -> tuple[dict[str, bytes] | None, Any]:
@@ -105,6 +125,12 @@ class CertKeeper:
                 secret.metadata.annotations = {**(secret.metadata.annotations or {}), RENEWED_ANNOTATION: plan.handled}
             self.core.replace_namespaced_secret(self.name, self.namespace, secret)
         log.info("secret %s/%s: %s (%s)", self.namespace, self.name, plan.action, plan.reason)
+        done = ("a new CA and serving certificate written, the CA injected into every caBundle first"
+                if plan.action == "issue-all" else "a new serving certificate written under the same CA")
+        self._event(Involved("v1", "Secret", self.name, self.namespace), "Normal",
+                    CERTIFICATE_ISSUED if plan.action == "issue-all" else CERTIFICATE_RENEWED,
+                    f"{plan.reason}: {done}; the gateway pods load it without a restart",
+                    new[TLS_CERT].decode())
 
     def ensure_secret(self, configured: list[str]) -> tuple[SecretPlan, dict[str, bytes], list[str]]:
         """The Secret as it must be: read, planned, and when it changes, the new data made and its
@@ -198,9 +224,10 @@ class CertKeeper:
                 except ApiException as exc:
                     if exc.status != NOT_FOUND:
                         raise
-                    log.error("%s %s not found: re-apply the install (kubectl apply -k manifests/default)", kind, name)
                     missing.append(f"{kind}/{name}")
+                    self._report_missing(kind, name)
                     break
+                self._missing.discard((kind, name))
                 hooks = config.get("webhooks") or []
                 own = [hook["clientConfig"].get("caBundle", "") for hook in hooks]
                 bundle = plan_bundle(data, configured + own, self.settings, self.clock.now()).bundle
@@ -223,8 +250,25 @@ class CertKeeper:
                 scoped.extend(f"{kind}/{name}/{hooks[i]['name']}" for i in unscoped)
                 log.info("%s %s: caBundle into %d webhooks, managed namespaces into %d", kind, name,
                          len(stale), len(unscoped))
+                if stale:
+                    self._event(Involved(ADMISSION_API, kind, name), "Normal", CA_BUNDLE_INJECTED,
+                                f"caBundle of {', '.join(h.name for h in stale)} set to the CAs of Secret "
+                                f"{self.namespace}/{self.name}: it was missing, edited or outdated",
+                                f"{config['metadata'].get('resourceVersion')}\n{bundle}")
                 break
         return tuple(injected), tuple(missing), tuple(scoped)
+
+    def _report_missing(self, kind: str, name: str) -> None:
+        """Once per disappearance: the keeper cannot and must not recreate a configuration (it
+        holds only get/update on it, and its rules are the install's), so it says what to do."""
+        if (kind, name) in self._missing:
+            return
+        self._missing.add((kind, name))
+        message = (f"{kind} {name} not found: its webhooks are not called and the keeper does not recreate it; "
+                   f"re-apply the install: kubectl apply -k manifests/default")
+        log.error("%s", message)
+        self._event(Involved(ADMISSION_API, kind, name), "Warning", CONFIGURATION_MISSING, message,
+                    f"{kind}/{name}\n{self.clock.now():%Y-%m-%dT%H:%M}")
 
     def reconcile(self) -> PassResult:
         """One pass: the configurations' bundles read, the Secret kept or changed (a new one's CA

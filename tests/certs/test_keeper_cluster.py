@@ -5,8 +5,9 @@ second pass writes nothing, a caBundle edited away comes back, a corrupted Secre
 new CA is in every bundle before the Secret holding it is written, a keeper losing that write keeps
 the winner's Secret while its own CA ages out, a renewal due keeps the CA (so no bundle changes), a
 renewal requested on the Secret is done once and recorded, replicas racing on a missing Secret
-leave one Secret that every configuration trusts, and a deleted configuration is reported, not
-fatal.
+leave one Secret that every configuration trusts, a deleted configuration is reported, not
+fatal, a running keeper acts on watched changes without waiting for its resync, and every heal
+(a Secret replaced, a caBundle put back) or harm it cannot heal (a configuration deleted) is an Event.
 """
 
 from __future__ import annotations
@@ -364,3 +365,53 @@ def test_a_running_keeper_reacts_to_its_secret_configurations_and_policy_through
 
 def secret_exists(core: client.CoreV1Api, namespace: str) -> bool:
     return any(s.metadata.name == "gate-tls" for s in core.list_namespaced_secret(namespace).items)
+
+
+def recorded(kube_api: client.ApiClient, namespace: str) -> list[tuple[str, str, str, str, str]]:
+    """(type, reason, involved kind, involved name, message) of every Event in the keeper's namespace."""
+    return [(e.type, e.reason, e.involved_object.kind, e.involved_object.name, e.message)
+            for e in client.CoreV1Api(kube_api).list_namespaced_event(namespace).items]
+
+
+def corrupt(kube_api: client.ApiClient, setup: dict[str, Any]) -> tuple[str, str, str, str]:
+    corrupt_secret(client.CoreV1Api(kube_api), setup["namespace"])
+    return "Normal", "CertificateIssued", "Secret", "gate-tls"
+
+
+def edit_bundle_away(kube_api: client.ApiClient, setup: dict[str, Any]) -> tuple[str, str, str, str]:
+    (_, validating) = setup["configs"][1]
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    config = admission.read_validating_webhook_configuration(validating)
+    config.webhooks[1].client_config.ca_bundle = "Cg=="
+    admission.replace_validating_webhook_configuration(validating, config)
+    return "Normal", "CABundleInjected", VALIDATING, validating
+
+
+def delete_configuration(kube_api: client.ApiClient, setup: dict[str, Any]) -> tuple[str, str, str, str]:
+    (_, mutating) = setup["configs"][0]
+    client.AdmissionregistrationV1Api(kube_api).delete_mutating_webhook_configuration(mutating)
+    return "Warning", "WebhookConfigurationMissing", MUTATING, mutating
+
+
+@pytest.mark.parametrize("harm, says", [
+    pytest.param(corrupt, "ca.crt is not a PEM certificate: a new CA and serving certificate written",
+                 id="a corrupted Secret replaced is an Event on the Secret saying why"),
+    pytest.param(edit_bundle_away, "caBundle of c.keeper.test set to the CAs of Secret",
+                 id="a caBundle put back is an Event on its configuration naming the webhook"),
+    pytest.param(delete_configuration, "does not recreate it; re-apply the install: kubectl apply -k manifests/default",
+                 id="a deleted configuration is one Warning on it naming the fix, however many passes"),
+])
+def test_every_heal_or_harm_the_keeper_sees_is_a_visible_event(
+        kube_api: client.ApiClient, setup: dict[str, Any], harm: Any, says: str) -> None:
+    clock = FakeClock(START)
+    keep = keeper(kube_api, setup, clock)
+    keep.reconcile()
+    before = recorded(kube_api, setup["namespace"])
+    kind, reason, involved_kind, involved_name = harm(kube_api, setup)
+    clock.advance(_dt.timedelta(minutes=1))
+    keep.reconcile()
+    clock.advance(_dt.timedelta(minutes=1))
+    keep.reconcile()
+    new = [e for e in recorded(kube_api, setup["namespace"]) if e not in before]
+    assert [e[:4] for e in new if e[1] == reason] == [(kind, reason, involved_kind, involved_name)], new
+    assert says in next(e[4] for e in new if e[1] == reason)
