@@ -70,13 +70,14 @@ class CertKeeper:
 
     def __init__(self, api: client.ApiClient, settings: CertSettings, secret: tuple[str, str],
                  configurations: list[tuple[str, str]], clock: Clock,
-                 policy_configmap: tuple[str, str] | None = None):
+                 policy_configmap: tuple[str, str] | None = None, watch_seconds: int = WATCH_SECONDS):
         self.core = client.CoreV1Api(api)
         self.admission = client.AdmissionregistrationV1Api(api)
         self.settings, self.clock = settings, clock
         self.namespace, self.name = secret
         self.configurations = configurations
         self.policy_configmap = policy_configmap
+        self.watch_seconds = watch_seconds
         self._missing: set[tuple[str, str]] = set()
         """Configurations reported missing (one Event each until they are back)."""
 
@@ -307,7 +308,7 @@ class CertKeeper:
         while not stop.is_set():
             stream = watch.Watch()
             try:
-                for _ in stream.stream(listing, timeout_seconds=WATCH_SECONDS, **kwargs):
+                for _ in stream.stream(listing, timeout_seconds=self.watch_seconds, **kwargs):
                     wake.set()
                     if stop.is_set():
                         break

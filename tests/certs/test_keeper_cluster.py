@@ -6,7 +6,8 @@ new CA is in every bundle before the Secret holding it is written, a keeper losi
 the winner's Secret while its own CA ages out, a renewal due keeps the CA (so no bundle changes), a
 renewal requested on the Secret is done once and recorded, replicas racing on a missing Secret
 leave one Secret that every configuration trusts, a deleted configuration is reported, not
-fatal, a running keeper acts on watched changes without waiting for its resync, and every heal
+fatal, a running keeper acts on watched changes without waiting for its resync (also after the
+server ended its watches), and every heal
 (a Secret replaced, a caBundle put back) or harm it cannot heal (a configuration deleted) is an Event.
 """
 
@@ -415,3 +416,24 @@ def test_every_heal_or_harm_the_keeper_sees_is_a_visible_event(
     new = [e for e in recorded(kube_api, setup["namespace"]) if e not in before]
     assert [e[:4] for e in new if e[1] == reason] == [(kind, reason, involved_kind, involved_name)], new
     assert says in next(e[4] for e in new if e[1] == reason)
+
+
+def test_a_watch_the_server_ends_is_started_again(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    """Each watch asks the server to end it after a second; a caBundle edited away after several
+    such ends still comes back long before the resync."""
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (setup["namespace"], "gate-tls"), setup["configs"], FakeClock(START),
+                      watch_seconds=1)
+    stop = threading.Event()
+    runner = threading.Thread(target=keep.run, args=(stop, 3600.0))
+    runner.start()
+    try:
+        eventually(lambda: secret_exists(client.CoreV1Api(kube_api), setup["namespace"])
+                   and "Cg==" not in bundles(kube_api, setup), "the first pass")
+        time.sleep(3)  # not a timing assertion: lets every watch end at least twice
+        edit_bundle_away(kube_api, setup)
+        eventually(lambda: "Cg==" not in bundles(kube_api, setup), "the caBundle put back through a new watch")
+    finally:
+        stop.set()
+        runner.join(30)
+    assert not runner.is_alive()
