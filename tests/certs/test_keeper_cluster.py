@@ -7,8 +7,8 @@ the winner's Secret while its own CA ages out, a renewal due keeps the CA (so no
 renewal requested on the Secret is done once and recorded, replicas racing on a missing Secret
 leave one Secret that every configuration trusts, a deleted configuration is reported, not
 fatal, a running keeper acts on watched changes without waiting for its resync (also after the
-server ended its watches), and every heal
-(a Secret replaced, a caBundle put back) or harm it cannot heal (a configuration deleted) is an Event.
+server ended its watches), and every heal (a Secret replaced, a caBundle put back) or harm it
+cannot heal (a configuration deleted) is an Event.
 """
 
 from __future__ import annotations
