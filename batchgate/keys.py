@@ -138,6 +138,12 @@ FRAMEWORK_LABEL: Final = PREFIX + "framework"
 BREAK_GLASS_ANNOTATION: Final = PREFIX + "break-glass"
 """On the policy ConfigMap or a ClusterQueue, written by a cluster admin: the webhook configurations'
 matchConditions skip the gateway, so the configuration can be repaired while the gateway is down."""
+RENEW_ANNOTATION: Final = PREFIX + "renew"
+"""On the serving Secret, written by an admin: a value the keeper has not handled yet forces a new
+serving certificate; a value starting with RENEW_CA_PREFIX forces a new CA as well."""
+RENEW_CA_PREFIX: Final = "ca-"
+RENEWED_ANNOTATION: Final = PREFIX + "renewed"
+"""On the serving Secret, written by the certificate keeper: the RENEW_ANNOTATION value it handled."""
 FRAMEWORK_ARGS_ANNOTATION: Final = PREFIX + "framework-args"
 ROLE_LABEL: Final = PREFIX + "role"
 FAILURE_POLICY_ANNOTATION: Final = PREFIX + "failure-policy"

@@ -4,9 +4,11 @@ Per round, on a fresh cluster (4 nodes x 8 GPUs): the time from `kubectl apply -
 until every product pod is Ready and every caBundle is injected, and until alice's first
 AppWrapper is admitted (that span includes applying the demo's policy, the team namespaces and
 the queues, as the demo does). Then, in the first round, the failed-review count while one gateway
-pod is deleted, and while `kubectl rollout restart deployment/batchgate-webhook` runs, during a
-steady stream of alice's AppWrapper submissions, and while the certificate Secret is deleted (server-side dry runs, so every one is a full
-admission through the gateway pods). Prints the machine; asserts nothing.
+pod is deleted, while `kubectl rollout restart deployment/batchgate-webhook` runs, while the
+certificate Secret is deleted and while a renewal is forced (`batchgate.dev/renew`), during a
+steady stream of alice's AppWrapper submissions (server-side dry runs, so every one is a full
+admission through the gateway pods); and how long a caBundle edited away takes to come back (the
+keeper watches its configurations), as seen by polling kubectl. Prints the machine; asserts nothing.
 
     .venv/bin/python bench/install.py [--rounds 3] [--stream-seconds 20]
 """
@@ -29,7 +31,8 @@ from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, install_product, local_
 from localcluster.controllers import DEFAULT_CONTROLLERS  # noqa: E402
 from localcluster.runner import LocalCluster  # noqa: E402
 from localcluster.sim.nodes import nodes_from_flags  # noqa: E402
-from tests.e2e.test_install import DISRUPTIONS, alice_appwrapper, delete_certificate_secret, stream_during  # noqa: E402
+from tests.e2e.test_install import (DISRUPTIONS, alice_appwrapper, bundles, delete_certificate_secret,  # noqa: E402
+                                    force_renewal, stream_during)
 
 
 def first_admitted(kubectl: Kubectl) -> None:
@@ -40,6 +43,16 @@ def first_admitted(kubectl: Kubectl) -> None:
                   for w in kubectl.get_json("workloads", "-n", "team-a")["items"]
                   for c in w.get("status", {}).get("conditions", [])):
         time.sleep(0.1)
+
+
+def bundle_heal_seconds(kubectl: Kubectl) -> float:
+    """Edit the validating configuration's first caBundle away, then poll until it is back."""
+    kubectl.run("patch", "validatingwebhookconfiguration", "batchgate-validating", "--type=json", "-p",
+                json.dumps([{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": "Cg=="}]))
+    started = time.monotonic()
+    while "Cg==" in bundles(kubectl):
+        time.sleep(0.05)
+    return time.monotonic() - started
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,12 +73,16 @@ def main(argv: list[str] | None = None) -> int:
             admitted.append(time.monotonic() - started)
             line = f"round {i + 1}: apply -k -> every pod Ready {ready[-1]:.1f} s, -> first AppWrapper admitted " \
                    f"{admitted[-1]:.1f} s"
-            measured = {**DISRUPTIONS, "the certificate Secret deleted (keeper resync 30 s)": delete_certificate_secret}
+            measured = {**DISRUPTIONS, "the certificate Secret deleted": delete_certificate_secret,
+                        "a renewal forced (kubectl annotate ... batchgate.dev/renew=...)": force_renewal}
             for what, disrupt in measured.items() if i == 0 else ():
-                seconds = max(args.stream_seconds, 40.0) if disrupt is delete_certificate_secret else args.stream_seconds
-                sent, failed, errors = stream_during(kubectl, disrupt, seconds)
+                sent, failed, errors = stream_during(kubectl, disrupt, args.stream_seconds)
                 line += f"\n  {what} during {sent} submissions: {failed} failed reviews"
                 line += "".join(f"\n    failure: {e}" for e in errors)
+            if i == 0:
+                heals = [bundle_heal_seconds(kubectl) for _ in range(5)]
+                line += f"\n  a caBundle edited away is back after: {', '.join(f'{h:.2f}' for h in heals)} s " \
+                        f"(median {statistics.median(heals):.2f} s, as seen by kubectl get in a loop)"
             print(line, flush=True)
     print(f"apply -k manifests/local -> every product pod Ready: median {statistics.median(ready):.1f} s "
           f"(min {min(ready):.1f}, max {max(ready):.1f}); -> first admitted AppWrapper: median "

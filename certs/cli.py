@@ -56,8 +56,9 @@ def _manage_parser(sub: argparse._SubParsersAction) -> None:
                      help="renew a certificate this long before it expires (default 2160h, 90 days)")
     cmd.add_argument("--serving-validity", type=_duration, default=_dt.timedelta(days=365), help="default 8760h")
     cmd.add_argument("--ca-validity", type=_duration, default=_dt.timedelta(days=3650), help="default 87600h")
-    cmd.add_argument("--resync", type=_duration, default=_dt.timedelta(seconds=30),
-                     help="how often caBundles are checked and put back (default 30s)")
+    cmd.add_argument("--resync", type=_duration, default=_dt.timedelta(minutes=10),
+                     help="the longest time between two passes; changes to the Secret, the configurations and "
+                          "the policy are watched and handled at once (default 10m)")
     cmd.add_argument("--switch-grace", type=_duration, default=_dt.timedelta(minutes=5),
                      help="after a new CA replaces a lost one, keep the old CA in the caBundle this long, for pods "
                           "still serving its certificate until the kubelet updates their volume (default 5m)")

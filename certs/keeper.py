@@ -1,13 +1,17 @@
 """The certificate keeper: carries out certs/lifecycle.py's plans with the kubernetes client.
 
 Runs beside the gateway in each gateway pod (`batchgate certs manage`, a second container). Each
-pass reads the serving Secret, creates or renews it as `plan_secret` says, and writes the CA
-bundle into every webhook of the product's configurations that lacks it, and the policy's managed
-namespaces into their namespaceSelector (certs/scope.py). Replicas race safely:
-a create that finds the Secret already made (409) or an update that lost (409 Conflict) reads
-again and plans again, so the replicas end on the one Secret the winner wrote. What it needs from
-RBAC: get/create/update on its one Secret, get/update on its named webhook configurations, and get
-on the policy ConfigMap (which the gateway reads anyway).
+pass reads the serving Secret and plans it (`plan_secret`); a new Secret's data is made first and
+its CA injected into every webhook of the product's configurations before the Secret is written,
+so the API server trusts a certificate before any pod can load it. Then every webhook gets the
+bundle (`plan_bundle`) and the policy's managed namespaces as namespaceSelector (certs/scope.py).
+Passes run when a watched object changes (the Secret, the configurations, the policy ConfigMap,
+each by name), when a renewal or the switch grace falls due, and at the latest every resync.
+Replicas race safely: a create that finds the Secret already made (409) or an update that lost
+(409 Conflict) reads again and plans again, so the replicas end on the one Secret the winner
+wrote. What it needs from RBAC: get/update/watch (by name) and create on its one Secret,
+get/update/watch on its named webhook configurations, and get/watch on the policy ConfigMap
+(which the gateway reads anyway).
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Callable, Literal, cast
 
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from batchgate.clock import Clock
+from batchgate.keys import RENEWED_ANNOTATION
 from batchgate.policy import Policy, PolicyError
-from certs.authority import issue_secret_data
+from batchgate.events import Involved, event_body
+from certs.authority import TLS_CERT, issue_secret_data
 from certs.lifecycle import BundlePlan, CertSettings, SecretPlan, WebhookBundle, plan_bundle, plan_secret, stale_bundles
 from certs.scope import namespace_selector, stale_selectors
 
@@ -33,6 +39,16 @@ log = logging.getLogger("batchgate.certs")
 NOT_FOUND, CONFLICT = 404, 409
 ATTEMPTS = 5
 """Reads and writes tried per pass before giving up until the next one (each retry re-plans)."""
+GONE = 410
+WATCH_SECONDS = 300
+"""Each watch asks the server to end it after this long; it is then started again."""
+WATCH_RETRY_SECONDS = 2.0
+ERROR_RETRY_SECONDS = 5.0
+"""After a failed pass, the next one comes this soon (or with the next change seen)."""
+EVENT_COMPONENT = "batchgate-certs"
+CERTIFICATE_ISSUED, CERTIFICATE_RENEWED = "CertificateIssued", "CertificateRenewed"
+CA_BUNDLE_INJECTED, CONFIGURATION_MISSING = "CABundleInjected", "WebhookConfigurationMissing"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
 MUTATING, VALIDATING = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
 
 
@@ -54,13 +70,29 @@ class CertKeeper:
 
     def __init__(self, api: client.ApiClient, settings: CertSettings, secret: tuple[str, str],
                  configurations: list[tuple[str, str]], clock: Clock,
-                 policy_configmap: tuple[str, str] | None = None):
+                 policy_configmap: tuple[str, str] | None = None, watch_seconds: int = WATCH_SECONDS):
         self.core = client.CoreV1Api(api)
         self.admission = client.AdmissionregistrationV1Api(api)
         self.settings, self.clock = settings, clock
         self.namespace, self.name = secret
         self.configurations = configurations
         self.policy_configmap = policy_configmap
+        self.watch_seconds = watch_seconds
+        self._missing: set[tuple[str, str]] = set()
+        """Configurations reported missing (one Event each until they are back)."""
+
+    # --- Events -------------------------------------------------------------------------------
+    def _event(self, involved: Involved, kind: Literal["Normal", "Warning"], reason: str, message: str,
+               identity: str) -> None:
+        """Record what the keeper did (or cannot do) where `kubectl describe` and `kubectl get
+        events -n <its namespace>` show it; best effort, a failure is logged and the pass goes on."""
+        body = event_body(self.namespace, involved, kind, reason, message, identity, self.clock.now(), EVENT_COMPONENT)
+        try:
+            self.core.create_namespaced_event(self.namespace, cast(Any, body))  # a dict serializes as the model
+        except ApiException as exc:
+            if exc.status != CONFLICT:  # another replica's keeper reported the same thing
+                log.warning("cannot record Event %s on %s %s: %s %s", reason, involved.kind, involved.name,
+                            exc.status, exc.reason)
 
     # --- the Secret ---------------------------------------------------------------------------
     def _read(self) -> tuple[dict[str, bytes] | None, Any]:
@@ -72,11 +104,15 @@ class CertKeeper:
             raise
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}, secret
 
-    def _write(self, plan: SecretPlan, data: dict[str, bytes] | None, secret: Any) -> dict[str, bytes]:
+    def issue(self, plan: SecretPlan, data: dict[str, bytes] | None) -> dict[str, bytes]:
+        """The Secret data `plan` calls for, made before anything is written (a new serving pair,
+        under the current CA or a new one)."""
         current = data if plan.action == "renew-serving" else None
-        new = issue_secret_data(list(self.settings.dns_names), self.clock.now(),
-                                ca_days=self.settings.ca_validity.days, cert_days=self.settings.serving_validity.days,
-                                current=current, keep_cas=plan.keep_old_cas)
+        return issue_secret_data(list(self.settings.dns_names), self.clock.now(),
+                                 ca_days=self.settings.ca_validity.days, cert_days=self.settings.serving_validity.days,
+                                 current=current, keep_cas=plan.keep_old_cas)
+
+    def _write(self, plan: SecretPlan, new: dict[str, bytes], secret: Any) -> None:
         encoded: dict[str, bytes | str] = {k: base64.b64encode(v).decode() for k, v in new.items()}
         if secret is None:
             body = client.V1Secret(metadata=client.V1ObjectMeta(
@@ -86,24 +122,42 @@ class CertKeeper:
             self.core.create_namespaced_secret(self.namespace, body)
         else:
             secret.data = encoded  # resourceVersion kept: a concurrent writer makes this a 409
+            if plan.handled is not None:  # recorded, so the request is not handled again
+                secret.metadata.annotations = {**(secret.metadata.annotations or {}), RENEWED_ANNOTATION: plan.handled}
             self.core.replace_namespaced_secret(self.name, self.namespace, secret)
         log.info("secret %s/%s: %s (%s)", self.namespace, self.name, plan.action, plan.reason)
-        return new
+        done = ("a new CA and serving certificate written, the CA injected into every caBundle first"
+                if plan.action == "issue-all" else "a new serving certificate written under the same CA")
+        self._event(Involved("v1", "Secret", self.name, self.namespace), "Normal",
+                    CERTIFICATE_ISSUED if plan.action == "issue-all" else CERTIFICATE_RENEWED,
+                    f"{plan.reason}: {done}; the gateway pods load it without a restart",
+                    new[TLS_CERT].decode())
 
-    def ensure_secret(self) -> tuple[SecretPlan, dict[str, bytes]]:
-        """The Secret as it must be: read, planned, written; a lost race reads and plans again."""
+    def ensure_secret(self, configured: list[str]) -> tuple[SecretPlan, dict[str, bytes], list[str]]:
+        """The Secret as it must be: read, planned, and when it changes, the new data made and its
+        CA put into every configuration FIRST, so the API server trusts the new certificate before
+        any pod can load it; only then written. A lost race (409) reads and plans again: the
+        winner's Secret is kept, and the CA this attempt injected ages out of the bundles with the
+        switch grace like any replaced CA. Returns the plan, the Secret's data, the webhooks injected."""
+        injected: list[str] = []
         for _ in range(ATTEMPTS):
             data, secret = self._read()
-            plan = plan_secret(data, self.settings, self.clock.now())
+            annotations = (secret.metadata.annotations or {}) if secret is not None else {}
+            plan = plan_secret(data, self.settings, self.clock.now(), annotations)
             if plan.action == "keep":
                 assert data is not None
-                return plan, data
+                return plan, data, injected
+            new = self.issue(plan, data)
+            done, _, _ = self.inject(new, configured)
+            injected.extend(hook for hook in done if hook not in injected)
             try:
-                return plan, self._write(plan, data, secret)
+                self._write(plan, new, secret)
+                return plan, new, injected
             except ApiException as exc:
                 if exc.status != CONFLICT:
                     raise
                 log.info("secret %s/%s: another writer won (%s), reading again", self.namespace, self.name, exc.reason)
+            configured = self.configured_bundles()  # now with the CA this attempt injected
         raise RuntimeError(f"secret {self.namespace}/{self.name}: still conflicting after {ATTEMPTS} attempts")
 
     # --- the webhook configurations -----------------------------------------------------------
@@ -152,9 +206,14 @@ class CertKeeper:
             log.error("policy invalid, webhook namespaceSelectors left as they are: %s", exc)
             return None
 
-    def inject(self, bundle: str, policy: Policy | None = None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-        """Write `bundle` into each webhook lacking it and, with a policy, its managed namespaces
-        into each governed webhook's namespaceSelector; (injected, configurations missing, scoped)."""
+    def inject(self, data: dict[str, bytes], configured: list[str], policy: Policy | None = None
+               ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Write the bundle of `data` (plan_bundle: its CAs, and within the switch grace the CAs the
+        configurations carry) into each webhook lacking it and, with a policy, its managed
+        namespaces into each governed webhook's namespaceSelector; (injected, configurations
+        missing, scoped). Each configuration's bundle also keeps the CAs it carries as read for
+        this very write (a write conditioned on that read), so a CA another keeper injected a
+        moment ago is never dropped within the grace."""
         injected: list[str] = []
         scoped: list[str] = []
         missing: list[str] = []
@@ -166,11 +225,14 @@ class CertKeeper:
                 except ApiException as exc:
                     if exc.status != NOT_FOUND:
                         raise
-                    log.error("%s %s not found: re-apply the install (kubectl apply -k manifests/default)", kind, name)
                     missing.append(f"{kind}/{name}")
+                    self._report_missing(kind, name)
                     break
+                self._missing.discard((kind, name))
                 hooks = config.get("webhooks") or []
-                stale = stale_bundles([WebhookBundle(kind, name, i, hook["name"], hook["clientConfig"].get("caBundle", ""))
+                own = [hook["clientConfig"].get("caBundle", "") for hook in hooks]
+                bundle = plan_bundle(data, configured + own, self.settings, self.clock.now()).bundle
+                stale = stale_bundles([WebhookBundle(kind, name, i, hook["name"], own[i])
                                        for i, hook in enumerate(hooks)], bundle)
                 unscoped = stale_selectors(hooks, wanted) if wanted is not None else []
                 if not stale and not unscoped:
@@ -189,25 +251,93 @@ class CertKeeper:
                 scoped.extend(f"{kind}/{name}/{hooks[i]['name']}" for i in unscoped)
                 log.info("%s %s: caBundle into %d webhooks, managed namespaces into %d", kind, name,
                          len(stale), len(unscoped))
+                if stale:
+                    self._event(Involved(ADMISSION_API, kind, name), "Normal", CA_BUNDLE_INJECTED,
+                                f"caBundle of {', '.join(h.name for h in stale)} set to the CAs of Secret "
+                                f"{self.namespace}/{self.name}: it was missing, edited or outdated",
+                                f"{config['metadata'].get('resourceVersion')}\n{bundle}")
                 break
         return tuple(injected), tuple(missing), tuple(scoped)
 
+    def _report_missing(self, kind: str, name: str) -> None:
+        """Once per disappearance: the keeper cannot and must not recreate a configuration (it
+        holds only get/update on it, and its rules are the install's), so it says what to do."""
+        if (kind, name) in self._missing:
+            return
+        self._missing.add((kind, name))
+        message = (f"{kind} {name} not found: its webhooks are not called and the keeper does not recreate it; "
+                   f"re-apply the install: kubectl apply -k manifests/default")
+        log.error("%s", message)
+        self._event(Involved(ADMISSION_API, kind, name), "Warning", CONFIGURATION_MISSING, message,
+                    f"{kind}/{name}\n{self.clock.now():%Y-%m-%dT%H:%M}")
+
     def reconcile(self) -> PassResult:
-        """One pass: the Secret, then every configuration's caBundle (the Secret's CAs, and for a
-        while after a new serving certificate the CAs it replaced, read before the Secret is)."""
+        """One pass: the configurations' bundles read, the Secret kept or changed (a new one's CA
+        injected before it is written), then every configuration's caBundle and selector."""
         configured = self.configured_bundles()
-        plan, data = self.ensure_secret()
+        plan, data, first = self.ensure_secret(configured)
         bundle = plan_bundle(data, configured, self.settings, self.clock.now())
         if bundle.carried:
             log.info("caBundle keeps %s beside the Secret's CA until %s (pods may still serve its certificate)",
                      "; ".join(bundle.carried), bundle.recheck_at)
-        injected, missing, scoped = self.inject(bundle.bundle, self.policy())
-        return PassResult(plan, injected, missing, scoped, bundle)
+        injected, missing, scoped = self.inject(data, configured, self.policy())
+        return PassResult(plan, tuple(dict.fromkeys(first + list(injected))), missing, scoped, bundle)
+
+    def watches(self) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+        """What wakes the keeper: its Secret, each of its configurations and the policy ConfigMap,
+        each watched by name (a fieldSelector on metadata.name, which RBAC's resourceNames cover)."""
+        by_name = lambda name: {"field_selector": f"metadata.name={name}"}  # noqa: E731
+        found: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
+            (f"secret {self.namespace}/{self.name}", self.core.list_namespaced_secret,
+             {"namespace": self.namespace, **by_name(self.name)})]
+        for kind, name in self.configurations:
+            listing = (self.admission.list_mutating_webhook_configuration if kind == MUTATING
+                       else self.admission.list_validating_webhook_configuration)
+            found.append((f"{kind} {name}", listing, by_name(name)))
+        if self.policy_configmap is not None:
+            namespace, name = self.policy_configmap
+            found.append((f"configmap {namespace}/{name}", self.core.list_namespaced_config_map,
+                          {"namespace": namespace, **by_name(name)}))
+        return found
+
+    def _watch(self, what: str, listing: Callable[..., Any], kwargs: dict[str, Any],
+               stop: threading.Event, wake: threading.Event) -> None:
+        """Set `wake` on every change of one object until `stop`. A stream that ends (its timeout,
+        or 410 Expired when the version it resumes from is gone) is started again from a fresh
+        list, whose first event wakes a pass too, so nothing missed in between stays missed."""
+        while not stop.is_set():
+            stream = watch.Watch()
+            try:
+                for _ in stream.stream(listing, timeout_seconds=self.watch_seconds, **kwargs):
+                    wake.set()
+                    if stop.is_set():
+                        break
+            except ApiException as exc:
+                if exc.status != GONE:
+                    log.error("watch of %s failed, watching again in %.0fs: %s", what, WATCH_RETRY_SECONDS, exc.reason)
+                    stop.wait(WATCH_RETRY_SECONDS)
+            except Exception as exc:  # noqa: BLE001 - network errors of every kind: watch again
+                log.error("watch of %s failed, watching again in %.0fs: %s", what, WATCH_RETRY_SECONDS, exc)
+                stop.wait(WATCH_RETRY_SECONDS)
+            finally:
+                stream.stop()
 
     def run(self, stop: threading.Event, resync_seconds: float) -> None:
-        """Pass after pass until `stop`: every `resync_seconds` (a caBundle edited away comes back
-        within it), sooner when a renewal falls due; errors are logged and retried next pass."""
+        """Pass after pass until `stop`: at once when a watched object changes (a caBundle edited
+        away comes back within a second), when a renewal or the switch grace falls due, and at the
+        latest every `resync_seconds` (the fallback should a watch miss something); errors are
+        logged and retried at the next wake."""
+        wake = threading.Event()
+        for what, listing, kwargs in self.watches():
+            threading.Thread(target=self._watch, args=(what, listing, kwargs, stop, wake), daemon=True,
+                             name=f"watch {what}").start()
+
+        def stopping() -> None:
+            stop.wait()
+            wake.set()
+        threading.Thread(target=stopping, daemon=True, name="stop").start()
         while not stop.is_set():
+            wake.clear()
             wait = resync_seconds
             try:
                 result = self.reconcile()
@@ -217,5 +347,6 @@ class CertKeeper:
                 due = (due_at - self.clock.now()).total_seconds()
                 wait = max(0.0, min(resync_seconds, due))
             except Exception as exc:  # noqa: BLE001 - API and network errors of every kind: next pass
-                log.error("certificate pass failed, retrying in %.0fs: %s", resync_seconds, exc)
-            stop.wait(wait)
+                log.error("certificate pass failed, retrying in %.0fs: %s", min(resync_seconds, ERROR_RETRY_SECONDS), exc)
+                wait = min(resync_seconds, ERROR_RETRY_SECONDS)
+            wake.wait(wait)

@@ -30,6 +30,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from batchgate.keys import RENEW_ANNOTATION, RENEW_CA_PREFIX, RENEWED_ANNOTATION
 from certs.authority import BACKDATE, CA_CERT, CA_KEY, TLS_CERT, TLS_KEY
 
 Action = Literal["keep", "renew-serving", "issue-all"]
@@ -73,6 +74,8 @@ class SecretPlan:
     recheck_at: _dt.datetime
     keep_old_cas: tuple[x509.Certificate, ...] = field(default=(), compare=False)
     """CAs still valid that the new ca.crt must keep trusting after the new CA (issue-all only)."""
+    handled: str | None = None
+    """The forced-renewal request this write handles: the keeper records it (RENEWED_ANNOTATION)."""
 
 
 @dataclass(frozen=True)
@@ -120,8 +123,26 @@ def _signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
     return True
 
 
-def plan_secret(data: Mapping[str, bytes] | None, settings: CertSettings, now: _dt.datetime) -> SecretPlan:
-    """Keep, renew the serving certificate, or issue everything anew; with the reason and the next look."""
+def renewal_request(annotations: Mapping[str, str]) -> str | None:
+    """The forced-renewal value an admin set on the Secret that the keeper has not handled yet."""
+    requested = annotations.get(RENEW_ANNOTATION)
+    return requested if requested and requested != annotations.get(RENEWED_ANNOTATION) else None
+
+
+def plan_secret(data: Mapping[str, bytes] | None, settings: CertSettings, now: _dt.datetime,
+                annotations: Mapping[str, str] | None = None) -> SecretPlan:
+    """Keep, renew the serving certificate, or issue everything anew; with the reason and the next look.
+    A forced renewal (`annotations`, RENEW_ANNOTATION) renews the serving certificate, or with a
+    `ca-` value issues a new CA too, without keeping the old one in ca.crt (the caBundle still
+    carries it for the switch grace, as when a Secret is lost); every write records the request."""
+    request = renewal_request(annotations or {})
+    plan = _plan_secret(data, settings, now, request)
+    return SecretPlan(plan.action, plan.reason, plan.recheck_at, plan.keep_old_cas,
+                      request if plan.action != "keep" else None)
+
+
+def _plan_secret(data: Mapping[str, bytes] | None, settings: CertSettings, now: _dt.datetime,
+                 request: str | None) -> SecretPlan:
     soon = now + settings.check_every
     if data is None:
         return SecretPlan("issue-all", "the Secret does not exist", soon)
@@ -136,10 +157,15 @@ def plan_secret(data: Mapping[str, bytes] | None, settings: CertSettings, now: _
     ca_key = _private_key(data[CA_KEY])
     if ca_key is None or not _same_key(ca, ca_key):
         return SecretPlan("issue-all", f"{CA_KEY} is not the EC key of {CA_CERT}", soon)
+    forced = f"renewal requested ({RENEW_ANNOTATION}={request})"
+    if request is not None and request.startswith(RENEW_CA_PREFIX):
+        return SecretPlan("issue-all", forced, soon)
     ca_due = ca.not_valid_after_utc - settings.ca_renew_before
     if now >= ca_due:
         keep = (ca, *older) if ca.not_valid_after_utc > now else older
         return SecretPlan("issue-all", f"the CA expires {ca.not_valid_after_utc:%Y-%m-%d}", soon, keep)
+    if request is not None:
+        return SecretPlan("renew-serving", forced, soon)
     try:
         (serving, *_) = parse_cas(data[TLS_CERT])
     except ValueError:

@@ -1,9 +1,14 @@
 """The certificate keeper against the local cluster with the real `kubernetes` client.
 
 We test these aspects: a first pass creates the Secret and fills every webhook's caBundle, a
-second pass writes nothing, a caBundle edited away comes back, a corrupted Secret is reissued,
-a forced renewal keeps the CA (so no bundle changes), replicas racing on a missing Secret leave
-one Secret that every configuration trusts, and a deleted configuration is reported, not fatal.
+second pass writes nothing, a caBundle edited away comes back, a corrupted Secret is reissued, a
+new CA is in every bundle before the Secret holding it is written, a keeper losing that write keeps
+the winner's Secret while its own CA ages out, a renewal due keeps the CA (so no bundle changes), a
+renewal requested on the Secret is done once and recorded, replicas racing on a missing Secret
+leave one Secret that every configuration trusts, a deleted configuration is reported, not
+fatal, a running keeper acts on watched changes without waiting for its resync (also after the
+server ended its watches), and every heal (a Secret replaced, a caBundle put back) or harm it
+cannot heal (a configuration deleted) is an Event.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -19,6 +25,7 @@ from cryptography import x509
 from kubernetes import client
 
 from batchgate.clock import FakeClock, UTC
+from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from certs.authority import CA_CERT, TLS_CERT
 from certs.keeper import MUTATING, VALIDATING, CertKeeper
 from certs.lifecycle import CertSettings, parse_cas
@@ -119,6 +126,72 @@ def test_a_lost_secret_is_reissued_and_its_ca_stays_trusted_beside_the_new_one_f
     assert bundles(kube_api, setup) == [base64.b64encode(after[CA_CERT]).decode()] * 3
 
 
+class Watched(CertKeeper):
+    """A keeper that records, at the moment it writes the Secret, the bundles the cluster holds."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: list[tuple[bytes, list[str]]] = []
+
+    def _write(self, plan: Any, new: dict[str, bytes], secret: Any) -> None:
+        self.seen.append((new[CA_CERT], bundles_of(self)))
+        super()._write(plan, new, secret)
+
+
+def bundles_of(keep: CertKeeper) -> list[str]:
+    return [h["clientConfig"]["caBundle"] for kind, name in keep.configurations
+            for h in keep._read_configuration(kind, name)["webhooks"]]
+
+
+@pytest.mark.parametrize("lose", [
+    pytest.param(None, id="a first Secret"),
+    pytest.param(delete_secret, id="a deleted Secret"),
+    pytest.param(corrupt_secret, id="a corrupted Secret"),
+])
+def test_a_new_ca_is_in_every_bundle_before_the_secret_holding_it_is_written(
+        kube_api: client.ApiClient, setup: dict[str, Any], lose: Any) -> None:
+    clock = FakeClock(START)
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = Watched(kube_api, settings, (setup["namespace"], "gate-tls"), setup["configs"], clock)
+    if lose is not None:
+        keep.reconcile()
+        lose(client.CoreV1Api(kube_api), setup["namespace"])
+        clock.advance(_dt.timedelta(minutes=1))
+    keep.reconcile()
+    ca_pem, at_write = keep.seen[-1]
+    new_ca = parse_cas(ca_pem)[0]
+    assert all(new_ca in parse_cas(base64.b64decode(b)) for b in at_write)
+
+
+class Overtaken(CertKeeper):
+    """A keeper another replica overtakes once: between planning and writing, `rival` writes first."""
+
+    def __init__(self, rival: CertKeeper, *args: Any) -> None:
+        super().__init__(*args)
+        self.rival, self.lost_ca = rival, b""
+
+    def issue(self, plan: Any, data: dict[str, bytes] | None) -> dict[str, bytes]:
+        new = super().issue(plan, data)
+        if not self.lost_ca:
+            self.lost_ca = new[CA_CERT]
+            self.rival.reconcile()
+        return new
+
+
+def test_a_keeper_that_loses_the_secret_race_keeps_the_winner_s_secret_and_its_extra_ca_ages_out(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    clock = FakeClock(START)
+    winner = keeper(kube_api, setup, clock)
+    loser = Overtaken(winner, kube_api, winner.settings, (setup["namespace"], "gate-tls"), setup["configs"], clock)
+    result = loser.reconcile()
+    data, _ = secret_data(kube_api, setup["namespace"])
+    assert result.plan.action == "keep" and data[CA_CERT] != loser.lost_ca
+    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT] + loser.lost_ca).decode()] * 3
+    clock.advance(winner.settings.switch_grace)
+    assert len(loser.reconcile().injected) == 3
+    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
+
+
 def test_a_forced_renewal_keeps_the_ca_so_no_bundle_changes(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
     clock = FakeClock(START)
     keep = keeper(kube_api, setup, clock)
@@ -132,9 +205,39 @@ def test_a_forced_renewal_keeps_the_ca_so_no_bundle_changes(kube_api: client.Api
     x509.load_pem_x509_certificate(after[TLS_CERT]).verify_directly_issued_by(parse_cas(after[CA_CERT])[0])
 
 
+def annotate(kube_api: client.ApiClient, namespace: str, value: str) -> None:
+    client.CoreV1Api(kube_api).patch_namespaced_secret(
+        "gate-tls", namespace, {"metadata": {"annotations": {RENEW_ANNOTATION: value}}})
+
+
+@pytest.mark.parametrize("value, new_ca", [
+    pytest.param("now", False, id="a requested renewal gives a new serving certificate under the same CA"),
+    pytest.param("ca-now", True, id="a requested CA renewal gives a new CA that every bundle trusts before the Secret"),
+])
+def test_a_renewal_requested_on_the_secret_is_done_once_and_recorded(
+        kube_api: client.ApiClient, setup: dict[str, Any], value: str, new_ca: bool) -> None:
+    clock = FakeClock(START)
+    keep = keeper(kube_api, setup, clock)
+    keep.reconcile()
+    before, _ = secret_data(kube_api, setup["namespace"])
+    annotate(kube_api, setup["namespace"], value)
+    clock.advance(_dt.timedelta(minutes=1))
+    result = keep.reconcile()
+    after, _ = secret_data(kube_api, setup["namespace"])
+    secret = client.CoreV1Api(kube_api).read_namespaced_secret("gate-tls", setup["namespace"])
+    assert result.plan.action == ("issue-all" if new_ca else "renew-serving")
+    assert secret.metadata.annotations[RENEWED_ANNOTATION] == value
+    assert after[TLS_CERT] != before[TLS_CERT] and (after[CA_CERT] != before[CA_CERT]) is new_ca
+    trusted = base64.b64encode(after[CA_CERT] + (before[CA_CERT] if new_ca else b"")).decode()
+    assert bundles(kube_api, setup) == [trusted] * 3  # the old CA only for the switch grace
+    assert keep.reconcile().plan.action == "keep"
+    assert secret_data(kube_api, setup["namespace"])[0] == after
+
+
 def test_replicas_racing_on_a_missing_secret_leave_one_secret_every_configuration_trusts(
         kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
-    keepers = [keeper(kube_api, setup, FakeClock(START)) for _ in range(4)]
+    clock = FakeClock(START)
+    keepers = [keeper(kube_api, setup, clock) for _ in range(4)]
     barrier = threading.Barrier(len(keepers))
     errors: list[BaseException] = []
 
@@ -152,8 +255,13 @@ def test_replicas_racing_on_a_missing_secret_leave_one_secret_every_configuratio
         t.join(60)
     assert errors == []
     data, _ = secret_data(kube_api, setup["namespace"])
-    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
+    # The losers' CAs, injected before their writes lost, stay beside the winner's for the grace.
     assert all(k.reconcile().plan.action == "keep" for k in keepers)
+    assert len(set(bundles(kube_api, setup))) == 1
+    assert base64.b64decode(bundles(kube_api, setup)[0]).startswith(data[CA_CERT])
+    clock.advance(keepers[0].settings.switch_grace)
+    keepers[0].reconcile()
+    assert bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
     serving = x509.load_pem_x509_certificate(data[TLS_CERT])
     serving.verify_directly_issued_by(parse_cas(data[CA_CERT])[0])
 
@@ -211,3 +319,121 @@ def test_the_webhooks_follow_the_policys_managed_namespaces_and_an_invalid_polic
     core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": ""}})
     assert len(keep.reconcile().scoped) == 3
     assert all("matchLabels" not in s for s in selectors(kube_api, setup))
+
+
+def eventually(probe: Any, what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := probe()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f}s: {what}")
+        time.sleep(0.1)
+    return value
+
+
+def test_a_running_keeper_reacts_to_its_secret_configurations_and_policy_through_watches_not_the_resync(
+        kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    core, namespace = client.CoreV1Api(kube_api), setup["namespace"]
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "policy"}, "data": {"policy.yaml": ""}})
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), setup["configs"], FakeClock(START),
+                      (namespace, "policy"))
+    stop = threading.Event()
+    runner = threading.Thread(target=keep.run, args=(stop, 3600.0))  # the resync never comes in this test
+    runner.start()
+    try:
+        def trusted() -> bool:
+            data, _ = secret_data(kube_api, namespace)
+            return bundles(kube_api, setup) == [base64.b64encode(data[CA_CERT]).decode()] * 3
+        eventually(lambda: secret_exists(core, namespace) and trusted(), "the first pass")
+        (_, validating) = setup["configs"][1]
+        admission = client.AdmissionregistrationV1Api(kube_api)
+        config = admission.read_validating_webhook_configuration(validating)
+        config.webhooks[0].client_config.ca_bundle = "Cg=="
+        admission.replace_validating_webhook_configuration(validating, config)
+        eventually(trusted, "a caBundle edited away put back")
+        annotate(kube_api, namespace, "watched")
+        eventually(lambda: (core.read_namespaced_secret("gate-tls", namespace).metadata.annotations or {})
+                   .get(RENEWED_ANNOTATION) == "watched", "a renewal requested on the Secret done")
+        core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": (
+            "managedNamespaces:\n  selector: {matchLabels: {mlbatch-team-namespace: 'true'}}\n")}})
+        eventually(lambda: all("matchLabels" in s for s in selectors(kube_api, setup)),
+                   "the webhooks follow the policy's new managed namespaces")
+    finally:
+        stop.set()
+        runner.join(30)
+    assert not runner.is_alive()
+
+
+def secret_exists(core: client.CoreV1Api, namespace: str) -> bool:
+    return any(s.metadata.name == "gate-tls" for s in core.list_namespaced_secret(namespace).items)
+
+
+def recorded(kube_api: client.ApiClient, namespace: str) -> list[tuple[str, str, str, str, str]]:
+    """(type, reason, involved kind, involved name, message) of every Event in the keeper's namespace."""
+    return [(e.type, e.reason, e.involved_object.kind, e.involved_object.name, e.message)
+            for e in client.CoreV1Api(kube_api).list_namespaced_event(namespace).items]
+
+
+def corrupt(kube_api: client.ApiClient, setup: dict[str, Any]) -> tuple[str, str, str, str]:
+    corrupt_secret(client.CoreV1Api(kube_api), setup["namespace"])
+    return "Normal", "CertificateIssued", "Secret", "gate-tls"
+
+
+def edit_bundle_away(kube_api: client.ApiClient, setup: dict[str, Any]) -> tuple[str, str, str, str]:
+    (_, validating) = setup["configs"][1]
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    config = admission.read_validating_webhook_configuration(validating)
+    config.webhooks[1].client_config.ca_bundle = "Cg=="
+    admission.replace_validating_webhook_configuration(validating, config)
+    return "Normal", "CABundleInjected", VALIDATING, validating
+
+
+def delete_configuration(kube_api: client.ApiClient, setup: dict[str, Any]) -> tuple[str, str, str, str]:
+    (_, mutating) = setup["configs"][0]
+    client.AdmissionregistrationV1Api(kube_api).delete_mutating_webhook_configuration(mutating)
+    return "Warning", "WebhookConfigurationMissing", MUTATING, mutating
+
+
+@pytest.mark.parametrize("harm, says", [
+    pytest.param(corrupt, "ca.crt is not a PEM certificate: a new CA and serving certificate written",
+                 id="a corrupted Secret replaced is an Event on the Secret saying why"),
+    pytest.param(edit_bundle_away, "caBundle of c.keeper.test set to the CAs of Secret",
+                 id="a caBundle put back is an Event on its configuration naming the webhook"),
+    pytest.param(delete_configuration, "does not recreate it; re-apply the install: kubectl apply -k manifests/default",
+                 id="a deleted configuration is one Warning on it naming the fix, however many passes"),
+])
+def test_every_heal_or_harm_the_keeper_sees_is_a_visible_event(
+        kube_api: client.ApiClient, setup: dict[str, Any], harm: Any, says: str) -> None:
+    clock = FakeClock(START)
+    keep = keeper(kube_api, setup, clock)
+    keep.reconcile()
+    before = recorded(kube_api, setup["namespace"])
+    kind, reason, involved_kind, involved_name = harm(kube_api, setup)
+    clock.advance(_dt.timedelta(minutes=1))
+    keep.reconcile()
+    clock.advance(_dt.timedelta(minutes=1))
+    keep.reconcile()
+    new = [e for e in recorded(kube_api, setup["namespace"]) if e not in before]
+    assert [e[:4] for e in new if e[1] == reason] == [(kind, reason, involved_kind, involved_name)], new
+    assert says in next(e[4] for e in new if e[1] == reason)
+
+
+def test_a_watch_the_server_ends_is_started_again(kube_api: client.ApiClient, setup: dict[str, Any]) -> None:
+    """Each watch asks the server to end it after a second; a caBundle edited away after several
+    such ends still comes back long before the resync."""
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (setup["namespace"], "gate-tls"), setup["configs"], FakeClock(START),
+                      watch_seconds=1)
+    stop = threading.Event()
+    runner = threading.Thread(target=keep.run, args=(stop, 3600.0))
+    runner.start()
+    try:
+        eventually(lambda: secret_exists(client.CoreV1Api(kube_api), setup["namespace"])
+                   and "Cg==" not in bundles(kube_api, setup), "the first pass")
+        time.sleep(3)  # not a timing assertion: lets every watch end at least twice
+        edit_bundle_away(kube_api, setup)
+        eventually(lambda: "Cg==" not in bundles(kube_api, setup), "the caBundle put back through a new watch")
+    finally:
+        stop.set()
+        runner.join(30)
+    assert not runner.is_alive()

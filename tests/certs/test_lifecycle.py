@@ -3,8 +3,9 @@
 We test these aspects: a missing or broken Secret is issued anew, a serving certificate near its
 end or for the wrong names is renewed under the same CA, a CA near its end is replaced while the
 old CA stays trusted, a valid Secret is kept until the next look, applying any plan leaves a
-Secret the next look keeps, webhooks whose caBundle is not the Secret's are found, and a CA lost
-with its Secret stays in the caBundle beside the new one until the switch grace is over.
+Secret the next look keeps, a forced renewal is handled once, webhooks whose caBundle is not the
+Secret's are found, and a CA lost with its Secret stays in the caBundle beside the new one until
+the switch grace is over.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from cryptography import x509
 
 from batchgate.clock import UTC
+from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from certs.authority import CA_CERT, CA_KEY, TLS_CERT, TLS_KEY, issue_secret_data
 from certs.lifecycle import CertSettings, WebhookBundle, parse_cas, plan_bundle, plan_secret, stale_bundles
 
@@ -70,6 +72,35 @@ def renewed_serving(at: _dt.datetime) -> Callable[[Data], Data]:
 def test_the_plan_for_a_secret(make: Callable[[], Data | None], now: _dt.datetime, action: str, reason: str) -> None:
     plan = plan_secret(make(), SETTINGS, now)
     assert (plan.action, reason in plan.reason) == (action, True), plan.reason
+
+
+ASK = {RENEW_ANNOTATION: "2030-01-02"}
+ASK_CA = {RENEW_ANNOTATION: "ca-2030-01-02"}
+
+
+@pytest.mark.parametrize("make, annotations, action, handled, keeps_ca", [
+    pytest.param(fresh, {}, "keep", None, True, id="no request keeps a valid Secret"),
+    pytest.param(fresh, ASK, "renew-serving", "2030-01-02", True,
+                 id="a new request renews the serving certificate under the same CA and is recorded"),
+    pytest.param(fresh, {**ASK, RENEWED_ANNOTATION: "2030-01-02"}, "keep", None, True,
+                 id="a request already handled is not handled again"),
+    pytest.param(fresh, {**ASK, RENEWED_ANNOTATION: "2030-01-01"}, "renew-serving", "2030-01-02", True,
+                 id="a request with a value other than the one handled is handled"),
+    pytest.param(fresh, {RENEW_ANNOTATION: ""}, "keep", None, True, id="an empty request is no request"),
+    pytest.param(fresh, ASK_CA, "issue-all", "ca-2030-01-02", False,
+                 id="a request starting with ca- issues a new CA without keeping the old one in ca.crt"),
+    pytest.param(lambda: None, ASK, "issue-all", "2030-01-02", False,
+                 id="a request on a Secret that must be issued anew anyway is recorded with it"),
+    pytest.param(lambda: {**fresh(), TLS_CERT: b"junk"}, ASK, "renew-serving", "2030-01-02", True,
+                 id="a request on a broken serving certificate renews it once"),
+])
+def test_a_forced_renewal(make: Callable[[], Data | None], annotations: dict[str, str], action: str,
+                          handled: str | None, keeps_ca: bool) -> None:
+    data = make()
+    plan = plan_secret(data, SETTINGS, T0 + DAY, annotations)
+    assert (plan.action, plan.handled, plan.keep_old_cas) == (action, handled, ()), plan.reason
+    assert (plan.action != "issue-all") is keeps_ca
+    assert (RENEW_ANNOTATION in plan.reason) is (data is not None and handled is not None), plan.reason
 
 
 def apply(data: Data | None, now: _dt.datetime) -> Data:

@@ -71,7 +71,6 @@ RARE_PATHS: dict[str, dict[Right, str]] = {
         ("update", "ray.io", "rayclusters/finalizers"): RAY,
     },
     "batchgate-webhook": {
-        ("create", "", "events"): "the Warning Event on the policy ConfigMap when the stored policy is invalid",
         ("update", "", "secrets"): "the serving certificate renewed before expiry, or its Secret repaired",
     },
 }

@@ -12,7 +12,6 @@ keeps the last good policy in force; an absent ConfigMap means the built-in defa
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
@@ -23,6 +22,7 @@ from kubernetes.client.rest import ApiException
 
 from batchgate.api.objects import metadata
 from batchgate.clock import Clock, SystemClock
+from batchgate.events import Involved, event_body
 from batchgate.policy import POLICY_KEY, PolicyError, parse_policy
 from webhook.policy.store import DEFAULTS, LoadedPolicy, PolicyStore
 
@@ -164,19 +164,11 @@ class ClusterPolicySource:
         replicas, which all see the same edit, make one Event between them."""
         meta = metadata(configmap)
         version = str(meta.get("resourceVersion", ""))
-        digest = hashlib.sha256(f"{version}\n{error}".encode()).hexdigest()[:12]
-        now = self.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
         message = (f"{error[:EVENT_ERROR_CHARS]}; the gateway keeps serving {in_force.source} "
                    f"(policy {in_force.version})")
-        event = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{self.name}.{digest}", "namespace": self.namespace},
-            "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": self.namespace,
-                               "name": self.name, "uid": meta.get("uid"), "resourceVersion": version},
-            "type": "Warning", "reason": "InvalidPolicy", "message": message,
-            "source": {"component": EVENT_COMPONENT}, "reportingComponent": EVENT_COMPONENT,
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        }
+        involved = Involved("v1", "ConfigMap", self.name, self.namespace, meta.get("uid"), version)
+        event = event_body(self.namespace, involved, "Warning", "InvalidPolicy", message, f"{version}\n{error}",
+                           self.clock.now(), EVENT_COMPONENT)
         try:
             # The client serializes a plain dict as it would its CoreV1Event model.
             self.core.create_namespaced_event(self.namespace, cast(Any, event), _request_timeout=REQUEST_TIMEOUT[0])
