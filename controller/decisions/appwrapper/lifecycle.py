@@ -10,6 +10,7 @@ adapter performs them, and `after_create` decides from their outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from typing import Callable
 
@@ -34,6 +35,14 @@ from controller.decisions.appwrapper.transition import (
 from controller.decisions.appwrapper.failure_policy import Failure, judge
 
 RETRY_CREATE_AFTER = _dt.timedelta(seconds=1)
+TEAM_ROLE = "batchgate-controller-team"  # manifests/rbac/controller-team.yaml
+
+
+def team_binding_fix(namespace: str) -> str:
+    """What an admin does when the controller may not create or read a wrapped component: its rights
+    over Secrets are granted per team namespace, at onboarding (docs/install.md, "Teams")."""
+    return (f"the controller is not allowed to manage it in namespace {namespace}: "
+            f"bind ClusterRole {TEAM_ROLE} in namespace {namespace}: see docs/install.md#teams")
 """How soon a component whose creation failed transiently is tried again (as upstream)."""
 POLL_WHILE_WARMING = _dt.timedelta(seconds=5)
 """How often a Running AppWrapper whose pods are not all ready is looked at (as upstream)."""
@@ -109,6 +118,8 @@ def after_create(aw: AppWrapperState, outcomes: tuple[CreateOutcome, ...], timin
             error = error or outcome
     if error is None:
         return Transition(keys.PHASE_RUNNING, "all components deployed", component_status=tuple(components))
+    if error.forbidden:
+        error = dataclasses.replace(error, fatal=True, error=f"{error.error}; {team_binding_fix(aw.namespace)}")
     deadline = aw.since(keys.COND_RESOURCES_DEPLOYED, "True", now) + timing.admission_grace
     if not error.fatal and now < deadline:
         return Transition(keys.PHASE_RESUMING, f"component {error.index} not created yet: {error.error}",

@@ -350,6 +350,12 @@ CREATE_CASES = [
                                                                   fatal=True),), 5,
                  DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=("CreateFailed",)),
                  id="a fatal create error fails at once with retries left"),
+    pytest.param(resuming_with("Unknown"), (CreateOutcome(0, error='secrets "creds" is forbidden', forbidden=True),), 5,
+                 DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=(
+                     "CreateFailed: error creating components: secrets \"creds\" is forbidden; the controller is not "
+                     "allowed to manage it in namespace team-a: bind ClusterRole batchgate-controller-team in "
+                     "namespace team-a: see docs/install.md#teams",)),
+                 id="the controller refused in a namespace without its team binding fails at once naming the fix"),
 ]
 
 
