@@ -16,6 +16,7 @@ from typing import Callable
 
 from batchgate import keys
 from batchgate.durations import format_duration
+from batchgate.teams import team_binding_fix
 from controller.decisions.appwrapper.components import ComponentError, component_status
 from controller.decisions.appwrapper.teardown import teardown
 from controller.decisions.appwrapper.timing import Timing
@@ -35,14 +36,6 @@ from controller.decisions.appwrapper.transition import (
 from controller.decisions.appwrapper.failure_policy import Failure, judge
 
 RETRY_CREATE_AFTER = _dt.timedelta(seconds=1)
-TEAM_ROLE = "batchgate-controller-team"  # manifests/rbac/controller-team.yaml
-
-
-def team_binding_fix(namespace: str) -> str:
-    """What an admin does when the controller may not create or read a wrapped component: its rights
-    over Secrets are granted per team namespace, at onboarding (docs/install.md, "Teams")."""
-    return (f"the controller is not allowed to manage it in namespace {namespace}: "
-            f"bind ClusterRole {TEAM_ROLE} in namespace {namespace}: see docs/install.md#teams")
 """How soon a component whose creation failed transiently is tried again (as upstream)."""
 POLL_WHILE_WARMING = _dt.timedelta(seconds=5)
 """How often a Running AppWrapper whose pods are not all ready is looked at (as upstream)."""
@@ -118,8 +111,10 @@ def after_create(aw: AppWrapperState, outcomes: tuple[CreateOutcome, ...], timin
             error = error or outcome
     if error is None:
         return Transition(keys.PHASE_RUNNING, "all components deployed", component_status=tuple(components))
-    if error.forbidden:
-        error = dataclasses.replace(error, fatal=True, error=f"{error.error}; {team_binding_fix(aw.namespace)}")
+    if error.forbidden:  # the controller itself refused: no retry mends its rights
+        component = aw.components[error.index]
+        fix = team_binding_fix(component.api_version, component.kind, aw.namespace)
+        error = dataclasses.replace(error, fatal=True, error=f"{error.error}: {fix}" if fix else error.error)
     deadline = aw.since(keys.COND_RESOURCES_DEPLOYED, "True", now) + timing.admission_grace
     if not error.fatal and now < deadline:
         return Transition(keys.PHASE_RESUMING, f"component {error.index} not created yet: {error.error}",
