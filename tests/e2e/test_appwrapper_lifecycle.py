@@ -22,10 +22,9 @@ import yaml
 from batchgate import keys
 from batchgate.clock import parse_time
 from localcluster.sim.nodes import HEALTH_LABEL
-from webhook.serving.launch import REPO_ROOT
 from tests.e2e.appwrapper_harness import (DEDICATED, FLAVOR_LABEL, AwStack, Scenario, appwrapper, condition,
                                           eventually, fault_tolerance, job, new_scenario, pod, pod_template,
-                                          policy_configmap, pytorchjob, start_stack)
+                                          policy_configmap, pytorchjob, start_stack, team_controller_binding)
 
 RUNNING = {"startAfter": "5s"}            # starts half a wall second after binding, runs until deleted
 FAILS = {"startAfter": "5s", "crashAfter": "5s"}   # exits 1 a second after binding
@@ -430,15 +429,6 @@ def test_a_component_that_already_exists_but_is_not_the_appwrappers_fails_it_dir
     assert kept["data"] == {"owner": "alice"}
 
 
-def team_controller_binding(scenario: Scenario) -> str:
-    """The controller's RoleBinding from the shipped team template (manifests/team/), for this namespace."""
-    rendered = scenario.stack.admin("kustomize", str(REPO_ROOT / "manifests" / "team")).stdout
-    binding = next(d for d in yaml.safe_load_all(rendered)
-                   if d["kind"] == "RoleBinding" and d["metadata"]["name"] == "batchgate-controller-team")
-    binding["metadata"]["namespace"] = scenario.namespace
-    return yaml.safe_dump(binding)
-
-
 FIX = "bind ClusterRole batchgate-controller-team in namespace {}: see docs/install.md#teams"
 
 
@@ -448,10 +438,11 @@ def secret(name: str) -> dict[str, Any]:
 
 def test_a_wrapped_secret_is_refused_at_submission_naming_the_team_binding_and_runs_once_the_namespace_binds_it(
         scenario: Scenario) -> None:
+    scenario.stack.admin("delete", "rolebinding", "-n", scenario.namespace, "batchgate-controller-team")
     refused = scenario.kubectl("apply", "-f", "-", check=False, stdin=yaml.safe_dump(
         appwrapper("unbound", [pod("unbound-pod", behavior=RUNNING), secret("creds")])))
     assert refused.returncode != 0 and FIX.format(scenario.namespace) in refused.stderr, refused.stderr
-    scenario.stack.admin("apply", "-f", "-", stdin=team_controller_binding(scenario))
+    scenario.stack.admin("apply", "-f", "-", stdin=team_controller_binding(scenario.stack, scenario.namespace))
     bound = yaml.safe_dump(appwrapper("bound", [pod("bound-pod", behavior=RUNNING), secret("creds")]))
     # The gateway keeps an authorization answer for up to 10 s (--authorization-cache-ttl).
     eventually(lambda: scenario.kubectl("apply", "-f", "-", check=False, stdin=bound).returncode == 0,
@@ -463,7 +454,6 @@ def test_a_wrapped_secret_is_refused_at_submission_naming_the_team_binding_and_r
 
 def test_a_queued_wrapped_secret_whose_team_binding_went_meanwhile_fails_at_once_naming_the_fix(
         scenario: Scenario) -> None:
-    scenario.stack.admin("apply", "-f", "-", stdin=team_controller_binding(scenario))
     scenario.apply(appwrapper("blocker", [job("blocker-job", cpu="4", behavior=RUNNING)]))
     scenario.wait_phase("blocker", "Running")
     scenario.apply(appwrapper("queued", [job("queued-job", cpu="1", behavior=RUNNING), secret("creds")],
