@@ -183,8 +183,10 @@ class AppWrapperReconciler:
         except ApiError as exc:
             if exc.already_exists:
                 return self._adopt(aw, index, resource, obj)
-            # Invalid (422) cannot succeed on retry; anything else may be transient.
-            return CreateOutcome(index, error=exc.message or str(exc), fatal=exc.status == 422)
+            # Invalid (422) cannot succeed on retry, nor can a refusal of the controller itself
+            # (403: a team namespace without the controller's binding); anything else may be transient.
+            return CreateOutcome(index, error=exc.message or str(exc), fatal=exc.status == 422,
+                                 forbidden=exc.forbidden)
 
     def _adopt(self, aw: AppWrapperState, index: int, resource: Resource, obj: Mapping[str, Any]) -> CreateOutcome:
         """An existing object of the same name counts as created only if this AppWrapper controls it."""
@@ -192,7 +194,7 @@ class AppWrapperReconciler:
         try:
             existing = self.client.get(resource, str(meta.get("name")), meta.get("namespace"))
         except ApiError as exc:
-            return CreateOutcome(index, error=str(exc))
+            return CreateOutcome(index, error=exc.message or str(exc), forbidden=exc.forbidden)
         ref = controller_owner(existing)
         if ref is None or ref.get("uid") != aw.uid:
             return CreateOutcome(index, error=f"resource {meta.get('name')} exists, but is not controlled by appwrapper",

@@ -102,6 +102,10 @@ class ApiError(Exception):
         return self.status == 404
 
     @property
+    def forbidden(self) -> bool:
+        return self.status == 403
+
+    @property
     def gone(self) -> bool:
         return self.status == 410
 

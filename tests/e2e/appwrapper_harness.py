@@ -437,6 +437,15 @@ def _split_like(header: str, line: str) -> list[str]:
     return [line[s:e].strip() for s, e in zip(starts, ends)]
 
 
+def team_controller_binding(stack: AwStack, namespace: str) -> str:
+    """The controller's RoleBinding from the shipped team template (manifests/team/), for `namespace`."""
+    rendered = stack.admin("kustomize", str(REPO_ROOT / "manifests" / "team")).stdout
+    binding = next(d for d in yaml.safe_load_all(rendered)
+                   if d["kind"] == "RoleBinding" and d["metadata"]["name"] == "batchgate-controller-team")
+    binding["metadata"]["namespace"] = namespace
+    return yaml.safe_dump(binding)
+
+
 def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iterator[Scenario]:
     """A namespace with its own ClusterQueue (cpu 4, nvidia.com/gpu 4) and LocalQueue; torn down after."""
     namespace = f"aw-{uuid.uuid4().hex[:8]}"
@@ -454,7 +463,9 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
     stack.admin("label", "namespace", namespace, "mlbatch-team-namespace=true")  # a team namespace opts in
     stack.admin("apply", "-f", "-", stdin=role_binding(namespace, "edit", (USER,)) + "---\n"
                 + role_binding(namespace, "batchgate-team", (USER,)))
-    stack.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([queue, local]))
+    # The queues, and the controller's rights over the team's Secrets as onboarding binds them.
+    stack.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([queue, local]) + "---\n"
+                + team_controller_binding(stack, namespace))
     watch = Watch.start(stack.kubectl, namespace)
     # kubectl needs a moment before its watch stands; an AppWrapper no controller of ours manages
     # (the admin's, so unqueued, and managed by someone else) shows when it does.

@@ -17,13 +17,14 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import yaml
 
 from batchgate import keys
 from batchgate.clock import parse_time
 from localcluster.sim.nodes import HEALTH_LABEL
 from tests.e2e.appwrapper_harness import (DEDICATED, FLAVOR_LABEL, AwStack, Scenario, appwrapper, condition,
                                           eventually, fault_tolerance, job, new_scenario, pod, pod_template,
-                                          policy_configmap, pytorchjob, start_stack)
+                                          policy_configmap, pytorchjob, start_stack, team_controller_binding)
 
 RUNNING = {"startAfter": "5s"}            # starts half a wall second after binding, runs until deleted
 FAILS = {"startAfter": "5s", "crashAfter": "5s"}   # exits 1 a second after binding
@@ -426,6 +427,45 @@ def test_a_component_that_already_exists_but_is_not_the_appwrappers_fails_it_dir
     kept = scenario.get("configmap", "settings")
     assert kept is not None and not kept["metadata"].get("ownerReferences"), "the AppWrapper took over alice's ConfigMap"
     assert kept["data"] == {"owner": "alice"}
+
+
+FIX = "bind ClusterRole batchgate-controller-team in namespace {}: see docs/install.md#teams"
+
+
+def secret(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": {"token": "t"}}
+
+
+def test_a_wrapped_secret_is_refused_at_submission_naming_the_team_binding_and_runs_once_the_namespace_binds_it(
+        scenario: Scenario) -> None:
+    scenario.stack.admin("delete", "rolebinding", "-n", scenario.namespace, "batchgate-controller-team")
+    refused = scenario.kubectl("apply", "-f", "-", check=False, stdin=yaml.safe_dump(
+        appwrapper("unbound", [pod("unbound-pod", behavior=RUNNING), secret("creds")])))
+    assert refused.returncode != 0 and FIX.format(scenario.namespace) in refused.stderr, refused.stderr
+    scenario.stack.admin("apply", "-f", "-", stdin=team_controller_binding(scenario.stack, scenario.namespace))
+    bound = yaml.safe_dump(appwrapper("bound", [pod("bound-pod", behavior=RUNNING), secret("creds")]))
+    # The gateway keeps an authorization answer for up to 10 s (--authorization-cache-ttl).
+    eventually(lambda: scenario.kubectl("apply", "-f", "-", check=False, stdin=bound).returncode == 0,
+               lambda: "the gateway still refuses the AppWrapper after the team binding")
+    scenario.wait_phase("bound", "Running")
+    made = scenario.get("secret", "creds")
+    assert made is not None and made["metadata"]["ownerReferences"][0]["name"] == "bound"
+
+
+def test_a_queued_wrapped_secret_whose_team_binding_went_meanwhile_fails_at_once_naming_the_fix(
+        scenario: Scenario) -> None:
+    scenario.apply(appwrapper("blocker", [job("blocker-job", cpu="4", behavior=RUNNING)]))
+    scenario.wait_phase("blocker", "Running")
+    scenario.apply(appwrapper("queued", [job("queued-job", cpu="1", behavior=RUNNING), secret("creds")],
+                              annotations=fault_tolerance(retryLimit="3")))
+    scenario.wait_phase("queued", "Suspended")
+    scenario.stack.admin("delete", "rolebinding", "-n", scenario.namespace, "batchgate-controller-team")
+    scenario.kubectl("delete", "aw", "blocker", "--timeout=30s")
+    aw = scenario.wait_phase("queued", "Failed")
+    unhealthy = condition(aw, "Unhealthy")
+    assert unhealthy["reason"] == "CreateFailed" and FIX.format(scenario.namespace) in unhealthy["message"], unhealthy
+    assert status(aw).get("resettingCount", 0) == 0, "a refusal of the controller itself was retried"
+    assert scenario.get("secret", "creds") is None
 
 
 def test_a_failed_appwrapper_keeps_its_resources_and_quota_for_the_deletion_on_failure_grace_period(

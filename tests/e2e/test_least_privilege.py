@@ -23,7 +23,7 @@ from demo.kubectl import Kubectl
 from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, install_product, local_image
 from localcluster.authorization import RecordedRequest
 from localcluster.controllers import DEFAULT_CONTROLLERS
-from localcluster.rbac.authorizer import Policy, grants
+from localcluster.rbac.authorizer import Policy, authorize, grants
 from localcluster.rbac.rules import Attributes, rule_allows
 from localcluster.runner import LocalCluster
 from localcluster.sim.behavior import BEHAVIOR_ANNOTATION
@@ -253,3 +253,24 @@ def test_a_product_service_account_is_never_denied_and_holds_no_right_it_does_no
     found = compare(account, recorded, policy)
     assert not found.denied, f"{name} was denied: " + "; ".join(map(str, found.denied))
     assert not found.unused, f"{name} holds rights never used (and not in RARE_PATHS): {found.unused}"
+
+
+@pytest.mark.parametrize("name", ACCOUNTS)
+def test_no_product_service_account_may_read_secrets_cluster_wide(
+        measured: tuple[Counter[RecordedRequest], Policy], name: str) -> None:
+    """What `kubectl auth can-i get secrets -A --as <account>` asks, judged by the cluster's own RBAC."""
+    _, policy = measured
+    for verb in ("get", "list", "watch"):
+        decision = authorize(ServiceAccount(name), Attributes(verb=verb, resource="secrets"), policy)
+        assert not decision.allowed, f"{name} may {verb} every Secret of the cluster: {decision.reason}"
+
+
+def test_the_controller_reads_secrets_only_in_team_namespaces_through_their_onboarding_binding(
+        measured: tuple[Counter[RecordedRequest], Policy]) -> None:
+    _, policy = measured
+    controller = ServiceAccount("batchgate-controller")
+    in_team = authorize(controller, Attributes(verb="get", resource="secrets", namespace=TEAM), policy)
+    assert in_team.allowed and "batchgate-controller-team" in in_team.reason, in_team.reason
+    for namespace in (SYSTEM_NAMESPACE, "default", "kube-system"):
+        elsewhere = authorize(controller, Attributes(verb="get", resource="secrets", namespace=namespace), policy)
+        assert not elsewhere.allowed, f"the controller may read Secrets in {namespace}: {elsewhere.reason}"

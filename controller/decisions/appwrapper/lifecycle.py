@@ -10,11 +10,13 @@ adapter performs them, and `after_create` decides from their outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from typing import Callable
 
 from batchgate import keys
 from batchgate.durations import format_duration
+from batchgate.teams import team_binding_fix
 from controller.decisions.appwrapper.components import ComponentError, component_status
 from controller.decisions.appwrapper.teardown import teardown
 from controller.decisions.appwrapper.timing import Timing
@@ -109,6 +111,10 @@ def after_create(aw: AppWrapperState, outcomes: tuple[CreateOutcome, ...], timin
             error = error or outcome
     if error is None:
         return Transition(keys.PHASE_RUNNING, "all components deployed", component_status=tuple(components))
+    if error.forbidden:  # the controller itself refused: no retry mends its rights
+        component = aw.components[error.index]
+        fix = team_binding_fix(component.api_version, component.kind, aw.namespace)
+        error = dataclasses.replace(error, fatal=True, error=f"{error.error}: {fix}" if fix else error.error)
     deadline = aw.since(keys.COND_RESOURCES_DEPLOYED, "True", now) + timing.admission_grace
     if not error.fatal and now < deadline:
         return Transition(keys.PHASE_RESUMING, f"component {error.index} not created yet: {error.error}",

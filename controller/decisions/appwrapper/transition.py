@@ -73,12 +73,16 @@ class Transition:
 
 @dataclass(frozen=True)
 class CreateOutcome:
-    """What creating one component gave: its name (generateName resolved) or the error users see."""
+    """What creating one component gave: its name (generateName resolved) or the error users see.
+
+    `forbidden`: the API server refused the controller itself (403), which no retry mends.
+    """
 
     index: int
     name: str = ""
     error: str | None = None
     fatal: bool = False
+    forbidden: bool = False
 
 
 # --- writing the status -----------------------------------------------------------------------

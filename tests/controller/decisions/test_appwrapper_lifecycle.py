@@ -333,6 +333,14 @@ def resuming_with(*deployed: str) -> dict[str, Any]:
     return aw
 
 
+def secret_first() -> dict[str, Any]:
+    """Resuming, about to create its one component: a Secret."""
+    aw = resuming_with("Unknown")
+    aw["spec"]["components"][0]["template"] = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}}
+    aw["status"]["componentStatus"][0].update(kind="Secret", apiVersion="v1", podSets=[])
+    return aw
+
+
 CREATE_CASES = [
     pytest.param(resuming_with("Unknown", "Unknown"), (CreateOutcome(0, "aw-0"), CreateOutcome(1, "aw-1-x7k2p")), 5,
                  DEFAULT_TIMING, Expect(R), id="every component created is Running"),
@@ -350,6 +358,15 @@ CREATE_CASES = [
                                                                   fatal=True),), 5,
                  DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=("CreateFailed",)),
                  id="a fatal create error fails at once with retries left"),
+    pytest.param(secret_first(), (CreateOutcome(0, error='secrets "creds" is forbidden', forbidden=True),), 5,
+                 DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=(
+                     'CreateFailed: error creating components: secrets "creds" is forbidden: bind ClusterRole '
+                     "batchgate-controller-team in namespace team-a: see docs/install.md#teams",)),
+                 id="a wrapped secret the controller may not create fails at once naming the team binding"),
+    pytest.param(resuming_with("Unknown"), (CreateOutcome(0, error='jobs.batch "aw-0" is forbidden', forbidden=True),),
+                 5, DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=(
+                     'CreateFailed: error creating components: jobs.batch "aw-0" is forbidden',)),
+                 id="any other kind the controller may not create fails at once without a retry"),
 ]
 
 

@@ -126,6 +126,11 @@ RBAC_SAID = AccessAnswer("denied", "secrets", "RBAC: no rule")
                       'batchgate-system:batchgate-controller") cannot create resource "jobs" in API group "batch"',
                       "so it could never create this component"],
                      id="a kind the controller may not create is refused at submission"),
+        pytest.param({"controller_Secret": AccessAnswer("denied", "secrets", "")}, False, 403, "ComponentForbidden",
+                     ["spec.components[1].template: Secret: the controller", "so it could never create this "
+                      "component: bind ClusterRole batchgate-controller-team in namespace team-a: see "
+                      "docs/install.md#teams"],
+                     id="a secret the controller may not create names the team binding the namespace lacks"),
         pytest.param({"user_Secret": AccessAnswer("unavailable", reason="timed out after 2.0s")}, False, 503,
                      "AuthorizationUnavailable", ["could not ask", "(timed out after 2.0s); not admitted, retry"],
                      id="an authorizer that did not answer denies with 503, never allows"),
