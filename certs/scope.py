@@ -10,6 +10,7 @@ Pure: a function of the policy and the configurations as read.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 from batchgate.policy import Policy
@@ -53,3 +54,49 @@ def _normal(selector: dict[str, Any] | None) -> dict[str, Any]:
 def stale_selectors(hooks: list[dict[str, Any]], wanted: dict[str, Any]) -> list[int]:
     """Indexes of the governed hooks whose namespaceSelector is not `wanted`."""
     return [i for i, hook in enumerate(hooks) if governed(hook) and _normal(hook.get("namespaceSelector")) != _normal(wanted)]
+
+
+POD_WEBHOOK = "pods.validate.batchgate.dev"
+"""The validating webhook for Pods, narrowed by `pod_match_conditions`."""
+POD_KIND = "Pod"
+
+
+def _cel_strings(values: Iterable[str]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in sorted(set(values))) + "]"
+
+
+def pod_match_conditions(policy: Policy) -> list[dict[str, str]]:
+    """matchConditions that send the pods webhook every Pod CREATE the gateway could refuse.
+
+    The gateway refuses a Pod only on CREATE and only for its kind (webhook/rules/validation.py:
+    Pod is no queued workload, so identity, queue and shape rules never apply to it): a top-level
+    pod when `Pod` is not in allowedKinds.topLevel, an AppWrapper component pod when it is not in
+    allowedKinds.wrapped. Each condition below only drops requests `webhook/rules` allows:
+    exempt senders, pods a workload controller makes for the workload it owns ("other" scope),
+    and whichever of the two scopes allows Pods. A superset, never less (tests/manifests).
+    """
+    top_allowed = POD_KIND in policy.allowed_kinds.top_level
+    wrapped_allowed = POD_KIND in policy.allowed_kinds.wrapped
+    if top_allowed and wrapped_allowed:
+        return [{"name": "pod-kind-refused", "expression": "false"}]  # no pod is ever refused
+    owned = ("has(object.metadata.ownerReferences) && "
+             "object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true)")
+    user = "request.userInfo.username"
+    app_wrapper = _cel_strings(policy.controllers.app_wrapper)
+    only_workload_controllers = set(policy.controllers.workloads) - set(policy.controllers.app_wrapper)
+    conditions: list[dict[str, str]] = []
+    if policy.exempt.users:
+        conditions.append({"name": "sender-not-exempt", "expression": f"!({user} in {_cel_strings(policy.exempt.users)})"})
+    if policy.exempt.groups:
+        groups = _cel_strings(policy.exempt.groups)
+        conditions.append({"name": "groups-not-exempt",
+                           "expression": f"!request.userInfo.groups.exists(g, g in {groups})"})
+    if only_workload_controllers:
+        conditions.append({"name": "not-made-by-a-workload-controller", "expression":
+                           f"!({owned} && {user} in {_cel_strings(only_workload_controllers)})"})
+    wrapped = f"{owned} && {user} in {app_wrapper}"
+    if top_allowed:
+        conditions.append({"name": "appwrapper-component", "expression": wrapped})
+    elif wrapped_allowed:
+        conditions.append({"name": "not-appwrapper-component", "expression": f"!({wrapped})"})
+    return conditions
