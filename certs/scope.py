@@ -58,7 +58,6 @@ def stale_selectors(hooks: list[dict[str, Any]], wanted: dict[str, Any]) -> list
 
 POD_WEBHOOK = "pods.validate.batchgate.dev"
 """The validating webhook for Pods, narrowed by `pod_match_conditions`."""
-POD_KIND = "Pod"
 
 
 def _cel_strings(values: Iterable[str]) -> str:
@@ -69,21 +68,12 @@ def pod_match_conditions(policy: Policy) -> list[dict[str, str]]:
     """matchConditions that send the pods webhook every Pod CREATE the gateway could refuse.
 
     The gateway refuses a Pod only on CREATE and only for its kind (webhook/rules/validation.py:
-    Pod is no queued workload, so identity, queue and shape rules never apply to it): a top-level
-    pod when `Pod` is not in allowedKinds.topLevel, an AppWrapper component pod when it is not in
-    allowedKinds.wrapped. Each condition below only drops requests `webhook/rules` allows:
-    exempt senders, pods a workload controller makes for the workload it owns ("other" scope),
-    and whichever of the two scopes allows Pods. A superset, never less (tests/manifests).
+    Pod is no queued workload, so identity, queue and shape rules never apply to it), and never
+    one from an exempt sender or one a workload controller makes for the owner it names ("other"
+    scope). Those are dropped; every other pod is sent whatever allowedKinds says, so the
+    conditions stay a superset when allowedKinds changes and nobody has rewritten them.
     """
-    top_allowed = POD_KIND in policy.allowed_kinds.top_level
-    wrapped_allowed = POD_KIND in policy.allowed_kinds.wrapped
-    if top_allowed and wrapped_allowed:
-        return [{"name": "pod-kind-refused", "expression": "false"}]  # no pod is ever refused
-    owned = ("has(object.metadata.ownerReferences) && "
-             "object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true)")
     user = "request.userInfo.username"
-    app_wrapper = _cel_strings(policy.controllers.app_wrapper)
-    only_workload_controllers = set(policy.controllers.workloads) - set(policy.controllers.app_wrapper)
     conditions: list[dict[str, str]] = []
     if policy.exempt.users:
         conditions.append({"name": "sender-not-exempt", "expression": f"!({user} in {_cel_strings(policy.exempt.users)})"})
@@ -91,12 +81,11 @@ def pod_match_conditions(policy: Policy) -> list[dict[str, str]]:
         groups = _cel_strings(policy.exempt.groups)
         conditions.append({"name": "groups-not-exempt",
                            "expression": f"!request.userInfo.groups.exists(g, g in {groups})"})
+    # An AppWrapper controller's pod owned by an AppWrapper is a component (allowedKinds.wrapped).
+    only_workload_controllers = set(policy.controllers.workloads) - set(policy.controllers.app_wrapper)
     if only_workload_controllers:
+        owned = ("has(object.metadata.ownerReferences) && "
+                 "object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true)")
         conditions.append({"name": "not-made-by-a-workload-controller", "expression":
                            f"!({owned} && {user} in {_cel_strings(only_workload_controllers)})"})
-    wrapped = f"{owned} && {user} in {app_wrapper}"
-    if top_allowed:
-        conditions.append({"name": "appwrapper-component", "expression": wrapped})
-    elif wrapped_allowed:
-        conditions.append({"name": "not-appwrapper-component", "expression": f"!({wrapped})"})
     return conditions
