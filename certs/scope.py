@@ -10,6 +10,7 @@ Pure: a function of the policy and the configurations as read.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 from batchgate.policy import Policy
@@ -53,3 +54,38 @@ def _normal(selector: dict[str, Any] | None) -> dict[str, Any]:
 def stale_selectors(hooks: list[dict[str, Any]], wanted: dict[str, Any]) -> list[int]:
     """Indexes of the governed hooks whose namespaceSelector is not `wanted`."""
     return [i for i, hook in enumerate(hooks) if governed(hook) and _normal(hook.get("namespaceSelector")) != _normal(wanted)]
+
+
+POD_WEBHOOK = "pods.validate.batchgate.dev"
+"""The validating webhook for Pods, narrowed by `pod_match_conditions`."""
+
+
+def _cel_strings(values: Iterable[str]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in sorted(set(values))) + "]"
+
+
+def pod_match_conditions(policy: Policy) -> list[dict[str, str]]:
+    """matchConditions that send the pods webhook every Pod CREATE the gateway could refuse.
+
+    The gateway refuses a Pod only on CREATE and only for its kind (webhook/rules/validation.py:
+    Pod is no queued workload, so identity, queue and shape rules never apply to it), and never
+    one from an exempt sender or one a workload controller makes for the owner it names ("other"
+    scope). Those are dropped; every other pod is sent whatever allowedKinds says, so the
+    conditions stay a superset when allowedKinds changes and nobody has rewritten them.
+    """
+    user = "request.userInfo.username"
+    conditions: list[dict[str, str]] = []
+    if policy.exempt.users:
+        conditions.append({"name": "sender-not-exempt", "expression": f"!({user} in {_cel_strings(policy.exempt.users)})"})
+    if policy.exempt.groups:
+        groups = _cel_strings(policy.exempt.groups)
+        conditions.append({"name": "groups-not-exempt",
+                           "expression": f"!request.userInfo.groups.exists(g, g in {groups})"})
+    # An AppWrapper controller's pod owned by an AppWrapper is a component (allowedKinds.wrapped).
+    only_workload_controllers = set(policy.controllers.workloads) - set(policy.controllers.app_wrapper)
+    if only_workload_controllers:
+        owned = ("has(object.metadata.ownerReferences) && "
+                 "object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true)")
+        conditions.append({"name": "not-made-by-a-workload-controller", "expression":
+                           f"!({owned} && {user} in {_cel_strings(only_workload_controllers)})"})
+    return conditions

@@ -48,7 +48,6 @@ def test_what_the_control_plane_writes_never_reaches_the_kind_policy(group: str,
     pytest.param("workload.codeflare.dev", "v1beta2", "appwrappers", id="AppWrappers"),
     pytest.param("batch", "v1", "jobs", id="Jobs"),
     pytest.param("batch", "v1", "cronjobs", id="CronJobs, denied by default"),
-    pytest.param("", "v1", "pods", id="bare Pods"),
     pytest.param("apps", "v1", "deployments", id="Deployments, denied at top level by default"),
     pytest.param("apps", "v1", "statefulsets", id="StatefulSets"),
     pytest.param("kubeflow.org", "v1", "pytorchjobs", id="PyTorchJobs"),
@@ -71,8 +70,22 @@ def test_a_namespace_that_has_not_opted_in_is_never_policed() -> None:
 
 def test_every_default_top_level_kind_that_runs_pods_is_policed() -> None:
     plural = {"AppWrapper": "appwrappers", "Job": "jobs", "PyTorchJob": "pytorchjobs", "RayJob": "rayjobs",
-              "RayCluster": "rayclusters", "Pod": "pods"}
+              "RayCluster": "rayclusters"}
     for entry in DEFAULT_POLICY.allowed_kinds.top_level:
         kind, _, group = entry.partition(".")
         if kind in plural:
             assert sent(group, "v1", plural[kind]), entry
+
+
+def pods_sent(operation: str) -> bool:
+    (config,) = [d for d in webhook_documents() if d["kind"] == "ValidatingWebhookConfiguration"]
+    (hook,) = [h for h in config["webhooks"] if h["name"] == "pods.validate.batchgate.dev"]
+    attrs = AdmissionAttributes(operation, "", "v1", "", "pods", "", "team-a", "x", {})
+    labels = {"kubernetes.io/metadata.name": "team-a", "mlbatch-team-namespace": "true"}
+    return webhook_matches(hook, attrs, {}, None, labels)
+
+
+def test_pods_go_to_their_own_webhook_on_create_only() -> None:
+    """The rules refuse a Pod only on CREATE (for its kind); its matchConditions are tested in
+    test_pod_webhook_scope.py."""
+    assert pods_sent("CREATE") and not pods_sent("UPDATE") and not sent("", "v1", "pods")

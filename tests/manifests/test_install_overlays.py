@@ -189,15 +189,17 @@ def test_the_keeper_may_touch_only_its_own_secret_and_configurations() -> None:
 
 def test_the_shipped_webhook_selectors_are_what_the_shipped_policy_yields() -> None:
     from batchgate.policy import load_policy_document
-    from certs.scope import governed, namespace_selector, stale_selectors
+    from certs.scope import POD_WEBHOOK, governed, namespace_selector, pod_match_conditions, stale_selectors
 
     docs = build("default")
     (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "batchgate-policy"]
     policy = load_policy_document(configmap["data"]["policy.yaml"])
     assert policy.managed_namespaces.selector.to_wire() == {"matchLabels": {"mlbatch-team-namespace": "true"}}
     hooks = [h for d in docs if d["kind"].endswith("WebhookConfiguration") for h in d["webhooks"]]
-    assert sum(governed(h) for h in hooks) == 3
+    assert sum(governed(h) for h in hooks) == 4
     assert stale_selectors(hooks, namespace_selector(policy)) == []
+    (pods,) = [h for h in hooks if h["name"] == POD_WEBHOOK]
+    assert pods["matchConditions"] == pod_match_conditions(policy)
 
 
 def test_the_keeper_follows_the_shipped_policy_configmap() -> None:
