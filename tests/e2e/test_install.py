@@ -7,6 +7,7 @@ the third-party CRDs alone.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from controller.decisions.leader_election import LeaseTiming
 from demo.kubectl import Kubectl
 from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image, product_status
 from localcluster.controllers import DEFAULT_CONTROLLERS
@@ -190,6 +192,16 @@ def test_a_deleted_certificate_secret_is_made_again_with_both_cas_injected_and_f
         base64.b64encode(base64.b64decode(new_ca) + base64.b64decode(old_ca)).decode()}
 
 
+def lease_spec(kubectl: Kubectl) -> dict[str, Any]:
+    spec: dict[str, Any] = kubectl.get_json("lease", "-n", SYSTEM_NAMESPACE, "batchgate-controller")["spec"]
+    return spec
+
+
+def parse_time(stamp: str) -> dt.datetime:
+    """metav1.Time or MicroTime, as the API server returns it."""
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
 def leader(kubectl: Kubectl) -> tuple[str, str]:
     """The controller's Lease holder and the pod it is (each pod's log names its identity)."""
     holder = kubectl.get_json("lease", "-n", SYSTEM_NAMESPACE, "batchgate-controller")["spec"].get("holderIdentity", "")
@@ -208,12 +220,29 @@ def test_deleting_the_controller_s_leader_pod_hands_over_to_the_standby_and_admi
     names = [f"handover-{i}" for i in range(6)]
     for name in names[:3]:
         kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper(name)))
+    before = lease_spec(kubectl)
     kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "--wait=false")
+    deleted_at = parse_time(kubectl.get_json("pod", "-n", SYSTEM_NAMESPACE, pod_name)["metadata"]["deletionTimestamp"])
     for name in names[3:]:
         kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper(name)))
+    # The old leader's last renewal, as the Lease shows it until the standby overwrites it (a
+    # release on shutdown clears the holder and keeps the renewTime).
+    last_renewal, deadline = parse_time(before["renewTime"]), time.monotonic() + WAIT_SECONDS
+    while (spec := lease_spec(kubectl)).get("holderIdentity") in ("", holder):
+        last_renewal = max(last_renewal, parse_time(spec["renewTime"]))
+        assert time.monotonic() < deadline, f"not within {WAIT_SECONDS:.0f}s: the standby takes the Lease"
+        time.sleep(0.2)
     new_holder, _ = eventually(lambda: leader(kubectl)[0] not in ("", holder) and leader(kubectl),
                                "the standby takes the Lease")
-    assert new_holder != holder
+    assert new_holder != holder and spec["holderIdentity"] == new_holder
+    # The protocol's promise, on the cluster's own timestamps: a standby retries every retry
+    # period and takes the Lease at most leaseDurationSeconds after the old leader's last renewal
+    # (or after the pod's deletion, when the old leader renewed while shutting down).
+    bound = dt.timedelta(seconds=before["leaseDurationSeconds"]) + LeaseTiming().retry_period
+    acquired = parse_time(spec["acquireTime"])
+    assert acquired - max(last_renewal, deleted_at) <= bound, (
+        f"acquired {acquired}, last renewal {last_renewal}, pod deleted {deleted_at}")
+    assert spec["leaseTransitions"] == before["leaseTransitions"] + 1
 
     def workloads_by_owner() -> dict[str, int]:
         counts: dict[str, int] = {}
