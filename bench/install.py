@@ -6,7 +6,8 @@ AppWrapper is admitted (that span includes applying the demo's policy, the team 
 the queues, as the demo does). Then, in the first round, the failed-review count while one gateway
 pod is deleted, and while `kubectl rollout restart deployment/batchgate-webhook` runs, during a
 steady stream of alice's AppWrapper submissions, and while the certificate Secret is deleted (server-side dry runs, so every one is a full
-admission through the gateway pods). Prints the machine; asserts nothing.
+admission through the gateway pods); and how soon after the controller's leader pod is deleted the
+standby holds the Lease, on the Lease's own timestamps. Prints the machine; asserts nothing.
 
     .venv/bin/python bench/install.py [--rounds 3] [--stream-seconds 20]
 """
@@ -29,7 +30,8 @@ from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, install_product, local_
 from localcluster.controllers import DEFAULT_CONTROLLERS  # noqa: E402
 from localcluster.runner import LocalCluster  # noqa: E402
 from localcluster.sim.nodes import nodes_from_flags  # noqa: E402
-from tests.e2e.test_install import DISRUPTIONS, alice_appwrapper, delete_certificate_secret, stream_during  # noqa: E402
+from tests.e2e.test_install import (  # noqa: E402
+    DISRUPTIONS, alice_appwrapper, delete_certificate_secret, delete_leader, eventually, leader, stream_during)
 
 
 def first_admitted(kubectl: Kubectl) -> None:
@@ -66,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
                 sent, failed, errors = stream_during(kubectl, disrupt, seconds)
                 line += f"\n  {what} during {sent} submissions: {failed} failed reviews"
                 line += "".join(f"\n    failure: {e}" for e in errors)
+            if i == 0:
+                holder, pod_name = eventually(lambda: all(leader(kubectl)) and leader(kubectl), "a controller leads")
+                takeover = delete_leader(kubectl, holder, pod_name)
+                line += (f"\n  controller leader pod deleted: the standby acquired the Lease {takeover.seconds:.1f} s "
+                         f"after the old leader's last renewal or the deletion (leaseDurationSeconds "
+                         f"{takeover.lease_duration_seconds}), leaseTransitions +{takeover.transitions}")
             print(line, flush=True)
     print(f"apply -k manifests/local -> every product pod Ready: median {statistics.median(ready):.1f} s "
           f"(min {min(ready):.1f}, max {max(ready):.1f}); -> first admitted AppWrapper: median "

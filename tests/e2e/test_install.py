@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -214,35 +215,50 @@ def leader(kubectl: Kubectl) -> tuple[str, str]:
     return holder, ""
 
 
+@dataclass(frozen=True)
+class Takeover:
+    """A leader handover as the Lease records it."""
+    new_holder: str
+    seconds: float  # acquireTime minus the later of the old leader's last renewal and the pod's deletion
+    lease_duration_seconds: int
+    transitions: int  # how much leaseTransitions went up
+
+
+def delete_leader(kubectl: Kubectl, holder: str, pod_name: str, then: Callable[[], object] = lambda: None) -> Takeover:
+    """Delete the leader's pod, run `then`, and wait until another candidate holds the Lease.
+    The old leader's last renewal is read off the Lease until the standby overwrites it (a
+    release on shutdown clears the holder and keeps the renewTime)."""
+    before = lease_spec(kubectl)
+    kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "--wait=false")
+    deleted_at = parse_time(kubectl.get_json("pod", "-n", SYSTEM_NAMESPACE, pod_name)["metadata"]["deletionTimestamp"])
+    then()
+    last_renewal, deadline = parse_time(before["renewTime"]), time.monotonic() + WAIT_SECONDS
+    while (spec := lease_spec(kubectl)).get("holderIdentity") in ("", holder):
+        last_renewal = max(last_renewal, parse_time(spec["renewTime"]))
+        assert time.monotonic() < deadline, f"not within {WAIT_SECONDS:.0f}s: the standby takes the Lease"
+        time.sleep(0.2)
+    seconds = (parse_time(spec["acquireTime"]) - max(last_renewal, deleted_at)).total_seconds()
+    return Takeover(spec["holderIdentity"], seconds, before["leaseDurationSeconds"],
+                    spec["leaseTransitions"] - before["leaseTransitions"])
+
+
 def test_deleting_the_controller_s_leader_pod_hands_over_to_the_standby_and_admits_everything_once(
         kubectl: Kubectl) -> None:
     holder, pod_name = eventually(lambda: all(leader(kubectl)) and leader(kubectl), "a controller leads")
     names = [f"handover-{i}" for i in range(6)]
     for name in names[:3]:
         kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper(name)))
-    before = lease_spec(kubectl)
-    kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "--wait=false")
-    deleted_at = parse_time(kubectl.get_json("pod", "-n", SYSTEM_NAMESPACE, pod_name)["metadata"]["deletionTimestamp"])
-    for name in names[3:]:
-        kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper(name)))
-    # The old leader's last renewal, as the Lease shows it until the standby overwrites it (a
-    # release on shutdown clears the holder and keeps the renewTime).
-    last_renewal, deadline = parse_time(before["renewTime"]), time.monotonic() + WAIT_SECONDS
-    while (spec := lease_spec(kubectl)).get("holderIdentity") in ("", holder):
-        last_renewal = max(last_renewal, parse_time(spec["renewTime"]))
-        assert time.monotonic() < deadline, f"not within {WAIT_SECONDS:.0f}s: the standby takes the Lease"
-        time.sleep(0.2)
+    takeover = delete_leader(kubectl, holder, pod_name,
+                             then=lambda: [kubectl.run("create", "-f", "-", user="alice",
+                                                       stdin=json.dumps(alice_appwrapper(name))) for name in names[3:]])
     new_holder, _ = eventually(lambda: leader(kubectl)[0] not in ("", holder) and leader(kubectl),
                                "the standby takes the Lease")
-    assert new_holder != holder and spec["holderIdentity"] == new_holder
+    assert new_holder != holder and takeover.new_holder == new_holder
     # The protocol's promise, on the cluster's own timestamps: a standby retries every retry
     # period and takes the Lease at most leaseDurationSeconds after the old leader's last renewal
     # (or after the pod's deletion, when the old leader renewed while shutting down).
-    bound = dt.timedelta(seconds=before["leaseDurationSeconds"]) + LeaseTiming().retry_period
-    acquired = parse_time(spec["acquireTime"])
-    assert acquired - max(last_renewal, deleted_at) <= bound, (
-        f"acquired {acquired}, last renewal {last_renewal}, pod deleted {deleted_at}")
-    assert spec["leaseTransitions"] == before["leaseTransitions"] + 1
+    assert takeover.seconds <= takeover.lease_duration_seconds + LeaseTiming().retry_period.total_seconds(), takeover
+    assert takeover.transitions == 1, takeover
 
     def workloads_by_owner() -> dict[str, int]:
         counts: dict[str, int] = {}
