@@ -230,7 +230,9 @@ def delete_leader(kubectl: Kubectl, holder: str, pod_name: str, then: Callable[[
     release on shutdown clears the holder and keeps the renewTime)."""
     before = lease_spec(kubectl)
     kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "--wait=false")
-    deleted_at = parse_time(kubectl.get_json("pod", "-n", SYSTEM_NAMESPACE, pod_name)["metadata"]["deletionTimestamp"])
+    meta = kubectl.get_json("pod", "-n", SYSTEM_NAMESPACE, pod_name)["metadata"]
+    # deletionTimestamp is when the grace period ends; the deletion was that many seconds before.
+    deleted_at = parse_time(meta["deletionTimestamp"]) - dt.timedelta(seconds=meta.get("deletionGracePeriodSeconds", 0))
     then()
     last_renewal, deadline = parse_time(before["renewTime"]), time.monotonic() + WAIT_SECONDS
     while (spec := lease_spec(kubectl)).get("holderIdentity") in ("", holder):
