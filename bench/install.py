@@ -7,8 +7,10 @@ the queues, as the demo does). Then, in the first round, the failed-review count
 pod is deleted, while `kubectl rollout restart deployment/batchgate-webhook` runs, while the
 certificate Secret is deleted and while a renewal is forced (`batchgate.dev/renew`), during a
 steady stream of alice's AppWrapper submissions (server-side dry runs, so every one is a full
-admission through the gateway pods); and how long a caBundle edited away takes to come back (the
-keeper watches its configurations), as seen by polling kubectl. Prints the machine; asserts nothing.
+admission through the gateway pods); how long a caBundle edited away takes to come back (the
+keeper watches its configurations), as seen by polling kubectl; and how soon after the
+controller's leader pod is deleted the standby holds the Lease, on the Lease's own timestamps.
+Prints the machine; asserts nothing.
 
     .venv/bin/python bench/install.py [--rounds 3] [--stream-seconds 20]
 """
@@ -32,7 +34,7 @@ from localcluster.controllers import DEFAULT_CONTROLLERS  # noqa: E402
 from localcluster.runner import LocalCluster  # noqa: E402
 from localcluster.sim.nodes import nodes_from_flags  # noqa: E402
 from tests.e2e.test_install import (DISRUPTIONS, alice_appwrapper, bundles, delete_certificate_secret,  # noqa: E402
-                                    force_renewal, stream_during)
+                                    delete_leader, eventually, force_renewal, leader, stream_during)
 
 
 def first_admitted(kubectl: Kubectl) -> None:
@@ -83,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
                 heals = [bundle_heal_seconds(kubectl) for _ in range(5)]
                 line += f"\n  a caBundle edited away is back after: {', '.join(f'{h:.2f}' for h in heals)} s " \
                         f"(median {statistics.median(heals):.2f} s, as seen by kubectl get in a loop)"
+                holder, pod_name = eventually(lambda: all(leader(kubectl)) and leader(kubectl), "a controller leads")
+                takeover = delete_leader(kubectl, holder, pod_name)
+                line += (f"\n  controller leader pod deleted: the standby acquired the Lease {takeover.seconds:.1f} s "
+                         f"after the old leader's last renewal or the deletion (leaseDurationSeconds "
+                         f"{takeover.lease_duration_seconds}), leaseTransitions +{takeover.transitions}")
             print(line, flush=True)
     print(f"apply -k manifests/local -> every product pod Ready: median {statistics.median(ready):.1f} s "
           f"(min {min(ready):.1f}, max {max(ready):.1f}); -> first admitted AppWrapper: median "

@@ -23,7 +23,7 @@ from types import FrameType
 
 from batchgate.clock import Clock, SystemClock
 from demo import corpus_scene, framework_scene, gateway_only, queues_scene, ray_scene
-from demo.kubectl import KUBECTL, KubectlError
+from demo.kubectl import KUBECTL, Kubectl, KubectlError
 from demo.narration import Narrator
 from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, Stack, install_product, start_cluster, wait_for_nodes
 from localcluster.sim.nodes import nodes_from_flags
@@ -77,20 +77,26 @@ def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path) -> No
     narrator.say("the gateway pods serve TLS with the certificate their keeper made (Secret batchgate-webhook-tls), "
                  "caBundle injected into the webhook configurations; admission calls them through Service "
                  "batchgate-webhook")
-    stack.kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
+    scenes(stack.kubectl, narrator, clock, corpus)
+
+
+def scenes(kubectl: Kubectl, narrator: Narrator, clock: Clock, corpus: Path) -> None:
+    """Every scene, against a cluster where the product is installed (the least-privilege test
+    measures the product's service accounts over these)."""
+    kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
     narrator.say("admin creates the team namespaces team-a and team-b (demo/manifests/teams.yaml)")
-    corpus_scene.run(stack.kubectl, narrator, corpus)
+    corpus_scene.run(kubectl, narrator, corpus)
 
     narrator.section("2. the controller: queues, borrowing and preemption, live")
     narrator.say("controller: deployment/batchgate-controller, two replicas, one leading, as service account "
                  "batchgate-controller (quota admission, AppWrapper lifecycle, gang placement)")
-    queues_scene.run(stack.kubectl, narrator, clock)
+    queues_scene.run(kubectl, narrator, clock)
 
     narrator.section("3. a PyTorch AppWrapper: each pod's env from the gateway")
-    framework_scene.run(stack.kubectl, narrator, clock)
+    framework_scene.run(kubectl, narrator, clock)
 
     narrator.section("4. Ray: a RayCluster in an AppWrapper, a queued RayJob, an unqueued RayCluster refused")
-    ray_scene.run(stack.kubectl, narrator, clock)
+    ray_scene.run(kubectl, narrator, clock)
 
 
 def explore(stack: Stack, narrator: Narrator) -> None:

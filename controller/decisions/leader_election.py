@@ -60,7 +60,8 @@ def decide_lease(lease: Mapping[str, Any] | None, identity: str, now: dt.datetim
     if holder and not lease_expired(spec, now):
         return LeaseDecision("wait", None, holder, f"held by {holder}")
     previous = spec.get("leaseTransitions")
-    transitions = (previous if isinstance(previous, int) else 0) + (1 if holder else 0)
+    # Every change of holder counts, a released Lease too (as client-go's leaderelection does).
+    transitions = (previous if isinstance(previous, int) else 0) + 1
     spec.update(holderIdentity=identity, leaseDurationSeconds=seconds, acquireTime=stamp, renewTime=stamp,
                 leaseTransitions=transitions)
     return LeaseDecision("acquire", spec, identity, f"lease of {holder} expired" if holder else "lease is free")

@@ -7,11 +7,13 @@ the third-party CRDs alone.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import pytest
 from cryptography import x509
 
 from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
+from controller.decisions.leader_election import LeaseTiming
 from demo.kubectl import Kubectl
 from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image, product_status
 from localcluster.controllers import DEFAULT_CONTROLLERS
@@ -230,6 +233,16 @@ def test_a_forced_renewal_serves_a_new_certificate_the_bundles_trust_and_fails_n
     assert all(ca in x509.load_pem_x509_certificates(base64.b64decode(b)) for b in bundles(kubectl))  # trusted
 
 
+def lease_spec(kubectl: Kubectl) -> dict[str, Any]:
+    spec: dict[str, Any] = kubectl.get_json("lease", "-n", SYSTEM_NAMESPACE, "batchgate-controller")["spec"]
+    return spec
+
+
+def parse_time(stamp: str) -> dt.datetime:
+    """metav1.Time or MicroTime, as the API server returns it."""
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
 def leader(kubectl: Kubectl) -> tuple[str, str]:
     """The controller's Lease holder and the pod it is (each pod's log names its identity)."""
     holder = kubectl.get_json("lease", "-n", SYSTEM_NAMESPACE, "batchgate-controller")["spec"].get("holderIdentity", "")
@@ -242,18 +255,52 @@ def leader(kubectl: Kubectl) -> tuple[str, str]:
     return holder, ""
 
 
+@dataclass(frozen=True)
+class Takeover:
+    """A leader handover as the Lease records it."""
+    new_holder: str
+    seconds: float  # acquireTime minus the later of the old leader's last renewal and the pod's deletion
+    lease_duration_seconds: int
+    transitions: int  # how much leaseTransitions went up
+
+
+def delete_leader(kubectl: Kubectl, holder: str, pod_name: str, then: Callable[[], object] = lambda: None) -> Takeover:
+    """Delete the leader's pod, run `then`, and wait until another candidate holds the Lease.
+    The old leader's last renewal is read off the Lease until the standby overwrites it (a
+    release on shutdown clears the holder and keeps the renewTime)."""
+    before = lease_spec(kubectl)
+    kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "--wait=false")
+    meta = kubectl.get_json("pod", "-n", SYSTEM_NAMESPACE, pod_name)["metadata"]
+    # deletionTimestamp is when the grace period ends; the deletion was that many seconds before.
+    deleted_at = parse_time(meta["deletionTimestamp"]) - dt.timedelta(seconds=meta.get("deletionGracePeriodSeconds", 0))
+    then()
+    last_renewal, deadline = parse_time(before["renewTime"]), time.monotonic() + WAIT_SECONDS
+    while (spec := lease_spec(kubectl)).get("holderIdentity") in ("", holder):
+        last_renewal = max(last_renewal, parse_time(spec["renewTime"]))
+        assert time.monotonic() < deadline, f"not within {WAIT_SECONDS:.0f}s: the standby takes the Lease"
+        time.sleep(0.2)
+    seconds = (parse_time(spec["acquireTime"]) - max(last_renewal, deleted_at)).total_seconds()
+    return Takeover(spec["holderIdentity"], seconds, before["leaseDurationSeconds"],
+                    spec["leaseTransitions"] - before["leaseTransitions"])
+
+
 def test_deleting_the_controller_s_leader_pod_hands_over_to_the_standby_and_admits_everything_once(
         kubectl: Kubectl) -> None:
     holder, pod_name = eventually(lambda: all(leader(kubectl)) and leader(kubectl), "a controller leads")
     names = [f"handover-{i}" for i in range(6)]
     for name in names[:3]:
         kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper(name)))
-    kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "--wait=false")
-    for name in names[3:]:
-        kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper(name)))
+    takeover = delete_leader(kubectl, holder, pod_name,
+                             then=lambda: [kubectl.run("create", "-f", "-", user="alice",
+                                                       stdin=json.dumps(alice_appwrapper(name))) for name in names[3:]])
     new_holder, _ = eventually(lambda: leader(kubectl)[0] not in ("", holder) and leader(kubectl),
                                "the standby takes the Lease")
-    assert new_holder != holder
+    assert new_holder != holder and takeover.new_holder == new_holder
+    # The protocol's promise, on the cluster's own timestamps: a standby retries every retry
+    # period and takes the Lease at most leaseDurationSeconds after the old leader's last renewal
+    # (or after the pod's deletion, when the old leader renewed while shutting down).
+    assert takeover.seconds <= takeover.lease_duration_seconds + LeaseTiming().retry_period.total_seconds(), takeover
+    assert takeover.transitions == 1, takeover
 
     def workloads_by_owner() -> dict[str, int]:
         counts: dict[str, int] = {}
