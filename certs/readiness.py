@@ -46,12 +46,18 @@ class TrustProbe:
         self.admission = client.AdmissionregistrationV1Api(api)
         self.cert_dir, self.configurations, self.clock = cert_dir, configurations, clock
         self.last: TrustVerdict | None = None
+        self.served = b""
 
     def verdict(self) -> TrustVerdict:
         try:
             served = (self.cert_dir / TLS_CERT).read_bytes()
         except OSError:
             served = b""
+        # A Secret deleted empties the (optional) volume, yet the gateway keeps serving the pair it
+        # loaded last until new files appear: judge that pair, as the API server meets it.
+        if served.strip():
+            self.served = served
+        served = self.served
         try:
             webhooks = {f"{kind}/{name}": read_webhooks(self.admission, kind, name) for kind, name in self.configurations}
         except Exception as exc:  # noqa: BLE001 - the API server unreachable or refusing: not ready, said why

@@ -3,7 +3,8 @@ and a real HTTP server: the verdict follows the configurations as they are at ea
 
 We test these aspects: after a keeper pass the served certificate is trusted (200); a caBundle
 edited to another CA makes /readyz answer 503 naming the webhook; putting it back makes it 200
-again; a configuration deleted is named in the body but the pod stays ready.
+again; the served file vanishing (its Secret deleted) keeps the last pair judged, as the gateway
+keeps serving it; a configuration deleted is named in the body but the pod stays ready.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def test_readyz_follows_the_trust_of_the_served_certificate(
     stop, port = threading.Event(), free_port()
     serve(port, TrustProbe(kube_api, tmp_path, setup["configs"], clock).verdict, stop)
     try:
+        assert probe(port)[0] == 200
+        (tmp_path / TLS_CERT).unlink()  # the Secret deleted: the gateway keeps serving what it loaded
         assert probe(port)[0] == 200
 
         admission = client.AdmissionregistrationV1Api(kube_api)
