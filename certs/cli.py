@@ -66,6 +66,10 @@ def _manage_parser(sub: argparse._SubParsersAction) -> None:
                      help="keep each governed webhook's namespaceSelector equal to this policy's managed namespaces")
     cmd.add_argument("--kubeconfig", help="default in-cluster, else ~/.kube/config")
     cmd.add_argument("--once", action="store_true", help="one pass, then exit (0 when everything is in place)")
+    cmd.add_argument("--ready-port", type=int, metavar="PORT",
+                     help="serve GET /readyz: 200 only when the certificate in --cert-dir is trusted by every "
+                          "configuration's caBundle (the gateway pod's readiness)")
+    cmd.add_argument("--cert-dir", default="/certs", help="the gateway's served certificate files (for --ready-port)")
 
 
 def manage(args: argparse.Namespace) -> int:
@@ -97,6 +101,12 @@ def manage(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if args.ready_port is not None:
+        from pathlib import Path
+
+        from certs.readiness import TrustProbe, serve
+
+        serve(args.ready_port, TrustProbe(api, Path(args.cert_dir), configurations, SystemClock()).verdict, stop)
     keeper.run(stop, args.resync.total_seconds())
     return 0
 

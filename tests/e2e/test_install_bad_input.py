@@ -1,0 +1,67 @@
+"""Bad input at install and while running, on the local cluster through the manifests: each gives
+a clear status (a pod condition, an Event, a probe message naming the cause) and heals when the
+input is put right (issue 13, "Bad input"). One install is shared by the tests in this file.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from certs.authority import CA_CERT, issue_secret_data
+from demo.kubectl import Kubectl
+from demo.stack import SYSTEM_NAMESPACE, product_status
+from tests.e2e.test_install import eventually, installed
+
+GATEWAY = "app.kubernetes.io/name=batchgate-webhook"
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    with installed(tmp_path_factory.mktemp("bad-input")) as (made, _):
+        yield made
+
+
+def gateway_pods(kubectl: Kubectl) -> list[dict]:
+    return kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l", GATEWAY)["items"]
+
+
+def ready(pod: dict) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", []))
+
+
+def unhealthy_messages(kubectl: Kubectl) -> list[str]:
+    events = kubectl.get_json("events", "-n", SYSTEM_NAMESPACE, "--field-selector", "reason=Unhealthy")["items"]
+    return [e.get("message", "") for e in events]
+
+
+def set_keeper_verbs(kubectl: Kubectl, verbs: list[str]) -> None:
+    role = kubectl.get_json("clusterrole", "batchgate-webhook-certs")
+    for rule in role["rules"]:
+        rule["verbs"] = verbs
+    kubectl.run("replace", "-f", "-", stdin=json.dumps(role))
+
+
+def test_a_cabundle_of_another_ca_the_keeper_cannot_fix_makes_the_gateway_unready_naming_the_cause(
+        kubectl: Kubectl) -> None:
+    eventually(lambda: product_status(kubectl)[0], "the product Ready: " + product_status(kubectl)[1])
+    set_keeper_verbs(kubectl, ["get"])  # the keeper may still read the configurations, not repair them
+    other = base64.b64encode(issue_secret_data(["x"], _dt.datetime.now(_dt.timezone.utc), ca_days=3650,
+                                                cert_days=365)[CA_CERT]).decode()
+    try:
+        kubectl.run("patch", "validatingwebhookconfiguration", "batchgate-validating", "--type=json", "-p",
+                    json.dumps([{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": other}]))
+        eventually(lambda: gateway_pods(kubectl) and not any(ready(p) for p in gateway_pods(kubectl)),
+                   "every gateway pod not Ready")
+        assert eventually(lambda: [m for m in unhealthy_messages(kubectl)
+                                   if "Readiness probe failed" in m and "batchgate-validating" in m
+                                   and "caBundle has no CA that verifies the served certificate" in m],
+                          "an Unhealthy Event naming the configuration and the cause")
+    finally:
+        set_keeper_verbs(kubectl, ["get", "update"])
+    eventually(lambda: product_status(kubectl)[0], "the keeper repairs the caBundle and the gateway is Ready again: "
+               + product_status(kubectl)[1])
