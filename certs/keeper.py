@@ -32,7 +32,7 @@ from batchgate.policy import Policy, PolicyError
 from batchgate.events import Involved, event_body
 from certs.authority import TLS_CERT, issue_secret_data
 from certs.lifecycle import BundlePlan, CertSettings, SecretPlan, WebhookBundle, plan_bundle, plan_secret, stale_bundles
-from certs.scope import namespace_selector, stale_selectors
+from certs.scope import namespace_selector, pod_match_conditions, stale_pod_conditions, stale_selectors
 
 log = logging.getLogger("batchgate.certs")
 
@@ -210,14 +210,15 @@ class CertKeeper:
                ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """Write the bundle of `data` (plan_bundle: its CAs, and within the switch grace the CAs the
         configurations carry) into each webhook lacking it and, with a policy, its managed
-        namespaces into each governed webhook's namespaceSelector; (injected, configurations
-        missing, scoped). Each configuration's bundle also keeps the CAs it carries as read for
+        namespaces into each governed webhook's namespaceSelector and its pods conditions into the
+        pods webhook's matchConditions; (injected, configurations missing, scoped). Each configuration's bundle also keeps the CAs it carries as read for
         this very write (a write conditioned on that read), so a CA another keeper injected a
         moment ago is never dropped within the grace."""
         injected: list[str] = []
         scoped: list[str] = []
         missing: list[str] = []
         wanted = namespace_selector(policy) if policy is not None else None
+        conditions = pod_match_conditions(policy) if policy is not None else None
         for kind, name in self.configurations:
             for _ in range(ATTEMPTS):
                 try:
@@ -235,12 +236,15 @@ class CertKeeper:
                 stale = stale_bundles([WebhookBundle(kind, name, i, hook["name"], own[i])
                                        for i, hook in enumerate(hooks)], bundle)
                 unscoped = stale_selectors(hooks, wanted) if wanted is not None else []
-                if not stale and not unscoped:
+                unconditioned = stale_pod_conditions(hooks, conditions) if conditions is not None else []
+                if not stale and not unscoped and not unconditioned:
                     break
                 for hook in stale:
                     hooks[hook.index]["clientConfig"]["caBundle"] = bundle
                 for index in unscoped:
                     hooks[index]["namespaceSelector"] = wanted
+                for index in unconditioned:
+                    hooks[index]["matchConditions"] = conditions
                 try:
                     self._replace_configuration(kind, name, config)
                 except ApiException as exc:
@@ -248,7 +252,7 @@ class CertKeeper:
                         raise
                     continue
                 injected.extend(f"{kind}/{name}/{hook.name}" for hook in stale)
-                scoped.extend(f"{kind}/{name}/{hooks[i]['name']}" for i in unscoped)
+                scoped.extend(f"{kind}/{name}/{hooks[i]['name']}" for i in sorted({*unscoped, *unconditioned}))
                 log.info("%s %s: caBundle into %d webhooks, managed namespaces into %d", kind, name,
                          len(stale), len(unscoped))
                 if stale:

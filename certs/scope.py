@@ -89,3 +89,10 @@ def pod_match_conditions(policy: Policy) -> list[dict[str, str]]:
         conditions.append({"name": "not-made-by-a-workload-controller", "expression":
                            f"!({owned} && {user} in {_cel_strings(only_workload_controllers)})"})
     return conditions
+
+
+def stale_pod_conditions(hooks: list[dict[str, Any]], wanted: list[dict[str, str]]) -> list[int]:
+    """Indexes of the pods webhook whose matchConditions are not `wanted` (pod_match_conditions):
+    the keeper rewrites them, so a sender taken out of the policy's exemptions is policed again."""
+    return [i for i, hook in enumerate(hooks)
+            if hook.get("name") == POD_WEBHOOK and (hook.get("matchConditions") or []) != wanted]

@@ -29,6 +29,7 @@ from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from certs.authority import CA_CERT, TLS_CERT
 from certs.keeper import MUTATING, VALIDATING, CertKeeper
 from certs.lifecycle import CertSettings, parse_cas
+from certs.scope import POD_WEBHOOK
 
 START = _dt.datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -319,6 +320,33 @@ def test_the_webhooks_follow_the_policys_managed_namespaces_and_an_invalid_polic
     core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": ""}})
     assert len(keep.reconcile().scoped) == 3
     assert all("matchLabels" not in s for s in selectors(kube_api, setup))
+
+
+def test_the_pods_webhook_s_conditions_follow_the_policy_s_exemptions(
+        kube_api: client.ApiClient, namespace: str) -> None:
+    """A user taken out of `exempt.users` is policed again: the keeper rewrites the conditions
+    that kept that user's pods away from the gateway."""
+    core, admission = client.CoreV1Api(kube_api), client.AdmissionregistrationV1Api(kube_api)
+    name = f"keeper-pods-{uuid.uuid4().hex[:6]}"
+    admission.create_validating_webhook_configuration(
+        {"metadata": {"name": name}, "webhooks": [{**webhook(POD_WEBHOOK), "matchConditions": []}]})
+    exempt = "exempt:\n  users: [ci-bot]\n"
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "policy"}, "data": {"policy.yaml": exempt}})
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), [(VALIDATING, name)], FakeClock(START),
+                      (namespace, "policy"))
+
+    def conditions() -> list[dict[str, str]]:
+        (hook,) = admission.read_validating_webhook_configuration(name).webhooks
+        return [{"name": c.name, "expression": c.expression} for c in hook.match_conditions or []]
+
+    assert f"{VALIDATING}/{name}/{POD_WEBHOOK}" in keep.reconcile().scoped
+    assert any(c["name"] == "sender-not-exempt" and '"ci-bot"' in c["expression"] for c in conditions())
+    assert f"{VALIDATING}/{name}/{POD_WEBHOOK}" not in keep.reconcile().scoped  # nothing left to write
+    core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": ""}})
+    keep.reconcile()
+    assert not any(c["name"] == "sender-not-exempt" for c in conditions())
+    admission.delete_validating_webhook_configuration(name)
 
 
 def eventually(probe: Any, what: str, timeout: float = 30.0) -> Any:
