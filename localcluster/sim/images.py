@@ -22,8 +22,9 @@ Obj = Mapping[str, Any]
 ERR_IMAGE_PULL = "ErrImagePull"
 IMAGE_PULL_BACKOFF = "ImagePullBackOff"
 PullStage = Literal["ErrImagePull", "ImagePullBackOff"]
-# How long a failed attempt shows before the kubelet's next sync reports the back-off.
-FAILED_ATTEMPT_SHOWN = dt.timedelta(seconds=2)
+# A failed attempt shows until the pod worker retries the failed sync (its 10s back-off period);
+# that sync finds the image in back-off and reports ImagePullBackOff.
+FAILED_ATTEMPT_SHOWN = dt.timedelta(seconds=10)
 
 
 def repository(image: str) -> str:

@@ -42,9 +42,9 @@ def pod(*images: str) -> dict:
 
 @pytest.mark.parametrize(("after", "stage", "attempt"), [
     pytest.param(0 * S, "ErrImagePull", 0, id="the first attempt fails at once"),
-    pytest.param(5 * S, "ImagePullBackOff", 0, id="then the kubelet backs off"),
-    pytest.param(13 * S, "ErrImagePull", 1, id="after 10s it tries again"),
-    pytest.param(20 * S, "ImagePullBackOff", 1, id="and backs off twice as long"),
+    pytest.param(15 * S, "ImagePullBackOff", 0, id="then the kubelet backs off"),
+    pytest.param(25 * S, "ErrImagePull", 1, id="after a 10s back-off it tries again"),
+    pytest.param(40 * S, "ImagePullBackOff", 1, id="and backs off twice as long"),
     pytest.param(3600 * S, "ImagePullBackOff", 15, id="an hour on the sixteenth attempt has failed"),
 ])
 def test_a_pod_with_an_unpullable_image_alternates_pull_and_back_off(after, stage, attempt):
@@ -65,7 +65,7 @@ def test_a_pod_whose_images_all_pull_has_no_pull_failure():
 
 def test_the_status_is_pending_not_ready_and_waits_on_the_bad_container_only():
     p = pod("batchgate:0.2.0", "envoy:1")
-    status = pull_status(p, pull_failure(p, RUN, T0, T0 + 5 * S), start_time=T0, host_ip="10.0.0.1", pod_ip="10.244.0.2")
+    status = pull_status(p, pull_failure(p, RUN, T0, T0 + 15 * S), start_time=T0, host_ip="10.0.0.1", pod_ip="10.244.0.2")
     assert status["phase"] == "Pending"
     conditions = {c["type"]: c["status"] for c in status["conditions"]}
     assert conditions["Ready"] == conditions["ContainersReady"] == "False"
@@ -76,7 +76,7 @@ def test_the_status_is_pending_not_ready_and_waits_on_the_bad_container_only():
 
 def test_events_are_recorded_on_entering_each_stage_and_only_then():
     p = pod("batchgate:0.2.0")
-    pulling, backing_off = pull_failure(p, RUN, T0, T0), pull_failure(p, RUN, T0, T0 + 5 * S)
+    pulling, backing_off = pull_failure(p, RUN, T0, T0), pull_failure(p, RUN, T0, T0 + 15 * S)
     assert [(e.type, e.reason) for e in pull_events(p, pulling, None)] == [
         ("Normal", "Pulling"), ("Warning", "Failed"), ("Warning", "Failed")]
     assert pull_events(p, pulling, None)[1].message.startswith('Failed to pull image "batchgate:0.2.0": ')
