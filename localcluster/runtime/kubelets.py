@@ -32,6 +32,7 @@ from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.pod_processes import PodProcesses, PodRuntime
 from localcluster.sim import kubelet as timeline
+from localcluster.sim import images
 from localcluster.sim.endpoints import allocate_loopback
 from localcluster.sim.process_pod import runs_as_processes
 from localcluster.sim.nodes import (
@@ -211,11 +212,35 @@ class Kubelets(Controller):
         if status.get("phase") in ("Succeeded", "Failed") and status.get("startTime"):
             return None
         start = parse_time(status["startTime"]) if status.get("startTime") else now
+        failure = images.pull_failure(pod, self.run_images, start, now)
+        if failure is not None:
+            await self._pull_failed(pod, failure, start, node, now)
+            return failure.next_change - now
         view = timeline.observe(pod, start_time=start, host_ip=_host_ip(node), pod_ip=self._pod_ip(node, pod), now=now)
         if _differs(status, view.status):
             await self._write(pod, view.status)
             await self._events(pod, status, view, node["metadata"]["name"], now)
         return None if view.wake_at is None else view.wake_at - now
+
+    async def _pull_failed(self, pod: dict[str, Any], failure: images.PullFailure, start: dt.datetime,
+                           node: dict[str, Any], now: dt.datetime) -> None:
+        """An image not in the local registry: the pod waits in ErrImagePull / ImagePullBackOff."""
+        status = pod.get("status") or {}
+        wanted = images.pull_status(pod, failure, start_time=start, host_ip=_host_ip(node), pod_ip=self._pod_ip(node, pod))
+        if not _differs(status, wanted):
+            return
+        previous = images.previous_stage(status)
+        await self._write(pod, wanted)
+        if previous is None:
+            meta = pod["metadata"]
+            missing = sorted({str(c.get("image")) for c in pod["spec"].get("containers") or []
+                              if c.get("name") in failure.errors})
+            log.warning("pod %s/%s: image %s is not in the local registry, which holds only the run images %s: "
+                        "fix the image (for example the manifests' kustomize images: entry)",
+                        meta.get("namespace"), meta.get("name"), ", ".join(missing), ", ".join(self.run_images))
+        for event in images.pull_events(pod, failure, previous):
+            await record(self.api, pod, event.type, event.reason, event.message, self.component, now,
+                         node["metadata"]["name"])
 
     async def _sync_processes(self, pod: dict[str, Any], node: dict[str, Any]) -> None:
         """A pod of a run image: start its processes once; on deletion stop them, then let it go."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localcluster.sim.images import image_matches
 from localcluster.sim.kubelet import Exit, restart_delay, restarts_after
 from localcluster.sim.units import format_time
 
@@ -43,13 +44,6 @@ class Restart:
 
     at: dt.datetime | None
     record: ContainerRecord
-
-
-def image_matches(image: str, run_images: Sequence[str]) -> bool:
-    """An image names a run image exactly, or by repository when the run image has no tag."""
-    repository = image.split("@", 1)[0].rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
-    return any(image == wanted or (":" not in wanted.rsplit("/", 1)[-1] and repository == wanted)
-               for wanted in run_images)
 
 
 def runs_as_processes(pod: Obj, run_images: Sequence[str]) -> bool:
