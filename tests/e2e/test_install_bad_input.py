@@ -74,6 +74,11 @@ def create_pod(kubectl: Kubectl, namespace: str, name: str) -> None:
     kubectl.run("create", "-f", "-", stdin=json.dumps(pod))
 
 
+def controller_logs(kubectl: Kubectl) -> list[str]:
+    pods = kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l", "app.kubernetes.io/name=batchgate-controller")
+    return [kubectl.run("logs", "-n", SYSTEM_NAMESPACE, p["metadata"]["name"]).stdout for p in pods["items"]]
+
+
 def set_policy(kubectl: Kubectl, text: str, why: str) -> None:
     kubectl.run("patch", "configmap", "-n", SYSTEM_NAMESPACE, "batchgate-policy", "--type=merge", "-p", json.dumps(
         {"metadata": {"annotations": {BREAK_GLASS_ANNOTATION: why}}, "data": {"policy.yaml": text}}))
@@ -100,6 +105,11 @@ def test_a_broken_policy_at_start_keeps_the_gateway_unready_naming_the_line_and_
                           "an Unhealthy Event naming the policy's line and the fix")
         started = {p["metadata"]["name"] for p in gateway_pods(kubectl)}
         assert len(started) == replicas and not any(ready(p) for p in gateway_pods(kubectl))
+        logs = kubectl.run("logs", "-n", SYSTEM_NAMESPACE, sorted(started)[0], "-c", "webhook").stdout
+        assert "not Ready until a valid one arrives" in logs and "batchgate-policy:3: invalid YAML" in logs
+        assert eventually(lambda: all("kubectl edit configmap -n batchgate-system batchgate-policy" in log
+                                      for log in controller_logs(kubectl)),
+                          "every controller logs the policy error and the fix")
         create_pod(kubectl, "default", "unmanaged-while-policy-broken")
         create_pod(kubectl, "kube-system", "system-while-policy-broken")
         set_policy(kubectl, good, "the fix the probe names")  # with no gateway Ready, through break-glass
