@@ -27,6 +27,13 @@ DEFAULT_POLICY_CONFIGMAP: tuple[str, str] = ("batchgate-system", "batchgate-poli
 POLICY_KEY = "policy.yaml"
 
 
+def configmap_fix(namespace: str, name: str) -> str:
+    """What to do about an invalid policy ConfigMap, for the log lines, probes and Events that report it.
+    With no gateway Ready the edit is refused unless it carries the break-glass annotation."""
+    return (f"fix it with: kubectl edit configmap -n {namespace} {name} (while no gateway pod is Ready, as a "
+            f"cluster admin adding the annotation {keys.BREAK_GLASS_ANNOTATION} in the same edit)")
+
+
 def _wire(key: str, parse: Callable[[Any, str], Any], dump: Callable[[Any], Any] | None = None) -> Any:
     """Field metadata: the YAML key, its parser (value, path) -> model value, and its dumper."""
     return {"key": key, "parse": parse, "dump": dump or (lambda v: v)}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from batchgate.clock import Clock
-from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, parse_policy
+from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, configmap_fix, parse_policy
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.appwrappers import AppWrapperReconciler
 from controller.adapters.events import EventRecorder
@@ -128,7 +128,8 @@ class Controller:
                 log.info("policy %s loaded from %s/%s", self.policy.version, namespace, name)
             except PolicyError as exc:
                 self.metrics.policy_errors.inc()
-                log.error("invalid policy, keeping version %s: %s", self.policy.version, exc)
+                log.error("invalid policy, keeping version %s: %s; %s", self.policy.version, exc,
+                          configmap_fix(namespace, name))
                 return
         self.admission.apply_policy(self.policy)
         if self.policy.fault_tolerance.node_health.slack_cluster_queue:

@@ -23,7 +23,7 @@ from kubernetes.client.rest import ApiException
 from batchgate.api.objects import metadata
 from batchgate.clock import Clock, SystemClock
 from batchgate.events import Involved, event_body
-from batchgate.policy import POLICY_KEY, PolicyError, parse_policy
+from batchgate.policy import POLICY_KEY, PolicyError, configmap_fix, parse_policy
 from webhook.policy.store import DEFAULTS, LoadedPolicy, PolicyStore
 
 log = logging.getLogger("batchgate.webhook.policy")
@@ -155,6 +155,7 @@ class ClusterPolicySource:
         else:
             self.store.install(loaded)
             return
+        error = f"{error}; {configmap_fix(self.namespace, self.name)}"
         in_force = self.store.reject(self.source, error)
         self._report_invalid(configmap or {}, error, in_force)
 

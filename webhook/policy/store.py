@@ -7,7 +7,9 @@ replaces a good one: it is counted, logged, and kept as `last_error` for `/ready
 A bad policy never leaves a worker without one either: every good policy is also written to a
 `PolicyCache` file beside the process, and a worker whose first policy is invalid (a restarted
 worker, a ConfigMap stored while the gateway was down) serves the cached last good policy, or
-the built-in defaults when there never was one, and says so on `/readyz`.
+the built-in defaults when there never was one. Defaults standing in for a policy that never
+loaded are not the operator's policy: the store is then not `ready` (`/readyz` answers 503 with
+the error), so the pods show it, until a valid policy arrives.
 """
 
 from __future__ import annotations
@@ -86,11 +88,13 @@ class PolicyStore:
     on_rejected: Callable[[str, str], None] = lambda source, error: None
     cache: PolicyCache | None = None
     """Where every installed policy is kept for a worker that starts with an invalid one."""
+    standing_in: bool = False
+    """The built-in defaults are in force only because no valid policy was ever loaded."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def ready(self) -> bool:
-        return self.current is not None
+        return self.current is not None and not self.standing_in
 
     def install(self, loaded: LoadedPolicy) -> None:
         """Make `loaded` the policy for every request from now on."""
@@ -98,6 +102,7 @@ class PolicyStore:
             changed = self.current is None or self.current.version != loaded.version
             self.current = loaded
             self.last_error = ""
+            self.standing_in = False
         if changed:
             log.info("policy %s loaded from %s", loaded.version, loaded.source)
             if self.cache is not None:
@@ -114,11 +119,13 @@ class PolicyStore:
                 cached = self.cache.load() if self.cache is not None else None
                 fallback = cached or DEFAULTS
                 self.current = fallback
+                self.standing_in = cached is None
             self.last_error = error
             in_force = self.current
         if fallback is not None:
-            log.error("invalid policy from %s and none loaded before: serving %s (policy %s): %s",
-                      source, fallback.source, fallback.version, error)
+            log.error("invalid policy from %s and none loaded before: serving %s (policy %s)%s: %s",
+                      source, fallback.source, fallback.version,
+                      ", not Ready until a valid one arrives" if fallback is DEFAULTS else "", error)
             self.on_loaded(fallback)
         else:
             log.error("invalid policy from %s, keeping policy %s: %s", source, in_force.version, error)

@@ -126,6 +126,9 @@ def readyz() -> Response:
     loaded = store.current
     if loaded is None:
         return _json({"ready": False, "error": store.last_error or "no policy loaded yet"}, 503)
+    if not store.ready:
+        return _json({"ready": False, "error": store.last_error, "policyVersion": loaded.version,
+                      "source": loaded.source}, 503)
     body = {"ready": True, "policyVersion": loaded.version, "source": loaded.source}
     if store.last_error:
         body["lastError"] = store.last_error

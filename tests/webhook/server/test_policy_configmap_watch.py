@@ -124,7 +124,7 @@ def _worker_pids(gateway: RunningGateway) -> list[int]:
     return [int(m.group(1)) for line in gateway.stderr_lines if (m := re.search(r"Booting worker with pid: (\d+)", line))]
 
 
-def test_a_bad_stored_policy_never_takes_the_gateway_down(
+def test_a_bad_stored_policy_never_takes_the_gateway_down_and_keeps_it_unready_until_a_good_one(
         local_cluster: LocalCluster, kubectl: Kubectl, cert_dir: Path, tmp_path: Path,  # noqa: F811
         launch: Callable[..., RunningGateway]) -> None:
     system = f"gw-system-{uuid.uuid4().hex[:6]}"
@@ -134,9 +134,10 @@ def test_a_bad_stored_policy_never_takes_the_gateway_down(
     gateway = launch(cert_dir, "--workers", "2", "--policy-configmap", f"{system}/batchgate-policy",
                      "--kubeconfig", str(local_cluster.kubeconfig), "--policy-cache", str(tmp_path / "last-good.yaml"))
     wait_until_every_worker_injects(gateway, "default-queue")
-    ready = ready_body(gateway)
-    assert (ready["ready"], ready["source"]) == (True, "built-in defaults")
-    assert "queues.defaultQueueName" in ready["lastError"]
+    ready = ready_body(gateway)  # answering with the defaults, yet not Ready: the operator's policy never loaded
+    assert (ready["ready"], ready["source"]) == (False, "built-in defaults")
+    assert "queues.defaultQueueName" in ready["error"]
+    assert f"kubectl edit configmap -n {system} batchgate-policy" in ready["error"] and "break-glass" in ready["error"]
     events = json.loads(kubectl("get", "events", "-n", system, "-o", "json",
                                 "--field-selector", "involvedObject.name=batchgate-policy").stdout)["items"]
     assert [(e["reason"], e["type"]) for e in events] == [("InvalidPolicy", "Warning")]
@@ -144,6 +145,7 @@ def test_a_bad_stored_policy_never_takes_the_gateway_down(
 
     apply_policy(kubectl, system, policy_text("q-good"))
     wait_until_every_worker_injects(gateway, "q-good")
+    assert ready_body(gateway)["ready"]
     apply_policy(kubectl, system, "exempt: {users: alice}\n")  # invalid again, and a worker restarts
     deadline = time.monotonic() + RELOAD_TIMEOUT_SECONDS
     while "exempt.users" not in ready_body(gateway).get("lastError", ""):
