@@ -186,7 +186,9 @@ def test_a_podgroup_the_user_wrote_is_kept_and_its_schedule_timeout_is_reported(
                               "spec": {"minMember": 2, "scheduleTimeoutSeconds": 1}})
     client.create(JOBS, a_job(ns, "mine", pods=2, gpus=16, group="mine"))
     # Generous: on a loaded machine the Job controller and the gang loop may take a while to start.
-    warning = eventually(lambda: events(client, ns, "Timeout"), timeout=60, what="the Timeout warning")
+    warning = eventually(lambda: events(client, ns, "Timeout"), timeout=60, what=lambda: (
+        f"the Timeout warning; PodGroup {podgroup(client, ns, 'mine')}; pods "
+        f"{[(p['metadata']['name'], p['status'].get('phase'), p['spec'].get('nodeName')) for p in pods_of(client, ns, 'mine')]}"))
     assert warning[0]["involvedObject"]["kind"] == "PodGroup"
     assert "0 of 2 pods placed after 1s" in warning[0]["message"]
     group = podgroup(client, ns, "mine")

@@ -192,13 +192,16 @@ def decide_status(group: PodGroupInfo, pods: Sequence[PodInfo], now: _dt.datetim
             status["phase"] = FINISHED
     changed = {k: v for k, v in status.items() if group.status.get(k) != v}
     phase = status.get("phase", group.phase)
-    if phase not in (PENDING, SCHEDULING) or group.schedule_start is None:
+    # A group starting to schedule in this very decision gets its timer now: the watch event of
+    # the status write may never wake this group again (the cache already holds what it wrote).
+    started = now if "scheduleStartTime" in status else group.schedule_start
+    if phase not in (PENDING, SCHEDULING) or started is None:
         return StatusDecision(changed or None)
     timeout = group.timeout if group.timeout is not None else default_timeout
     placed = sum(bool(p.node_name) for p in pods)
     if placed >= group.min_member:
         return StatusDecision(changed or None)
-    deadline = group.schedule_start + timeout
+    deadline = started + timeout
     if now < deadline:
         return StatusDecision(changed or None, requeue_after=deadline - now)
     changed["scheduleStartTime"] = format_time(now)

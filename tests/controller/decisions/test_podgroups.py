@@ -193,6 +193,8 @@ def test_which_owners_redeploy_their_gang(owner_phase: str, owned: bool, expecte
                  id="a PodGroup without its own timeout uses the policy's gangTimeout"),
     pytest.param(a_group("Scheduling", started=T0, timeout=60), members("Pending", "Pending"),
                  T0 + _dt.timedelta(hours=1), None, None, id="a gang whose pods are all bound is not late"),
+    pytest.param(a_group("Pending", timeout=60), members("Pending", "Pending", bound=False),
+                 T0, None, 60, id="a gang that starts scheduling now is looked at again at its timeout"),
 ])
 def test_the_schedule_timeout(group: pg.PodGroupInfo, pods: list[Any], now: _dt.datetime, warning: str | None,
                               requeue: int | None) -> None:
