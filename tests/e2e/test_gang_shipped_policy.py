@@ -135,7 +135,10 @@ def test_a_second_gang_waits_whole_until_the_first_is_done(shipped: Stack, contr
         if counts[-1] == 2 or len(counts) > 600:
             break
         time.sleep(0.2)
-    assert counts[-1] == 2 and set(counts) <= {0, 2}, counts
+    # The gang is placed in one step, but each pod is bound by its own POST (as coscheduling's
+    # binds are): a look between two of them may see one pod bound, never for long.
+    assert counts[-1] == 2 and set(counts) <= {0, 1, 2}, counts
+    assert counts.count(1) <= 10, f"one pod of the gang stayed bound alone: {counts}"
     assert podgroup_phase(kubectl, "first") in ("Running", "Finished")
 
 
