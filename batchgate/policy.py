@@ -182,12 +182,13 @@ class AllowedKinds:
     top_level: tuple[str, ...] = field(
         default=(
             "AppWrapper.workload.codeflare.dev", "Job.batch", "PyTorchJob.kubeflow.org",
-            "RayJob.ray.io", "RayCluster.ray.io", "Pod", "Service", "ConfigMap", "Secret",
+            "RayJob.ray.io", "RayCluster.ray.io", "Service", "ConfigMap", "Secret",
             "PersistentVolumeClaim",
         ),
         metadata=_wire("topLevel", values.parse_kinds, list),
     )
-    """Kinds a user may create directly in a managed namespace."""
+    """Kinds a user may create directly in a managed namespace. As MLBatch's allowed kinds: no
+    bare Pod, which would run outside quota (a Pod goes in an AppWrapper, or a queued Job)."""
     wrapped: tuple[str, ...] = field(
         default=(
             "Job.batch", "Pod", "Deployment.apps", "StatefulSet.apps", "PyTorchJob.kubeflow.org",

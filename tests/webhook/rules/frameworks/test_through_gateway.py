@@ -18,7 +18,7 @@ import yaml
 
 from batchgate import keys
 from batchgate.policy import DEFAULT_POLICY, parse_policy
-from tests.builders import APPWRAPPER_CONTROLLER, CORPUS, a_request
+from tests.builders import APPWRAPPER_CONTROLLER, CORPUS, JOB_CONTROLLER, a_request
 from tests.webhook.rules.frameworks.builders import appwrapper, env_of, indexed_job, pods_of
 from webhook.rules import mutate, validate
 from webhook.rules.review import AdmissionRequest
@@ -33,6 +33,15 @@ def admitted(obj: dict[str, Any], policy: Any = DEFAULT_POLICY, user: str = "ali
     assert verdict.allowed, verdict.message
     assert verdict.warnings == ()
     return stored
+
+
+MAKERS = {"Job": JOB_CONTROLLER, "PyTorchJob": "system:serviceaccount:kubeflow:training-operator"}
+"""Who creates a pod owned by each kind: a pod is admitted as the controller that makes it (a
+user's bare pod is not an allowed top-level kind)."""
+
+
+def maker_of(pod: dict[str, Any]) -> str:
+    return MAKERS[pod["metadata"]["ownerReferences"][0]["kind"]]
 
 
 def queued(workload: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +77,7 @@ def run_everything(workload: dict[str, Any], policy: Any = DEFAULT_POLICY) -> di
     pods = {}
     for maker in makers:
         for pod in pods_of(maker):
-            pod = admitted(pod, policy)
+            pod = admitted(pod, policy, user=maker_of(pod))
             pods[pod["spec"]["hostname"]] = pod
     return pods
 
@@ -128,7 +137,8 @@ def test_an_mpi_indexed_job_takes_hostfile_and_wait_settings_from_the_policy() -
 
 
 def request_for(obj: dict[str, Any]) -> AdmissionRequest:
-    return a_request(obj, namespace="team1")
+    """A pod's request from the controller that makes it; anything else, alice's."""
+    return a_request(obj, namespace="team1", user=maker_of(obj) if obj["kind"] == "Pod" else "alice")
 
 
 def test_a_bad_framework_workload_is_denied_by_mutate_with_the_field() -> None:
