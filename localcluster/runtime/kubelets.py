@@ -129,8 +129,8 @@ class Kubelets(Controller):
                 except ApiError as err:
                     if err.reason != "AlreadyExists":
                         raise
-                await self.api.patch(NODES.path(None, spec.name, "status"), {"status": node["status"]})
-                await self._renew(spec.name, now)
+                stored = await self.api.patch(NODES.path(None, spec.name, "status"), {"status": node["status"]})
+                await self._renew(stored, now)
             except ApiError as err:  # this node stays away; the others register
                 log.error("kubelet on %s could not register: %s", spec.name, err)
 
@@ -154,7 +154,7 @@ class Kubelets(Controller):
     async def _beat(self, node: dict[str, Any], now: dt.datetime) -> None:
         name = node["metadata"]["name"]
         health = kubelet_health(node)
-        await self._renew(name, now)
+        await self._renew(node, now)
         conditions = (node.get("status") or {}).get("conditions") or []
         ready = next((c for c in conditions if c.get("type") == "Ready"), {})
         want = "True" if health == "ok" else "False"
@@ -163,14 +163,15 @@ class Kubelets(Controller):
             body = {"status": {"conditions": kubelet_conditions(conditions, health == "ok", now)}}
             self.nodes.remember(await ignore_gone(self.api.patch(NODES.path(None, name, "status"), body)))
 
-    async def _renew(self, name: str, now: dt.datetime) -> None:
+    async def _renew(self, node: dict[str, Any], now: dt.datetime) -> None:
+        name = node["metadata"]["name"]
         path = LEASES.path(LEASE_NAMESPACE, name)
         try:
             await self.api.patch(path, {"spec": {"renewTime": format_micro_time(now), "holderIdentity": name}})
         except ApiError as err:
             if err.status != 404:
                 raise
-            await ignore_gone(self.api.create(LEASES.path(LEASE_NAMESPACE), lease(name, now)))
+            await ignore_gone(self.api.create(LEASES.path(LEASE_NAMESPACE), lease(node, now)))
 
     def _pod_ip(self, node: dict[str, Any], pod: dict[str, Any]) -> str:
         current = (pod.get("status") or {}).get("podIP")

@@ -183,14 +183,15 @@ def kubelet_health(node: Obj) -> str:
     return value if value in ("not-ready", "unreachable") else "ok"
 
 
-def lease(node_name: str, now: dt.datetime, previous: Obj | None = None) -> dict[str, Any]:
-    spec = dict((previous or {}).get("spec") or {})
-    spec.update(holderIdentity=node_name, leaseDurationSeconds=LEASE_SECONDS, renewTime=format_micro_time(now))
-    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": node_name, "namespace": LEASE_NAMESPACE}, "spec": spec}
-    if previous and previous.get("metadata", {}).get("resourceVersion"):
-        body["metadata"]["resourceVersion"] = previous["metadata"]["resourceVersion"]
-    return body
+def lease(node: Obj, now: dt.datetime) -> dict[str, Any]:
+    """A node's heartbeat Lease, owned by its Node as the kubelet writes it, so the garbage
+    collector removes it with the Node (and any renewal that raced the Node's deletion)."""
+    meta = node["metadata"]
+    owner = {"apiVersion": "v1", "kind": "Node", "name": meta["name"], "uid": meta.get("uid", "")}
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": meta["name"], "namespace": LEASE_NAMESPACE, "ownerReferences": [owner]},
+            "spec": {"holderIdentity": meta["name"], "leaseDurationSeconds": LEASE_SECONDS,
+                     "renewTime": format_micro_time(now)}}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ def test_nodes_register_with_capacity_and_heartbeat_leases(sim_api):
     assert gpu.metadata.labels["gpu-type"] == "a100"
     leases = client.CoordinationV1Api(sim_api).list_namespaced_lease("kube-node-lease").items
     assert sorted(lease.metadata.name for lease in leases) == sorted(nodes)
+    assert all([(o.kind, o.uid) for o in lease.metadata.owner_references] == [("Node", nodes[lease.metadata.name].metadata.uid)]
+               for lease in leases)
     ready = next(c for c in gpu.status.conditions if c.type == "Ready")
     assert (ready.status, ready.reason) == ("True", "KubeletReady")
 
@@ -106,7 +108,7 @@ def test_kubectl_taint_and_label_node(sim_api, sim_kubectl, ns):
     assert eventually(lambda: core(sim_api).read_namespaced_pod("p", ns).spec.node_name == "cpu-0")
 
 
-def test_pods_of_a_deleted_node_fail_and_go(sim_api, ns):
+def test_pods_and_lease_of_a_deleted_node_go(sim_api, ns):
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"ghost-{ns}"}}
     core(sim_api).create_node(node)
     core(sim_api).patch_node_status(node["metadata"]["name"], {"status": {"capacity": {"cpu": "4", "pods": "10"},
@@ -115,5 +117,11 @@ def test_pods_of_a_deleted_node_fail_and_go(sim_api, ns):
             "spec": {"nodeName": node["metadata"]["name"], "containers": [{"name": "main", "image": "busybox"}]}}
     core(sim_api).create_namespaced_pod(ns, body)
     eventually(lambda: core(sim_api).read_namespaced_pod("p", ns).status.phase == "Running")
+    leases = client.CoordinationV1Api(sim_api)
+    assert eventually(lambda: node["metadata"]["name"] in [lease.metadata.name for lease in
+                                                           leases.list_namespaced_lease("kube-node-lease").items])
     core(sim_api).delete_node(node["metadata"]["name"])
     assert eventually(lambda: pod_names(sim_api, ns) == [])
+    # The node's heartbeat Lease is owned by the Node, so it goes with it (as kube-controller-manager's GC does).
+    assert eventually(lambda: node["metadata"]["name"] not in [lease.metadata.name for lease in
+                                                               leases.list_namespaced_lease("kube-node-lease").items])
