@@ -162,11 +162,12 @@ def allocate_loopback(used: Iterable[str], start: int = 0) -> str:
     which its process may bind. Each cluster starts at its own block, so that two clusters on one
     machine (concurrent test runs) do not hand out the same address."""
     taken = set(used)
-    hosts = list(LOOPBACK_POD_RANGE.hosts())
-    start %= len(hosts)
-    for host in hosts[start:] + hosts[:start]:
-        if str(host) not in taken:
-            return str(host)
+    first = int(LOOPBACK_POD_RANGE.network_address) + 1  # hosts(): neither the network nor the broadcast address
+    count = LOOPBACK_POD_RANGE.num_addresses - 2
+    for offset in range(count):
+        host = str(ipaddress.IPv4Address(first + (start + offset) % count))
+        if host not in taken:
+            return host
     raise RuntimeError(f"loopback pod range {LOOPBACK_POD_RANGE} is full")
 
 
