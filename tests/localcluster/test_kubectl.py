@@ -199,7 +199,8 @@ def test_custom_resources_print_their_columns_and_explain_their_schema(kubectl: 
     kubectl("-n", namespace, "apply", "-f", "-", input=widget)
     out = kubectl("-n", namespace, "get", "wd").stdout.splitlines()
     assert out[0].split() == ["NAME", "SIZE", "PHASE"] and out[1].split() == ["w", "3"]
-    explained = [line.split() for line in kubectl("explain", "widgets.spec").stdout.splitlines()]
+    explained = [line.split() for line in
+                 kubectl("explain", "widgets.spec", "--api-version=example.com/v1").stdout.splitlines()]
     assert ["size", "<integer>", "-required-"] in explained and ["color", "<string>"] in explained
     bad = kubectl("-n", namespace, "apply", "-f", "-", input=widget.replace("size: 3", "size: 0"), check=False)
     assert bad.returncode == 1 and "spec.size: Invalid value: 0" in bad.stderr
