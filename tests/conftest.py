@@ -1,6 +1,14 @@
 """The suite runs in a random order (pytest-randomly, pinned in requirements-test.txt), so no test
 may lean on another having run first. `-q` hides the header that names the seed; it is repeated at
-the end, where a failure that depends on the order can be replayed from."""
+the end, where a failure that depends on the order can be replayed from.
+
+The session-scoped clusters (tests/localcluster_fixtures.py, the runtime and processes conftests,
+tests/e2e/conftest.py) are shared by every module that asks for them, in whatever order they run. A
+test there names what it makes uniquely (its own namespace), restores in a `finally` whatever is
+cluster-wide (node labels and cordons, the policy ConfigMap, webhook configurations), asserts on
+what it made (on a whole list of Nodes, CRDs or `api-resources` rows only where no other module can
+add to it), and fills the caches it reads (kubectl's --cache-dir is the session's: another test may
+have filled it, or not)."""
 
 from __future__ import annotations
 

@@ -268,16 +268,19 @@ def test_the_policy_configmap_is_followed_and_an_invalid_edit_keeps_the_last_goo
     client.create(cm, {"apiVersion": "v1", "kind": "ConfigMap",
                        "metadata": {"name": "batchgate-policy", "namespace": "batchgate-system"},
                        "data": {"policy.yaml": "queues:\n  defaultQueueName: team-queue\n"}})
-    eventually(lambda: controller.policy.queues.default_queue_name == "team-queue", what="the policy to load")
-    assert not controller.admission.state.fair_sharing.enable
-    client.patch(cm, "batchgate-policy", "batchgate-system",
-                 {"data": {"policy.yaml": "queues:\n  defaultQueueName: team-queue\nfairSharing:\n  enable: true\n"}})
-    eventually(lambda: controller.admission.state.fair_sharing.enable, what="fair sharing to switch on")
-    good = controller.policy.version
-    client.patch(cm, "batchgate-policy", "batchgate-system", {"data": {"policy.yaml": "faultTolerance:\n  retryLimit: -3\n"}})
-    eventually(lambda: (controller.metrics.registry.get_sample_value("batchgate_policy_errors_total") or 0) >= 1,
-               what="the invalid policy to be noticed")
-    assert controller.policy.version == good
-    client.delete(cm, "batchgate-policy", "batchgate-system")
+    try:
+        eventually(lambda: controller.policy.queues.default_queue_name == "team-queue", what="the policy to load")
+        assert not controller.admission.state.fair_sharing.enable
+        client.patch(cm, "batchgate-policy", "batchgate-system", {"data": {
+            "policy.yaml": "queues:\n  defaultQueueName: team-queue\nfairSharing:\n  enable: true\n"}})
+        eventually(lambda: controller.admission.state.fair_sharing.enable, what="fair sharing to switch on")
+        good = controller.policy.version
+        client.patch(cm, "batchgate-policy", "batchgate-system",
+                     {"data": {"policy.yaml": "faultTolerance:\n  retryLimit: -3\n"}})
+        eventually(lambda: (controller.metrics.registry.get_sample_value("batchgate_policy_errors_total") or 0) >= 1,
+                   what="the invalid policy to be noticed")
+        assert controller.policy.version == good
+    finally:  # the cluster-wide policy of every controller the session starts later: never left behind
+        client.delete(cm, "batchgate-policy", "batchgate-system")
     eventually(lambda: controller.policy.queues.default_queue_name == "default-queue", what="the defaults again")
     assert not controller.admission.state.fair_sharing.enable

@@ -46,9 +46,13 @@ def test_a_restarted_controller_admits_nothing_twice(client: KubeClient) -> None
     first = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
     first.start()
     try:
-        for name in ("a", "b", "c"):
+        # One after the other: Workloads made at once by parallel workers would reach the queue in
+        # any order, and the first two to arrive would be admitted, not necessarily a and b.
+        for name in ("a", "b"):
             submit(client, ns, name, "2")
-        eventually(lambda: holding(client, ns) == ["a", "b"], what="two of three 2-cpu jobs in 4 cpu")
+        eventually(lambda: holding(client, ns) == ["a", "b"], what="two 2-cpu jobs in 4 cpu")
+        c = submit(client, ns, "c", "2")
+        eventually(lambda: "insufficient unused quota" in str(workload_of(client, "Job", c)), what="c's reason")
     finally:
         first.stop()  # gone mid-way: "c" still waits, "d" arrives while nobody watches
     submit(client, ns, "d", "1")
