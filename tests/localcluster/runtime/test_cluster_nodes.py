@@ -87,6 +87,9 @@ def test_kubectl_drain_cordons_and_empties_a_node(sim_api, sim_kubectl, ns):
         assert eventually(lambda: pod_names(sim_api, ns) == [])
     finally:
         sim_kubectl("uncordon", "cpu-0")
+        # The node lifecycle controller drops the unschedulable taint a moment after: wait, so that no
+        # later test on this cluster sees it in a scheduling message.
+        eventually(lambda: ("node.kubernetes.io/unschedulable", "NoSchedule") not in taint_keys(sim_api, "cpu-0"))
 
 
 def test_kubectl_taint_and_label_node(sim_api, sim_kubectl, ns):

@@ -128,6 +128,9 @@ def test_cordon_keeps_new_pods_off_and_uncordon_lets_them_on(sim_api, sim_kubect
     finally:
         sim_kubectl("uncordon", "cpu-0")
     assert eventually(lambda: read(sim_api, ns, "p").spec.node_name) == "cpu-0"
+    # Later tests on this cluster read scheduling messages: the taint must be gone before this test ends.
+    assert eventually(lambda: not any(t.key == "node.kubernetes.io/unschedulable"
+                                      for t in client.CoreV1Api(sim_api).read_node("cpu-0").spec.taints or []))
 
 
 def test_a_pod_for_another_scheduler_waits_for_someone_to_bind_it(sim_api, ns):
