@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 Item = tuple[float, int, str, Callable[[], Any]]
 
 
+def _stop_worker() -> None:
+    """Queued by `stop`, one per worker, ahead of any write: wakes a waiting worker to end it."""
+
+
 class WritePool:
     def __init__(self, name: str, workers: int) -> None:
         self._queue: queue.PriorityQueue[Item] = queue.PriorityQueue()
@@ -28,7 +32,6 @@ class WritePool:
         self._idle = threading.Condition(self._lock)
         self._in_flight: set[str] = set()
         self._follow_ups: dict[str, list[Item]] = {}
-        self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(workers)]
 
     def start(self) -> None:
@@ -36,7 +39,8 @@ class WritePool:
             thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        for _ in self._threads:
+            self._queue.put((float("-inf"), next(self._seq), "", _stop_worker))
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(timeout=10)
@@ -57,11 +61,10 @@ class WritePool:
             return self._idle.wait_for(lambda: not self._in_flight, timeout)
 
     def _work(self) -> None:
-        while not self._stop.is_set():
-            try:
-                _, _, key, write = self._queue.get(timeout=0.5)
-            except queue.Empty:
-                continue
+        while True:
+            _, _, key, write = self._queue.get()
+            if write is _stop_worker:
+                return
             try:
                 write()
             except NotLeader:
