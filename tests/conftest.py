@@ -8,11 +8,29 @@ test there names what it makes uniquely (its own namespace), restores in a `fina
 cluster-wide (node labels and cordons, the policy ConfigMap, webhook configurations), asserts on
 what it made (on a whole list of Nodes, CRDs or `api-resources` rows only where no other module can
 add to it), and fills the caches it reads (kubectl's --cache-dir is the session's: another test may
-have filled it, or not)."""
+have filled it, or not).
+
+Every kubectl the suite runs caches discovery in a directory of this run (KUBECACHEDIR), never in
+~/.kube/cache: that cache is keyed by host and port, lives for hours, and would hand a cluster on a
+reused port the API list of an earlier run's cluster."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
+
+_KUBE_CACHE = "KUBECACHEDIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ[_KUBE_CACHE] = tempfile.mkdtemp(prefix="batchgate-kubectl-cache-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(os.environ[_KUBE_CACHE], ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
