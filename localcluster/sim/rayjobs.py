@@ -8,7 +8,9 @@ default `ray job submit` pod on the head's image) and the RayJob is Running. The
 outcome decides: Complete with jobStatus SUCCEEDED, or Failed (reason AppFailed) with FAILED. With
 `shutdownAfterJobFinishes` the cluster is deleted `ttlSecondsAfterFinished` after the end.
 `spec.suspend` goes Suspending (cluster and submitter deleted) then Suspended, and back to New
-when unsuspended. A selector naming no cluster waits with a `RayClusterNotFound` Warning.
+when unsuspended. New is KubeRay's empty status (`JobDeploymentStatusNew = ""`, omitted from the
+object), so a user never reads "New" from kubectl. A selector naming no cluster waits with a
+`RayClusterNotFound` Warning.
 
 The stand-in has no Ray runtime: the job's run is the submitter pod's run, so the behaviour
 annotation of the submitter template (or, for the default submitter, of the RayJob itself) says
@@ -51,6 +53,11 @@ class RayJobStep:
     requeue_after: dt.timedelta | None = None
 
 
+def _new(status: dict[str, Any]) -> dict[str, Any]:
+    """The status back at New: KubeRay's New is the empty string, which the API omits."""
+    return {k: v for k, v in status.items() if k != "jobDeploymentStatus"}
+
+
 def reconcile_rayjob(rayjob: Obj, cluster: Obj | None, submitter: Obj | None, now: dt.datetime) -> RayJobStep:
     """One step, from the RayJob, its RayCluster (by `status.rayClusterName`) and its submitter Job."""
     spec = rayjob.get("spec") or {}
@@ -71,7 +78,7 @@ def reconcile_rayjob(rayjob: Obj, cluster: Obj | None, submitter: Obj | None, no
         return _suspending(rayjob, cluster, submitter, status, step)
     if phase == "Suspended":
         if spec.get("suspend") is not True:
-            step.status = {**status, "jobDeploymentStatus": "New"}
+            step.status = _new(status)
         return step
     if phase in ("Complete", "Failed"):
         return _finished(rayjob, cluster, status, step, now)
@@ -140,7 +147,8 @@ def _suspending(rayjob: Obj, cluster: Obj | None, submitter: Obj | None, status:
     if step.delete_cluster or step.delete_job:
         return step
     suspended = (rayjob.get("spec") or {}).get("suspend") is True
-    step.status = {**status, "jobDeploymentStatus": "Suspended" if suspended else "New", "jobStatus": ""}
+    step.status = {**status, "jobDeploymentStatus": "Suspended", "jobStatus": ""} if suspended else \
+        _new({**status, "jobStatus": ""})
     return step
 
 
