@@ -4,7 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean test-tools
+# Go's usual home, for shells that did not put it on the PATH
+export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:,)$(PATH)
+
+.PHONY: demo test bench clean test-tools kube
 
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,10 +15,10 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) kube
 	$(BIN)/batchgate demo $(DEMO_ARGS)
 
-test: $(STAMP) test-tools
+test: $(STAMP) test-tools kube
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
@@ -25,6 +28,14 @@ test: $(STAMP) test-tools
 test-tools:
 	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver -a -x /usr/bin/promtool || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver prometheus; }
+
+# The real control plane (realcluster/, docs/realcluster.md): Kubernetes' kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl and etcd built from their Go modules at the
+# versions in realcluster/versions.env, once, into ~/.cache/batchgate (a progress line each).
+# Without Go the tests that need it are skipped (one line says so) and the demo runs on the stand-in.
+kube: $(STAMP)
+	@if command -v go >/dev/null 2>&1; then $(BIN)/python -m realcluster.toolchain; \
+	else echo "realcluster: Go is not installed, so the real control plane is not built: its tests are skipped and the demo runs on the stand-in (install Go 1.25+)"; fi
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

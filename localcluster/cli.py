@@ -1,4 +1,6 @@
-"""`batchgate cluster`: run the local cluster until Ctrl-C and write a kubeconfig for kubectl."""
+"""`batchgate cluster`: run a cluster on this machine until Ctrl-C and write a kubeconfig for
+kubectl: the stand-in (`--kube local`, the default) or Kubernetes' own control plane built from
+its Go modules (`--kube real`, realcluster/), with the same users and nodes."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ from localcluster.users import UsersFileError
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="batchgate cluster", description=__doc__)
+    parser.add_argument("--kube", choices=("local", "real"), default="local",
+                        help="local: the stand-in API server (default); real: kube-apiserver, etcd, "
+                             "kube-controller-manager and kube-scheduler built from their Go modules")
     parser.add_argument("--port", type=int, default=0, help="HTTPS port on 127.0.0.1 (default: a free port)")
     parser.add_argument("--kubeconfig", type=Path, help="where to write the kubeconfig (default: in the work dir)")
     parser.add_argument("--users-file", type=Path, help="YAML list of users (name, username, uid, groups)")
@@ -68,6 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     except NodesError as exc:
         print(f"batchgate cluster: {exc}", file=sys.stderr)
         return 2
+    if args.kube == "real":
+        if args.speed != 1.0 or args.authorization != RBAC or args.api_only:
+            print("batchgate cluster: --speed, --authorization and --api-only are the stand-in's (--kube local)",
+                  file=sys.stderr)
+            return 2
+        from realcluster.cli import serve
+
+        return serve(args, nodes)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="batchgate-cluster-"))
     try:
         cluster = LocalCluster(workdir, port=args.port, users_file=args.users_file, speed=args.speed,

@@ -78,6 +78,10 @@ class ControllerContext:
     nodes: tuple[Any, ...] = ()  # localcluster.sim.nodes.NodeSpec: what the simulated kubelets register
     run_images: tuple[str, ...] = ()  # pods of these images run as real processes (--run-image)
     tokens: Mapping[str, str] = field(default_factory=dict)  # component name -> its own token
+    # Every node's InternalIP, where a real kube-apiserver dials kubelets: loopback there, so it
+    # never sends traffic off this machine. Empty: each node has a private address of its own.
+    node_address: str = ""
+    kubelet_port: int = 0  # where the kubelets serve logs to a real kube-apiserver (0: no server)
 
 
 ControllerFactory = Callable[[ControllerContext], Awaitable[Any]]

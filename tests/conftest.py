@@ -22,6 +22,8 @@ import tempfile
 
 import pytest
 
+from tests.realcluster_fixtures import NOT_BUILT, mark_real, skipped_unbuilt
+
 _KUBE_CACHE = "KUBECACHEDIR"
 
 
@@ -33,7 +35,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(os.environ[_KUBE_CACHE], ignore_errors=True)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_real(items)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    unbuilt = skipped_unbuilt(terminalreporter)
+    if unbuilt:
+        terminalreporter.write_line(f"{unbuilt} tests did not run: {NOT_BUILT}")
     if config.pluginmanager.hasplugin("randomly"):
         seed = config.getoption("randomly_seed")
         terminalreporter.write_line(f"tests ran in random order; replay it with -p randomly --randomly-seed={seed}")

@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from localcluster.apiserver.admission import WebhookDispatcher
-from localcluster.sim.endpoints import service_backends
+from localcluster.sim.endpoints import ADDRESS_ANNOTATION, service_backends
 from localcluster.store import Store
-
-ADDRESS_ANNOTATION = "localcluster.batchgate.dev/address"
 
 _CONFIG_RESOURCES = {
     "MutatingWebhookConfiguration": ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),

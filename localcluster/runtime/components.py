@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 
 from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
@@ -44,11 +45,17 @@ COMPONENTS: tuple[type[Controller], ...] = (
 
 async def simulated_cluster(ctx: ControllerContext) -> None:
     """Nodes, kubelets, scheduler and workload controllers until cancelled."""
+    await run_components(ctx, COMPONENTS)
+
+
+async def run_components(ctx: ControllerContext, kinds: Sequence[type[Controller]]) -> None:
+    """`kinds` on shared informers (the context's identity), each writing as its own identity
+    where the context has a token for it, until cancelled."""
     api = Api(ctx.url, token=ctx.token, ca_file=str(ctx.ca_file))
     shared = SharedInformers(api)
     writers = {c.component: Api(ctx.url, token=ctx.tokens[c.component], ca_file=str(ctx.ca_file))
-               for c in COMPONENTS if c.component in ctx.tokens}
-    components = [component(ctx, writers.get(component.component, api), shared) for component in COMPONENTS]
+               for c in kinds if c.component in ctx.tokens}
+    components = [component(ctx, writers.get(component.component, api), shared) for component in kinds]
     tasks = [asyncio.create_task(_alone(c), name=c.component) for c in components]
     tasks += [asyncio.create_task(i.run(), name=f"informer {i.path}") for i in shared.all()]
     try:

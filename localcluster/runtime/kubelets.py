@@ -122,7 +122,7 @@ class Kubelets(Controller):
     async def register(self) -> None:
         now = self.now()
         for index, spec in enumerate(self.specs):
-            node = new_node(spec, index, now)
+            node = new_node(spec, index, now, self.ctx.node_address, self.ctx.kubelet_port)
             try:
                 try:
                     await self.api.create(NODES.path(), node)

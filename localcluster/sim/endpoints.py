@@ -10,6 +10,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from localcluster.sim.matching import selector_matches
 
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
+ADDRESS_ANNOTATION = "localcluster.batchgate.dev/address"
+"""On a Service: the host:port where its backend really listens (a process run outside the cluster)."""
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"

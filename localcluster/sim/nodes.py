@@ -128,7 +128,9 @@ def node_ip(index: int) -> str:
     return f"10.0.{index // 250}.{index % 250 + 2}"
 
 
-def new_node(spec: NodeSpec, index: int, now: dt.datetime) -> dict[str, Any]:
+def new_node(spec: NodeSpec, index: int, now: dt.datetime, address: str = "", kubelet_port: int = 0) -> dict[str, Any]:
+    """The Node a kubelet registers; `address` (else a private address of its own) is its InternalIP,
+    `kubelet_port` the port its kubelet serves logs on (kube-apiserver dials InternalIP:port)."""
     labels = {
         "kubernetes.io/hostname": spec.name,
         "kubernetes.io/os": "linux",
@@ -148,11 +150,12 @@ def new_node(spec: NodeSpec, index: int, now: dt.datetime) -> dict[str, Any]:
         "status": {
             "capacity": dict(spec.capacity),
             "allocatable": dict(spec.capacity),
-            "addresses": [{"type": "InternalIP", "address": node_ip(index)}, {"type": "Hostname", "address": spec.name}],
+            "addresses": [{"type": "InternalIP", "address": address or node_ip(index)}, {"type": "Hostname", "address": spec.name}],
             "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION, "operatingSystem": "linux",
                          "architecture": "amd64", "containerRuntimeVersion": "localcluster://1", "osImage": "localcluster",
                          "kernelVersion": "simulated", "machineID": spec.name, "systemUUID": spec.name, "bootID": spec.name},
             "conditions": kubelet_conditions(None, True, now),
+            **({"daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}}} if kubelet_port else {}),
         },
     }
 

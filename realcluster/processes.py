@@ -1,0 +1,146 @@
+"""The control plane's programs as child processes: started with their log in the work dir,
+ready when their health endpoint says so, stopped (TERM, then KILL) with nothing left behind.
+
+A program that exits before it is ready fails the start with one line that names the cause as
+its log gives it (a port taken, a data dir left by a crash) and where the whole log is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STOP_SECONDS = 10.0
+POLL_SECONDS = 0.1
+HEALTH_CALL_SECONDS = 2.0
+
+
+class StartError(RuntimeError):
+    """A program did not become ready; the message says why in one line."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_taken(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+_CAUSES = (
+    (re.compile(r"address already in use", re.I), "a port it needs is taken"),
+    (re.compile(r"(?:resource temporarily unavailable|lock).*(?:member|\.lock|data)", re.I),
+     "its data dir is locked by another etcd"),
+)
+
+
+def cause(log_tail: str) -> str:
+    """The one line of a failed program's log that says why, with a known cause named."""
+    lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
+    for pattern, meaning in _CAUSES:
+        for line in reversed(lines):
+            if pattern.search(line):
+                return f"{meaning}: {line[-300:]}"
+    errors = [line for line in lines if re.search(r"\b(error|fatal|failed|panic)\b", line, re.I)]
+    return (errors or lines or ["no output"])[-1][-300:]
+
+
+@dataclass
+class Program:
+    name: str
+    argv: Sequence[str]
+    log: Path
+    health_url: str
+    ca_file: Path | None = None  # verify the health endpoint against this CA; None: no TLS check
+    token: str = ""
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def start(self) -> Program:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(list(self.argv), stdout=out, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        return self
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def healthy(self) -> bool:
+        request = urllib.request.Request(self.health_url)
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        context = None
+        if self.health_url.startswith("https"):
+            context = ssl.create_default_context(cafile=str(self.ca_file)) if self.ca_file else \
+                ssl._create_unverified_context()  # noqa: S323 - a component's self-signed health port
+        try:
+            with urllib.request.urlopen(request, timeout=HEALTH_CALL_SECONDS, context=context) as reply:
+                return bool(reply.status == 200)
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.running():
+                raise StartError(f"{self.name} exited ({self.exit_code()}): {cause(self.log_tail())} "
+                                 f"(log: {self.log})")
+            if self.healthy():
+                return
+            time.sleep(POLL_SECONDS)
+        raise StartError(f"{self.name} was not ready after {timeout:.0f} s: {cause(self.log_tail())} (log: {self.log})")
+
+    def exit_code(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def log_tail(self, size: int = 8192) -> str:
+        try:
+            with open(self.log, "rb") as handle:
+                handle.seek(max(handle.seek(0, os.SEEK_END) - size, 0))
+                return handle.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, grace: float = STOP_SECONDS) -> None:
+        """TERM the program's whole process group, KILL it after `grace` seconds."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        for signum, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+            try:
+                os.killpg(process.pid, signum)
+            except ProcessLookupError:
+                break
+            try:
+                process.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+    def kill(self) -> None:
+        """As a crash: KILL at once, nothing flushed."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        self.process.wait(timeout=STOP_SECONDS)

@@ -1,0 +1,79 @@
+"""The real control plane for tests (realcluster/): one session cluster, and the marker that
+names every test that needs it.
+
+`make test` builds the binaries first (with Go); where they are not built, the tests that need
+them are skipped with one reason, and the run's summary says in one line how many did not run.
+`make test PYTEST_ARGS='-m realcluster'` runs the real-cluster part alone.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from localcluster.sim.nodes import parse_nodes_file
+from realcluster import toolchain
+from realcluster.cluster import RealCluster
+
+BINARIES = toolchain.locate()
+NOT_BUILT = "the real control plane is not built (make test builds it; it needs Go 1.25+)"
+MARK = "realcluster"
+NODES = """
+- name: gpu
+  count: 2
+  labels: {gpu-type: a100}
+  capacity: {cpu: "32", memory: 128Gi, nvidia.com/gpu: 8}
+- name: cpu-0
+  capacity: {cpu: "16", memory: 64Gi}
+"""
+
+
+def real_kubectl() -> str:
+    """The kubectl of the control plane's release (within one minor of its API server)."""
+    if BINARIES is None:
+        pytest.skip(NOT_BUILT)
+    return str(BINARIES["kubectl"])
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    if BINARIES is None:
+        pytest.skip(NOT_BUILT)
+    with RealCluster(tmp_path_factory.mktemp("realcluster"), nodes=parse_nodes_file(NODES), binaries=BINARIES) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def real_kubectl_run(real_cluster: RealCluster,
+                     tmp_path_factory: pytest.TempPathFactory) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """kubectl(*args, user="admin", input=None, check=True) against the session's real cluster."""
+    cache = tmp_path_factory.mktemp("real-kubectl-cache")
+    binary = real_kubectl()
+
+    def run(*args: str, user: str = "admin", input: str | None = None, check: bool = True,
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([binary, "--kubeconfig", str(real_cluster.kubeconfig), "--cache-dir", str(cache),
+                               "--context", user, *args], input=input, capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} (as {user}) failed ({done.returncode}):\n"
+                                 f"{done.stdout}\n{done.stderr}")
+        return done
+
+    return run
+
+
+def uses_real_cluster(item: pytest.Item) -> bool:
+    return "real_cluster" in getattr(item, "fixturenames", ()) or item.get_closest_marker(MARK) is not None
+
+
+def mark_real(items: list[pytest.Item]) -> None:
+    for item in items:
+        if uses_real_cluster(item) and item.get_closest_marker(MARK) is None:
+            item.add_marker(MARK)
+
+
+def skipped_unbuilt(terminalreporter: pytest.TerminalReporter) -> int:
+    return sum(1 for report in terminalreporter.stats.get("skipped", [])
+               if isinstance(report.longrepr, tuple) and NOT_BUILT in str(report.longrepr[2]))
