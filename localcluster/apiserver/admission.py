@@ -247,7 +247,10 @@ class WebhookDispatcher:
             try:
                 addresses = self._resolve_service(namespace, name, port)
             except NoEndpoints as err:
-                return _Target(display, (), server_name, f"{server_name}:{port}", str(err))
+                # kube-apiserver dials the Service's cluster IP (its default resolver), where
+                # kube-proxy refuses a Service with no ready endpoint
+                refused = f"dial tcp {err.cluster_ip}:{port}: connect: connection refused" if err.cluster_ip else str(err)
+                return _Target(display, (), server_name, f"{server_name}:{port}", refused)
             except LookupError:
                 return _Target(display, (), server_name, f"{server_name}:{port}")
             return _Target(display=display, dials=tuple(f"https://{h}:{p}{path}" for h, p in addresses),

@@ -1,7 +1,8 @@
 """kube-proxy's job for a control plane whose Service range is on loopback: every Service cluster
-IP that is a loopback address gets a TCP listener on that address and each Service port, and each
-connection is passed to a ready pod the Service selects (or to the address a Service annotation
-names, for a process run outside the cluster).
+IP that is a loopback address gets a TCP listener on that address and each Service port while the
+Service has a ready backend, and each connection is passed to a ready pod the Service selects (or
+to the address a Service annotation names, for a process run outside the cluster). With no ready
+backend nothing listens, so a connection is refused, as kube-proxy's reject rule does.
 
 This is how a real kube-apiserver reaches the gateway here: it dials a webhook Service's cluster
 IP (its default service resolver), exactly as on any cluster. Pods of this cluster have loopback
@@ -48,6 +49,18 @@ def wanted_listeners(service: dict[str, Any]) -> set[Listener]:
     return out
 
 
+def served(service: dict[str, Any], pods: list[dict[str, Any]]) -> set[Listener]:
+    """The listeners of a Service that have a backend now."""
+    out = set()
+    for listener in wanted_listeners(service):
+        try:
+            backends(service, pods, listener[1], 0)
+        except NoEndpoints:
+            continue
+        out.add(listener)
+    return out
+
+
 def backends(service: dict[str, Any], pods: list[dict[str, Any]], port: int, turn: int) -> list[tuple[str, int]]:
     """Where a connection to the Service port goes: the annotated address, else its ready pods
     (starting at `turn`, the others after it for failover). NoEndpoints if there is none."""
@@ -67,7 +80,7 @@ class ServiceProxy(Controller):
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
         self.services = self.informer(SERVICES, lambda kind, svc: self.queue.add(_key(svc)))
-        self.pods = self.informer(PODS, lambda kind, pod: None)
+        self.pods = self.informer(PODS, self._on_pod)
         self.servers: dict[Listener, asyncio.Server] = {}
         self.owners: dict[Listener, str] = {}  # listener -> the Service key it serves
         self.turns = itertools.count()
@@ -80,10 +93,16 @@ class ServiceProxy(Controller):
                 server.close()
             self.servers.clear()
 
+    def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        namespace = pod["metadata"].get("namespace", "")
+        for service in self.services.values():
+            if service["metadata"].get("namespace") == namespace and (service.get("spec") or {}).get("selector"):
+                self.queue.add(_key(service))
+
     async def sync(self, key: str) -> dt.timedelta | None:
         namespace, name = key.split("/", 1)
         service = self.services.get(namespace, name)
-        wanted = wanted_listeners(service) if service is not None else set()
+        wanted = served(service, self.pods.values()) if service is not None else set()
         for listener in [l for l, owner in self.owners.items() if owner == key and l not in wanted]:
             self.servers.pop(listener).close()
             del self.owners[listener]

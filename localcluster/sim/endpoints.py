@@ -174,7 +174,12 @@ def allocate_loopback(used: Iterable[str], start: int = 0) -> str:
 
 
 class NoEndpoints(LookupError):
-    """kube-apiserver's ServiceUnavailable when a Service has no ready address for the port."""
+    """kube-apiserver's ServiceUnavailable when a Service has no ready address for the port;
+    `cluster_ip` is the Service's, which a caller that dials it (a webhook call) finds refused."""
+
+    def __init__(self, message: str, cluster_ip: str = "") -> None:
+        super().__init__(message)
+        self.cluster_ip = cluster_ip
 
 
 def service_backends(service: Obj, endpoints: Obj | None, port: int, turn: int) -> list[tuple[str, int]]:
@@ -193,6 +198,6 @@ def service_backends(service: Obj, endpoints: Obj | None, port: int, turn: int) 
             continue
         found += [(a["ip"], int(number)) for a in subset.get("addresses") or [] if a.get("ip")]
     if not found:
-        raise NoEndpoints(f'no endpoints available for service "{name}"')
+        raise NoEndpoints(f'no endpoints available for service "{name}"', (service.get("spec") or {}).get("clusterIP", ""))
     start = turn % len(found)
     return found[start:] + found[:start]

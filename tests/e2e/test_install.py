@@ -1,5 +1,5 @@
-"""The install as a user does it, end to end: an empty local cluster that runs the product's image
-as real pods, `kubectl apply -k manifests/local`, alice's AppWrapper through the gateway pods and
+"""The install as a user does it, end to end: an empty cluster (the real control plane when it is
+built, else the stand-in: tests/clusters.py) that runs the product's image as real pods, `kubectl apply -k manifests/local`, alice's AppWrapper through the gateway pods and
 the controller pods, then the documented `kubectl delete -k manifests/local -l ...`, which must leave users' objects and
 the third-party CRDs alone.
 """
@@ -24,13 +24,13 @@ from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from controller.decisions.leader_election import LeaseTiming
 from demo.kubectl import Kubectl
 from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image, product_status
-from localcluster.controllers import DEFAULT_CONTROLLERS
-from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import nodes_from_flags
+from tests import clusters
 
 WAIT_SECONDS = 120.0
 STREAM_SECONDS = 16.0
 THIRD_PARTY_CRDS = ("pytorchjobs.kubeflow.org", "rayjobs.ray.io", "rayclusters.ray.io")
+pytestmark = [pytest.mark.realcluster] if clusters.on_real() else []
 
 
 def eventually(probe: Any, what: str, timeout: float = WAIT_SECONDS) -> Any:
@@ -49,9 +49,8 @@ def installed(workdir: Path) -> Iterator[tuple[Kubectl, dict[str, str]]]:
     """An empty process-pod cluster, then the install as a user makes it: `kubectl apply -k
     manifests/local` until every pod is Ready and every caBundle injected, then the demo's teams
     and queues. Also the third-party CRDs' uids from before the install."""
-    with LocalCluster(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml", controllers=DEFAULT_CONTROLLERS,
-                      nodes=nodes_from_flags(4, "32", "256Gi", 8), run_images=[local_image()]) as cluster:
-        kubectl = Kubectl(cluster.kubeconfig)
+    with clusters.cluster(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml",
+                          nodes=nodes_from_flags(4, "32", "256Gi", 8), run_images=[local_image()]) as (_, kubectl):
         crds_before = third_party_crds(kubectl)
         install_product(kubectl)
         kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
@@ -335,7 +334,8 @@ def test_with_the_gateway_scaled_to_zero_only_managed_namespaces_are_refused_and
                           stdin=json.dumps(alice_appwrapper("while-down")))
     assert refused.returncode == 1
     assert refused.stderr.count("Error from server") == 1, refused.stderr
-    assert 'no endpoints available for service "batchgate-webhook"' in refused.stderr, refused.stderr
+    cluster_ip = kubectl.get_json("service", "-n", SYSTEM_NAMESPACE, "batchgate-webhook")["spec"]["clusterIP"]
+    assert f"dial tcp {cluster_ip}:443: connect: connection refused" in refused.stderr, refused.stderr
     kubectl.run("scale", "-n", SYSTEM_NAMESPACE, "deployment/batchgate-webhook", "--replicas=2")
     eventually(lambda: product_status(kubectl)[0], "the gateway back: " + product_status(kubectl)[1])
     kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("after-heal")))

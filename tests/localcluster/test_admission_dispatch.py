@@ -407,8 +407,10 @@ def test_when_every_endpoint_refuses_the_last_refusal_is_reported(cluster: Clust
 
 
 def test_a_service_without_ready_endpoints_fails_as_kube_apiserver_says(cluster: Cluster) -> None:
-    cluster.services[("hooks", "stub", 443)] = NoEndpoints('no endpoints available for service "stub"')
+    """kube-apiserver dials the Service's cluster IP, where kube-proxy refuses a Service with no
+    ready endpoint (the real control plane says the same: tests/e2e/test_install.py)."""
+    cluster.services[("hooks", "stub", 443)] = NoEndpoints('no endpoints available for service "stub"', "10.96.0.12")
     cluster.validating("v", cluster.hook("a", "/allow"))
     assert denial(cluster)["message"] == ('Internal error occurred: failed calling webhook "a": failed to call '
-                                          'webhook: Post "https://stub.hooks.svc:443/allow?timeout=10s": no '
-                                          'endpoints available for service "stub"')
+                                          'webhook: Post "https://stub.hooks.svc:443/allow?timeout=10s": dial tcp '
+                                          '10.96.0.12:443: connect: connection refused')

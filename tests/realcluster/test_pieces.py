@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from localcluster.runtime.service_proxy import backends, wanted_listeners
+from localcluster.runtime.service_proxy import backends, served, wanted_listeners
 from localcluster.sim.endpoints import ADDRESS_ANNOTATION, LOOPBACK_POD_RANGE, NoEndpoints
 from localcluster.users import DEFAULT_USERS
 from realcluster.cluster import RealCluster, RealClusterError, service_range
@@ -105,3 +105,11 @@ def test_an_etcd_data_dir_left_by_a_crash_is_refused_with_the_fix(tmp_path: Path
         RealCluster(tmp_path, binaries={}).start()
     assert str(caught.value) == (f"etcd data dir {tmp_path / 'etcd'} is left from an earlier run that did not stop "
                                  "cleanly: remove it, or use another --workdir")
+
+
+def test_a_service_is_served_only_while_it_has_a_ready_backend() -> None:
+    service = _service("127.200.3.10", [{"port": 443, "targetPort": "https"}])
+    assert served(service, [_pod("c", "127.1.0.7", False)]) == set()
+    assert served(service, [_pod("c", "127.1.0.7", True)]) == {("127.200.3.10", 443)}
+    annotated = _service("127.200.3.10", [{"port": 443}], {ADDRESS_ANNOTATION: "127.0.0.1:9443"})
+    assert served(annotated, []) == {("127.200.3.10", 443)}
