@@ -1,0 +1,69 @@
+"""`batchgate generate pytorchjob`: the AppWrapper MLBatch's pytorchjob-generator would render.
+
+Reads the generator's settings file and prints the AppWrapper. Bad settings print one located
+line each on stderr and nothing on stdout (exit 2). `--settings-schema` prints the settings'
+JSON Schema instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from batchgate.api.output import FORMATS, render
+from batchgate.generator.pytorchjob import generate_appwrapper
+from batchgate.generator.settings import SettingsError, parse_settings, settings_schema
+
+
+class BadInput(Exception):
+    """Input we cannot use; each line of its message is one thing to fix."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise BadInput(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="batchgate generate", description=__doc__.splitlines()[0])
+    generators = p.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
+    pytorchjob = generators.add_parser(
+        "pytorchjob", help="an AppWrapper holding a PyTorchJob, from a pytorchjob-generator settings file")
+    source = pytorchjob.add_mutually_exclusive_group(required=True)
+    source.add_argument("-f", "--filename", help="the settings file (YAML); - for stdin")
+    source.add_argument("--settings-schema", action="store_true", help="print the settings' JSON Schema")
+    pytorchjob.add_argument("-o", "--output", choices=FORMATS,
+                            help="yaml (the default for the AppWrapper) or json (the default for the schema)")
+    return p
+
+
+def _read(source: str) -> str:
+    try:
+        return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def run(argv: list[str]) -> str:
+    """What to print for `argv`; BadInput or SettingsError when there is nothing to print."""
+    args = parser().parse_args(argv)
+    if args.settings_schema:
+        return render(settings_schema(), args.output or "json")
+    source = "<stdin>" if args.filename == "-" else args.filename
+    settings = parse_settings(_read(args.filename), source)
+    return render(generate_appwrapper(settings), args.output or "yaml")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        text = run(sys.argv[1:] if argv is None else argv)
+    except BadInput as exc:
+        print(f"batchgate generate: {exc}", file=sys.stderr)
+        return 2
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
