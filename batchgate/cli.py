@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "controller": ("controller.cli:main", "run the reconcile controller"),
     "review": ("webhook.review_cli:main", "show offline what the gateway would do to a manifest"),
     "generate": ("batchgate.generator.cli:main", "write an AppWrapper from MLBatch's pytorchjob-generator settings"),
+    "wrap": ("webhook.wrap_cli:main", "wrap a YAML of resources into one AppWrapper the policy admits"),
     "simulate": ("controller.simulate_cli:main", "run quota admission over a trace"),
     "certs": ("certs.cli:main", "make or rotate CA and serving certificates"),
     "check": ("controller.check_cli:main", "check capacity against quotas and explain pending work"),

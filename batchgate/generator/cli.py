@@ -9,25 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import NoReturn
 
 from batchgate.api.output import FORMATS, render
+from batchgate.command_line import ArgumentParser, BadInput, read_source
 from batchgate.generator.pytorchjob import generate_appwrapper
 from batchgate.generator.settings import SettingsError, parse_settings, settings_schema
 
 
-class BadInput(Exception):
-    """Input we cannot use; each line of its message is one thing to fix."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise BadInput(message)
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="batchgate generate", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="batchgate generate", description=__doc__.splitlines()[0])
     generators = p.add_subparsers(dest="generator", required=True, metavar="GENERATOR")
     pytorchjob = generators.add_parser(
         "pytorchjob", help="an AppWrapper holding a PyTorchJob, from a pytorchjob-generator settings file")
@@ -39,20 +29,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _read(source: str) -> str:
-    try:
-        return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from None
-
-
 def run(argv: list[str]) -> str:
     """What to print for `argv`; BadInput or SettingsError when there is nothing to print."""
     args = parser().parse_args(argv)
     if args.settings_schema:
         return render(settings_schema(), args.output or "json")
     source = "<stdin>" if args.filename == "-" else args.filename
-    settings = parse_settings(_read(args.filename), source)
+    settings = parse_settings(read_source(args.filename), source)
     return render(generate_appwrapper(settings), args.output or "yaml")
 
 
