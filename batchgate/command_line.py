@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Callable, NoReturn
 
 
 class BadInput(Exception):
@@ -26,3 +26,26 @@ def read_source(source: str) -> str:
         return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+class Refused(Exception):
+    """What stops a command's output, one line each; `code` is its exit status."""
+
+    def __init__(self, lines: list[str] | tuple[str, ...], code: int = 2) -> None:
+        super().__init__("\n".join(lines))
+        self.code = code
+
+
+def run_command(prog: str, produce: Callable[[list[str]], str], argv: list[str] | None) -> int:
+    """Print what `produce` makes of the arguments, exit 0; or its BadInput (prefixed with `prog`)
+    or Refused lines on stderr with nothing on stdout, so a pipe never applies half an answer."""
+    try:
+        text = produce(sys.argv[1:] if argv is None else argv)
+    except BadInput as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    except Refused as exc:
+        print(exc, file=sys.stderr)
+        return exc.code
+    sys.stdout.write(text)
+    return 0

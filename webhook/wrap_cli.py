@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from batchgate.api.objects import api_version_kind, metadata
 from batchgate.api.output import FORMATS, render
 from batchgate.api.values import parse_name
 from batchgate.api.wrap import DocumentError, Wrapping, default_name, stated_namespace, wrap
-from batchgate.command_line import ArgumentParser, BadInput, read_source
+from batchgate.command_line import ArgumentParser, BadInput, Refused, read_source, run_command
 from webhook.review_cli import load_policy
 from webhook.rules.appwrapper_rules import validate_create
 
@@ -39,14 +38,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", type=Path, help="policy.yaml or the policy ConfigMap manifest (default: built-in)")
     p.add_argument("-o", "--output", choices=FORMATS, default="yaml")
     return p
-
-
-class Refused(Exception):
-    """What stops the AppWrapper, one located line each; `policy` when only the policy objects."""
-
-    def __init__(self, lines: list[str], policy: bool) -> None:
-        super().__init__("\n".join(lines))
-        self.policy = policy
 
 
 def _checked(value: str, option: str) -> str:
@@ -102,25 +93,16 @@ def wrapped(argv: list[str]) -> str:
     namespace = _checked(args.namespace, "--namespace") if args.namespace else stated_namespace(values)
     aw, errors = wrap(values, Wrapping(name, namespace, _checked(args.queue, "--queue")))
     if aw is None:
-        raise Refused([_line(source, documents[e.index], e.index, e.error) for e in errors], policy=False)
+        raise Refused([_line(source, documents[e.index], e.index, e.error) for e in errors], code=2)
     lines = []
     for error in validate_create(aw, namespace or "", policy):
         located = _in_document(aw, error)
         lines.append(_line(source, documents[located.index], located.index, located.error) if located
                      else f"{source}: the AppWrapper: {error.detail}")
     if lines:
-        raise Refused(lines, policy=True)
+        raise Refused(lines, code=1)
     return render(aw, args.output)
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        text = wrapped(sys.argv[1:] if argv is None else argv)
-    except BadInput as exc:
-        print(f"batchgate wrap: {exc}", file=sys.stderr)
-        return 2
-    except Refused as exc:
-        print(exc, file=sys.stderr)
-        return 1 if exc.policy else 2
-    sys.stdout.write(text)
-    return 0
+    return run_command("batchgate wrap", wrapped, argv)

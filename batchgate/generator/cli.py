@@ -8,10 +8,9 @@ JSON Schema instead.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from batchgate.api.output import FORMATS, render
-from batchgate.command_line import ArgumentParser, BadInput, read_source
+from batchgate.command_line import ArgumentParser, Refused, read_source, run_command
 from batchgate.generator.pytorchjob import generate_appwrapper
 from batchgate.generator.settings import SettingsError, parse_settings, settings_schema
 
@@ -30,23 +29,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: list[str]) -> str:
-    """What to print for `argv`; BadInput or SettingsError when there is nothing to print."""
+    """What to print for `argv`; BadInput or Refused (the settings' located lines) when there is nothing."""
     args = parser().parse_args(argv)
     if args.settings_schema:
         return render(settings_schema(), args.output or "json")
     source = "<stdin>" if args.filename == "-" else args.filename
-    settings = parse_settings(read_source(args.filename), source)
+    try:
+        settings = parse_settings(read_source(args.filename), source)
+    except SettingsError as exc:
+        raise Refused(exc.lines) from None
     return render(generate_appwrapper(settings), args.output or "yaml")
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        text = run(sys.argv[1:] if argv is None else argv)
-    except BadInput as exc:
-        print(f"batchgate generate: {exc}", file=sys.stderr)
-        return 2
-    except SettingsError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    sys.stdout.write(text)
-    return 0
+    return run_command("batchgate generate", run, argv)
