@@ -16,7 +16,7 @@ from batchgate import keys
 from batchgate.generator.pytorchjob import generate_appwrapper
 from batchgate.generator.settings import Settings, SettingsError, parse_settings, settings_schema
 from batchgate.policy import DEFAULT_POLICY
-from tests.builders import CORPUS, a_request, value_at
+from tests.builders import CORPUS, GENERATOR_FIXTURES, a_request, value_at
 from webhook.rules import mutate, validate
 
 MINIMAL = "jobName: my-job\ncontainerImage: pytorch:2\n"
@@ -47,7 +47,7 @@ def test_defaults_are_the_charts() -> None:
 
 
 def test_the_examples_users_start_from_are_read() -> None:
-    examples = sorted((CORPUS / "mlbatch" / "pytorchjob-generator").glob("examples_*.settings.yaml"))
+    examples = sorted(GENERATOR_FIXTURES.glob("examples_*.settings.yaml"))
     if not examples:
         pytest.skip(f"the shared corpus is not at {CORPUS}")
     for example in examples:
@@ -239,7 +239,7 @@ def _without_additions(schema: Any) -> Any:
 
 
 def test_the_schema_is_the_charts_with_its_template_checks_and_defaults() -> None:
-    path = CORPUS / "mlbatch" / "pytorchjob-generator" / "values.schema.json"
+    path = GENERATOR_FIXTURES / "values.schema.json"
     if not path.is_file():
         pytest.skip(f"the shared corpus is not at {CORPUS}")
     charts = json.loads(path.read_text())

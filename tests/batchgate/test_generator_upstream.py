@@ -25,19 +25,18 @@ from batchgate import keys
 from batchgate.generator.pytorchjob import generate_appwrapper
 from batchgate.generator.settings import SettingsError, parse_settings
 from batchgate.policy import DEFAULT_POLICY
-from tests.builders import CORPUS, a_request, value_at
+from tests.builders import CORPUS, GENERATOR_FIXTURES, a_request, value_at
 from webhook.rules import mutate, validate
 
-GENERATOR = CORPUS / "mlbatch" / "pytorchjob-generator"
-pytestmark = pytest.mark.skipif(not GENERATOR.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
+pytestmark = pytest.mark.skipif(not GENERATOR_FIXTURES.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
 
 
 def _load(path: Path) -> Any:
     return yaml.safe_load(path.read_text()) if path.is_file() else None
 
 
-SUITE = _load(GENERATOR / "tests_helloworld_test.yaml") or {"tests": []}
-BASE = _load(GENERATOR / "tests_helloworld.settings.yaml") or {}
+SUITE = _load(GENERATOR_FIXTURES / "tests_helloworld_test.yaml") or {"tests": []}
+BASE = _load(GENERATOR_FIXTURES / "tests_helloworld.settings.yaml") or {}
 SNAPSHOTS = _load(CORPUS / "mlbatch" / "helloworld_test.yaml.snap") or {}
 
 
