@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-import yaml
-
 from batchgate import keys
 from batchgate.api.errors import FieldError, child
 from batchgate.api.located_yaml import LocatedYAMLError, line_for, load_located
@@ -145,8 +143,8 @@ def _init_container(parsed: dict[str, Any], path: str) -> InitContainer:
     command = parsed["command"]
     if isinstance(command, str):  # the chart pastes a string in as YAML: `"[sh, -c, date]"` is a list
         try:
-            command = yaml.safe_load(command)
-        except yaml.YAMLError:
+            command = load_located(command).value
+        except LocatedYAMLError:
             command = None
         if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
             raise FieldError(child(path, "command"), "must be a list of strings, such as [sh, -c, 'echo hello']")

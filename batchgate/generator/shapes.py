@@ -8,6 +8,7 @@ the settings reader turns the path into the line to fix.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -18,16 +19,18 @@ Schema = dict[str, Any]
 Defs = dict[str, Schema]
 
 
-class Shape:
+class Shape(ABC):
     """A setting's type. `ref` names it under the schema's `$defs` ("" keeps it inline)."""
 
     ref: str = ""
 
+    @abstractmethod
     def parse(self, value: Any, path: str) -> Any:
-        raise NotImplementedError
+        """The value as the model holds it; FieldError at `path` when it does not fit."""
 
+    @abstractmethod
     def body(self, defs: Defs) -> Schema:
-        raise NotImplementedError
+        """This shape as JSON Schema (named shapes it uses are added to `defs`)."""
 
     def schema(self, defs: Defs) -> Schema:
         if not self.ref:
