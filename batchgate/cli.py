@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "webhook": ("webhook.cli:main", "serve the admission gateway under gunicorn over TLS"),
     "controller": ("controller.cli:main", "run the reconcile controller"),
     "review": ("webhook.review_cli:main", "show offline what the gateway would do to a manifest"),
+    "generate": ("batchgate.generator.cli:main", "write an AppWrapper from MLBatch's pytorchjob-generator settings"),
+    "wrap": ("webhook.wrap_cli:main", "wrap a YAML of resources into one AppWrapper the policy admits"),
     "simulate": ("controller.simulate_cli:main", "run quota admission over a trace"),
     "certs": ("certs.cli:main", "make or rotate CA and serving certificates"),
     "check": ("controller.check_cli:main", "check capacity against quotas and explain pending work"),

@@ -77,6 +77,9 @@ DURATION_ANNOTATIONS: Final = (
 )
 EXIT_CODE_LIST_ANNOTATIONS: Final = (TERMINAL_EXIT_CODES_ANNOTATION, RETRYABLE_EXIT_CODES_ANNOTATION)
 
+PYTORCH_GENERATOR_VERSION_ANNOTATION: Final = "workload.codeflare.dev.mlbatch/pytorchGeneratorVersion"
+"""On AppWrappers from MLBatch's pytorchjob-generator (and `batchgate generate pytorchjob`): its chart version."""
+
 # AppWrapper condition types.
 COND_RESOURCES_DEPLOYED: Final = "ResourcesDeployed"
 COND_UNHEALTHY: Final = "Unhealthy"

@@ -14,12 +14,13 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Sequence
 
 import yaml
 
 from batchgate.api.located_yaml import LocatedYAMLError, check_bounds
 from batchgate.api.objects import metadata
+from batchgate.command_line import ArgumentParser, BadInput, read_source
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError, load_policy_document
 from webhook.serving.gateway import Decision, review_offline
 from webhook.rules.frameworks.preview import describe_env, workload_pod_previews
@@ -29,17 +30,8 @@ DEFAULT_GROUPS = ("system:authenticated",)
 """What the API server adds to every authenticated user; used when --groups is not given."""
 
 
-class BadInput(Exception):
-    """Input we cannot review; its message is the one line the user sees."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise BadInput(message)
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="batchgate review", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="batchgate review", description=__doc__.splitlines()[0])
     p.add_argument("-f", "--filename", required=True, help="manifest (YAML or JSON, several documents allowed); - for stdin")
     p.add_argument("--user", default=None, help="the submitting user (default: the OS user)")
     p.add_argument("--uid", default="", help="the user's uid (userInfo.uid)")
@@ -49,13 +41,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--old", help="the existing objects, for UPDATE (matched by kind, namespace and name)")
     p.add_argument("-o", "--output", choices=["yaml", "json", "patch"], default="yaml")
     return p
-
-
-def _read(source: str) -> str:
-    try:
-        return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def load_documents(text: str, source: str) -> list[dict[str, Any]]:
@@ -165,21 +150,26 @@ def _print(outcomes: list[Outcome], output: str) -> None:
             print(f"denied {o.label}: {reply.code} {reply.reason}: {reply.message}", file=sys.stderr)
 
 
+def load_policy(path: Path | None) -> Policy:
+    """The policy of `--policy` (a policy.yaml or its ConfigMap), else the built-in default."""
+    if path is None:
+        return DEFAULT_POLICY
+    try:
+        return load_policy_document(read_source(str(path)), str(path))
+    except PolicyError as exc:
+        raise BadInput(f"invalid policy: {exc}") from None
+
+
 def run(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
-    policy = DEFAULT_POLICY
-    if args.policy is not None:
-        try:
-            policy = load_policy_document(_read(str(args.policy)), str(args.policy))
-        except PolicyError as exc:
-            raise BadInput(f"invalid policy: {exc}") from None
+    policy = load_policy(args.policy)
     operation = args.operation or ("UPDATE" if args.old else "CREATE")
     if operation == "UPDATE" and not args.old:
         raise BadInput("--operation UPDATE needs --old FILE with the existing objects")
     if args.filename == "-" and args.old == "-":
         raise BadInput("only one of -f and --old can read stdin")
-    objects = load_documents(_read(args.filename), args.filename)
-    olds = load_documents(_read(args.old), args.old) if args.old else []
+    objects = load_documents(read_source(args.filename), args.filename)
+    olds = load_documents(read_source(args.old), args.old) if args.old else []
     groups = tuple(g for g in args.groups.split(",") if g) if args.groups is not None else DEFAULT_GROUPS
     user = UserInfo(args.user if args.user is not None else getpass.getuser(), args.uid, groups)
     outcomes = review_all(objects, olds, operation, user, policy)

@@ -45,12 +45,26 @@ def load_located(text: str, line_offset: int = 0) -> LocatedDocument:
     Bounded work: the document is scanned (without building it) for nesting and alias
     expansion first, so every input costs time proportional to its length.
     """
+    documents = _load(text, line_offset, single=True)
+    return documents[0] if documents else LocatedDocument(None, {}, None)
+
+
+def load_located_all(text: str) -> list[LocatedDocument]:
+    """Every non-empty document of a `---`-separated stream, each located like `load_located`'s
+    (lines count from the start of the stream), with the same bounds over the whole stream."""
+    return [d for d in _load(text, 0, single=False) if d.value is not None]
+
+
+def _load(text: str, line_offset: int, single: bool) -> list[LocatedDocument]:
     loader: yaml.SafeLoader | None = None
+    nodes: list[tuple[yaml.Node, Any]] = []
     try:
         check_bounds(text, line_offset)
         loader = yaml.SafeLoader(text)
-        node = loader.get_single_node()
-        value = loader.construct_document(node) if node is not None else None
+        found: list[yaml.Node | None] = [loader.get_single_node()] if single else []
+        while not single and loader.check_node():
+            found.append(loader.get_node())
+        nodes = [(node, loader.construct_document(node)) for node in found if node is not None]
     except LocatedYAMLError:
         raise
     except yaml.MarkedYAMLError as exc:
@@ -64,8 +78,7 @@ def load_located(text: str, line_offset: int = 0) -> LocatedDocument:
     finally:
         if loader is not None:
             loader.dispose()
-    lines = _line_index(node, line_offset) if node is not None else {}
-    return LocatedDocument(value, lines, node)
+    return [LocatedDocument(value, _line_index(node, line_offset), node) for node, value in nodes]
 
 
 def _first_line(exc: Exception) -> str:

@@ -31,7 +31,14 @@ def _schema() -> dict[str, dict[str, list[str]]]:
 
 def check_pod_spec(spec: Any, path: str) -> None:
     """Raise FieldError at the first unknown field or wrongly typed value in a PodSpec."""
-    _check(spec, [ROOT_TYPE], path, 0)
+    check_kubernetes_type(spec, ROOT_TYPE, path)
+
+
+def check_kubernetes_type(value: Any, type_id: str, path: str) -> None:
+    """The same check for a value of any type the table describes (`V1EnvFromSource`, ...)."""
+    if type_id not in _schema():
+        raise ValueError(f"{type_id} is not in {SCHEMA_FILE.name}")
+    _check(value, [type_id], path, 0)
 
 
 def _check(value: Any, shape: list[str], path: str, depth: int) -> None:

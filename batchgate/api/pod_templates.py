@@ -6,6 +6,9 @@ Two views of the same knowledge:
   label). A Pod is its own template.
 - `infer_pod_sets(template)`: upstream's `InferPodSets` for an AppWrapper component: the podSet
   paths (`template...` grammar) and replica counts of the kinds upstream knows.
+- `pod_sets_to_declare(template)`: the podSets an AppWrapper must declare for a kind that holds
+  pods upstream does not infer (LeaderWorkerSet, Kubeflow's other training jobs), as
+  `batchgate wrap` writes them.
 """
 
 from __future__ import annotations
@@ -128,6 +131,61 @@ _INFERENCE: dict[tuple[str, str], Callable[[Any, str], Iterator[PodSet]]] = {
     JOBSET: _jobset,
 }
 
+
+LEADERWORKERSET = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+KUBEFLOW_GROUP = "kubeflow.org"
+
+
+def _leaderworkerset(obj: Any, where: str) -> Iterator[PodSet]:
+    """`replicas` groups of `size` pods: a leader and `size - 1` workers; without a leader
+    template the worker template makes the leaders too."""
+    groups = _replicas(obj, ("spec", "replicas"), where)
+    group: Location = ("spec", "leaderWorkerTemplate")
+    size = _replicas(obj, group + ("size",), where)
+    if get_at(obj, group + ("leaderTemplate",)) is None:
+        yield PodSet(group + ("workerTemplate",), groups * size)
+        return
+    yield PodSet(group + ("leaderTemplate",), groups)
+    if size > 1:
+        yield PodSet(group + ("workerTemplate",), groups * (size - 1))
+
+
+def _kubeflow_replicas(obj: Any, where: str) -> Iterator[PodSet]:
+    """A Kubeflow training job (TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob): each role of its
+    `spec.<framework>ReplicaSpecs`, in the order written."""
+    spec = get_at(obj, ("spec",))
+    for key, roles in (spec.items() if isinstance(spec, dict) else ()):
+        if not (isinstance(key, str) and key.endswith("ReplicaSpecs") and isinstance(roles, dict)):
+            continue
+        for role in roles:
+            at: Location = ("spec", key, role)
+            if get_at(obj, at + ("template",)) is not None:
+                yield PodSet(at + ("template",), _replicas(obj, at + ("replicas",), where))
+
+
+def pod_sets_to_declare(obj: Any, where: str = "") -> tuple[PodSet, ...] | None:
+    """The podSets to declare for a kind upstream does not infer; () for kinds upstream infers
+    (they need none); None for a kind whose pods we cannot count. Raises FieldError on bad shapes."""
+    if infer_pod_sets(obj, where) is not None:
+        return ()
+    api_version, kind = api_version_kind(obj)
+    if (api_version, kind) == LEADERWORKERSET:
+        return tuple(_leaderworkerset(obj, where))
+    if api_version.partition("/")[0] == KUBEFLOW_GROUP:
+        return tuple(_kubeflow_replicas(obj, where))
+    return None
+
+
+def find_pod_templates(obj: Any, at: Location = ()) -> Iterator[Location]:
+    """Where an object of any kind holds pod templates (mappings whose `spec` lists `containers`)."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("spec"), dict) and isinstance(obj["spec"].get("containers"), list):
+            yield at
+        for key, value in obj.items():
+            yield from find_pod_templates(value, at + (key,))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from find_pod_templates(value, at + (i,))
 
 
 def infer_pod_sets(obj: Any, where: str = "") -> tuple[PodSet, ...] | None:

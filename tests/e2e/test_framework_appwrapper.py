@@ -12,21 +12,28 @@ pod already has is left alone (DESIGN 6.4, the user wins): those pods keep the o
 which agree with each other, and get from batchgate their hostname and subdomain (so
 `<pod>.<appwrapper>` resolves through the AppWrapper's Service too) and the rank annotation,
 which equals the operator's RANK; no variable is set twice.
+
+An AppWrapper from `batchgate generate pytorchjob` (MLBatch's pytorchjob-generator settings) runs
+the same way: the settings' queue, the training operator's env on every pod, the chart's script.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+import yaml
 
 from batchgate import keys
 from batchgate.clock import SystemClock
 from controller.adapters.kube import KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
 from tests.controller.cluster import eventually
-from tests.e2e.stack import NAMESPACE, Kubectl, Stack, pods_env, submit
+from tests.e2e.stack import NAMESPACE, ROOT, Kubectl, Stack, pods_env, submit
 
 pytestmark = pytest.mark.timeout(180)
 BEHAVIOR = "localcluster.batchgate.dev/behavior"
@@ -234,3 +241,52 @@ def test_an_mpi_appwrapper_gets_its_hostfile_component_the_mount_and_a_waiting_l
         assert volume["configMap"]["name"] == "mpi-hostfile"
     wait_script = by_host["mpi-launcher-0"]["initContainers"][0]["command"][-1]
     assert "mpi-worker-0.mpi" in wait_script and "mpi-worker-1.mpi" in wait_script
+
+
+GENERATOR_SETTINGS = f"""\
+jobName: generated
+namespace: {NAMESPACE}
+numPods: 3
+numCpusPerPod: 100m
+totalMemoryPerPod: 64Mi
+containerImage: trainer:1
+setupCommands: [cd /workspace]
+mainProgram: train.py --epochs 1
+"""
+PRIORITY_CLASS = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: default-priority}\nvalue: 5\n"
+"""What MLBatch's cluster set-up creates; the generated pods name it (the chart's `priority` default)."""
+
+
+def test_a_generated_pytorchjob_appwrapper_runs_with_the_training_operators_env(
+        kubectl: Kubectl, controller: Controller, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(GENERATOR_SETTINGS)
+    generate = subprocess.run([sys.executable, "-m", "batchgate.cli", "generate", "pytorchjob", "-f", str(settings)],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT, check=True)
+    aw = yaml.safe_load(generate.stdout)
+    kubectl("apply", "-f", "-", input=PRIORITY_CLASS)
+    try:
+        assert submit(kubectl, aw) == "appwrapper.workload.codeflare.dev/generated created"
+        eventually(lambda: jsonpath(kubectl, "{.status.phase}", "appwrapper", "generated") == "Running",
+                   timeout=60, interval=0.3, what=lambda: "AppWrapper generated to run: " + waiting_for(kubectl, "generated"))
+        pods = eventually(lambda: len(found := get_json(kubectl, "pods", "-l", f"{keys.APPWRAPPER_LABEL}=generated")[
+            "items"]) == 3 and found, timeout=60, interval=0.3, what="the 3 pods of the generated PyTorchJob")
+        # No framework label, so no batchgate hostnames: the pods are named, and their env set, by the training operator.
+        envs = {p["metadata"]["name"]: {e["name"]: e.get("value") for e in p["spec"]["containers"][0]["env"]}
+                for p in pods}
+        assert {name: (e["MASTER_ADDR"], e["MASTER_PORT"], e["WORLD_SIZE"], e["RANK"], e["PYTHONUNBUFFERED"])
+                for name, e in envs.items()} == {
+            "generated-master-0": ("generated-master-0", "23456", "3", "0", "1"),
+            "generated-worker-0": ("generated-master-0", "23456", "3", "1", "1"),
+            "generated-worker-1": ("generated-master-0", "23456", "3", "2", "1"),
+        }
+        for pod in pods:
+            (container,) = pod["spec"]["containers"]
+            assert container["command"][:2] == ["sh", "-c"]
+            assert container["command"][2].endswith(
+                '--rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}" train.py --epochs 1\n')
+            assert pod["spec"]["priorityClassName"] == "default-priority"
+        assert owner_of(get_json(kubectl, "pytorchjob", "generated")) == ("AppWrapper", "generated")
+    finally:
+        kubectl("delete", "appwrapper", "generated", "-n", NAMESPACE, "--ignore-not-found", check=False)
+        kubectl("delete", "priorityclass", "default-priority", "--ignore-not-found", check=False)
