@@ -111,7 +111,10 @@ class Informer:
             page = self.client.list(self.resource, self.namespace, limit=self.page_size, fieldSelector=self.field_selector,
                                     labelSelector=self.label_selector,
                                     **({"continue": token} if token else {}))
-            items.extend(page.get("items") or [])
+            # kube-apiserver leaves kind and apiVersion out of a built-in list's items (a watch
+            # event's object has them): set them, as client-go's unstructured lists do
+            items.extend({"kind": self.resource.kind, "apiVersion": self.resource.api_version, **item}
+                         for item in page.get("items") or [])
             token = metadata(page).get("continue")
             if not token:
                 break
