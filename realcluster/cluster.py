@@ -74,6 +74,7 @@ class RealCluster:
         self.operators = operators
         self.services = service_range(random.SystemRandom())
         self.url = f"https://127.0.0.1:{self.port}"
+        self.speed = 1.0  # its controllers run on real time; a pod's `runFor` is wall-clock seconds
         self.kubeconfig = self.workdir / "kubeconfig"
         self.ca_file = self.workdir / "pki" / "ca.crt"
         self.programs: dict[str, Program] = {}

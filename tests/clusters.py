@@ -44,17 +44,23 @@ def kubectl_binary(cluster: LocalCluster | RealCluster) -> str:
     return KUBECTL
 
 
-@contextmanager
-def cluster(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (),
-            run_images: Sequence[str] = (), speed: float = 1.0,
-            record_requests: bool = False) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl]]:
-    """A started cluster of `kind()` and kubectl as its users. `speed` applies to the stand-in only:
-    the real control plane runs on real time."""
+def make(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (), run_images: Sequence[str] = (),
+         speed: float = 1.0) -> tuple[LocalCluster | RealCluster, Kubectl]:
+    """A cluster of `kind()`, not started yet, and kubectl as its users. `speed` applies to the
+    stand-in only: the real control plane runs on real time (its `speed` is 1)."""
     made: LocalCluster | RealCluster
     if kind() == "real":
         made = RealCluster(workdir, users_file=users_file, nodes=nodes, run_images=run_images, binaries=BINARIES)
     else:
         made = LocalCluster(workdir, users_file=users_file, speed=speed, controllers=DEFAULT_CONTROLLERS, nodes=nodes,
-                            run_images=run_images, record_requests=record_requests)
+                            run_images=run_images)
+    return made, Kubectl(made.kubeconfig, kubectl_binary(made))
+
+
+@contextmanager
+def cluster(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (),
+            run_images: Sequence[str] = (), speed: float = 1.0) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl]]:
+    """`make`, started, and stopped after."""
+    made, kubectl = make(workdir, users_file=users_file, nodes=nodes, run_images=run_images, speed=speed)
     with made:
-        yield made, Kubectl(made.kubeconfig, kubectl_binary(made))
+        yield made, kubectl

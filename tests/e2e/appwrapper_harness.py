@@ -35,10 +35,11 @@ from certs.authority import service_names, write_serving_files
 from demo.kubectl import Kubectl
 from demo.stack import (GATEWAY_SERVICE, SYSTEM_NAMESPACE, gateway_configurations, gateway_service,
                         kubeconfig_for, wait_until_ready)
-from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.behavior import BEHAVIOR_ANNOTATION
 from localcluster.sim.nodes import parse_nodes_file
+from realcluster.cluster import RealCluster
+from tests import clusters
 from tests.localcluster_fixtures import role_binding, service_account_kubeconfig
 from webhook.serving.launch import REPO_ROOT, RunningGateway, start_gateway
 
@@ -169,7 +170,7 @@ class AwStack:
     """The cluster, the gateway and the controller, installed as an admin would."""
 
     workdir: Path
-    cluster: LocalCluster
+    cluster: LocalCluster | RealCluster
     kubectl: Kubectl
     gateway: RunningGateway
     controller: ControllerProcess
@@ -184,10 +185,8 @@ class AwStack:
 
 
 def start_stack(workdir: Path) -> AwStack:
-    cluster = LocalCluster(workdir / "cluster", users_file=USERS, speed=SPEED, controllers=DEFAULT_CONTROLLERS,
-                           nodes=parse_nodes_file(NODES))
+    cluster, kubectl = clusters.make(workdir / "cluster", users_file=USERS, speed=SPEED, nodes=parse_nodes_file(NODES))
     cluster.start()
-    kubectl = Kubectl(cluster.kubeconfig)
     gateway: RunningGateway | None = None
     try:
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))

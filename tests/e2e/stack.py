@@ -24,9 +24,10 @@ from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from demo.kubectl import KUBECTL
 from demo.stack import gateway_service
-from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
+from realcluster.cluster import RealCluster
+from tests import clusters
 from tests.localcluster_fixtures import SHARED_USERS, role_binding, service_account_kubeconfig
 from webhook.serving.launch import RunningGateway, start_gateway
 
@@ -65,7 +66,7 @@ class Gateway:
 
 @dataclass(frozen=True)
 class Stack:
-    cluster: LocalCluster
+    cluster: LocalCluster | RealCluster
     kubectl: Kubectl
     gateway: Gateway
     controller_kubeconfig: Path  # the controller's service account (manifests/rbac/controller.yaml)
@@ -90,11 +91,10 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
     write_serving_files(certs, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
     policy = tmp / "policy.yaml"
     policy.write_text(policy_text)
-    with LocalCluster(tmp / "cluster", speed=SPEED, controllers=DEFAULT_CONTROLLERS,
-                      nodes=parse_nodes_file(nodes)) as cluster:
+    with clusters.cluster(tmp / "cluster", speed=SPEED, nodes=parse_nodes_file(nodes)) as (cluster, kubectl):
         def run(*args: str, input: str | None = None, check: bool = True,
                 user: str = "admin") -> subprocess.CompletedProcess[str]:
-            done = subprocess.run([KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--context", user, *args],
+            done = subprocess.run([kubectl.binary, "--kubeconfig", str(cluster.kubeconfig), "--context", user, *args],
                                   input=input, capture_output=True, text=True, timeout=30)
             if check and done.returncode != 0:
                 raise AssertionError(f"kubectl {' '.join(args)} (as {user}): {done.stderr}")
