@@ -91,7 +91,10 @@ def identity(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
 
 
 def scheduler_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
-    """3. Every pod template names the batchgate scheduler unless it names one."""
+    """3. Every pod template names the batchgate scheduler unless it names one. `default-scheduler`
+    counts as none: kube-apiserver writes it into every built-in pod template (Job, Deployment,
+    Pod...) that names no scheduler before admission webhooks see it, so a user's own choice and
+    the default cannot be told apart (found on the real control plane)."""
     wanted = ctx.policy.scheduling.scheduler_name
     if not wanted or ctx.scope not in ("top-level", "wrapped"):
         return StepResult()
@@ -101,7 +104,8 @@ def scheduler_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
         if not isinstance(spec, dict):
             continue  # validation reports a template without a spec
         current = spec.get("schedulerName")
-        if current == wanted or (current and not ctx.policy.scheduling.override_existing):
+        names_one = current not in (None, "", keys.DEFAULT_SCHEDULER)
+        if current == wanted or (names_one and not ctx.policy.scheduling.override_existing):
             continue
         spec["schedulerName"] = wanted
         changes.append(f"set {format_steps(at.location + ('spec', 'schedulerName'))}={wanted}")

@@ -51,6 +51,10 @@ NO_DEFAULT_QUEUE = parse_policy("queues: {defaultQueueName: ''}")
                      id="a bare pod gets the scheduler"),
         pytest.param(a_job().with_spec(template={"spec": {"schedulerName": "mine", "containers": []}}).build(),
                      DEFAULT_POLICY, "spec.template.spec.schedulerName", "mine", id="a named scheduler is kept"),
+        pytest.param(a_job().with_spec(template={"spec": {"schedulerName": "default-scheduler", "containers": []}}
+                                       ).build(), DEFAULT_POLICY, "spec.template.spec.schedulerName",
+                     "batchgate-scheduler",
+                     id="the default-scheduler kube-apiserver writes into a template that names none counts as none"),
         pytest.param(a_job().with_spec(template={"spec": {"schedulerName": "mine", "containers": []}}).build(),
                      OVERRIDE, "spec.template.spec.schedulerName", "batchgate-scheduler",
                      id="overrideExisting replaces a named scheduler"),
