@@ -71,6 +71,11 @@ class Stack:
     gateway: Gateway
     controller_kubeconfig: Path  # the controller's service account (manifests/rbac/controller.yaml)
 
+    def lasting(self, seconds: float) -> str:
+        """A pod behaviour's duration that lasts `seconds` of wall-clock time on this cluster
+        (the stand-in's clock runs SPEED times faster; the real control plane's at 1)."""
+        return f"{seconds * self.cluster.speed:g}s"
+
 
 def webhook_configurations(ca_bundle: str) -> str:
     """The shipped Mutating/ValidatingWebhookConfigurations (kustomize), with the real caBundle."""

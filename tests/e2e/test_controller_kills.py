@@ -38,9 +38,8 @@ KILLS = 6
 FAILING = {3, 10}  # these Jobs' pods exit 1: they fail, by their own exit code
 
 
-def a_job(index: int, speed: float) -> dict[str, Any]:
-    """Its pods run 2 s of wall-clock time (40 s of the stand-in's clock at 20x)."""
-    behavior = {"runFor": f"{2 * speed:g}s", "exitCode": 1 if index in FAILING else 0}
+def a_job(index: int, run_for: str) -> dict[str, Any]:
+    behavior = {"runFor": run_for, "exitCode": 1 if index in FAILING else 0}
     labels = {keys.QUEUE_NAME_LABEL: "q", keys.PRIORITY_CLASS_LABEL: "high" if index % 4 == 3 else "low"}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": f"job-{index}", "namespace": NAMESPACE, "labels": labels},
@@ -124,7 +123,7 @@ def test_a_queued_stream_survives_a_controller_killed_at_random_points(stack: St
             while submitted < JOBS or kills < KILLS:
                 deadline = time.monotonic() + rng.uniform(0.5, 3.0)
                 while time.monotonic() < deadline and submitted < JOBS:
-                    submit(stack.kubectl, a_job(submitted, stack.cluster.speed))
+                    submit(stack.kubectl, a_job(submitted, stack.lasting(2)))
                     submitted += 1
                     time.sleep(rng.uniform(0.0, 0.4))
                 time.sleep(max(0.0, deadline - time.monotonic()))

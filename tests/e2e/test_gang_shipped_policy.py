@@ -106,7 +106,7 @@ def test_a_queued_job_under_the_shipped_policy_is_gang_bound_by_the_controller_a
         shipped: Stack, controller: Controller) -> None:
     kubectl = shipped.kubectl
     wait_quiet(kubectl)
-    submit(kubectl, a_job("train", pods=3, gpus=4, run_for="20s"))
+    submit(kubectl, a_job("train", pods=3, gpus=4, run_for=shipped.lasting(1)))
     template = get_json(kubectl, "job", "train")["spec"]["template"]
     assert template["spec"]["schedulerName"] == "batchgate-scheduler"
     assert template["metadata"]["labels"][keys.POD_GROUP_LABEL] == "train"
@@ -123,9 +123,9 @@ def test_a_queued_job_under_the_shipped_policy_is_gang_bound_by_the_controller_a
 def test_a_second_gang_waits_whole_until_the_first_is_done(shipped: Stack, controller: Controller) -> None:
     kubectl = shipped.kubectl
     wait_quiet(kubectl)
-    submit(kubectl, a_job("first", pods=2, gpus=6, run_for="60s"))
+    submit(kubectl, a_job("first", pods=2, gpus=6, run_for=shipped.lasting(3)))
     wait(lambda: len([p for p in pods_of(kubectl, "first") if p["spec"].get("nodeName")]) == 2, 60, "first bound")
-    submit(kubectl, a_job("second", pods=2, gpus=4, run_for="20s"))
+    submit(kubectl, a_job("second", pods=2, gpus=4, run_for=shipped.lasting(1)))
 
     def unschedulable() -> list[str]:
         return [c.get("message") or "" for p in pods_of(kubectl, "second") for c in p["status"].get("conditions") or []
