@@ -24,7 +24,9 @@ from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from controller.decisions.leader_election import LeaseTiming
 from demo.kubectl import Kubectl
 from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image, product_status
+from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import nodes_from_flags
+from realcluster.cluster import RealCluster
 from tests import clusters
 
 WAIT_SECONDS = 120.0
@@ -49,13 +51,20 @@ def installed(workdir: Path) -> Iterator[tuple[Kubectl, dict[str, str]]]:
     """An empty process-pod cluster, then the install as a user makes it: `kubectl apply -k
     manifests/local` until every pod is Ready and every caBundle injected, then the demo's teams
     and queues. Also the third-party CRDs' uids from before the install."""
+    with installed_cluster(workdir) as (_, kubectl, crds_before):
+        yield kubectl, crds_before
+
+
+@contextmanager
+def installed_cluster(workdir: Path) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl, dict[str, str]]]:
+    """`installed`, with the cluster itself (for the faults only a control plane can have)."""
     with clusters.cluster(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml",
-                          nodes=nodes_from_flags(4, "32", "256Gi", 8), run_images=[local_image()]) as (_, kubectl):
+                          nodes=nodes_from_flags(4, "32", "256Gi", 8), run_images=[local_image()]) as (cluster, kubectl):
         crds_before = third_party_crds(kubectl)
         install_product(kubectl)
         kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
         kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
-        yield kubectl, crds_before
+        yield cluster, kubectl, crds_before
 
 
 def third_party_crds(kubectl: Kubectl) -> dict[str, str]:
