@@ -1,4 +1,8 @@
-"""One gateway + local cluster for the framework end-to-end tests (tests/e2e/stack.py)."""
+"""One gateway + cluster for the framework end-to-end tests (tests/e2e/stack.py).
+
+Every end-to-end test runs on the cluster tests/clusters.py picks: the real control plane where it
+is built (then it carries the `realcluster` marker), else the stand-in. STAND_IN_ONLY names the
+modules that still start the stand-in themselves, and why."""
 
 from __future__ import annotations
 
@@ -6,7 +10,22 @@ from typing import Iterator
 
 import pytest
 
+from tests import clusters
 from tests.e2e.stack import Kubectl, Stack, running_stack
+
+STAND_IN_ONLY = {
+    "test_demo.py": "`batchgate demo` starts its own cluster",
+    "test_least_privilege.py": "requests are recorded by the stand-in's authorizer",
+    "test_install_startup.py": "a kubelet volume sync of real length is a setting of the stand-in's kubelets",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not clusters.on_real():
+        return
+    for item in items:
+        if item.path.parent.name == "e2e" and item.path.name not in STAND_IN_ONLY:
+            item.add_marker(pytest.mark.realcluster)
 
 
 @pytest.fixture(scope="session")

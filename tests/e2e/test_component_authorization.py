@@ -21,7 +21,7 @@ from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from demo.stack import gateway_configurations, gateway_service, wait_until_ready
 from demo.kubectl import Kubectl
-from localcluster.runner import LocalCluster
+from tests import clusters
 from tests.builders import an_appwrapper
 from tests.localcluster_fixtures import service_account_kubeconfig
 from webhook.serving.launch import REPO_ROOT, RunningGateway, start_gateway
@@ -64,8 +64,7 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}}]
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, RunningGateway]]:
     tmp = tmp_path_factory.mktemp("component-authorization")
-    with LocalCluster(tmp / "cluster") as cluster:
-        kubectl = Kubectl(cluster.kubeconfig)
+    with clusters.cluster(tmp / "cluster") as (cluster, kubectl):
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "rbac"))  # the controller's shipped role
         kubectl.run("create", "namespace", NAMESPACE)

@@ -32,7 +32,6 @@ from tests import clusters
 WAIT_SECONDS = 120.0
 STREAM_SECONDS = 16.0
 THIRD_PARTY_CRDS = ("pytorchjobs.kubeflow.org", "rayjobs.ray.io", "rayclusters.ray.io")
-pytestmark = [pytest.mark.realcluster] if clusters.on_real() else []
 
 
 def eventually(probe: Any, what: str, timeout: float = WAIT_SECONDS) -> Any:
