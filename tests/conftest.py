@@ -12,7 +12,11 @@ have filled it, or not).
 
 Every kubectl the suite runs caches discovery in a directory of this run (KUBECACHEDIR), never in
 ~/.kube/cache: that cache is keyed by host and port, lives for hours, and would hand a cluster on a
-reused port the API list of an earlier run's cluster."""
+reused port the API list of an earlier run's cluster.
+
+Tests of upstream's own samples (marked `upstream_corpus`, tests/upstream_corpus.py) read them from
+shared/corpus beside the clone; where it is absent they are skipped, and the summary says so in
+one line: how many, in which files, and why."""
 
 from __future__ import annotations
 
@@ -22,11 +26,22 @@ import tempfile
 
 import pytest
 
+from tests.upstream_corpus import CORPUS, MARKER, REASON
+
 _KUBE_CACHE = "KUBECACHEDIR"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ[_KUBE_CACHE] = tempfile.mkdtemp(prefix="batchgate-kubectl-cache-")
+    config.addinivalue_line("markers", f"{MARKER}: checks batchgate against upstream's own samples in "
+                                       "shared/corpus beside the clone; skipped where they are absent")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CORPUS is None:
+        for item in items:
+            if item.get_closest_marker(MARKER):
+                item.add_marker(pytest.mark.skip(reason=REASON), append=False)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -34,6 +49,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    not_run = [r.nodeid for r in terminalreporter.stats.get("skipped", []) if REASON in str(r.longrepr)]
+    if not_run:
+        files = sorted({nodeid.split("::")[0] for nodeid in not_run})
+        terminalreporter.write_line(f"{len(not_run)} tests of upstream's samples did not run ({REASON}): "
+                                    f"{', '.join(files)}")
     if config.pluginmanager.hasplugin("randomly"):
         seed = config.getoption("randomly_seed")
         terminalreporter.write_line(f"tests ran in random order; replay it with -p randomly --randomly-seed={seed}")
