@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from demo.changes import admission_changes, summarize
+from demo.changes import gateway_changes, summarize
 from demo.kubectl import Kubectl
 from demo.narration import Narrator
 
@@ -44,19 +44,25 @@ def _name(obj: dict[str, Any]) -> str:
     return str(meta.get("name") or f"{meta.get('generateName', '')}*")
 
 
+def _stored(reply: str) -> list[dict[str, Any]]:
+    answer = json.loads(reply)
+    return answer["items"] if answer.get("kind") == "List" else [answer]
+
+
 def submit(kubectl: Kubectl, user: str, namespace: str, path: Path, source: str) -> Outcome:
-    """Dry-run create one sample file as `user`; the account of what the gateway did to it."""
+    """Dry-run create one sample file as `user`; the account of what the gateway did to it: what
+    changed, less what the same file gets as admin (exempt from the gateway by the policy's
+    system:masters), which is the API server's own defaulting."""
     submitted = _documents(path)
-    done = kubectl.run("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", str(path),
-                       user=user, check=False)
+    dry_run = ("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", str(path))
+    done = kubectl.run(*dry_run, user=user, check=False)
     kinds = ", ".join(f"{d['kind']} {_name(d)}" for d in submitted)
     if done.returncode != 0:
         return Outcome(user, source, False, (f"{user:<5} {kinds} ({source}): denied, kubectl says:",
                                              *done.stderr.strip().splitlines()))
-    reply = json.loads(done.stdout)
-    stored = reply["items"] if reply.get("kind") == "List" else [reply]
-    lines = [f"{user:<5} {obj['kind']} {_name(obj)} ({source}): {summarize(admission_changes(obj, back))}"
-             for obj, back in zip(submitted, stored)]
+    ungated = _stored(kubectl.run(*dry_run).stdout)
+    lines = [f"{user:<5} {obj['kind']} {_name(obj)} ({source}): {summarize(gateway_changes(obj, back, alone))}"
+             for obj, back, alone in zip(submitted, _stored(done.stdout), ungated)]
     return Outcome(user, source, True, tuple(lines))
 
 

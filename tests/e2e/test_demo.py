@@ -86,6 +86,10 @@ def test_every_sample_in_the_repository_is_submitted_by_its_user_and_shows_what_
     for added in ("kueue.x-k8s.io/queue-name=default-queue", "workload.codeflare.dev/userid=1001",
                   "scheduling.x-k8s.io/pod-group=fine-tune", "schedulerName=batchgate-scheduler", "suspend=true"):
         assert added in wrapped
+    job = next(line for line in out.splitlines() if "(alice/job.yaml)" in line)
+    assert job.endswith("(alice/job.yaml): kueue.x-k8s.io/priority-class=default-priority, "
+                        "workload.codeflare.dev/user=alice, workload.codeflare.dev/userid=1001, suspend=true, "
+                        "scheduling.x-k8s.io/pod-group=tokenize, schedulerName=batchgate-scheduler"), job
     ray = next(line for line in out.splitlines() if "(bob/raycluster-in-appwrapper.yaml)" in line)
     assert "workload.codeflare.dev/userid=1002" in ray and "scheduling.x-k8s.io/pod-group=notebook-ray (x2)" in ray
     assert re.search(r"5 samples admitted \(with labels, scheduler and suspend added\), 2 denied", out)
