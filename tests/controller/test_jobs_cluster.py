@@ -19,7 +19,7 @@ from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
 from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.decisions.jobs.workloads import workload_name
-from tests.controller.builders import a_job, corpus
+from tests.controller.builders import a_job, a_pytorch_appwrapper, stored_sample
 from tests.controller.cluster import eventually, kubectl, subprocess_env, started_controller
 
 pytestmark = pytest.mark.timeout(120)
@@ -139,7 +139,7 @@ def test_a_finished_job_finishes_its_workload_and_a_deleted_one_takes_it_along(
 
 def test_an_admitted_appwrapper_gets_its_flavors_through_pod_set_infos(
         client: KubeClient, controller: Controller, namespace: str) -> None:
-    aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
+    aw = a_pytorch_appwrapper()
     aw["metadata"] = {"name": "aw", "namespace": namespace, "labels": aw["metadata"]["labels"]}
     aw["spec"]["suspend"] = True
     aw = client.create(AW, aw)
@@ -166,7 +166,7 @@ def test_a_job_that_cannot_have_a_workload_gets_a_warning_event(
 
 def test_a_job_inside_a_queued_appwrapper_is_never_queued_itself(
         client: KubeClient, controller: Controller, namespace: str) -> None:
-    aw = corpus("mlbatch/job.yaml")
+    aw = stored_sample("alice/appwrapper-job.yaml")
     aw["metadata"] = {"name": "parent", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "q"}}
     aw["spec"]["suspend"] = True
     aw = client.create(AW, aw)

@@ -32,7 +32,8 @@ from controller.decisions.quota.kueue_metrics import CQ_STATUSES
 from tests.controller.cluster import kubectl, started_controller
 from tests.localcluster_fixtures import local_cluster  # noqa: F401  (the session's local cluster)
 from tests.manifests.kustomize import ROOT, build
-from tests.webhook.server.helpers import corpus_objects, review_for
+from tests.builders import sample
+from tests.webhook.server.helpers import review_for
 from webhook.authorization.authorizer import AuthorizationMetrics
 from webhook.serving.launch import start_gateway
 from webhook.serving.metrics import GatewayMetrics
@@ -188,7 +189,7 @@ def gateway_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
         with requests.Session() as session:
             session.verify, session.trust_env = str(certs / "ca.crt"), False
             base = f"https://{gateway.host}:{gateway.port}"
-            _, obj = corpus_objects()[0]
+            obj = sample("alice/appwrapper-job.yaml")
             for endpoint in ("mutate", "validate"):
                 session.post(f"{base}/{endpoint}", json=review_for(obj), timeout=10).raise_for_status()
             text = session.get(f"{base}/metrics", timeout=10).text
