@@ -194,6 +194,18 @@ def test_fields_outside_the_last_applied_configuration_still_conflict() -> None:
     assert caught.value.conflicts == [(".data.b", "kubectl-edit")]
 
 
+def test_a_client_side_applied_field_another_manager_changed_since_still_conflicts() -> None:
+    """kube-apiserver's lastAppliedManager allows only the fields whose live value is still the
+    last-applied one: a caBundle a keeper injected after a client-side install is the keeper's."""
+    live = client_side_applied({"a": "1", "b": "2"})
+    edited = copy.deepcopy(live)
+    edited["data"]["a"] = "injected"
+    edited = record_update(live, edited, "keeper", T1, "v1/ConfigMap")
+    with pytest.raises(ApplyConflict) as caught:
+        apply(edited, configmap(a="1", b="3"), "kubectl", False, T2, "v1/ConfigMap")
+    assert caught.value.conflicts == [(".data.a", "keeper")]
+
+
 def test_an_update_records_new_maps_as_members() -> None:
     created = record_update(None, configmap(a="1"), "kubectl-create", T0, "v1/ConfigMap")
     assert managed(created) == {("kubectl-create", "Update"): {"f:data": {".": {}, "f:a": {}}}}
