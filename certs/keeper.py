@@ -49,6 +49,9 @@ EVENT_COMPONENT = "batchgate-certs"
 CERTIFICATE_ISSUED, CERTIFICATE_RENEWED = "CertificateIssued", "CertificateRenewed"
 CA_BUNDLE_INJECTED, CONFIGURATION_MISSING = "CABundleInjected", "WebhookConfigurationMissing"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
+FIELD_MANAGER = "batchgate-certificate-keeper"
+"""Every write names this manager, so managedFields say who owns the caBundle (and the scope the
+policy derives): the install ships none of it, and a re-apply of the manifests leaves it alone."""
 MUTATING, VALIDATING = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
 
 
@@ -119,12 +122,12 @@ class CertKeeper:
                 name=self.name, namespace=self.namespace,
                 labels={"app.kubernetes.io/part-of": "batchgate", "app.kubernetes.io/managed-by": "batchgate-certs"}),
                 type="kubernetes.io/tls", data=encoded)
-            self.core.create_namespaced_secret(self.namespace, body)
+            self.core.create_namespaced_secret(self.namespace, body, field_manager=FIELD_MANAGER)
         else:
             secret.data = encoded  # resourceVersion kept: a concurrent writer makes this a 409
             if plan.handled is not None:  # recorded, so the request is not handled again
                 secret.metadata.annotations = {**(secret.metadata.annotations or {}), RENEWED_ANNOTATION: plan.handled}
-            self.core.replace_namespaced_secret(self.name, self.namespace, secret)
+            self.core.replace_namespaced_secret(self.name, self.namespace, secret, field_manager=FIELD_MANAGER)
         log.info("secret %s/%s: %s (%s)", self.namespace, self.name, plan.action, plan.reason)
         done = ("a new CA and serving certificate written, the CA injected into every caBundle first"
                 if plan.action == "issue-all" else "a new serving certificate written under the same CA")
@@ -169,7 +172,8 @@ class CertKeeper:
     def _replace_configuration(self, kind: str, name: str, body: dict[str, Any]) -> None:
         replace = (self.admission.replace_mutating_webhook_configuration if kind == MUTATING
                    else self.admission.replace_validating_webhook_configuration)
-        replace(name, cast(Any, body), _preload_content=False)  # a plain dict is serialized as the model
+        # a plain dict is serialized as the model
+        replace(name, cast(Any, body), field_manager=FIELD_MANAGER, _preload_content=False)
 
     def configured_bundles(self) -> list[str]:
         """Every caBundle the product's configurations carry now: after a Secret is deleted, the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import json
 import threading
 import time
 import uuid
@@ -27,7 +28,7 @@ from kubernetes import client
 from batchgate.clock import FakeClock, UTC
 from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from certs.authority import CA_CERT, TLS_CERT
-from certs.keeper import MUTATING, VALIDATING, CertKeeper
+from certs.keeper import FIELD_MANAGER, MUTATING, VALIDATING, CertKeeper
 from certs.lifecycle import CertSettings, parse_cas
 from certs.scope import POD_WEBHOOK
 
@@ -94,6 +95,32 @@ def test_a_bundle_edited_away_comes_back(kube_api: client.ApiClient, setup: dict
     admission.replace_validating_webhook_configuration(validating, config)
     assert keep.reconcile().injected == (f"{VALIDATING}/{validating}/c.keeper.test",)
     assert len(set(bundles(kube_api, setup))) == 1
+
+
+def bundle_and_owners(kube_api: client.ApiClient, name: str) -> tuple[str, set[str]]:
+    """A one-webhook validating configuration's caBundle, and the managers whose managedFields
+    entries hold it."""
+    config = client.AdmissionregistrationV1Api(kube_api).read_validating_webhook_configuration(name)
+    return config.webhooks[0].client_config.ca_bundle, {
+        entry.manager for entry in config.metadata.managed_fields or [] if "f:caBundle" in json.dumps(entry.fields_v1)}
+
+
+def test_the_keeper_owns_the_bundle_so_a_server_side_re_apply_keeps_it_without_conflict(
+        kube_api: client.ApiClient, kubectl: Any, namespace: str) -> None:
+    """As docs/install.md installs and upgrades: the configuration applied server side without a
+    caBundle, the keeper injecting it under its own field manager, then the same apply again."""
+    name = f"keeper-ssa-{uuid.uuid4().hex[:6]}"
+    hook = {k: v for k, v in webhook("d.keeper.test").items() if k != "clientConfig"}
+    shipped = json.dumps({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                          "metadata": {"name": name}, "webhooks": [{**hook, "clientConfig": {
+                              "service": {"name": "gate", "namespace": "sys", "path": "/validate"}}}]})
+    kubectl("apply", "--server-side", "-f", "-", input=shipped)
+    keeper(kube_api, {"namespace": namespace, "configs": [(VALIDATING, name)]}, FakeClock(START)).reconcile()
+    injected, owners = bundle_and_owners(kube_api, name)
+    assert injected and owners == {FIELD_MANAGER}
+    kubectl("apply", "--server-side", "-f", "-", input=shipped)  # fails the test on a conflict
+    assert bundle_and_owners(kube_api, name) == (injected, {FIELD_MANAGER})
+    client.AdmissionregistrationV1Api(kube_api).delete_validating_webhook_configuration(name)
 
 
 def delete_secret(core: client.CoreV1Api, namespace: str) -> None:

@@ -116,6 +116,16 @@ def test_the_policy_webhook_fails_closed_and_lets_a_cluster_admin_break_the_glas
     assert "system:masters" in hook["matchConditions"][0]["expression"]
 
 
+@pytest.mark.parametrize("overlay", INSTALLS, ids=lambda o: f"{o} leaves every caBundle to its injector")
+def test_no_install_ships_a_ca_bundle(overlay: str) -> None:
+    """The keeper (or cainjector) writes the caBundle and owns it alone: a shipped placeholder made
+    the documented re-apply (`kubectl apply --server-side`) conflict with it, or with
+    --force-conflicts reset it and fail every review until it was injected again."""
+    for config in (d for d in build(overlay) if d["kind"].endswith("WebhookConfiguration")):
+        shipped = [h["name"] for h in config["webhooks"] if "caBundle" in h["clientConfig"]]
+        assert not shipped, f"{config['metadata']['name']}: caBundle shipped in {shipped}"
+
+
 def test_cert_manager_issues_the_serving_secret_and_injects_every_ca_bundle() -> None:
     docs = build("cert-manager")
     (serving,) = [c for c in of_kind(docs, "Certificate") if not c["spec"].get("isCA")]
