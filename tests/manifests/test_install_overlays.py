@@ -126,6 +126,15 @@ def test_no_install_ships_a_ca_bundle(overlay: str) -> None:
         assert not shipped, f"{config['metadata']['name']}: caBundle shipped in {shipped}"
 
 
+@pytest.mark.parametrize("overlay", INSTALLS, ids=lambda o: f"{o}: the upgrade leaves out the policy alone")
+def test_the_upgrade_selector_leaves_out_the_admin_s_policy_and_nothing_else(overlay: str) -> None:
+    """docs/install.md upgrades with `-l 'app.kubernetes.io/component!=policy'`: the policy is the
+    admin's once installed, and everything else must still be applied."""
+    left_out = [f"{d['kind']}/{d['metadata']['name']}" for d in build(overlay)
+                if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "policy"]
+    assert left_out == ["ConfigMap/batchgate-policy"]
+
+
 def test_cert_manager_issues_the_serving_secret_and_injects_every_ca_bundle() -> None:
     docs = build("cert-manager")
     (serving,) = [c for c in of_kind(docs, "Certificate") if not c["spec"].get("isCA")]
