@@ -30,7 +30,7 @@ from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from certs.authority import CA_CERT, TLS_CERT
 from certs.keeper import FIELD_MANAGER, MUTATING, VALIDATING, CertKeeper
 from certs.lifecycle import CertSettings, parse_cas
-from certs.scope import POD_WEBHOOK
+from certs.scope import POD_WEBHOOK, POLICY_WEBHOOK, policy_match_conditions
 
 START = _dt.datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -373,6 +373,32 @@ def test_the_pods_webhook_s_conditions_follow_the_policy_s_exemptions(
     core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": ""}})
     keep.reconcile()
     assert not any(c["name"] == "sender-not-exempt" for c in conditions())
+    admission.delete_validating_webhook_configuration(name)
+
+
+def test_the_policy_webhook_s_conditions_follow_the_policy_configmap_the_keeper_is_given(
+        kube_api: client.ApiClient, namespace: str) -> None:
+    """Only that ConfigMap waits on the gateway, whatever the policy in it says (here: none yet)."""
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    name = f"keeper-policy-{uuid.uuid4().hex[:6]}"
+    admission.create_validating_webhook_configuration(
+        {"metadata": {"name": name}, "webhooks": [{**webhook(POLICY_WEBHOOK), "matchConditions": []}]})
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), [(VALIDATING, name)], FakeClock(START),
+                      (namespace, "our-policy"))
+
+    def conditions() -> list[dict[str, str]]:
+        (hook,) = admission.read_validating_webhook_configuration(name).webhooks
+        return [{"name": c.name, "expression": c.expression} for c in hook.match_conditions or []]
+
+    keep.reconcile()
+    assert conditions() == policy_match_conditions((namespace, "our-policy"))
+    assert keep.reconcile().scoped == ()  # nothing left to write
+    config = admission.read_validating_webhook_configuration(name)
+    config.webhooks[0].match_conditions = None  # edited away: every ConfigMap of the namespace sent again
+    admission.replace_validating_webhook_configuration(name, config)
+    assert keep.reconcile().scoped == (f"{VALIDATING}/{name}/{POLICY_WEBHOOK}",)
+    assert conditions() == policy_match_conditions((namespace, "our-policy"))
     admission.delete_validating_webhook_configuration(name)
 
 

@@ -113,7 +113,8 @@ def test_the_policy_webhook_fails_closed_and_lets_a_cluster_admin_break_the_glas
     (config,) = [d for d in of_kind(build("default"), "ValidatingWebhookConfiguration")]
     (hook,) = [h for h in config["webhooks"] if h["name"] == "policy.validate.batchgate.dev"]
     assert hook["failurePolicy"] == "Fail"
-    assert "system:masters" in hook["matchConditions"][0]["expression"]
+    (glass,) = [c for c in hook["matchConditions"] if c["name"] == "not-break-glass"]
+    assert "system:masters" in glass["expression"]
 
 
 @pytest.mark.parametrize("overlay", INSTALLS, ids=lambda o: f"{o} leaves every caBundle to its injector")
@@ -219,6 +220,21 @@ def test_the_shipped_webhook_selectors_are_what_the_shipped_policy_yields() -> N
     assert stale_selectors(hooks, namespace_selector(policy)) == []
     (pods,) = [h for h in hooks if h["name"] == POD_WEBHOOK]
     assert pods["matchConditions"] == pod_match_conditions(policy)
+
+
+def test_the_policy_webhook_ships_the_conditions_the_keeper_writes_for_the_policy_configmap() -> None:
+    """The ConfigMap named by the gateway's and the keeper's --policy-configmap, and nothing else."""
+    from certs.scope import BREAK_GLASS_CONDITION, POLICY_WEBHOOK, policy_match_conditions
+
+    docs = build("default")
+    hooks = {h["name"]: h for d in docs if d["kind"].endswith("WebhookConfiguration") for h in d["webhooks"]}
+    spec = deployments("default")["batchgate-webhook"]["spec"]["template"]["spec"]
+    named = {c["name"]: c["args"][c["args"].index("--policy-configmap") + 1] for c in spec["containers"]}
+    assert named == {"webhook": "batchgate-system/batchgate-policy", "certs": "batchgate-system/batchgate-policy"}
+    namespace, name = named["certs"].split("/")
+    assert hooks[POLICY_WEBHOOK]["matchConditions"] == policy_match_conditions((namespace, name))
+    assert hooks[POLICY_WEBHOOK]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    assert hooks["clusterqueues.validate.batchgate.dev"]["matchConditions"] == [BREAK_GLASS_CONDITION]
 
 
 def test_the_keeper_follows_the_shipped_policy_configmap() -> None:
