@@ -93,7 +93,7 @@ def pod_match_conditions(policy: Policy) -> list[dict[str, str]]:
 
 
 BREAK_GLASS_CONDITION = {"name": "not-break-glass", "expression": (
-    f"!('system:masters' in request.userInfo.groups && has(object.metadata.annotations) "
+    "!('system:masters' in request.userInfo.groups && has(object.metadata.annotations) "
     f"&& '{BREAK_GLASS_ANNOTATION}' in object.metadata.annotations)")}
 """A cluster admin's object marked for break-glass skips the webhook (docs/webhook.md)."""
 
