@@ -74,6 +74,21 @@ def test_product_pods_meet_the_restricted_pod_security_level(overlay: str, name:
         assert container["resources"]["requests"]["cpu"] and container["resources"]["limits"]["memory"]
 
 
+@pytest.mark.parametrize("overlay", INSTALLS)
+def test_the_gateway_s_startup_probe_outlasts_its_wait_for_its_certificate_files(overlay: str) -> None:
+    """Liveness (10 s x 3) would kill a gateway still waiting for the Secret a fresh install's
+    keeper makes (the kubelet projects it at its next sync, about a minute): the startup probe
+    holds liveness off for longer than the gateway's own --cert-wait (tests/e2e/test_install_startup.py)."""
+    spec = deployments(overlay)["batchgate-webhook"]["spec"]["template"]["spec"]
+    (gateway,) = [c for c in spec["containers"] if c["name"] == "webhook"]
+    args = gateway["args"]
+    wait = int(args[args.index("--cert-wait") + 1]) if "--cert-wait" in args else 0
+    startup = gateway["startupProbe"]
+    assert startup["httpGet"] == gateway["livenessProbe"]["httpGet"]
+    budget = startup.get("initialDelaySeconds", 0) + startup["periodSeconds"] * startup["failureThreshold"]
+    assert budget > max(wait, 60), f"{budget} s of startup probe for a wait of up to {wait} s"
+
+
 def test_the_product_namespace_enforces_the_restricted_level() -> None:
     (namespace,) = of_kind(build("default"), "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
