@@ -29,8 +29,8 @@ BEHAVIOR = "localcluster.batchgate.dev/behavior"
 
 
 @pytest.fixture(scope="module")
-def controller(live_client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(live_client, watch_timeout=5)
+def controller(live_cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(live_cluster, watch_timeout=5)
 
 
 @pytest.fixture

@@ -50,8 +50,8 @@ def client(gang_cluster: Any) -> Iterator[KubeClient]:
 
 
 @pytest.fixture(scope="module")
-def controller(client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(client, watch_timeout=5)
+def controller(gang_cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(gang_cluster, watch_timeout=5)
 
 
 @pytest.fixture
