@@ -58,7 +58,8 @@ def test_a_restarted_controller_admits_nothing_twice(local_cluster: Any, client:
         first.stop()  # gone mid-way: "c" still waits, "d" arrives while nobody watches
     submit(client, ns, "d", "1")
 
-    second = Controller(as_controller, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
+    second = Controller(as_controller, SystemClock(),
+                        ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
     second.start()
     try:
         assert second.wait_synced(20)
