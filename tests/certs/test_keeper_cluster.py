@@ -19,7 +19,7 @@ import json
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from cryptography import x509
@@ -349,24 +349,32 @@ def test_the_webhooks_follow_the_policys_managed_namespaces_and_an_invalid_polic
     assert all("matchLabels" not in s for s in selectors(kube_api, setup))
 
 
+def conditioned(kube_api: client.ApiClient, hook: str, policy: tuple[str, str]
+                ) -> tuple[str, CertKeeper, Callable[[], list[dict[str, str]]]]:
+    """A validating configuration of one webhook `hook` with no matchConditions, a keeper of it
+    given the policy ConfigMap `policy` (namespace, name), and a reader of the conditions."""
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    name = f"keeper-conditions-{uuid.uuid4().hex[:6]}"
+    admission.create_validating_webhook_configuration(
+        {"metadata": {"name": name}, "webhooks": [{**webhook(hook), "matchConditions": []}]})
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (policy[0], "gate-tls"), [(VALIDATING, name)], FakeClock(START), policy)
+
+    def conditions() -> list[dict[str, str]]:
+        (found,) = admission.read_validating_webhook_configuration(name).webhooks
+        return [{"name": c.name, "expression": c.expression} for c in found.match_conditions or []]
+
+    return name, keep, conditions
+
+
 def test_the_pods_webhook_s_conditions_follow_the_policy_s_exemptions(
         kube_api: client.ApiClient, namespace: str) -> None:
     """A user taken out of `exempt.users` is policed again: the keeper rewrites the conditions
     that kept that user's pods away from the gateway."""
     core, admission = client.CoreV1Api(kube_api), client.AdmissionregistrationV1Api(kube_api)
-    name = f"keeper-pods-{uuid.uuid4().hex[:6]}"
-    admission.create_validating_webhook_configuration(
-        {"metadata": {"name": name}, "webhooks": [{**webhook(POD_WEBHOOK), "matchConditions": []}]})
     exempt = "exempt:\n  users: [ci-bot]\n"
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "policy"}, "data": {"policy.yaml": exempt}})
-    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
-    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), [(VALIDATING, name)], FakeClock(START),
-                      (namespace, "policy"))
-
-    def conditions() -> list[dict[str, str]]:
-        (hook,) = admission.read_validating_webhook_configuration(name).webhooks
-        return [{"name": c.name, "expression": c.expression} for c in hook.match_conditions or []]
-
+    name, keep, conditions = conditioned(kube_api, POD_WEBHOOK, (namespace, "policy"))
     assert f"{VALIDATING}/{name}/{POD_WEBHOOK}" in keep.reconcile().scoped
     assert any(c["name"] == "sender-not-exempt" and '"ci-bot"' in c["expression"] for c in conditions())
     assert f"{VALIDATING}/{name}/{POD_WEBHOOK}" not in keep.reconcile().scoped  # nothing left to write
@@ -380,17 +388,7 @@ def test_the_policy_webhook_s_conditions_follow_the_policy_configmap_the_keeper_
         kube_api: client.ApiClient, namespace: str) -> None:
     """Only that ConfigMap waits on the gateway, whatever the policy in it says (here: none yet)."""
     admission = client.AdmissionregistrationV1Api(kube_api)
-    name = f"keeper-policy-{uuid.uuid4().hex[:6]}"
-    admission.create_validating_webhook_configuration(
-        {"metadata": {"name": name}, "webhooks": [{**webhook(POLICY_WEBHOOK), "matchConditions": []}]})
-    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
-    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), [(VALIDATING, name)], FakeClock(START),
-                      (namespace, "our-policy"))
-
-    def conditions() -> list[dict[str, str]]:
-        (hook,) = admission.read_validating_webhook_configuration(name).webhooks
-        return [{"name": c.name, "expression": c.expression} for c in hook.match_conditions or []]
-
+    name, keep, conditions = conditioned(kube_api, POLICY_WEBHOOK, (namespace, "our-policy"))
     keep.reconcile()
     assert conditions() == policy_match_conditions((namespace, "our-policy"))
     assert keep.reconcile().scoped == ()  # nothing left to write
