@@ -52,6 +52,8 @@ EVENT_COMPONENT = "batchgate-certs"
 CERTIFICATE_ISSUED, CERTIFICATE_RENEWED = "CertificateIssued", "CertificateRenewed"
 CA_BUNDLE_INJECTED, CONFIGURATION_MISSING = "CABundleInjected", "WebhookConfigurationMissing"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
+REAPPLY = "kubectl apply --server-side -k manifests/default -l 'app.kubernetes.io/component!=policy'"
+"""Re-applying the install as docs/install.md upgrades it: everything but the admin's policy."""
 FIELD_MANAGER = "batchgate-certificate-keeper"
 """Every write names this manager, so managedFields say who owns the caBundle (and the scope the
 policy derives): the install ships none of it, and a re-apply of the manifests leaves it alone."""
@@ -282,7 +284,7 @@ class CertKeeper:
             return
         self._missing.add((kind, name))
         message = (f"{kind} {name} not found: its webhooks are not called and the keeper does not recreate it; "
-                   f"re-apply the install: kubectl apply -k manifests/default")
+                   f"re-apply the install: {REAPPLY}")
         log.error("%s", message)
         self._event(Involved(ADMISSION_API, kind, name), "Warning", CONFIGURATION_MISSING, message,
                     f"{kind}/{name}\n{self.clock.now():%Y-%m-%dT%H:%M}")

@@ -478,7 +478,8 @@ def delete_configuration(kube_api: client.ApiClient, setup: dict[str, Any]) -> t
                  id="a corrupted Secret replaced is an Event on the Secret saying why"),
     pytest.param(edit_bundle_away, "caBundle of c.keeper.test set to the CAs of Secret",
                  id="a caBundle put back is an Event on its configuration naming the webhook"),
-    pytest.param(delete_configuration, "does not recreate it; re-apply the install: kubectl apply -k manifests/default",
+    pytest.param(delete_configuration, "does not recreate it; re-apply the install: kubectl apply --server-side -k "
+                 "manifests/default -l 'app.kubernetes.io/component!=policy'",
                  id="a deleted configuration is one Warning on it naming the fix, however many passes"),
 ])
 def test_every_heal_or_harm_the_keeper_sees_is_a_visible_event(
