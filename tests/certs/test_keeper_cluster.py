@@ -105,21 +105,31 @@ def bundle_and_owners(kube_api: client.ApiClient, name: str) -> tuple[str, set[s
         entry.manager for entry in config.metadata.managed_fields or [] if "f:caBundle" in json.dumps(entry.fields_v1)}
 
 
+@pytest.mark.parametrize("installed_bundle", [
+    pytest.param(None, id="a fresh install, which ships no caBundle"),
+    pytest.param("Cg==", id="an install of a release that shipped the placeholder, upgraded"),
+])
 def test_the_keeper_owns_the_bundle_so_a_server_side_re_apply_keeps_it_without_conflict(
-        kube_api: client.ApiClient, kubectl: Any, namespace: str) -> None:
-    """As docs/install.md installs and upgrades: the configuration applied server side without a
-    caBundle, the keeper injecting it under its own field manager, then the same apply again."""
+        kube_api: client.ApiClient, kubectl: Any, namespace: str, installed_bundle: str | None) -> None:
+    """As docs/install.md installs and upgrades: the configuration applied server side, the keeper
+    injecting the caBundle under its own field manager, then the shipped one (no caBundle) applied."""
     name = f"keeper-ssa-{uuid.uuid4().hex[:6]}"
     hook = {k: v for k, v in webhook("d.keeper.test").items() if k != "clientConfig"}
-    shipped = json.dumps({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-                          "metadata": {"name": name}, "webhooks": [{**hook, "clientConfig": {
-                              "service": {"name": "gate", "namespace": "sys", "path": "/validate"}}}]})
-    kubectl("apply", "--server-side", "-f", "-", input=shipped)
+
+    def configuration(bundle: str | None) -> str:
+        client_config: dict[str, Any] = {"service": {"name": "gate", "namespace": "sys", "path": "/validate"}}
+        if bundle is not None:
+            client_config["caBundle"] = bundle
+        return json.dumps({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                           "metadata": {"name": name}, "webhooks": [{**hook, "clientConfig": client_config}]})
+
+    kubectl("apply", "--server-side", "-f", "-", input=configuration(installed_bundle))
     keeper(kube_api, {"namespace": namespace, "configs": [(VALIDATING, name)]}, FakeClock(START)).reconcile()
     injected, owners = bundle_and_owners(kube_api, name)
     assert injected and owners == {FIELD_MANAGER}
-    kubectl("apply", "--server-side", "-f", "-", input=shipped)  # fails the test on a conflict
-    assert bundle_and_owners(kube_api, name) == (injected, {FIELD_MANAGER})
+    for _ in range(2):  # fails the test on a conflict
+        kubectl("apply", "--server-side", "-f", "-", input=configuration(None))
+        assert bundle_and_owners(kube_api, name) == (injected, {FIELD_MANAGER})
     client.AdmissionregistrationV1Api(kube_api).delete_validating_webhook_configuration(name)
 
 
