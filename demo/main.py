@@ -72,7 +72,8 @@ def scripted(stack: Stack, narrator: Narrator, clock: Clock, samples: Path) -> N
                  f"({', '.join(n['metadata']['name'] for n in nodes)}), users admin, alice (team-a), bob (team-b)")
     seconds = install_product(stack.kubectl)
     pods = stack.kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE)["items"]
-    narrator.say(f"admin: kubectl apply -k manifests/local, then the demo's policy (demo/manifests/policy.yaml); "
+    narrator.say("admin: kubectl apply --server-side -k manifests/local, then the demo's policy "
+                 f"(demo/manifests/policy.yaml); "
                  f"{len(pods)} product pods Ready after {seconds:.0f}s: "
                  + ", ".join(f"{n} {owner}" for owner, n in sorted(Counter(
                      p["metadata"]["name"].rsplit("-", 2)[0] for p in pods).items())))

@@ -52,7 +52,7 @@ POD_SITE_TARGET = "/var/run/localcluster-pod-site"  # where each pod's own sitec
 POD_SITE = Path(__file__).resolve().with_name("pod_site") / "sitecustomize.py"
 CHECKOUT = Path(__file__).resolve().parents[2]  # holds the packages in an editable install
 IMAGE_ENV = (("PYTHONUNBUFFERED", "1"), ("PYTHONDONTWRITEBYTECODE", "1"))  # the product image's ENV (Dockerfile)
-SYNC_WALL_SECONDS = 1.0  # how often volumes are re-projected and a failed mount retried
+SYNC_WALL_SECONDS = 1.0  # how often a failed mount or container config is retried
 SHUTDOWN_GRACE = dt.timedelta(seconds=5)  # when the cluster stops, each pod gets this long after SIGTERM
 PRE_STOP_EXTRA = dt.timedelta(seconds=2)  # the kubelet's minimum grace left after a preStop hook
 TOKEN_REFRESH = 0.8  # a token is renewed after this share of its lifetime, as the kubelet does
@@ -81,7 +81,7 @@ class PodRuntime:
 
     def __init__(self, api: Api, api_url: str, ca_pem: bytes, root: Path, now: Callable[[], dt.datetime],
                  wall_seconds: Callable[[dt.timedelta], float], lookup: Callable[[str, str, str], Any],
-                 remember: Callable[[dict[str, Any]], None]) -> None:
+                 remember: Callable[[dict[str, Any]], None], volume_sync: dt.timedelta) -> None:
         self.api = api
         parts = urlsplit(api_url)
         self.service_env = service_variables(parts.hostname or "127.0.0.1", parts.port or 443)
@@ -91,6 +91,7 @@ class PodRuntime:
         self.wall_seconds = wall_seconds
         self.lookup_object = lookup  # (resource plural, namespace, name) -> object or None
         self.remember = remember  # the kubelet's pod cache, after each status write
+        self.volume_sync = volume_sync  # the kubelet's sync period for Secret and ConfigMap volumes
         self.entry_point = entry_point()
         self.image = image_paths(self.entry_point)
 
@@ -222,9 +223,10 @@ class PodProcesses:
             await asyncio.sleep(SYNC_WALL_SECONDS)
 
     async def _refresh_volumes(self) -> None:
-        """Keep Secret and ConfigMap volumes in step with their objects (kubelet's periodic sync)."""
+        """Keep Secret and ConfigMap volumes in step with their objects at the kubelet's periodic
+        sync: a Secret made after the pod started (an optional volume) shows at the next one."""
         while not self.stopping:
-            await asyncio.sleep(SYNC_WALL_SECONDS)
+            await asyncio.sleep(self.rt.wall_seconds(self.rt.volume_sync))
             try:
                 await self._write_volumes()
             except MountError as err:  # the object went away: the files stay as they were

@@ -20,7 +20,7 @@ from controller.adapters.manager import Controller
 from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.decisions.jobs.workloads import workload_name
 from tests.controller.builders import a_job, a_pytorch_appwrapper, stored_sample
-from tests.controller.cluster import eventually, kubectl, subprocess_env, started_controller
+from tests.controller.cluster import controller_kubeconfig, eventually, kubectl, subprocess_env, started_controller
 
 pytestmark = pytest.mark.timeout(120)
 JOBS, WL, AW, RF = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["AppWrapper"], RESOURCES["ResourceFlavor"]
@@ -38,8 +38,8 @@ def client(cluster: Any) -> Iterator[KubeClient]:
 
 
 @pytest.fixture(scope="module")
-def controller(client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(client)
+def controller(cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(cluster)
 
 
 def workload_of(client: KubeClient, kind: str, obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -231,11 +231,12 @@ def test_two_controller_processes_hand_over_the_lease(cluster: Any, client: Kube
             assert exc.not_found
             return None
 
-    first = ControllerProcess(str(cluster.kubeconfig), "first")
+    identity = str(controller_kubeconfig(cluster))  # the controller's account, Lease Role included
+    first = ControllerProcess(identity, "first")
     second = None
     try:
         eventually(lambda: holder() == "first", timeout=20, what="the first process to lead")
-        second = ControllerProcess(str(cluster.kubeconfig), "second")
+        second = ControllerProcess(identity, "second")
         eventually(lambda: second.get("/readyz").status_code == 200, timeout=20, what="the standby's warm cache")
         assert second.leader_metric() == "0.0" and holder() == "first"
 

@@ -67,7 +67,7 @@ def test_the_scripted_demo_exits_cleanly_after_its_four_scenes(scripted: subproc
 
 def test_the_product_is_installed_with_kubectl_apply_k_and_runs_as_pods_on_a_cluster_of_gpu_nodes(out: str) -> None:
     assert "4 nodes x 8 GPUs (node-0, node-1, node-2, node-3)" in out
-    assert re.search(r"admin: kubectl apply -k manifests/local, .*; 4 product pods Ready after \d+s: "
+    assert re.search(r"admin: kubectl apply --server-side -k manifests/local, .*; 4 product pods Ready after \d+s: "
                      r"2 batchgate-controller, 2 batchgate-webhook", out)
 
 

@@ -75,6 +75,9 @@ RARE_PATHS: dict[str, dict[Right, str]] = {
         ("delete", "ray.io", "rayjobs"): RAY,
         ("update", "ray.io", "rayclusters"): RAY,
         ("update", "ray.io", "rayclusters/finalizers"): RAY,
+        ("update", "kueue.x-k8s.io", "clusterqueues"): "the slack ClusterQueue's lendingLimits following node health "
+        "(faultTolerance.nodeHealth.slackClusterQueue, which the demo's policy does not set; "
+        "tests/controller/test_slack_queue_cluster.py runs it as this account)",
     },
     "batchgate-webhook": {
         ("update", "", "secrets"): "the serving certificate renewed before expiry, or its Secret repaired",

@@ -165,8 +165,7 @@ def exposed(text: str, declared: dict[str, set[str]]) -> dict[str, Exported]:
 def controller_metrics(local_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Exported]:  # noqa: F811
     """Scraped from a real controller's /metrics, running against the local cluster."""
     kubectl(local_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-    client = KubeClient.from_kubeconfig(str(local_cluster.kubeconfig))
-    running = started_controller(client)
+    running = started_controller(local_cluster)
     controller = next(running)
     probes = ProbeServer(controller.metrics, controller.healthy, controller.ready, "127.0.0.1", 0)
     probes.start()
@@ -175,7 +174,6 @@ def controller_metrics(local_cluster: Any, tmp_path_factory: pytest.TempPathFact
     finally:
         probes.stop()
         next(running, None)  # stops the controller
-        client.close()
     return exposed(text, declared_labels(controller.metrics.registry))
 
 
