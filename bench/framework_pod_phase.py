@@ -3,7 +3,7 @@
 Runs in-process the code `/mutate` and `/validate` run per request (`webhook.rules.mutate`, then
 `validate` on the result; no HTTP, no JSON Patch): for every pod the Job controller would create
 for a 256-pod job with each framework (an Indexed Job; for MXNet, which needs server pods, an
-AppWrapper of scheduler, server and worker Jobs), and for the corpus PyTorchJob-in-AppWrapper that
+AppWrapper of scheduler, server and worker Jobs), and for the demo's PyTorchJob-in-AppWrapper that
 bench/webhook_load.py sends (the ordinary mutation). Prints reviews/s, p50 and p99 per case, the
 ratios of p50 and p99 to the ordinary one (target: at most 2x), and the machine. Never asserts.
 
@@ -30,10 +30,9 @@ from batchgate import keys  # noqa: E402
 from batchgate.policy import DEFAULT_POLICY  # noqa: E402
 from webhook.rules import mutate, validate  # noqa: E402
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo  # noqa: E402
+from demo.samples_scene import SAMPLES  # noqa: E402
 
-CORPUS = next((d / "shared" / "corpus" for d in REPO.parents if (d / "shared" / "corpus").is_dir()),
-              REPO.parent / "shared" / "corpus")
-MANIFEST = CORPUS / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
+MANIFEST = SAMPLES / "alice" / "appwrapper-pytorchjob.yaml"
 USER = UserInfo("alice", "uid-alice", ("system:authenticated",))
 
 

@@ -1,4 +1,4 @@
-"""The hostile-review fuzzer: N AdmissionReviews built from the corpus and from garbage, sent to
+"""The hostile-review fuzzer: N AdmissionReviews built from the demo's samples and from garbage, sent to
 a real gateway over keep-alive TLS; every answer must be clear (issue 19).
 
 Shapes, in turn: raw junk bytes, JSON nested up to 100,000 deep, huge integers, NUL characters,
@@ -28,15 +28,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate import keys  # noqa: E402
 from batchgate.clock import SystemClock  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
-from demo.gateway_only import default_corpus, request_for  # noqa: E402
+from demo.gateway_only import request_for, sample_objects  # noqa: E402
+from demo.samples_scene import SAMPLES  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 from webhook.serving.admission_review import review_document  # noqa: E402
 from webhook.serving.launch import start_gateway  # noqa: E402
@@ -50,13 +49,6 @@ JUNK: tuple[Any, ...] = (None, True, 0, -1, 10**30, 1.5e308, "", "x" * 300, "\x0
                          {"spec": "x"}, {"metadata": []}, ["a", {"b": [1, 2]}])
 
 
-def corpus_objects() -> list[dict[str, Any]]:
-    found = []
-    for path in sorted(default_corpus().rglob("*.yaml")):
-        found += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict) and "kind" in d]
-    return found
-
-
 def _review(obj: Any, rng: random.Random, namespace: str = "team-a") -> dict[str, Any]:
     """The review the API server would send for `obj` (its kind as the request kind when readable)."""
     shell = {"apiVersion": "v1", "kind": "Pod"}
@@ -68,7 +60,7 @@ def _review(obj: Any, rng: random.Random, namespace: str = "team-a") -> dict[str
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON value (bounded by the corpus objects' size)."""
+    """Every place in a JSON value (bounded by the samples' size)."""
     found = [prefix]
     if isinstance(value, dict):
         for key, item in value.items():
@@ -110,7 +102,7 @@ class HostileReviews:
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
-        self.objects = corpus_objects()
+        self.objects = [obj for _, obj in sample_objects(SAMPLES)]
         self.shapes: list[Callable[[], bytes]] = [
             self.raw_junk, self.deep, self.huge_integer, self.nul, self.junk_subtree, self.owner_claim,
             self.broken_layout, self.huge_framework_job, self.policy_bomb, self.annotation_bomb, self.junk_request,

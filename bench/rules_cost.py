@@ -1,7 +1,7 @@
 """CPU cost of the pure rules per AdmissionReview, without HTTP, TLS or JSON.
 
-Runs `mutate` and `validate` on every corpus AppWrapper and on the PyTorchJob-in-AppWrapper the
-load benchmark uses, and prints the median and p99 microseconds per call with the machine. The
+Runs `mutate` and `validate` on the demo's AppWrappers (demo/samples: the PyTorchJob-in-AppWrapper
+the load benchmark uses, a RayCluster in an AppWrapper, a wrapped JobSet the policy denies), and prints the median and p99 microseconds per call with the machine. The
 rules' share of the gateway's per-request budget (at 2,000 reviews/s on 2 cores, 1 ms of CPU
 per review) is what this shows. Never asserts.
 
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate.policy import DEFAULT_POLICY  # noqa: E402
-from tests.builders import a_request, corpus_documents  # noqa: E402
+from tests.builders import a_request, sample  # noqa: E402
 from webhook.rules import mutate, validate  # noqa: E402
 
 
@@ -42,10 +42,9 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()} "
           f"load={os.getloadavg()[0]:.2f} python={platform.python_version()}")
-    docs = dict(corpus_documents())
-    cases = {"pytorchjob-in-appwrapper": docs["mlbatch/pytorchjob-in-appwrapper.yaml#0"],
-             "wrapped-jobset (denied)": docs["appwrapper/wrapped-jobset.yaml#0"],
-             "helm generator, all features": docs["helloworld_test.yaml.snap:Enabling all advanced features at once#1"]}
+    cases = {"pytorchjob-in-appwrapper": sample("alice/appwrapper-pytorchjob.yaml"),
+             "raycluster-in-appwrapper": sample("bob/raycluster-in-appwrapper.yaml"),
+             "wrapped-jobset (denied)": sample("bob/appwrapper-jobset.yaml")}
     print(f"{'manifest':32} {'mutate p50':>11} {'p99':>7} {'validate p50':>13} {'p99':>7}  (microseconds)")
     for name, obj in cases.items():
         request = a_request(obj)

@@ -3,7 +3,7 @@
 Starts `batchgate webhook` (real gunicorn, TLS, fresh certs, its defaults: 2 workers x 4 threads),
 opens N hostile connections on loopback and holds them (reopening any the gateway closes):
 idle TCP connections, half-done TLS handshakes, clients sending their headers one byte a second,
-and clients sending a body one byte a second. Meanwhile it sends normal reviews (the corpus
+and clients sending a body one byte a second. Meanwhile it sends normal reviews (the demo's
 PyTorchJob-in-AppWrapper to /mutate), each on a fresh TLS connection and on one kept-alive
 connection, and prints their latency: p50, p99, max and how many took over 1 s. Never asserts.
 
@@ -120,12 +120,13 @@ class HostileConnections:
 
 
 def review_body() -> bytes:
-    from demo.gateway_only import default_corpus, request_for
+    from demo.gateway_only import request_for
+    from demo.samples_scene import SAMPLES
     from webhook.rules.review import UserInfo
     from webhook.serving.admission_review import review_document
     import yaml
 
-    obj = yaml.safe_load((default_corpus() / "mlbatch" / "pytorchjob-in-appwrapper.yaml").read_text())
+    obj = yaml.safe_load((SAMPLES / "alice" / "appwrapper-pytorchjob.yaml").read_text())
     return json.dumps(review_document(request_for(obj, UserInfo("alice", "1001", ("system:authenticated",))))).encode()
 
 

@@ -1,7 +1,7 @@
 """Load on the gateway alone: AdmissionReviews over keep-alive TLS at 1 and 16 connections.
 
-Starts `batchgate webhook` (real gunicorn, TLS, fresh certs) and POSTs the corpus
-PyTorchJob-in-AppWrapper to /mutate (or, with `--review pod-phase`, the creation of a worker pod
+Starts `batchgate webhook` (real gunicorn, TLS, fresh certs) and POSTs the demo's
+PyTorchJob-in-AppWrapper (demo/samples/alice) to /mutate (or, with `--review pod-phase`, the creation of a worker pod
 of a laid-out 256-pod pytorch Indexed Job: the frameworks' Pod phase). The load generator is `wrk` (Debian package, C, one thread,
 a Lua script for the POST and p50/p99/p999) when installed, else a separate Python process
 with one thread and one http.client keep-alive connection (verifying the CA) per connection.
@@ -47,14 +47,15 @@ from bench.framework_pod_phase import framework_pods  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from webhook.serving.admission_review import review_document  # noqa: E402
 from webhook.serving.client import GatewayClient  # noqa: E402
-from demo.gateway_only import default_corpus, request_for  # noqa: E402
+from demo.gateway_only import request_for  # noqa: E402
+from demo.samples_scene import SAMPLES  # noqa: E402
 from webhook.serving.launch import start_gateway  # noqa: E402
 from webhook import rules  # noqa: E402
 from webhook.policy.store import DEFAULTS  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 from tests.webhook.authorizer_stub import AuthorizerStub  # noqa: E402
 
-MANIFEST = default_corpus() / "mlbatch" / "pytorchjob-in-appwrapper.yaml"
+MANIFEST = SAMPLES / "alice" / "appwrapper-pytorchjob.yaml"
 
 
 POD_PHASE_PODS = 256
@@ -350,13 +351,10 @@ def main() -> int:
                    help="a Python with kopf installed (bench/requirements.txt): also measure the kopf peer")
     p.add_argument("--repeat", type=int, default=1, help="runs per concurrency (each printed): others' load varies")
     p.add_argument("--review", choices=["appwrapper", "pod-phase"], default="appwrapper",
-                   help="what to POST: the corpus AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
+                   help="what to POST: the demo's PyTorchJob-in-AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
     p.add_argument("--sar", action="store_true",
                    help="also /validate with per-component SubjectAccessReviews: check off, warm cache, every review missing")
     args = p.parse_args()
-    if not MANIFEST.is_file():
-        print(f"missing corpus manifest {MANIFEST}", file=sys.stderr)
-        return 2
     body = review_body() if args.review == "appwrapper" else pod_phase_body()
     described = (MANIFEST.name if args.review == "appwrapper"
                  else f"pod {POD_PHASE_PODS // 2} of a {POD_PHASE_PODS}-pod pytorch Indexed Job (Pod phase)")

@@ -4,7 +4,9 @@ Runs beside the gateway in each gateway pod (`batchgate certs manage`, a second 
 pass reads the serving Secret and plans it (`plan_secret`); a new Secret's data is made first and
 its CA injected into every webhook of the product's configurations before the Secret is written,
 so the API server trusts a certificate before any pod can load it. Then every webhook gets the
-bundle (`plan_bundle`) and the policy's managed namespaces as namespaceSelector (certs/scope.py).
+bundle (`plan_bundle`), the policy's managed namespaces as namespaceSelector, and the conditions
+of the pods webhook (from the policy) and of the policy webhook (from the policy ConfigMap's name)
+(certs/scope.py).
 Passes run when a watched object changes (the Secret, the configurations, the policy ConfigMap,
 each by name), when a renewal or the switch grace falls due, and at the latest every resync.
 Replicas race safely: a create that finds the Secret already made (409) or an update that lost
@@ -32,7 +34,8 @@ from batchgate.policy import Policy, PolicyError
 from batchgate.events import Involved, event_body
 from certs.authority import TLS_CERT, issue_secret_data
 from certs.lifecycle import BundlePlan, CertSettings, SecretPlan, WebhookBundle, plan_bundle, plan_secret, stale_bundles
-from certs.scope import namespace_selector, pod_match_conditions, stale_pod_conditions, stale_selectors
+from certs.scope import (POD_WEBHOOK, POLICY_WEBHOOK, namespace_selector, pod_match_conditions,
+                         policy_match_conditions, stale_conditions, stale_selectors)
 
 log = logging.getLogger("batchgate.certs")
 
@@ -49,6 +52,11 @@ EVENT_COMPONENT = "batchgate-certs"
 CERTIFICATE_ISSUED, CERTIFICATE_RENEWED = "CertificateIssued", "CertificateRenewed"
 CA_BUNDLE_INJECTED, CONFIGURATION_MISSING = "CABundleInjected", "WebhookConfigurationMissing"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
+REAPPLY = "kubectl apply --server-side -k manifests/default -l 'app.kubernetes.io/component!=policy'"
+"""Re-applying the install as docs/install.md upgrades it: everything but the admin's policy."""
+FIELD_MANAGER = "batchgate-certificate-keeper"
+"""Every write names this manager, so managedFields say who owns the caBundle (and the scope the
+policy derives): the install ships none of it, and a re-apply of the manifests leaves it alone."""
 MUTATING, VALIDATING = "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"
 
 
@@ -119,12 +127,12 @@ class CertKeeper:
                 name=self.name, namespace=self.namespace,
                 labels={"app.kubernetes.io/part-of": "batchgate", "app.kubernetes.io/managed-by": "batchgate-certs"}),
                 type="kubernetes.io/tls", data=encoded)
-            self.core.create_namespaced_secret(self.namespace, body)
+            self.core.create_namespaced_secret(self.namespace, body, field_manager=FIELD_MANAGER)
         else:
             secret.data = encoded  # resourceVersion kept: a concurrent writer makes this a 409
             if plan.handled is not None:  # recorded, so the request is not handled again
                 secret.metadata.annotations = {**(secret.metadata.annotations or {}), RENEWED_ANNOTATION: plan.handled}
-            self.core.replace_namespaced_secret(self.name, self.namespace, secret)
+            self.core.replace_namespaced_secret(self.name, self.namespace, secret, field_manager=FIELD_MANAGER)
         log.info("secret %s/%s: %s (%s)", self.namespace, self.name, plan.action, plan.reason)
         done = ("a new CA and serving certificate written, the CA injected into every caBundle first"
                 if plan.action == "issue-all" else "a new serving certificate written under the same CA")
@@ -169,7 +177,8 @@ class CertKeeper:
     def _replace_configuration(self, kind: str, name: str, body: dict[str, Any]) -> None:
         replace = (self.admission.replace_mutating_webhook_configuration if kind == MUTATING
                    else self.admission.replace_validating_webhook_configuration)
-        replace(name, cast(Any, body), _preload_content=False)  # a plain dict is serialized as the model
+        # a plain dict is serialized as the model
+        replace(name, cast(Any, body), field_manager=FIELD_MANAGER, _preload_content=False)
 
     def configured_bundles(self) -> list[str]:
         """Every caBundle the product's configurations carry now: after a Secret is deleted, the
@@ -209,16 +218,19 @@ class CertKeeper:
     def inject(self, data: dict[str, bytes], configured: list[str], policy: Policy | None = None
                ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """Write the bundle of `data` (plan_bundle: its CAs, and within the switch grace the CAs the
-        configurations carry) into each webhook lacking it and, with a policy, its managed
-        namespaces into each governed webhook's namespaceSelector and its pods conditions into the
-        pods webhook's matchConditions; (injected, configurations missing, scoped). Each configuration's bundle also keeps the CAs it carries as read for
-        this very write (a write conditioned on that read), so a CA another keeper injected a
-        moment ago is never dropped within the grace."""
+        configurations carry) into each webhook lacking it; with a policy, its managed namespaces
+        into each governed webhook's namespaceSelector and its pods conditions into the pods
+        webhook's matchConditions; with a policy ConfigMap, its name into the policy webhook's
+        matchConditions. Returns (injected, configurations missing, scoped). Each configuration's
+        bundle also keeps the CAs it carries as read for this very write (a write conditioned on
+        that read), so a CA another keeper injected a moment ago is never dropped within the grace."""
         injected: list[str] = []
         scoped: list[str] = []
         missing: list[str] = []
         wanted = namespace_selector(policy) if policy is not None else None
-        conditions = pod_match_conditions(policy) if policy is not None else None
+        conditions = {POD_WEBHOOK: pod_match_conditions(policy)} if policy is not None else {}
+        if self.policy_configmap is not None:
+            conditions[POLICY_WEBHOOK] = policy_match_conditions(self.policy_configmap)
         for kind, name in self.configurations:
             for _ in range(ATTEMPTS):
                 try:
@@ -236,15 +248,16 @@ class CertKeeper:
                 stale = stale_bundles([WebhookBundle(kind, name, i, hook["name"], own[i])
                                        for i, hook in enumerate(hooks)], bundle)
                 unscoped = stale_selectors(hooks, wanted) if wanted is not None else []
-                unconditioned = stale_pod_conditions(hooks, conditions) if conditions is not None else []
+                unconditioned = [(i, wanted_conditions) for webhook, wanted_conditions in conditions.items()
+                                 for i in stale_conditions(hooks, webhook, wanted_conditions)]
                 if not stale and not unscoped and not unconditioned:
                     break
                 for hook in stale:
                     hooks[hook.index]["clientConfig"]["caBundle"] = bundle
                 for index in unscoped:
                     hooks[index]["namespaceSelector"] = wanted
-                for index in unconditioned:
-                    hooks[index]["matchConditions"] = conditions
+                for index, wanted_conditions in unconditioned:
+                    hooks[index]["matchConditions"] = wanted_conditions
                 try:
                     self._replace_configuration(kind, name, config)
                 except ApiException as exc:
@@ -252,7 +265,8 @@ class CertKeeper:
                         raise
                     continue
                 injected.extend(f"{kind}/{name}/{hook.name}" for hook in stale)
-                scoped.extend(f"{kind}/{name}/{hooks[i]['name']}" for i in sorted({*unscoped, *unconditioned}))
+                scoped.extend(f"{kind}/{name}/{hooks[i]['name']}"
+                              for i in sorted({*unscoped, *(i for i, _ in unconditioned)}))
                 log.info("%s %s: caBundle into %d webhooks, managed namespaces into %d", kind, name,
                          len(stale), len(unscoped))
                 if stale:
@@ -270,7 +284,7 @@ class CertKeeper:
             return
         self._missing.add((kind, name))
         message = (f"{kind} {name} not found: its webhooks are not called and the keeper does not recreate it; "
-                   f"re-apply the install: kubectl apply -k manifests/default")
+                   f"re-apply the install: {REAPPLY}")
         log.error("%s", message)
         self._event(Involved(ADMISSION_API, kind, name), "Warning", CONFIGURATION_MISSING, message,
                     f"{kind}/{name}\n{self.clock.now():%Y-%m-%dT%H:%M}")

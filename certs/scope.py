@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from batchgate.keys import BREAK_GLASS_ANNOTATION
 from batchgate.policy import Policy
 
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -91,8 +92,27 @@ def pod_match_conditions(policy: Policy) -> list[dict[str, str]]:
     return conditions
 
 
-def stale_pod_conditions(hooks: list[dict[str, Any]], wanted: list[dict[str, str]]) -> list[int]:
-    """Indexes of the pods webhook whose matchConditions are not `wanted` (pod_match_conditions):
-    the keeper rewrites them, so a sender taken out of the policy's exemptions is policed again."""
+BREAK_GLASS_CONDITION = {"name": "not-break-glass", "expression": (
+    "!('system:masters' in request.userInfo.groups && has(object.metadata.annotations) "
+    f"&& '{BREAK_GLASS_ANNOTATION}' in object.metadata.annotations)")}
+"""A cluster admin's object marked for break-glass skips the webhook (docs/webhook.md)."""
+
+
+def policy_match_conditions(configmap: tuple[str, str]) -> list[dict[str, str]]:
+    """matchConditions that send the policy webhook the policy ConfigMap (namespace, name) alone,
+    as the gateway's and the keeper's `--policy-configmap` name it: every other ConfigMap of its
+    namespace (kube-root-ca.crt, a dashboard's) is written with the gateway down too. Its
+    namespace is the webhook's namespaceSelector; a break-glass edit skips it as well."""
+    _, name = configmap
+    return [{"name": "the-policy-configmap",
+             "expression": f"has(object.metadata.name) && object.metadata.name == {json.dumps(name)}"},
+            BREAK_GLASS_CONDITION]
+
+
+def stale_conditions(hooks: list[dict[str, Any]], webhook: str, wanted: list[dict[str, str]]) -> list[int]:
+    """Indexes of the hooks named `webhook` whose matchConditions are not `wanted`: the keeper
+    rewrites them, so a sender taken out of the policy's exemptions is policed again
+    (pod_match_conditions) and the policy webhook follows the ConfigMap it guards
+    (policy_match_conditions)."""
     return [i for i, hook in enumerate(hooks)
-            if hook.get("name") == POD_WEBHOOK and (hook.get("matchConditions") or []) != wanted]
+            if hook.get("name") == webhook and (hook.get("matchConditions") or []) != wanted]

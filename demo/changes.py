@@ -2,7 +2,9 @@
 
 Pure. Fields the API server always sets (uid, timestamps, resourceVersion, status, kubectl's
 last-applied annotation) are not changes anyone asked about, so they are left out; what is left
-of a custom resource is the gateway's doing.
+of a custom resource is the gateway's doing. A built-in kind is also defaulted by the API server
+(a Job's backoffLimit, its controller-uid labels, each container's imagePullPolicy): the
+gateway's share is what differs from the same submission stored without the gateway.
 """
 
 from __future__ import annotations
@@ -62,6 +64,21 @@ def admission_changes(submitted: dict[str, Any], stored: dict[str, Any]) -> list
     changed = [Change(p, before.get(p), v) for p, v in after.items() if not _server_set(p) and before.get(p, ...) != v]
     removed = [Change(p, v, None, removed=True) for p, v in before.items() if not _server_set(p) and p not in after]
     return changed + removed
+
+
+def _uid_aside(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with every value equal to its own uid (a Job's controller-uid labels) made one placeholder."""
+    uid = (obj.get("metadata") or {}).get("uid")
+    text = json.dumps(obj)
+    return json.loads(text.replace(json.dumps(uid), json.dumps("<uid>"))) if isinstance(uid, str) and uid else obj
+
+
+def gateway_changes(submitted: dict[str, Any], stored: dict[str, Any], ungated: dict[str, Any]) -> list[Change]:
+    """The changes from `submitted` to `stored` that `ungated` (the same submission stored by a user
+    the gateway exempts: the API server's own doing) does not show too."""
+    server = {(c.path, json.dumps(c.after), c.removed) for c in admission_changes(submitted, _uid_aside(ungated))}
+    return [c for c in admission_changes(submitted, _uid_aside(stored))
+            if (c.path, json.dumps(c.after), c.removed) not in server]
 
 
 def _text(value: Any) -> str:

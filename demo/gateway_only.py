@@ -1,8 +1,8 @@
-"""`batchgate demo --gateway-only`: the real gateway judging the corpus, with no cluster at all.
+"""`batchgate demo --gateway-only`: the real gateway judging the samples, with no cluster at all.
 
 The quick look at the gateway alone (a few seconds): fresh certificates in a temporary directory, `batchgate webhook` under gunicorn over TLS, then
-every document of every manifest in the corpus POSTed as an AdmissionReview from alice and from
-bob: `/mutate`, the returned JSON Patch applied as the API server would, then `/validate`. One
+every document of every manifest under the samples directory (demo/samples, or any other)
+POSTed as an AdmissionReview from alice and from bob: `/mutate`, the returned JSON Patch applied as the API server would, then `/validate`. One
 line per decision says who, what, allowed or not, and what changed.
 """
 
@@ -23,32 +23,21 @@ from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from webhook.serving.admission_review import review_document
 from webhook.serving.client import GatewayClient
-from webhook.serving.launch import REPO_ROOT, start_gateway
+from webhook.serving.launch import start_gateway
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
-
-
-def default_corpus() -> Path:
-    """`shared/corpus` beside the clone (CI), or beside an ancestor (a worktree in a subfolder)."""
-    for folder in REPO_ROOT.parents:
-        if (folder / "shared" / "corpus").is_dir():
-            return folder / "shared" / "corpus"
-    return REPO_ROOT.parent / "shared" / "corpus"
-
-
-DEFAULT_CORPUS = default_corpus()
 USERS = (
     UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a")),
     UserInfo("bob", "uid-bob-1002", ("system:authenticated", "team-b")),
 )
 
 
-def corpus_objects(corpus: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(file name, object) for every Kubernetes object in the corpus, in a stable order."""
-    for path in sorted(p for p in corpus.rglob("*") if p.suffix in (".yaml", ".yml", ".json")):
+def sample_objects(samples: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(file name, object) for every Kubernetes object under `samples`, in a stable order."""
+    for path in sorted(p for p in samples.rglob("*") if p.suffix in (".yaml", ".yml", ".json")):
         for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if isinstance(document, dict) and "kind" in document and "apiVersion" in document:
-                yield str(path.relative_to(corpus)), document
+                yield str(path.relative_to(samples)), document
 
 
 def _leaves(path: str, value: Any) -> Iterator[tuple[str, Any]]:
@@ -108,14 +97,11 @@ def judge(client: GatewayClient, obj: dict[str, Any], user: UserInfo) -> tuple[b
     return True, describe_patch(ops) + warnings
 
 
-def run(corpus: Path, workers: str) -> int:
-    """Send every corpus object from both users; 0 when every object got a decision, 2 on bad input."""
-    if not corpus.is_dir():
-        print(f"batchgate demo: corpus directory {corpus} not found", file=sys.stderr)
-        return 2
-    objects = list(corpus_objects(corpus))
+def run(samples: Path, workers: str) -> int:
+    """Send every sample object from both users; 0 when every object got a decision, 2 on bad input."""
+    objects = list(sample_objects(samples))
     if not objects:
-        print(f"batchgate demo: no Kubernetes objects under {corpus}", file=sys.stderr)
+        print(f"batchgate demo: no Kubernetes objects under {samples}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="batchgate-demo-") as tmp:
         cert_dir = Path(tmp) / "certs"

@@ -1,7 +1,8 @@
 """`batchgate demo`: the main job on the embedded local cluster, narrated.
 
 A local cluster with 4 GPU nodes that runs the product's image as real pods, the product
-installed as users do (`kubectl apply -k manifests/local`, every pod Ready), then four scenes: the upstream samples submitted by alice and bob through the
+installed as users do (`kubectl apply -k manifests/local`, every pod Ready), then four scenes: the
+samples in demo/samples (the shapes MLBatch users submit) submitted by alice and bob through the
 gateway; MLBatch-like queues with more work than fits (admission, borrowing and preemption as
 they happen); a PyTorch AppWrapper whose pods get their env from the gateway; Ray (a RayCluster
 in an AppWrapper, a queued RayJob, an unqueued RayCluster refused). Then the cluster stays up
@@ -22,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 
 from batchgate.clock import Clock, SystemClock
-from demo import corpus_scene, framework_scene, gateway_only, queues_scene, ray_scene
+from demo import framework_scene, gateway_only, queues_scene, ray_scene, samples_scene
 from demo.kubectl import KUBECTL, Kubectl, KubectlError
 from demo.narration import Narrator
 from demo.stack import DEMO_MANIFESTS, SYSTEM_NAMESPACE, Stack, install_product, start_cluster, wait_for_nodes
@@ -38,11 +39,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="the local cluster's simulated time runs this many times faster (default 1)")
     p.add_argument("--workdir", type=Path, help="keep certificates, kubeconfig and the audit log here "
                                                 "(default: a temporary directory, removed on exit)")
-    p.add_argument("--corpus", type=Path, default=gateway_only.DEFAULT_CORPUS,
-                   help=f"the upstream samples to submit (default {gateway_only.DEFAULT_CORPUS})")
+    p.add_argument("--samples", type=Path, default=samples_scene.SAMPLES,
+                   help="the manifests scene 1 submits: DIR/alice/*.yaml as alice, DIR/bob/*.yaml as bob; with "
+                        "--gateway-only every manifest under DIR (default: the demo's own, demo/samples)")
     p.add_argument("--workers", default="2", help="gunicorn workers for the gateway of --gateway-only (default 2)")
     p.add_argument("--gateway-only", action="store_true",
-                   help="no cluster: send the corpus straight to the gateway as AdmissionReviews and exit")
+                   help="no cluster: send the samples straight to the gateway as AdmissionReviews and exit")
     p.add_argument("--verbose", action="store_true", help="show the local cluster's own warnings")
     return p
 
@@ -55,14 +57,14 @@ def _check(args: argparse.Namespace) -> str | None:
     """What makes the demo impossible to run, in one sentence, or None."""
     if args.speed <= 0:
         return f"--speed must be positive, got {args.speed}"
-    if not args.corpus.is_dir():
-        return f"corpus directory {args.corpus} not found (shared/corpus beside the clone)"
-    if shutil.which(KUBECTL) is None:
+    if not args.samples.is_dir():
+        return f"--samples: no directory {args.samples}"
+    if not args.gateway_only and shutil.which(KUBECTL) is None:
         return "kubectl not found on the PATH: the demo drives the cluster with the real kubectl"
     return None
 
 
-def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path) -> None:
+def scripted(stack: Stack, narrator: Narrator, clock: Clock, samples: Path) -> None:
     """The four scenes, in order, on a cluster that has just started."""
     narrator.section("1. the gateway: what it does to what users submit")
     nodes = wait_for_nodes(stack.kubectl, NODES)
@@ -70,22 +72,23 @@ def scripted(stack: Stack, narrator: Narrator, clock: Clock, corpus: Path) -> No
                  f"({', '.join(n['metadata']['name'] for n in nodes)}), users admin, alice (team-a), bob (team-b)")
     seconds = install_product(stack.kubectl)
     pods = stack.kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE)["items"]
-    narrator.say(f"admin: kubectl apply -k manifests/local, then the demo's policy (demo/manifests/policy.yaml); "
+    narrator.say("admin: kubectl apply --server-side -k manifests/local, then the demo's policy "
+                 f"(demo/manifests/policy.yaml); "
                  f"{len(pods)} product pods Ready after {seconds:.0f}s: "
                  + ", ".join(f"{n} {owner}" for owner, n in sorted(Counter(
                      p["metadata"]["name"].rsplit("-", 2)[0] for p in pods).items())))
     narrator.say("the gateway pods serve TLS with the certificate their keeper made (Secret batchgate-webhook-tls), "
                  "caBundle injected into the webhook configurations; admission calls them through Service "
                  "batchgate-webhook")
-    scenes(stack.kubectl, narrator, clock, corpus)
+    scenes(stack.kubectl, narrator, clock, samples)
 
 
-def scenes(kubectl: Kubectl, narrator: Narrator, clock: Clock, corpus: Path) -> None:
+def scenes(kubectl: Kubectl, narrator: Narrator, clock: Clock, samples: Path) -> None:
     """Every scene, against a cluster where the product is installed (the least-privilege test
     measures the product's service accounts over these)."""
     kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
     narrator.say("admin creates the team namespaces team-a and team-b (demo/manifests/teams.yaml)")
-    corpus_scene.run(kubectl, narrator, corpus)
+    samples_scene.run(kubectl, narrator, samples)
 
     narrator.section("2. the controller: queues, borrowing and preemption, live")
     narrator.say("controller: deployment/batchgate-controller, two replicas, one leading, as service account "
@@ -124,12 +127,12 @@ def explore(stack: Stack, narrator: Narrator) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.gateway_only:
-        return gateway_only.run(args.corpus, args.workers)
     problem = _check(args)
     if problem:
         print(f"batchgate demo: {problem}", file=sys.stderr)
         return 2
+    if args.gateway_only:
+        return gateway_only.run(args.samples, args.workers)
     logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
     for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too: a shell's `&` starts us with it ignored
         signal.signal(signum, _interrupt)
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     finished = False
     try:
         stack = start_cluster(workdir, nodes_from_flags(NODES, NODE_CPU, NODE_MEMORY, NODE_GPUS), args.speed)
-        scripted(stack, narrator, clock, args.corpus)
+        scripted(stack, narrator, clock, args.samples)
         finished = True
         narrator.say("scripted part done")
         if not args.exit_when_done:

@@ -147,17 +147,18 @@ def product_status(kubectl: Kubectl) -> tuple[bool, str]:
 
 
 def install_product(kubectl: Kubectl, timeout: float = INSTALL_TIMEOUT_SECONDS) -> float:
-    """`kubectl apply -k manifests/local` as a user installs, then the demo's policy (an admin's
-    edit of the ConfigMap); waits until every product pod is Ready and the certificate keeper has
-    injected the caBundle. Returns the seconds that took."""
+    """`kubectl apply --server-side -k manifests/local` as docs/install.md installs, then the demo's
+    policy (an admin's edit of the ConfigMap); waits until every product pod is Ready and the
+    certificate keeper has injected the caBundle. Returns the seconds that took."""
     started = time.monotonic()
-    kubectl.run("apply", "-k", str(LOCAL_OVERLAY))
+    kubectl.run("apply", "--server-side", "-k", str(LOCAL_OVERLAY))
     while True:
         ready, missing = product_status(kubectl)
         if ready:
             break
         if time.monotonic() - started > timeout:
-            raise RuntimeError(f"the product was not ready {timeout:.0f}s after kubectl apply -k manifests/local: "
+            raise RuntimeError(f"the product was not ready {timeout:.0f}s after kubectl apply --server-side -k "
+                               f"manifests/local: "
                                f"{missing} (kubectl get pods,events -n {SYSTEM_NAMESPACE})")
         time.sleep(0.5)
     elapsed = time.monotonic() - started

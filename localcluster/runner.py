@@ -61,6 +61,10 @@ START_TIMEOUT = 30.0
 CRDS_DIR = Path(__file__).resolve().parent / "crds"
 SHUTDOWN_TIMEOUT = 2.0
 KUBELET_DIR = "kubelet"  # under the work dir: process pods' volumes and container logs
+KUBELET_SYNC = _dt.timedelta(seconds=1)
+"""How often a process pod's Secret and ConfigMap volumes are brought in line with their objects:
+a real kubelet's syncFrequency is 1 minute (plus its object cache), here 1 s so a change shows at
+once; a test of what a pod does meanwhile sets the real order of magnitude."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class ControllerContext:
     # never sends traffic off this machine. Empty: each node has a private address of its own.
     node_address: str = ""
     kubelet_port: int = 0  # where the kubelets serve logs to a real kube-apiserver (0: no server)
+    kubelet_sync: _dt.timedelta = KUBELET_SYNC  # how often process pods' Secret/ConfigMap volumes follow their objects
 
 
 ControllerFactory = Callable[[ControllerContext], Awaitable[Any]]
@@ -92,8 +97,9 @@ class LocalCluster:
                  webhook_addresses: Mapping[str, str] | None = None,
                  controllers: Sequence[ControllerFactory] = (), nodes: Sequence[Any] = (),
                  run_images: Sequence[str] = (), authorization: str = RBAC,
-                 record_requests: bool = False) -> None:
+                 record_requests: bool = False, kubelet_sync: _dt.timedelta = KUBELET_SYNC) -> None:
         self.workdir = Path(workdir)
+        self.kubelet_sync = kubelet_sync
         self.nodes = tuple(nodes)
         self.run_images = tuple(run_images)
         self.port = port
@@ -230,7 +236,8 @@ class LocalCluster:
         context_for = ControllerContext(self.url, self.ca_file, self.auth.tokens[CONTROLLER_USER.name],
                                         CONTROLLER_USER.username, self.speed, self.clock, self.workdir,
                                         self.webhook_addresses, self.nodes, self.run_images,
-                                        {c: self.auth.tokens[u.name] for c, u in COMPONENT_USERS.items()})
+                                        {c: self.auth.tokens[u.name] for c, u in COMPONENT_USERS.items()},
+                                        self.kubelet_sync)
         for factory in self.controllers:
             self._tasks.append(asyncio.create_task(_guarded(factory, context_for)))
         return runner

@@ -8,30 +8,26 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from batchgate.api.paths import get_at
+from demo.gateway_only import sample_objects
+from demo.samples_scene import SAMPLES
 from batchgate.policy import DEFAULT_POLICY
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+
+def sample(name: str) -> dict[str, Any]:
+    """The first document of one of the demo's samples (`alice/appwrapper-job.yaml`), a fresh copy:
+    the shapes MLBatch users submit, kept in this repository (demo/samples)."""
+    return next(d for d in yaml.safe_load_all((SAMPLES / name).read_text()) if d)
 
 
-def _find_corpus() -> Path:
-    """`shared/corpus` beside the clone (CI), or beside an ancestor (a git worktree in a subfolder)."""
-    for folder in REPO_ROOT.parents:
-        if (folder / "shared" / "corpus").is_dir():
-            return folder / "shared" / "corpus"
-    return REPO_ROOT.parent / "shared" / "corpus"
-
-
-CORPUS = _find_corpus()
-GENERATOR_FIXTURES = CORPUS / "mlbatch" / "pytorchjob-generator"
-"""The pytorchjob-generator's settings files and helm-unittest suite: no manifests among them
-(tests/batchgate/test_generator_upstream.py runs them)."""
+def samples() -> list[tuple[str, dict[str, Any]]]:
+    """(file, object) for every document of the demo's samples, fresh copies."""
+    return list(sample_objects(SAMPLES))
 
 
 def container(name: str = "main", gpus: int = 0, cpu: str = "1") -> dict[str, Any]:
@@ -218,23 +214,3 @@ def value_at(obj: Any, path: str) -> Any:
     return get_at(obj, tuple(steps))
 
 
-def corpus_documents() -> list[tuple[str, dict[str, Any]]]:
-    """Every manifest of ../shared/corpus as (id, object); fails loudly when the corpus is missing.
-
-    The helm-unittest snapshot holds AppWrappers keyed by test name (`<test>: {1: |-\\n<yaml>}`).
-    """
-    if not CORPUS.is_dir():
-        raise FileNotFoundError(f"the shared corpus is missing: expected it at {CORPUS}")
-    out: list[tuple[str, dict[str, Any]]] = []
-    for path in sorted(CORPUS.rglob("*.yaml")):
-        if path.parent == GENERATOR_FIXTURES:
-            continue
-        for i, doc in enumerate(yaml.safe_load_all(path.read_text())):
-            if doc:
-                out.append((f"{path.relative_to(CORPUS)}#{i}", doc))
-    for path in sorted(CORPUS.rglob("*.snap")):
-        snapshot = yaml.safe_load(path.read_text())
-        for test_name, documents in snapshot.items():
-            for index, text in documents.items():
-                out.append((f"{path.name}:{test_name}#{index}", yaml.safe_load(text)))
-    return out

@@ -12,7 +12,11 @@ have filled it, or not).
 
 Every kubectl the suite runs caches discovery in a directory of this run (KUBECACHEDIR), never in
 ~/.kube/cache: that cache is keyed by host and port, lives for hours, and would hand a cluster on a
-reused port the API list of an earlier run's cluster."""
+reused port the API list of an earlier run's cluster.
+
+Tests of upstream's own samples (marked `upstream_corpus`, tests/upstream_corpus.py) read them from
+shared/corpus beside the clone; where it is absent they are skipped, and the summary says so in
+one line: how many, in which files, and why."""
 
 from __future__ import annotations
 
@@ -22,27 +26,44 @@ import tempfile
 
 import pytest
 
-from tests.realcluster_fixtures import NOT_BUILT, mark_real, skipped_unbuilt
+from tests.realcluster_fixtures import NOT_BUILT, mark_real
+from tests.upstream_corpus import CORPUS, MARKER, REASON
 
 _KUBE_CACHE = "KUBECACHEDIR"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ[_KUBE_CACHE] = tempfile.mkdtemp(prefix="batchgate-kubectl-cache-")
+    config.addinivalue_line("markers", f"{MARKER}: checks batchgate against upstream's own samples in "
+                                       "shared/corpus beside the clone; skipped where they are absent")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CORPUS is None:
+        for item in items:
+            if item.get_closest_marker(MARKER):
+                item.add_marker(pytest.mark.skip(reason=REASON), append=False)
+    mark_real(items)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(os.environ[_KUBE_CACHE], ignore_errors=True)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    mark_real(items)
+def skipped_for(terminalreporter: pytest.TerminalReporter, reason: str) -> list[str]:
+    """The node ids of the tests skipped for `reason`."""
+    return [r.nodeid for r in terminalreporter.stats.get("skipped", []) if reason in str(r.longrepr)]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    unbuilt = skipped_unbuilt(terminalreporter)
+    not_run = skipped_for(terminalreporter, REASON)
+    if not_run:
+        files = sorted({nodeid.split("::")[0] for nodeid in not_run})
+        terminalreporter.write_line(f"{len(not_run)} tests of upstream's samples did not run ({REASON}): "
+                                    f"{', '.join(files)}")
+    unbuilt = skipped_for(terminalreporter, NOT_BUILT)
     if unbuilt:
-        terminalreporter.write_line(f"{unbuilt} tests did not run: {NOT_BUILT}")
+        terminalreporter.write_line(f"{len(unbuilt)} tests did not run: {NOT_BUILT}")
     if config.pluginmanager.hasplugin("randomly"):
         seed = config.getoption("randomly_seed")
         terminalreporter.write_line(f"tests ran in random order; replay it with -p randomly --randomly-seed={seed}")

@@ -72,8 +72,3 @@ def mark_real(items: list[pytest.Item]) -> None:
     for item in items:
         if uses_real_cluster(item) and item.get_closest_marker(MARK) is None:
             item.add_marker(MARK)
-
-
-def skipped_unbuilt(terminalreporter: pytest.TerminalReporter) -> int:
-    return sum(1 for report in terminalreporter.stats.get("skipped", [])
-               if isinstance(report.longrepr, tuple) and NOT_BUILT in str(report.longrepr[2]))

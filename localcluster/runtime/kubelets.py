@@ -73,7 +73,8 @@ class Kubelets(Controller):
                       "serviceaccounts": self.informer(SERVICEACCOUNTS, lambda kind, obj: None)}
             self.runtime = PodRuntime(api, ctx.url, Path(ctx.ca_file).read_bytes(), Path(ctx.workdir) / KUBELET_DIR,
                                       self.now, self.wall_seconds,
-                                      lambda plural, ns, name: caches[plural].get(ns, name), self.pods.remember)
+                                      lambda plural, ns, name: caches[plural].get(ns, name), self.pods.remember,
+                                      ctx.kubelet_sync)
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         if (pod.get("spec") or {}).get("nodeName"):

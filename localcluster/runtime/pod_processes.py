@@ -6,7 +6,7 @@ in a private mount namespace (`sandbox.py`), the service-account token from the 
 API, one process per container with the environment `sim.container_env` resolves, stdout and
 stderr in the log files `kubectl logs` reads, probes, restarts with the crash-loop backoff, and
 graceful deletion (preStop, SIGTERM, grace, SIGKILL of everything the container started).
-Decisions are in `localcluster/sim/` (container_env, volumes, probes, process_pod); this module
+Decisions are in `localcluster/sim/` (container_env, volumes, sandbox_layout, probes, process_pod); this module
 only carries them out.
 """
 
@@ -35,6 +35,7 @@ from localcluster.runtime import probing, volume_files
 from localcluster.sim import probes as probe_rules
 from localcluster.sim.container_env import ContainerConfigError, PodFacts, resolve, service_variables
 from localcluster.sim.process_pod import ContainerRecord, after_exit, log_file, pod_status, CONFIG_ERROR
+from localcluster.sim.sandbox_layout import BindMount, layout
 from localcluster.sim.volumes import (
     SERVICE_ACCOUNT_TOKEN_SECONDS,
     MountError,
@@ -49,8 +50,9 @@ log = logging.getLogger(__name__)
 SANDBOX = Path(__file__).resolve().with_name("sandbox.py")
 POD_SITE_TARGET = "/var/run/localcluster-pod-site"  # where each pod's own sitecustomize is mounted
 POD_SITE = Path(__file__).resolve().with_name("pod_site") / "sitecustomize.py"
+CHECKOUT = Path(__file__).resolve().parents[2]  # holds the packages in an editable install
 IMAGE_ENV = (("PYTHONUNBUFFERED", "1"), ("PYTHONDONTWRITEBYTECODE", "1"))  # the product image's ENV (Dockerfile)
-SYNC_WALL_SECONDS = 1.0  # how often volumes are re-projected and a failed mount retried
+SYNC_WALL_SECONDS = 1.0  # how often a failed mount or container config is retried
 SHUTDOWN_GRACE = dt.timedelta(seconds=5)  # when the cluster stops, each pod gets this long after SIGTERM
 PRE_STOP_EXTRA = dt.timedelta(seconds=2)  # the kubelet's minimum grace left after a preStop hook
 TOKEN_REFRESH = 0.8  # a token is renewed after this share of its lifetime, as the kubelet does
@@ -62,12 +64,24 @@ def entry_point() -> str | None:
     return str(beside) if beside.exists() else shutil.which("batchgate")
 
 
+def image_paths(program: str | None) -> tuple[str, ...]:
+    """What the run image holds, wherever it lies on this machine: the interpreter (the virtualenv's
+    and the real binary's directories, the base install with its standard library), the virtualenv
+    with its packages, the checkout the packages are installed from (editable), and the program."""
+    executable = Path(sys.executable)
+    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, str(executable.parent),
+             str(executable.resolve().parent), str(CHECKOUT)}
+    if program:
+        paths.add(os.path.dirname(program))
+    return tuple(sorted({os.path.abspath(p) for p in paths} | {os.path.realpath(p) for p in paths}))
+
+
 class PodRuntime:
     """What every process pod shares: where the API is, the caches the kubelet reads, the clock."""
 
     def __init__(self, api: Api, api_url: str, ca_pem: bytes, root: Path, now: Callable[[], dt.datetime],
                  wall_seconds: Callable[[dt.timedelta], float], lookup: Callable[[str, str, str], Any],
-                 remember: Callable[[dict[str, Any]], None]) -> None:
+                 remember: Callable[[dict[str, Any]], None], volume_sync: dt.timedelta) -> None:
         self.api = api
         parts = urlsplit(api_url)
         self.service_env = service_variables(parts.hostname or "127.0.0.1", parts.port or 443)
@@ -77,7 +91,9 @@ class PodRuntime:
         self.wall_seconds = wall_seconds
         self.lookup_object = lookup  # (resource plural, namespace, name) -> object or None
         self.remember = remember  # the kubelet's pod cache, after each status write
+        self.volume_sync = volume_sync  # the kubelet's sync period for Secret and ConfigMap volumes
         self.entry_point = entry_point()
+        self.image = image_paths(self.entry_point)
 
     def data(self, kind: str, namespace: str, name: str) -> dict[str, bytes] | None:
         """A ConfigMap's or Secret's keys as bytes (what volumes and env read); None if absent."""
@@ -207,9 +223,10 @@ class PodProcesses:
             await asyncio.sleep(SYNC_WALL_SECONDS)
 
     async def _refresh_volumes(self) -> None:
-        """Keep Secret and ConfigMap volumes in step with their objects (kubelet's periodic sync)."""
+        """Keep Secret and ConfigMap volumes in step with their objects at the kubelet's periodic
+        sync: a Secret made after the pod started (an optional volume) shows at the next one."""
         while not self.stopping:
-            await asyncio.sleep(SYNC_WALL_SECONDS)
+            await asyncio.sleep(self.rt.wall_seconds(self.rt.volume_sync))
             try:
                 await self._write_volumes()
             except MountError as err:  # the object went away: the files stay as they were
@@ -239,20 +256,22 @@ class PodProcesses:
         plan = mounts(self.pod, container, automounts_token(self.pod, self.rt.lookup_object(
             "serviceaccounts", self.namespace, (self.pod.get("spec") or {}).get("serviceAccountName") or "default")))
         volumes = self.dir / "volumes"
+        site = self.dir / "site"
+        site.mkdir(parents=True, exist_ok=True)
+        (site / "sitecustomize.py").write_text(POD_SITE.read_text().replace("{pod_ip}", self.facts.pod_ip))
+        # The pod's sitecustomize at a fixed place rather than named under the kubelet's directory:
+        # a pod volume at /tmp would hide that directory when the cluster's workdir lies under /tmp.
+        binds = [BindMount(str(site), POD_SITE_TARGET, True)]
+        binds += [BindMount(str(volumes / m.volume / m.sub_path if m.sub_path else volumes / m.volume), m.target,
+                            m.read_only) for m in plan]
         spec = {
             "parent": os.getpid(),
             "argv": self._argv(container, resolved.argv),
             "env": resolved.env_map(),
             "workingDir": container.get("workingDir") or "/",
-            "mounts": [{"source": str(volumes / m.volume / m.sub_path if m.sub_path else volumes / m.volume),
-                        "target": m.target, "readOnly": m.read_only} for m in plan],
+            "mounts": [{"source": b.source, "target": b.target, "readOnly": b.read_only}
+                       for b in layout(binds, self.rt.image)],
         }
-        site = self.dir / "site"
-        site.mkdir(parents=True, exist_ok=True)
-        (site / "sitecustomize.py").write_text(POD_SITE.read_text().replace("{pod_ip}", self.facts.pod_ip))
-        # Mounted first at a fixed place rather than named under the kubelet's directory: a pod
-        # volume at /tmp would hide that directory when the cluster's workdir lies under /tmp.
-        spec["mounts"].insert(0, {"source": str(site), "target": POD_SITE_TARGET, "readOnly": True})
         existing = spec["env"].get("PYTHONPATH")
         spec["env"]["PYTHONPATH"] = f"{POD_SITE_TARGET}:{existing}" if existing else POD_SITE_TARGET
         self.envs[name] = spec["env"]

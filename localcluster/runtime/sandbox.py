@@ -3,12 +3,14 @@
   python sandbox.py SPEC.json
 
 It dies with its parent (PR_SET_PDEATHSIG, so a crashed cluster leaves no orphans), enters a
-private mount namespace (the pod's volumes are bind-mounted at their mountPaths there and
-nowhere else), changes to the working directory, and execs the container's argv with its
-environment. Standard library only: it runs before anything else in the new process.
+private mount namespace (the bind mounts the kubelet laid out, `sim/sandbox_layout.py`: the pod's
+volumes and the image's own paths they cover, are made there and nowhere else), changes to the
+working directory, and execs the container's argv with its environment. Standard library only:
+it runs before anything else in the new process.
 SPEC is JSON: {"parent": pid, "argv": [...], "env": {...}, "workingDir": "/", "mounts":
-[{"source": "/abs/path", "target": "/mount/path", "readOnly": true}]}. Mount failures and an
-argv that cannot be executed print the reason and exit 128, as a container runtime's StartError.
+[{"source": "/abs/path", "target": "/mount/path", "readOnly": true}]}, mounts in the order to
+make them. Mount failures and an argv that cannot be executed print the reason and exit 128, as a
+container runtime's StartError.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ def main(spec_path: str) -> None:
         for m, source in zip(mounts, sources):
             _mount_point(source, m["target"])
             _mount(libc, source, m["target"], MS_BIND | MS_REC)
+        # Read-only last: a later mount may need its mount point made inside a read-only volume.
+        for m in mounts:
             if m.get("readOnly"):
                 _mount(libc, None, m["target"], MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
         working_dir = spec.get("workingDir") or "/"

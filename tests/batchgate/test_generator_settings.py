@@ -16,7 +16,8 @@ from batchgate import keys
 from batchgate.generator.pytorchjob import generate_appwrapper
 from batchgate.generator.settings import Settings, SettingsError, parse_settings, settings_schema
 from batchgate.policy import DEFAULT_POLICY
-from tests.builders import CORPUS, GENERATOR_FIXTURES, a_request, value_at
+from tests.builders import a_request, value_at
+from tests.upstream_corpus import generator_fixtures, upstream
 from webhook.rules import mutate, validate
 
 MINIMAL = "jobName: my-job\ncontainerImage: pytorch:2\n"
@@ -46,10 +47,10 @@ def test_defaults_are_the_charts() -> None:
     assert (s.num_roce_gdr, s.disable_shared_memory, s.namespace, s.scheduler_name) == (0, False, None, None)
 
 
+@upstream
 def test_the_examples_users_start_from_are_read() -> None:
-    examples = sorted(GENERATOR_FIXTURES.glob("examples_*.settings.yaml"))
-    if not examples:
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
+    examples = sorted(generator_fixtures().glob("examples_*.settings.yaml"))
+    assert examples
     for example in examples:
         assert parse_settings(example.read_text(), example.name).job_name == "my-job"
 
@@ -238,10 +239,9 @@ def _without_additions(schema: Any) -> Any:
     return schema
 
 
+@upstream
 def test_the_schema_is_the_charts_with_its_template_checks_and_defaults() -> None:
-    path = GENERATOR_FIXTURES / "values.schema.json"
-    if not path.is_file():
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
+    path = generator_fixtures() / "values.schema.json"
     charts = json.loads(path.read_text())
     # The chart misspells `minimum` for integer CPUs, so its schema lets 0 and negative counts through.
     cpu = charts["$defs"]["resourceCPU"]["oneOf"][0]

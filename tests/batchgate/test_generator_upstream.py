@@ -25,19 +25,21 @@ from batchgate import keys
 from batchgate.generator.pytorchjob import generate_appwrapper
 from batchgate.generator.settings import SettingsError, parse_settings
 from batchgate.policy import DEFAULT_POLICY
-from tests.builders import CORPUS, GENERATOR_FIXTURES, a_request, value_at
+from tests.builders import a_request, value_at
+from tests.upstream_corpus import CORPUS, upstream
 from webhook.rules import mutate, validate
 
-pytestmark = pytest.mark.skipif(not GENERATOR_FIXTURES.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
+pytestmark = upstream  # skipped where the upstream samples are absent (tests/conftest.py)
 
 
-def _load(path: Path) -> Any:
-    return yaml.safe_load(path.read_text()) if path.is_file() else None
+def _load(*parts: str) -> Any:
+    path = CORPUS.joinpath("mlbatch", *parts) if CORPUS else None
+    return yaml.safe_load(path.read_text()) if path and path.is_file() else None
 
 
-SUITE = _load(GENERATOR_FIXTURES / "tests_helloworld_test.yaml") or {"tests": []}
-BASE = _load(GENERATOR_FIXTURES / "tests_helloworld.settings.yaml") or {}
-SNAPSHOTS = _load(CORPUS / "mlbatch" / "helloworld_test.yaml.snap") or {}
+SUITE = _load("pytorchjob-generator", "tests_helloworld_test.yaml") or {"tests": []}
+BASE = _load("pytorchjob-generator", "tests_helloworld.settings.yaml") or {}
+SNAPSHOTS = _load("helloworld_test.yaml.snap") or {}
 
 
 def with_set(base: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import json
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from cryptography import x509
@@ -27,9 +28,9 @@ from kubernetes import client
 from batchgate.clock import FakeClock, UTC
 from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
 from certs.authority import CA_CERT, TLS_CERT
-from certs.keeper import MUTATING, VALIDATING, CertKeeper
+from certs.keeper import FIELD_MANAGER, MUTATING, VALIDATING, CertKeeper
 from certs.lifecycle import CertSettings, parse_cas
-from certs.scope import POD_WEBHOOK
+from certs.scope import POD_WEBHOOK, POLICY_WEBHOOK, policy_match_conditions
 
 START = _dt.datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -94,6 +95,42 @@ def test_a_bundle_edited_away_comes_back(kube_api: client.ApiClient, setup: dict
     admission.replace_validating_webhook_configuration(validating, config)
     assert keep.reconcile().injected == (f"{VALIDATING}/{validating}/c.keeper.test",)
     assert len(set(bundles(kube_api, setup))) == 1
+
+
+def bundle_and_owners(kube_api: client.ApiClient, name: str) -> tuple[str, set[str]]:
+    """A one-webhook validating configuration's caBundle, and the managers whose managedFields
+    entries hold it."""
+    config = client.AdmissionregistrationV1Api(kube_api).read_validating_webhook_configuration(name)
+    return config.webhooks[0].client_config.ca_bundle, {
+        entry.manager for entry in config.metadata.managed_fields or [] if "f:caBundle" in json.dumps(entry.fields_v1)}
+
+
+@pytest.mark.parametrize("installed_bundle", [
+    pytest.param(None, id="a fresh install, which ships no caBundle"),
+    pytest.param("Cg==", id="an install of a release that shipped the placeholder, upgraded"),
+])
+def test_the_keeper_owns_the_bundle_so_a_server_side_re_apply_keeps_it_without_conflict(
+        kube_api: client.ApiClient, kubectl: Any, namespace: str, installed_bundle: str | None) -> None:
+    """As docs/install.md installs and upgrades: the configuration applied server side, the keeper
+    injecting the caBundle under its own field manager, then the shipped one (no caBundle) applied."""
+    name = f"keeper-ssa-{uuid.uuid4().hex[:6]}"
+    hook = {k: v for k, v in webhook("d.keeper.test").items() if k != "clientConfig"}
+
+    def configuration(bundle: str | None) -> str:
+        client_config: dict[str, Any] = {"service": {"name": "gate", "namespace": "sys", "path": "/validate"}}
+        if bundle is not None:
+            client_config["caBundle"] = bundle
+        return json.dumps({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                           "metadata": {"name": name}, "webhooks": [{**hook, "clientConfig": client_config}]})
+
+    kubectl("apply", "--server-side", "-f", "-", input=configuration(installed_bundle))
+    keeper(kube_api, {"namespace": namespace, "configs": [(VALIDATING, name)]}, FakeClock(START)).reconcile()
+    injected, owners = bundle_and_owners(kube_api, name)
+    assert injected and owners == {FIELD_MANAGER}
+    for _ in range(2):  # fails the test on a conflict
+        kubectl("apply", "--server-side", "-f", "-", input=configuration(None))
+        assert bundle_and_owners(kube_api, name) == (injected, {FIELD_MANAGER})
+    client.AdmissionregistrationV1Api(kube_api).delete_validating_webhook_configuration(name)
 
 
 def delete_secret(core: client.CoreV1Api, namespace: str) -> None:
@@ -322,30 +359,54 @@ def test_the_webhooks_follow_the_policys_managed_namespaces_and_an_invalid_polic
     assert all("matchLabels" not in s for s in selectors(kube_api, setup))
 
 
+def conditioned(kube_api: client.ApiClient, hook: str, policy: tuple[str, str]
+                ) -> tuple[str, CertKeeper, Callable[[], list[dict[str, str]]]]:
+    """A validating configuration of one webhook `hook` with no matchConditions, a keeper of it
+    given the policy ConfigMap `policy` (namespace, name), and a reader of the conditions."""
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    name = f"keeper-conditions-{uuid.uuid4().hex[:6]}"
+    admission.create_validating_webhook_configuration(
+        {"metadata": {"name": name}, "webhooks": [{**webhook(hook), "matchConditions": []}]})
+    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
+    keep = CertKeeper(kube_api, settings, (policy[0], "gate-tls"), [(VALIDATING, name)], FakeClock(START), policy)
+
+    def conditions() -> list[dict[str, str]]:
+        (found,) = admission.read_validating_webhook_configuration(name).webhooks
+        return [{"name": c.name, "expression": c.expression} for c in found.match_conditions or []]
+
+    return name, keep, conditions
+
+
 def test_the_pods_webhook_s_conditions_follow_the_policy_s_exemptions(
         kube_api: client.ApiClient, namespace: str) -> None:
     """A user taken out of `exempt.users` is policed again: the keeper rewrites the conditions
     that kept that user's pods away from the gateway."""
     core, admission = client.CoreV1Api(kube_api), client.AdmissionregistrationV1Api(kube_api)
-    name = f"keeper-pods-{uuid.uuid4().hex[:6]}"
-    admission.create_validating_webhook_configuration(
-        {"metadata": {"name": name}, "webhooks": [{**webhook(POD_WEBHOOK), "matchConditions": []}]})
     exempt = "exempt:\n  users: [ci-bot]\n"
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "policy"}, "data": {"policy.yaml": exempt}})
-    settings = CertSettings(dns_names=("gate", "gate.sys", "gate.sys.svc", "gate.sys.svc.cluster.local"))
-    keep = CertKeeper(kube_api, settings, (namespace, "gate-tls"), [(VALIDATING, name)], FakeClock(START),
-                      (namespace, "policy"))
-
-    def conditions() -> list[dict[str, str]]:
-        (hook,) = admission.read_validating_webhook_configuration(name).webhooks
-        return [{"name": c.name, "expression": c.expression} for c in hook.match_conditions or []]
-
+    name, keep, conditions = conditioned(kube_api, POD_WEBHOOK, (namespace, "policy"))
     assert f"{VALIDATING}/{name}/{POD_WEBHOOK}" in keep.reconcile().scoped
     assert any(c["name"] == "sender-not-exempt" and '"ci-bot"' in c["expression"] for c in conditions())
     assert f"{VALIDATING}/{name}/{POD_WEBHOOK}" not in keep.reconcile().scoped  # nothing left to write
     core.patch_namespaced_config_map("policy", namespace, {"data": {"policy.yaml": ""}})
     keep.reconcile()
     assert not any(c["name"] == "sender-not-exempt" for c in conditions())
+    admission.delete_validating_webhook_configuration(name)
+
+
+def test_the_policy_webhook_s_conditions_follow_the_policy_configmap_the_keeper_is_given(
+        kube_api: client.ApiClient, namespace: str) -> None:
+    """Only that ConfigMap waits on the gateway, whatever the policy in it says (here: none yet)."""
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    name, keep, conditions = conditioned(kube_api, POLICY_WEBHOOK, (namespace, "our-policy"))
+    keep.reconcile()
+    assert conditions() == policy_match_conditions((namespace, "our-policy"))
+    assert keep.reconcile().scoped == ()  # nothing left to write
+    config = admission.read_validating_webhook_configuration(name)
+    config.webhooks[0].match_conditions = None  # edited away: every ConfigMap of the namespace sent again
+    admission.replace_validating_webhook_configuration(name, config)
+    assert keep.reconcile().scoped == (f"{VALIDATING}/{name}/{POLICY_WEBHOOK}",)
+    assert conditions() == policy_match_conditions((namespace, "our-policy"))
     admission.delete_validating_webhook_configuration(name)
 
 
@@ -427,7 +488,8 @@ def delete_configuration(kube_api: client.ApiClient, setup: dict[str, Any]) -> t
                  id="a corrupted Secret replaced is an Event on the Secret saying why"),
     pytest.param(edit_bundle_away, "caBundle of c.keeper.test set to the CAs of Secret",
                  id="a caBundle put back is an Event on its configuration naming the webhook"),
-    pytest.param(delete_configuration, "does not recreate it; re-apply the install: kubectl apply -k manifests/default",
+    pytest.param(delete_configuration, "does not recreate it; re-apply the install: kubectl apply --server-side -k "
+                 "manifests/default -l 'app.kubernetes.io/component!=policy'",
                  id="a deleted configuration is one Warning on it naming the fix, however many passes"),
 ])
 def test_every_heal_or_harm_the_keeper_sees_is_a_visible_event(

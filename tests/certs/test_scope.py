@@ -11,8 +11,12 @@ from __future__ import annotations
 import pytest
 
 from batchgate.api.selectors import parse_label_selector
-from batchgate.policy import parse_policy
-from certs.scope import POLICY_WEBHOOK, governed, namespace_selector, stale_selectors
+from batchgate.keys import BREAK_GLASS_ANNOTATION
+from batchgate.policy import DEFAULT_POLICY_CONFIGMAP, parse_policy
+from certs.scope import (POLICY_WEBHOOK, governed, namespace_selector, policy_match_conditions, stale_conditions,
+                         stale_selectors)
+from localcluster.apiserver.admission_match import conditions_hold
+from webhook.rules.policy_configmap import is_policy_configmap
 
 OPT_IN = parse_policy("managedNamespaces:\n  selector: {matchLabels: {mlbatch-team-namespace: 'true'}}\n")
 EVERYWHERE = parse_policy("")
@@ -57,3 +61,33 @@ def test_only_governed_hooks_with_another_selector_are_stale() -> None:
              {"name": "c", "rules": [{}]},
              {"name": POLICY_WEBHOOK, "rules": [{}], "namespaceSelector": {}}]
     assert stale_selectors(hooks, wanted) == [2]
+
+
+ADMIN = ("system:masters", "system:authenticated")
+
+
+@pytest.mark.parametrize("metadata, groups, sent", [
+    pytest.param({"name": "batchgate-policy"}, (), True, id="the policy ConfigMap is sent"),
+    pytest.param({"name": "kube-root-ca.crt"}, (), False, id="the root CA every pod mounts never waits on the gateway"),
+    pytest.param({"name": "grafana-dashboard"}, (), False, id="nor does any other ConfigMap of the namespace"),
+    pytest.param({"generateName": "cm-"}, (), False, id="a ConfigMap without a name yet is skipped, not an error"),
+    pytest.param({"name": "batchgate-policy", "annotations": {BREAK_GLASS_ANNOTATION: "gateway down"}}, ADMIN, False,
+                 id="a cluster admin's break-glass edit of the policy skips it"),
+    pytest.param({"name": "batchgate-policy", "annotations": {BREAK_GLASS_ANNOTATION: "me too"}}, ("dev",), True,
+                 id="anyone else's break-glass mark does not"),
+])
+def test_the_policy_webhook_is_sent_the_policy_configmap_alone(metadata: dict, groups: tuple, sent: bool) -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**metadata, "namespace": "batchgate-system"}}
+    review = {"operation": "UPDATE", "namespace": "batchgate-system", "object": obj, "oldObject": obj,
+              "userInfo": {"username": "someone", "groups": list(groups)}}
+    assert conditions_hold(policy_match_conditions(DEFAULT_POLICY_CONFIGMAP), review) is sent
+    if not sent and "annotations" not in metadata:  # what it skips, the gateway would not check as a policy
+        assert not is_policy_configmap("ConfigMap", "batchgate-system", obj, DEFAULT_POLICY_CONFIGMAP)
+
+
+def test_the_policy_webhook_follows_the_configmap_it_guards() -> None:
+    other = policy_match_conditions(("ops", "our-policy"))
+    hooks = [{"name": POLICY_WEBHOOK, "matchConditions": policy_match_conditions(DEFAULT_POLICY_CONFIGMAP)},
+             {"name": "pods.validate.batchgate.dev", "matchConditions": []}]
+    assert stale_conditions(hooks, POLICY_WEBHOOK, other) == [0]
+    assert stale_conditions(hooks, POLICY_WEBHOOK, policy_match_conditions(DEFAULT_POLICY_CONFIGMAP)) == []

@@ -1,34 +1,41 @@
-"""Builders for controller tests: corpus manifests and small jobs."""
+"""Builders for controller tests: the demo's samples as stored, and small jobs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from batchgate import keys
 from batchgate.policy import DEFAULT_POLICY
 from webhook.rules.frameworks import apply_frameworks
 from webhook.rules.mutation import framework_settings
 from webhook.rules.review import GroupVersionKind
+from tests.builders import sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def corpus_dir() -> Path:
-    """shared/ sits beside the clone (CI) or beside the directory holding the worktrees; fail loudly otherwise."""
-    for base in ROOT.parents:
-        if (base / "shared" / "corpus").is_dir():
-            return base / "shared" / "corpus"
-    raise FileNotFoundError(f"shared/corpus not found beside {ROOT} or any parent")
-
-
-def corpus(name: str) -> dict[str, Any]:
-    doc = yaml.safe_load((corpus_dir() / name).read_text())
+def stored(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` as the API server keeps it in team-a after the gateway: a namespace, a uid, a queue."""
     doc["metadata"].setdefault("namespace", "team-a")
     doc["metadata"].setdefault("uid", f"uid-{doc['metadata'].get('name', 'x')}")
+    doc["metadata"].setdefault("labels", {}).setdefault(keys.QUEUE_NAME_LABEL, "default-queue")
     return doc
+
+
+def stored_sample(name: str) -> dict[str, Any]:
+    """One of the demo's samples (`alice/appwrapper-job.yaml`) as stored."""
+    return stored(sample(name))
+
+
+def a_pytorch_appwrapper() -> dict[str, Any]:
+    """The demo's PyTorchJob in an AppWrapper (a master, two workers) as stored."""
+    return stored_sample("alice/appwrapper-pytorchjob.yaml")
+
+
+def a_pytorchjob() -> dict[str, Any]:
+    """The PyTorchJob of that AppWrapper submitted on its own, as stored."""
+    return stored(a_pytorch_appwrapper()["spec"]["components"][0]["template"])
 
 
 def a_job(name: str = "train", *, queue: str | None = "default-queue", parallelism: int | None = 2,

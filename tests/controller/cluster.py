@@ -38,16 +38,46 @@ def subprocess_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def started_controller(client: Any, watch_timeout: int = 2) -> Iterator[Any]:
-    """A real Controller (no leader election) on `client`, synced before the tests see it; stopped after."""
+CONTROLLER_NAMESPACE, CONTROLLER_ACCOUNT = "batchgate-system", "batchgate-controller"
+
+
+def controller_kubeconfig(cluster: Any) -> Path:
+    """A kubeconfig that is the controller's service account under the shipped roles
+    (manifests/rbac applied), with a token from the TokenRequest API as its pod gets one. A
+    controller under test runs as this, never as the admin: a write the shipped ClusterRole does
+    not allow is then refused as on a real cluster (the slack ClusterQueue's update was not)."""
+    from tests.localcluster_fixtures import service_account_kubeconfig
+
+    target = Path(cluster.workdir) / f"{CONTROLLER_ACCOUNT}.kubeconfig"
+    if not target.exists():
+        kubectl(cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "rbac"))
+        service_account_kubeconfig(cluster.kubeconfig, CONTROLLER_NAMESPACE, CONTROLLER_ACCOUNT, target)
+    return target
+
+
+def controller_client(cluster: Any) -> Any:
+    """A KubeClient as the controller's service account (controller_kubeconfig)."""
+    from controller.adapters.kube import KubeClient
+
+    return KubeClient.from_kubeconfig(str(controller_kubeconfig(cluster)))
+
+
+def started_controller(cluster: Any, watch_timeout: int = 2, **options: Any) -> Iterator[Any]:
+    """A real Controller (no leader election) on `cluster` as its service account, synced before
+    the tests see it; stopped after. `options` are more ControllerOptions (a namespace, ...)."""
     from batchgate.clock import SystemClock
     from controller.adapters.manager import Controller, ControllerOptions
 
-    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=watch_timeout))
+    client = controller_client(cluster)
+    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=watch_timeout,
+                                                              **options))
     ctl.start()
-    assert ctl.wait_synced(20)
-    yield ctl
-    ctl.stop()
+    try:
+        assert ctl.wait_synced(20)
+        yield ctl
+    finally:
+        ctl.stop()
+        client.close()
 
 
 def running_cluster(workdir: Path, nodes_yaml: str) -> Iterator[Any]:

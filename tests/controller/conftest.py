@@ -8,7 +8,7 @@ from typing import Any, Iterator
 import pytest
 
 from controller.adapters.kube import RESOURCES, KubeClient
-from tests.controller.cluster import ROOT, kubectl, running_cluster
+from tests.controller.cluster import ROOT, controller_client, kubectl, running_cluster
 from tests.localcluster_fixtures import local_cluster  # noqa: F401  (session-scoped local cluster)
 
 
@@ -22,6 +22,15 @@ def cluster(local_cluster: Any) -> Any:  # noqa: F811
 @pytest.fixture(scope="module")
 def client(cluster: Any) -> Iterator[KubeClient]:
     c = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def controller_api(cluster: Any) -> Iterator[KubeClient]:
+    """The controller's service account under the shipped roles: what the adapters a test builds
+    by hand (writers, reconcilers, electors) write as, so the ClusterRole is what they are held to."""
+    c = controller_client(cluster)
     yield c
     c.close()
 

@@ -24,8 +24,8 @@ KUEUE = "kueue.x-k8s.io/v1beta1"
 
 
 @pytest.fixture(scope="module")
-def controller(client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(client)
+def controller(cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(cluster)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from batchgate import keys
 from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
-from tests.controller.cluster import eventually, started_controller
+from tests.controller.cluster import controller_client, eventually, started_controller
 
 pytestmark = pytest.mark.timeout(90)
 AW, JOBS, PODS, WL = RESOURCES["AppWrapper"], RESOURCES["Job"], RESOURCES["Pod"], RESOURCES["Workload"]
@@ -29,8 +29,8 @@ BEHAVIOR = "localcluster.batchgate.dev/behavior"
 
 
 @pytest.fixture(scope="module")
-def controller(live_client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(live_client, watch_timeout=5)
+def controller(live_cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(live_cluster, watch_timeout=5)
 
 
 @pytest.fixture
@@ -231,7 +231,7 @@ def test_pods_that_never_stop_are_force_deleted_after_the_grace_period(
         live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": None}}})
 
 
-def test_nothing_is_decided_before_the_caches_are_filled(live_client: KubeClient) -> None:
+def test_nothing_is_decided_before_the_caches_are_filled(live_cluster: Any) -> None:
     """A restarted controller must not judge a running AppWrapper by a cache still listing its pods."""
     from batchgate.policy import DEFAULT_POLICY
     from controller.adapters.appwrappers import AppWrapperReconciler
@@ -248,15 +248,17 @@ def test_nothing_is_decided_before_the_caches_are_filled(live_client: KubeClient
     running["status"] = {"phase": keys.PHASE_RUNNING, "componentStatus": [
         {"name": "early-job", "kind": "Job", "apiVersion": "batch/v1", "podSets": [{"replicas": 2}]}]}
     store.apply("AppWrapper", "ADDED", running)
-    refusing = Writer(live_client, lambda: False)  # any write would raise NotLeader
-    reconciler = AppWrapperReconciler(store, refusing, EventRecorder(refusing, clock, "test"), clock, live_client,
+    as_controller = controller_client(live_cluster)
+    refusing = Writer(as_controller, lambda: False)  # any write would raise NotLeader
+    reconciler = AppWrapperReconciler(store, refusing, EventRecorder(refusing, clock, "test"), clock, as_controller,
                                       lambda: DEFAULT_POLICY, ControllerMetrics(), synced=lambda: False)
     result = reconciler.reconcile(ObjectKey("AppWrapper", "team-x", "early"))
+    as_controller.close()
     assert result.requeue_after is not None and 0 < result.requeue_after < 1, "nothing decided now, looked at again shortly"
 
 
 def test_a_component_missing_only_from_a_stale_cache_does_not_fail_the_appwrapper(
-        live_client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
+        live_cluster: Any, live_client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
     """Goal R5: a restarted controller whose Job cache lags the API must read the API before failing."""
     from controller.adapters.appwrappers import AppWrapperReconciler
     from controller.adapters.events import EventRecorder
@@ -272,10 +274,12 @@ def test_a_component_missing_only_from_a_stale_cache_does_not_fail_the_appwrappe
     clock = SystemClock()
     stale = SharedStore()  # holds the AppWrapper but has not yet seen its Job
     stale.apply("AppWrapper", "ADDED", live_client.get(AW, "steady", ns))
-    writer = Writer(live_client, lambda: True)
-    reconciler = AppWrapperReconciler(stale, writer, EventRecorder(writer, clock, "stale"), clock, live_client,
+    as_controller = controller_client(live_cluster)
+    writer = Writer(as_controller, lambda: True)
+    reconciler = AppWrapperReconciler(stale, writer, EventRecorder(writer, clock, "stale"), clock, as_controller,
                                       lambda: controller.policy, ControllerMetrics())
     reconciler.reconcile(ObjectKey("AppWrapper", ns, "steady"))
+    as_controller.close()
     after = live_client.get(AW, "steady", ns)
     assert phase(live_client, ns, "steady") == keys.PHASE_RUNNING, after["status"].get("conditions")
     assert get(live_client, JOBS, "steady-job", ns) is not None

@@ -20,8 +20,8 @@ JOBS, SERVICES, CONFIGMAPS = RESOURCES["Job"], RESOURCES["Service"], RESOURCES["
 
 
 @pytest.fixture(scope="module")
-def controller(client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(client)
+def controller(cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(cluster)
 
 
 def submit(client: KubeClient, namespace: str, name: str, framework: str, completions: int) -> dict[str, Any]:

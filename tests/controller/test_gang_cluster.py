@@ -27,7 +27,7 @@ from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
-from tests.controller.cluster import eventually, running_cluster, started_controller
+from tests.controller.cluster import controller_client, eventually, running_cluster, started_controller
 
 pytestmark = pytest.mark.timeout(120)
 PODS, JOBS, PODGROUPS, EVENTS = RESOURCES["Pod"], RESOURCES["Job"], RESOURCES["PodGroup"], RESOURCES["Event"]
@@ -50,8 +50,8 @@ def client(gang_cluster: Any) -> Iterator[KubeClient]:
 
 
 @pytest.fixture(scope="module")
-def controller(client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(client, watch_timeout=5)
+def controller(gang_cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(gang_cluster, watch_timeout=5)
 
 
 @pytest.fixture
@@ -205,7 +205,7 @@ def test_pods_naming_another_scheduler_are_left_alone_by_both_schedulers(client:
 
 
 def test_a_bind_refused_because_the_pod_was_bound_meanwhile_is_read_again_not_retried(
-        client: KubeClient, ns: str) -> None:
+        gang_cluster: Any, client: KubeClient, ns: str) -> None:
     """The binder's own step, run by hand with a cache that missed a bind another scheduler made."""
     policy = parse_policy("scheduling:\n  schedulerName: by-hand-scheduler\n")
     pod = client.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "raced", "namespace": ns},
@@ -217,14 +217,16 @@ def test_a_bind_refused_because_the_pod_was_bound_meanwhile_is_read_again_not_re
     client.request("POST", PODS.path(ns, "raced", "binding"), body={  # ...while someone binds it to gpu-2
         "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "raced"},
         "target": {"apiVersion": "v1", "kind": "Node", "name": "gpu-2"}})
-    writer = Writer(client, lambda: True)
-    scheduler = GangScheduler(store, writer, EventRecorder(writer, SystemClock(), "test"), SystemClock(), client,
+    as_controller = controller_client(gang_cluster)
+    writer = Writer(as_controller, lambda: True)
+    scheduler = GangScheduler(store, writer, EventRecorder(writer, SystemClock(), "test"), SystemClock(), as_controller,
                               lambda: policy, lambda: True)
     try:
         scheduler.step()
         assert client.get(PODS, "raced", ns)["spec"]["nodeName"] == "gpu-2"
     finally:
         scheduler.stop()
+        as_controller.close()
         # It runs until deleted: left bound, it would hold gpu-2 against every `idle` test after it.
         client.delete(PODS, "raced", ns, grace_period_seconds=0)
     assert store.get("Pod", ns, "raced")["spec"]["nodeName"] == "gpu-2"  # type: ignore[index]

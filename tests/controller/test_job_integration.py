@@ -10,7 +10,7 @@ import pytest
 from controller.decisions.jobs import integration as ji
 from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.decisions.jobs.workloads import PriorityClasses, desired_workload
-from tests.controller.builders import a_job, corpus
+from tests.controller.builders import a_job, a_pytorch_appwrapper, a_pytorchjob
 
 NOW = "2026-01-01T00:00:00Z"
 FLAVORS = {
@@ -118,8 +118,8 @@ def test_stopping_suspends_first_and_restores_the_submitted_templates_after() ->
 
 
 def an_appwrapper(phase: str, *conditions: tuple[str, str], suspend: bool = False) -> dict[str, Any]:
-    """The corpus AppWrapper in `phase` with the given (type, status) conditions."""
-    aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
+    """The demo's PyTorchJob AppWrapper in `phase` with the given (type, status) conditions."""
+    aw = a_pytorch_appwrapper()
     aw["spec"]["suspend"] = suspend
     aw["status"] = {"phase": phase, "conditions": [{"type": t, "status": s, "reason": "Test", "message": ""}
                                                    for t, s in conditions]}
@@ -158,7 +158,7 @@ def test_an_appwrappers_quota_follows_its_lifecycle(aw: dict[str, Any], workload
 
 
 def test_an_admitted_appwrapper_gets_pod_set_infos_per_component() -> None:
-    aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
+    aw = a_pytorch_appwrapper()
     aw["spec"]["suspend"] = True
     (start,) = decide(aw, workload_for(aw, *ADMITTED))
     assert isinstance(start, ji.StartJob)
@@ -168,7 +168,7 @@ def test_an_admitted_appwrapper_gets_pod_set_infos_per_component() -> None:
 
 
 def test_a_pytorchjob_is_started_through_its_run_policy() -> None:
-    job = corpus("mlbatch/pytorchjob.yaml")
+    job = a_pytorchjob()
     job["spec"]["runPolicy"] = {"suspend": True}
     (start,) = decide(job, workload_for(job, *ADMITTED, flavor="default"))
     assert isinstance(start, ji.StartJob) and start.job["spec"]["runPolicy"]["suspend"] is False
@@ -227,12 +227,12 @@ def queued(obj: dict[str, Any], queue: str, **suspend: Any) -> dict[str, Any]:
 
 MOVABLE = {
     "Job": a_job(),
-    "PyTorchJob": corpus("mlbatch/pytorchjob.yaml"),
+    "PyTorchJob": a_pytorchjob(),
     "RayJob": {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rj"},
                "spec": {"rayClusterSpec": RAY_CLUSTER_SPEC}},
     "RayCluster": {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
                    "spec": copy.deepcopy(RAY_CLUSTER_SPEC)},
-    "AppWrapper": corpus("appwrapper/wrapped-pytorch-job.yaml"),
+    "AppWrapper": a_pytorch_appwrapper(),
 }
 
 

@@ -19,8 +19,8 @@ from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
 from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.decisions.jobs.workloads import workload_name
-from tests.controller.builders import a_job, corpus
-from tests.controller.cluster import eventually, kubectl, subprocess_env, started_controller
+from tests.controller.builders import a_job, a_pytorch_appwrapper, stored_sample
+from tests.controller.cluster import controller_kubeconfig, eventually, kubectl, subprocess_env, started_controller
 
 pytestmark = pytest.mark.timeout(120)
 JOBS, WL, AW, RF = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["AppWrapper"], RESOURCES["ResourceFlavor"]
@@ -38,8 +38,8 @@ def client(cluster: Any) -> Iterator[KubeClient]:
 
 
 @pytest.fixture(scope="module")
-def controller(client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(client)
+def controller(cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(cluster)
 
 
 def workload_of(client: KubeClient, kind: str, obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -139,7 +139,7 @@ def test_a_finished_job_finishes_its_workload_and_a_deleted_one_takes_it_along(
 
 def test_an_admitted_appwrapper_gets_its_flavors_through_pod_set_infos(
         client: KubeClient, controller: Controller, namespace: str) -> None:
-    aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
+    aw = a_pytorch_appwrapper()
     aw["metadata"] = {"name": "aw", "namespace": namespace, "labels": aw["metadata"]["labels"]}
     aw["spec"]["suspend"] = True
     aw = client.create(AW, aw)
@@ -166,7 +166,7 @@ def test_a_job_that_cannot_have_a_workload_gets_a_warning_event(
 
 def test_a_job_inside_a_queued_appwrapper_is_never_queued_itself(
         client: KubeClient, controller: Controller, namespace: str) -> None:
-    aw = corpus("mlbatch/job.yaml")
+    aw = stored_sample("alice/appwrapper-job.yaml")
     aw["metadata"] = {"name": "parent", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "q"}}
     aw["spec"]["suspend"] = True
     aw = client.create(AW, aw)
@@ -231,11 +231,12 @@ def test_two_controller_processes_hand_over_the_lease(cluster: Any, client: Kube
             assert exc.not_found
             return None
 
-    first = ControllerProcess(str(cluster.kubeconfig), "first")
+    identity = str(controller_kubeconfig(cluster))  # the controller's account, Lease Role included
+    first = ControllerProcess(identity, "first")
     second = None
     try:
         eventually(lambda: holder() == "first", timeout=20, what="the first process to lead")
-        second = ControllerProcess(str(cluster.kubeconfig), "second")
+        second = ControllerProcess(identity, "second")
         eventually(lambda: second.get("/readyz").status_code == 200, timeout=20, what="the standby's warm cache")
         assert second.leader_metric() == "0.0" and holder() == "first"
 

@@ -12,20 +12,22 @@ from controller.adapters.kube import KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
 from controller.adapters.metrics import ControllerMetrics
 from controller.cli import parse_args
-from tests.controller.cluster import eventually
+from tests.controller.cluster import controller_client, eventually
 from tests.controller.test_admission_cluster import running, submit, team  # noqa: F401  (the fixture too)
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
-def controller(client: KubeClient) -> Iterator[Controller]:
+def controller(cluster: Any) -> Iterator[Controller]:
+    client = controller_client(cluster)
     ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2),
                      ControllerMetrics(kueue_compatible=False))
     ctl.start()
     assert ctl.wait_synced(20)
     yield ctl
     ctl.stop()
+    client.close()
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

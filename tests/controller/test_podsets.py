@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from controller.decisions.jobs.podsets import JOB_KINDS, PodSetError, pod_sets
-from tests.controller.builders import a_job, corpus
+from tests.controller.builders import a_job, a_pytorch_appwrapper, a_pytorchjob, stored_sample
+from tests.upstream_corpus import corpus_param
 
 
 def shape(obj: dict[str, Any]) -> list[tuple[str, int, str]]:
@@ -29,9 +30,9 @@ def ray_cluster_spec() -> dict[str, Any]:
         pytest.param(a_job(parallelism=4, completions=2), [("main", 2, "spec.template")],
                      id="a Job never runs more pods than completions"),
         pytest.param(a_job(parallelism=None), [("main", 1, "spec.template")], id="a Job without parallelism runs one pod"),
-        pytest.param(corpus("mlbatch/pytorchjob.yaml"),
+        pytest.param(a_pytorchjob(),
                      [("master", 1, "spec.pytorchReplicaSpecs.Master.template"),
-                      ("worker", 1, "spec.pytorchReplicaSpecs.Worker.template")],
+                      ("worker", 2, "spec.pytorchReplicaSpecs.Worker.template")],
                      id="a PyTorchJob has a master then a worker podSet"),
         pytest.param({"kind": "RayCluster", "metadata": {"name": "rc"}, "spec": ray_cluster_spec()},
                      [("head", 1, "spec.headGroupSpec.template"), ("small", 3, "spec.workerGroupSpecs.0.template"),
@@ -49,17 +50,17 @@ def ray_cluster_spec() -> dict[str, Any]:
                       ("small", 3, "spec.rayClusterSpec.workerGroupSpecs.0.template"),
                       ("multi", 8, "spec.rayClusterSpec.workerGroupSpecs.1.template")],
                      id="a RayJob in HTTPMode has no submitter pod"),
-        pytest.param(corpus("appwrapper/wrapped-pytorch-job.yaml"),
-                     [("sample-pytorch-job-0", 1, "spec.components.0.template.spec.pytorchReplicaSpecs.Master.template"),
-                      ("sample-pytorch-job-1", 2, "spec.components.0.template.spec.pytorchReplicaSpecs.Worker.template")],
+        pytest.param(a_pytorch_appwrapper(),
+                     [("resnet-ddp-0", 1, "spec.components.0.template.spec.pytorchReplicaSpecs.Master.template"),
+                      ("resnet-ddp-1", 2, "spec.components.0.template.spec.pytorchReplicaSpecs.Worker.template")],
                      id="an AppWrapper infers the podSets of a wrapped PyTorchJob"),
-        pytest.param(corpus("mlbatch/job.yaml"),
-                     [("sample-job-0", 1, "spec.components.0.template.spec.template")],
+        pytest.param(stored_sample("alice/appwrapper-job.yaml"),
+                     [("fine-tune-0", 1, "spec.components.0.template.spec.template")],
                      id="an AppWrapper infers the podSet of a wrapped Job"),
-        pytest.param(corpus("appwrapper/wrapped-leader-worker-set.yaml"),
+        corpus_param("appwrapper/wrapped-leader-worker-set.yaml",
                      [("sample-lws-0", 2, "spec.components.0.template.spec.leaderWorkerTemplate.leaderTemplate"),
                       ("sample-lws-1", 3, "spec.components.0.template.spec.leaderWorkerTemplate.workerTemplate")],
-                     id="an AppWrapper uses declared podSets for kinds it cannot infer"),
+                     id="upstream's LeaderWorkerSet AppWrapper uses its declared podSets for a kind it cannot infer"),
     ],
 )
 def test_pod_sets(obj: dict[str, Any], expected: list[tuple[str, int, str]]) -> None:

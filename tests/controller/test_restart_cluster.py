@@ -11,7 +11,7 @@ import pytest
 from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
-from tests.controller.cluster import ROOT, eventually, kubectl
+from tests.controller.cluster import ROOT, controller_client, eventually, kubectl
 from tests.controller.test_admission_cluster import KUEUE, running, submit
 from tests.controller.test_jobs_cluster import workload_of
 
@@ -32,7 +32,7 @@ def holding(client: KubeClient, ns: str) -> list[str]:
     return sorted(w["metadata"]["ownerReferences"][0]["name"] for w in items if (w.get("status") or {}).get("admission"))
 
 
-def test_a_restarted_controller_admits_nothing_twice(client: KubeClient) -> None:
+def test_a_restarted_controller_admits_nothing_twice(local_cluster: Any, client: KubeClient) -> None:
     suffix = uuid.uuid4().hex[:6]
     ns, cq = f"restart-{suffix}", f"cq-restart-{suffix}"
     client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -43,7 +43,8 @@ def test_a_restarted_controller_admits_nothing_twice(client: KubeClient) -> None
             {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}})
     client.create(RESOURCES["LocalQueue"], {"apiVersion": KUEUE, "kind": "LocalQueue",
                                             "metadata": {"name": "default-queue", "namespace": ns}, "spec": {"clusterQueue": cq}})
-    first = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
+    first = Controller(as_controller := controller_client(local_cluster), SystemClock(),
+                       ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
     first.start()
     try:
         # One after the other: Workloads made at once by parallel workers would reach the queue in
@@ -57,7 +58,8 @@ def test_a_restarted_controller_admits_nothing_twice(client: KubeClient) -> None
         first.stop()  # gone mid-way: "c" still waits, "d" arrives while nobody watches
     submit(client, ns, "d", "1")
 
-    second = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
+    second = Controller(as_controller, SystemClock(),
+                        ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
     second.start()
     try:
         assert second.wait_synced(20)

@@ -22,11 +22,12 @@ from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions.leader_election import LeaseTiming
 from controller.state.cache import Change
-from tests.controller.cluster import ROOT, eventually, kubectl
+from tests.controller.cluster import CONTROLLER_NAMESPACE, ROOT, eventually, kubectl
 
 pytestmark = pytest.mark.timeout(120)
 CM = RESOURCES["ConfigMap"]
 WL = RESOURCES["Workload"]
+LEASES = CONTROLLER_NAMESPACE  # where the controller's Role lets its account keep Leases
 
 
 def configmap(name: str, ns: str, value: str = "1") -> dict[str, Any]:
@@ -116,14 +117,14 @@ def test_informer_relists_when_its_version_is_too_old(client: KubeClient, namesp
         relisting.stop()
 
 
-def test_status_write_retries_after_a_conflict(client: KubeClient, namespace: str) -> None:
+def test_status_write_retries_after_a_conflict(client: KubeClient, controller_api: KubeClient, namespace: str) -> None:
     wl = client.create(WL, {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
                             "metadata": {"name": "w", "namespace": namespace},
                             "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]}})
     client.patch(WL, "w", namespace, {"status": {"conditions": [
         {"type": "Other", "status": "True", "reason": "Elsewhere", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
                  subresource="status")
-    writer = Writer(client, lambda: True)
+    writer = Writer(controller_api, lambda: True)
     calls: list[str] = []
 
     def compute(current: dict[str, Any]) -> dict[str, Any]:
@@ -139,17 +140,19 @@ def test_status_write_retries_after_a_conflict(client: KubeClient, namespace: st
     assert written["spec"]["queueName"] == "q"
 
 
-def test_writes_are_refused_when_not_leading(client: KubeClient, namespace: str) -> None:
-    writer = Writer(client, lambda: False)
+def test_writes_are_refused_when_not_leading(client: KubeClient, controller_api: KubeClient,
+                                            namespace: str) -> None:
+    writer = Writer(controller_api, lambda: False)
     with pytest.raises(NotLeader):
         writer.create(CM, configmap("nope", namespace))
     with pytest.raises(ApiError):
         client.get(CM, "nope", namespace)
 
 
-def test_events_are_told_by_kubectl_describe(cluster: Any, client: KubeClient, namespace: str) -> None:
+def test_events_are_told_by_kubectl_describe(cluster: Any, client: KubeClient, controller_api: KubeClient,
+                                            namespace: str) -> None:
     obj = client.create(CM, configmap("described", namespace))
-    recorder = EventRecorder(Writer(client, lambda: True), SystemClock(), "test-instance")
+    recorder = EventRecorder(Writer(controller_api, lambda: True), SystemClock(), "test-instance")
     recorder.normal(obj, "CreatedWorkload", "Created Workload: ns/job-x-12345")
     recorder.warning(obj, "InvalidJob", 'workload priority class "gold" not found')
     recorder.warning(obj, "InvalidJob", 'workload priority class "gold" not found')
@@ -161,14 +164,14 @@ def test_events_are_told_by_kubectl_describe(cluster: Any, client: KubeClient, n
     assert "Warning" in line and "(x2 over" in line, "a repeat bumps the count instead of adding an Event"
 
 
-def test_leader_election_hands_over_when_the_leader_stops_renewing(client: KubeClient) -> None:
+def test_leader_election_hands_over_when_the_leader_stops_renewing(controller_api: KubeClient) -> None:
     clock = FakeClock(dt.datetime.now(dt.timezone.utc))
     timing = LeaseTiming()
     lease_name = f"lease-{uuid.uuid4().hex[:6]}"
     changes: list[str] = []
-    a = LeaderElector(client, "default", lease_name, "a", clock=clock, timing=timing,
+    a = LeaderElector(controller_api, LEASES, lease_name, "a", clock=clock, timing=timing,
                       on_started=lambda: changes.append("a leads"), on_stopped=lambda: changes.append("a stops"))
-    b = LeaderElector(client, "default", lease_name, "b", clock=clock, timing=timing,
+    b = LeaderElector(controller_api, LEASES, lease_name, "b", clock=clock, timing=timing,
                       on_started=lambda: changes.append("b leads"))
     assert a.step() and a.is_leader
     assert not b.step() and b.holder == "a", "a live lease is respected"
@@ -177,16 +180,16 @@ def test_leader_election_hands_over_when_the_leader_stops_renewing(client: KubeC
     assert not b.step(), "but the lease itself has not expired yet"
     clock.advance(timing.lease_duration - timing.renew_deadline + dt.timedelta(seconds=1))
     assert b.step() and b.is_leader
-    lease = client.get(RESOURCES["Lease"], lease_name, "default")
+    lease = controller_api.get(RESOURCES["Lease"], lease_name, LEASES)
     assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == ("b", 1)
     assert not a.step(), "the old leader sees the new holder and stays down"
     assert changes == ["a leads", "b leads", "a stops"]
 
 
-def test_two_candidates_racing_for_a_free_lease_elect_exactly_one(client: KubeClient) -> None:
+def test_two_candidates_racing_for_a_free_lease_elect_exactly_one(controller_api: KubeClient) -> None:
     clock = FakeClock(dt.datetime.now(dt.timezone.utc))
     lease_name = f"race-{uuid.uuid4().hex[:6]}"
-    electors = [LeaderElector(client, "default", lease_name, f"c{i}", clock=clock) for i in range(4)]
+    electors = [LeaderElector(controller_api, LEASES, lease_name, f"c{i}", clock=clock) for i in range(4)]
     barrier = threading.Barrier(len(electors))
     results: list[bool] = []
 

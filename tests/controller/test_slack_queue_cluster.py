@@ -21,8 +21,8 @@ HEALTH = "autopilot.ibm.com/gpuhealth"
 
 
 @pytest.fixture(scope="module")
-def controller(live_client: KubeClient) -> Iterator[Controller]:
-    yield from started_controller(live_client)
+def controller(live_cluster: Any) -> Iterator[Controller]:
+    yield from started_controller(live_cluster)
 
 
 @pytest.fixture(scope="module")

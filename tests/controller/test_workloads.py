@@ -14,7 +14,7 @@ from controller.decisions.jobs.workloads import (
     is_queued,
     workload_name,
 )
-from tests.controller.builders import a_job, corpus
+from tests.controller.builders import a_job, a_pytorch_appwrapper
 
 CLASSES = PriorityClasses(workload={"high": 1000, "low": 10}, pod={"urgent": 500, "normal": 100})
 
@@ -46,9 +46,8 @@ def test_a_job_workload_is_owned_by_the_job_and_carries_queue_and_podsets() -> N
 
 
 def test_an_appwrapper_workload_has_one_podset_per_component_podset() -> None:
-    wl = desired_workload(corpus("appwrapper/wrapped-pytorch-job.yaml"), JOB_KINDS["AppWrapper"], CLASSES)
-    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [
-        ("sample-pytorch-job-0", 1), ("sample-pytorch-job-1", 2)]
+    wl = desired_workload(a_pytorch_appwrapper(), JOB_KINDS["AppWrapper"], CLASSES)
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("resnet-ddp-0", 1), ("resnet-ddp-1", 2)]
 
 
 def with_pod_class(job: dict[str, Any], name: str) -> dict[str, Any]:

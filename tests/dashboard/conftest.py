@@ -39,8 +39,8 @@ def live_client(live_cluster: Any) -> Iterator[KubeClient]:
 
 
 @pytest.fixture(scope="module")
-def controller(live_client: KubeClient) -> Iterator[Any]:
-    yield from started_controller(live_client, watch_timeout=5)
+def controller(live_cluster: Any) -> Iterator[Any]:
+    yield from started_controller(live_cluster, watch_timeout=5)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""What the demo says admission changed: submitted object against stored object."""
+"""What the demo says admission changed: submitted object against stored object, and the
+gateway's share of it: less what the same submission gets without the gateway."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from demo.changes import Change, admission_changes, leaves, summarize
+from demo.changes import Change, admission_changes, gateway_changes, leaves, summarize
 
 SUBMITTED: dict[str, Any] = {
     "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
@@ -85,3 +86,22 @@ def test_every_reported_change_is_a_leaf_that_really_differs(before: dict[str, A
             assert change.path in old and change.path not in new
         else:
             assert new[change.path] == change.after and old.get(change.path, ...) != change.after
+
+
+def test_the_gateways_changes_leave_out_what_the_api_server_does_alone() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}
+
+    def defaulted(uid: str, **edits: Any) -> dict[str, Any]:
+        obj = copy.deepcopy(job)
+        obj["metadata"].update(uid=uid, labels={"controller-uid": uid, **edits.pop("labels", {})})
+        obj["spec"].update(backoffLimit=6, suspend=edits.pop("suspend", False))
+        obj["spec"]["template"]["spec"].update(schedulerName=edits.pop("schedulerName", "default-scheduler"))
+        return obj
+
+    ungated = defaulted("u-admin")
+    gated = defaulted("u-alice", labels={"user": "alice"}, suspend=True, schedulerName="batchgate-scheduler")
+    assert summarize(admission_changes(job, gated)) == (
+        "controller-uid=u-alice, user=alice, schedulerName=batchgate-scheduler, backoffLimit=6, suspend=true")
+    assert summarize(gateway_changes(job, gated, ungated)) == "user=alice, schedulerName=batchgate-scheduler, suspend=true"
+    assert gateway_changes(job, ungated, copy.deepcopy(ungated)) == []

@@ -1,12 +1,16 @@
 """`batchgate demo` end to end: local cluster, real gateway, real controller, real kubectl.
 
-One scripted run with --exit-when-done is checked line by line; one run is left up, explored
-with kubectl through the kubeconfig it prints, and stopped with Ctrl-C.
+One scripted run, `make demo DEMO_ARGS=--exit-when-done` in a clone of the repository alone
+under /tmp (no shared/corpus beside it; its .venv under /tmp too, where the Deployments' emptyDir
+at /tmp lies over it), is checked line by line, and in that clone the tests of upstream's samples
+say in one line that they did not run; one run is left up, explored with kubectl through the
+kubeconfig it prints, and stopped with Ctrl-C.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import signal
@@ -20,14 +24,28 @@ import requests
 
 from demo.kubectl import KUBECTL
 from tests.controller.cluster import eventually
-from tests.demo.helpers import corpus_dir, popen_demo, run_demo
+from tests.demo.helpers import clone_alone, popen_demo, run_demo
 
 DEMO_TIMEOUT_SECONDS = 240
 
 
 @pytest.fixture(scope="module")
-def scripted() -> subprocess.CompletedProcess[str]:
-    return run_demo("--exit-when-done", "--corpus", str(corpus_dir()), timeout=DEMO_TIMEOUT_SECONDS)
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("clone-alone")
+    assert str(home).startswith("/tmp/"), "the clone must lie under /tmp, where the pods' emptyDir is mounted"
+    assert not any((folder / "shared").exists() for folder in home.parents), "nothing may lie beside the clone"
+    return clone_alone(home / "batchgate")
+
+
+def in_clone(clone: Path, *command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`command` in the clone, with no trace of this checkout in the environment."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def scripted(clone: Path) -> subprocess.CompletedProcess[str]:
+    return in_clone(clone, "make", "demo", "DEMO_ARGS=--exit-when-done", timeout=DEMO_TIMEOUT_SECONDS)
 
 
 @pytest.fixture(scope="module")
@@ -49,30 +67,57 @@ def test_the_scripted_demo_exits_cleanly_after_its_four_scenes(scripted: subproc
 
 def test_the_product_is_installed_with_kubectl_apply_k_and_runs_as_pods_on_a_cluster_of_gpu_nodes(out: str) -> None:
     assert "4 nodes x 8 GPUs (node-0, node-1, node-2, node-3)" in out
-    assert re.search(r"admin: kubectl apply -k manifests/local, .*; 4 product pods Ready after \d+s: "
+    assert re.search(r"admin: kubectl apply --server-side -k manifests/local, .*; 4 product pods Ready after \d+s: "
                      r"2 batchgate-controller, 2 batchgate-webhook", out)
 
 
-def test_every_sample_is_submitted_by_its_user_and_shows_what_the_gateway_added(out: str) -> None:
-    corpus = corpus_dir()
-    for user, folder in (("alice", "mlbatch"), ("bob", "appwrapper")):
-        for path in sorted((corpus / folder).glob("*.yaml")):
-            assert f"({folder}/{path.name}): " in out, path
-        accounts = [line for line in out.splitlines() if line.strip().startswith(user) and f"({folder}/" in line]
+def test_every_sample_in_the_repository_is_submitted_by_its_user_and_shows_what_the_gateway_added(
+        clone: Path, out: str) -> None:
+    assert "alice (team-a) and bob (team-b) submit the samples in demo/samples/alice and demo/samples/bob" in out
+    for user in ("alice", "bob"):
+        paths = sorted((clone / "demo" / "samples" / user).glob("*.yaml"))
+        assert len(paths) >= 3
+        for path in paths:
+            assert f"({user}/{path.name}): " in out, path
+        accounts = [line for line in out.splitlines() if line.strip().startswith(user) and f"({user}/" in line]
         allowed = [line for line in accounts if "denied" not in line]
         assert allowed and all(f"workload.codeflare.dev/user={user}" in line for line in allowed)
-    job = next(line for line in out.splitlines() if "(mlbatch/job.yaml)" in line)
+    wrapped = next(line for line in out.splitlines() if "(alice/appwrapper-job.yaml)" in line)
     for added in ("kueue.x-k8s.io/queue-name=default-queue", "workload.codeflare.dev/userid=1001",
-                  "scheduling.x-k8s.io/pod-group=sample-job", "schedulerName=batchgate-scheduler", "suspend=true"):
-        assert added in job
+                  "scheduling.x-k8s.io/pod-group=fine-tune", "schedulerName=batchgate-scheduler", "suspend=true"):
+        assert added in wrapped
+    job = next(line for line in out.splitlines() if "(alice/job.yaml)" in line)
+    assert job.endswith("(alice/job.yaml): kueue.x-k8s.io/priority-class=default-priority, "
+                        "workload.codeflare.dev/user=alice, workload.codeflare.dev/userid=1001, suspend=true, "
+                        "scheduling.x-k8s.io/pod-group=tokenize, schedulerName=batchgate-scheduler"), job
+    ray = next(line for line in out.splitlines() if "(bob/raycluster-in-appwrapper.yaml)" in line)
+    assert "workload.codeflare.dev/userid=1002" in ray and "scheduling.x-k8s.io/pod-group=notebook-ray (x2)" in ray
+    assert re.search(r"5 samples admitted \(with labels, scheduler and suspend added\), 2 denied", out)
 
 
-def test_a_denial_is_shown_exactly_as_kubectl_prints_it(out: str) -> None:
-    path = corpus_dir() / "appwrapper" / "wrapped-jobset.yaml"
-    assert (f'Error from server (InvalidAppWrapper): error when creating "{path}": admission webhook '
-            '"workloads.validate.batchgate.dev" denied the request: InvalidAppWrapper: '
+def test_a_denial_is_shown_exactly_as_kubectl_prints_it(clone: Path, out: str) -> None:
+    samples = clone / "demo" / "samples"
+    assert (f'Error from server (InvalidAppWrapper): error when creating "{samples / "bob/appwrapper-jobset.yaml"}": '
+            'admission webhook "workloads.validate.batchgate.dev" denied the request: InvalidAppWrapper: '
             "spec.components[0].template.kind: JobSet.jobset.x-k8s.io is not in allowedKinds.wrapped") in out
+    assert (f'Error from server (QueueRequired): error when creating "{samples / "alice/job-without-queue.yaml"}": '
+            'admission webhook "workloads.validate.batchgate.dev" denied the request: QueueRequired: '
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Job needs a LocalQueue label") in out
     assert "ServiceUnavailable" not in out, "a sample reached the gateway before it had loaded its policy"
+
+
+def test_in_a_clone_alone_the_tests_of_upstreams_samples_say_in_one_line_that_they_did_not_run(clone: Path) -> None:
+    result = in_clone(clone, str(clone / ".venv" / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:randomly",
+                      "--basetemp", str(clone / ".pytest-tmp"), "-m", "upstream_corpus", timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    said = [line for line in result.stdout.splitlines() if "tests of upstream's samples did not run" in line]
+    assert len(said) == 1, result.stdout[-3000:]
+    count, files = re.fullmatch(
+        r"(\d+) tests of upstream's samples did not run \(the upstream samples are absent: no shared/corpus beside "
+        + re.escape(str(clone)) + r" or a parent of it\): (.*)", said[0]).groups()
+    assert re.search(rf"^{count} skipped, \d+ deselected in ", result.stdout, re.M), result.stdout[-3000:]
+    assert {"tests/webhook/rules/test_corpus.py", "tests/manifests/test_crds.py",
+            "tests/demo/test_gateway_only.py"} <= set(files.split(", "))
 
 
 def test_admission_borrowing_and_both_kinds_of_preemption_happen_live(out: str) -> None:
@@ -154,7 +199,7 @@ def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path)
         return f"\n--- demo stdout (last lines) ---\n{''.join(seen[-40:])}\n--- demo stderr ---\n{stderr_file.read_text()[-3000:]}"
 
     with stderr_file.open("w") as stderr:
-        process = popen_demo("--corpus", str(corpus_dir()), "--speed", "2", stderr=stderr)
+        process = popen_demo("--speed", "2", stderr=stderr)
     try:
         lines = _lines(process)
         kubeconfig = ""

@@ -22,8 +22,8 @@ from batchgate import keys
 from batchgate.clock import SystemClock
 from controller.adapters.kube import KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
-from tests.controller.builders import corpus_dir
 from tests.e2e.stack import NAMESPACE, ROOT, Kubectl, Stack, running_stack, submit
+from tests.upstream_corpus import corpus, upstream
 
 pytestmark = pytest.mark.timeout(180)
 NODES = "- name: gpu\n  count: 2\n  capacity: {cpu: '32', memory: 128Gi, nvidia.com/gpu: '8'}\n"
@@ -149,6 +149,7 @@ def test_a_second_gang_waits_whole_until_the_first_is_done(shipped: Stack, contr
 
 
 
+@upstream
 @pytest.mark.parametrize(("sample", "min_member", "ours"), [
     pytest.param("mlbatch/job-with-podgroup.yaml", 2, False,
                  id="MLBatch's AppWrapper carrying its own PodGroup is gang-bound by that PodGroup, left as written"),
@@ -158,7 +159,7 @@ def test_a_second_gang_waits_whole_until_the_first_is_done(shipped: Stack, contr
 def test_mlbatch_appwrappers_under_the_shipped_policy_are_gang_bound(shipped: Stack, controller: Controller,
                                                                      sample: str, min_member: int, ours: bool) -> None:
     kubectl = shipped.kubectl
-    aw = yaml.safe_load((corpus_dir() / sample).read_text())
+    aw = corpus(sample)
     aw["metadata"]["namespace"] = NAMESPACE
     submit(kubectl, aw)
     try:

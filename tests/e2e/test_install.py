@@ -338,6 +338,12 @@ def test_with_the_gateway_scaled_to_zero_only_managed_namespaces_are_refused_and
     kubectl.run("create", "namespace", "monitoring")
     for namespace in ("monitoring", "kube-system"):  # not a team namespace; a system namespace
         kubectl.run("apply", "-f", "-", stdin=pod(f"while-down-{namespace}", namespace))
+    # In the product's own namespace only the policy waits on the gateway (fails closed); any other
+    # ConfigMap (kube-root-ca.crt, which its pods mount) is still written.
+    kubectl.run("create", "configmap", "-n", SYSTEM_NAMESPACE, "while-down", "--from-literal=k=v")
+    policy_edit = kubectl.run("annotate", "configmap", "-n", SYSTEM_NAMESPACE, "batchgate-policy", "edited=yes",
+                              check=False)
+    assert 'no endpoints available for service "batchgate-webhook"' in policy_edit.stderr, policy_edit.stderr
     refused = kubectl.run("create", "-f", "-", user="alice", check=False,
                           stdin=json.dumps(alice_appwrapper("while-down")))
     assert refused.returncode == 1

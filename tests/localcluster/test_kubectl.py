@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from demo.samples_scene import SAMPLES
 from tests.localcluster.test_client_api import WIDGET_CRD
+from tests.upstream_corpus import CORPUS, corpus_rows
 
 Kubectl = Callable[..., subprocess.CompletedProcess]
 
@@ -37,13 +39,12 @@ spec:
 """
 
 
-def corpus() -> Path:
-    """`shared/corpus` beside the clone (CI), or beside an ancestor of it (worktrees)."""
-    root = Path(__file__).resolve().parents[2]
-    for base in root.parents:
-        if (base / "shared" / "corpus").is_dir():
-            return base / "shared" / "corpus"
-    raise FileNotFoundError(f"the shared corpus is missing: no shared/corpus beside {root} or its parents")
+def appwrapper_files() -> list:
+    """The demo's AppWrapper samples, then upstream's (marked, skipped where the corpus is absent)."""
+    ours = [pytest.param(p, id=f"demo/samples/{p.parent.name}/{p.name}") for p in sorted(SAMPLES.glob("*/*.yaml"))
+            if yaml.safe_load(p.read_text())["kind"] == "AppWrapper"]
+    theirs = sorted((CORPUS / "appwrapper").glob("*.yaml")) if CORPUS else []
+    return ours + corpus_rows(((f"appwrapper/{p.name}", (p,)) for p in theirs), 1)
 
 
 @pytest.fixture(scope="module")
@@ -236,11 +237,9 @@ APPWRAPPER_CRD = {
 }
 
 
-@pytest.mark.parametrize("manifest", sorted(p.name for p in (corpus() / "appwrapper").glob("*.yaml")))
-def test_corpus_appwrappers_apply_twice_and_keep_their_wrapped_objects(kubectl: Kubectl, namespace: str,
-                                                                       manifest: str) -> None:
+@pytest.mark.parametrize("path", appwrapper_files())
+def test_appwrappers_apply_twice_and_keep_their_wrapped_objects(kubectl: Kubectl, namespace: str, path: Path) -> None:
     kubectl("apply", "-f", "-", input=json.dumps(APPWRAPPER_CRD))
-    path = corpus() / "appwrapper" / manifest
     kubectl("-n", namespace, "apply", "-f", str(path))
     assert "unchanged" in kubectl("-n", namespace, "apply", "-f", str(path)).stdout
     sent = yaml.safe_load(path.read_text())

@@ -184,14 +184,22 @@ def test_the_client_side_upgrade_is_only_for_kubectl_on_client_side_applied_obje
         apply(live, configmap(a="2"), manager, False, T1, "v1/ConfigMap")
 
 
-def test_fields_outside_the_last_applied_configuration_still_conflict() -> None:
-    live = client_side_applied({"a": "1"})
+@pytest.mark.parametrize(("applied", "edit", "manager", "config", "conflict"), [
+    pytest.param({"a": "1"}, {"b": "x"}, "kubectl-edit", configmap(a="2", b="y"), ".data.b",
+                 id="a field outside the last-applied configuration"),
+    pytest.param({"a": "1", "b": "2"}, {"a": "injected"}, "keeper", configmap(a="1", b="3"), ".data.a",
+                 id="a last-applied field another manager changed since (a caBundle injected after a client-side "
+                    "install), as kube-apiserver's lastAppliedManager keeps only unchanged ones"),
+])
+def test_what_another_manager_wrote_after_a_client_side_apply_still_conflicts(
+        applied: dict[str, str], edit: dict[str, str], manager: str, config: dict, conflict: str) -> None:
+    live = client_side_applied(applied)
     edited = copy.deepcopy(live)
-    edited["data"]["b"] = "x"
-    edited = record_update(live, edited, "kubectl-edit", T1, "v1/ConfigMap")
+    edited["data"].update(edit)
+    edited = record_update(live, edited, manager, T1, "v1/ConfigMap")
     with pytest.raises(ApplyConflict) as caught:
-        apply(edited, configmap(a="2", b="y"), "kubectl", False, T2, "v1/ConfigMap")
-    assert caught.value.conflicts == [(".data.b", "kubectl-edit")]
+        apply(edited, config, "kubectl", False, T2, "v1/ConfigMap")
+    assert caught.value.conflicts == [(conflict, manager)]
 
 
 def test_an_update_records_new_maps_as_members() -> None:

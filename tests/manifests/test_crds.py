@@ -1,6 +1,6 @@
 """The CRDs in manifests/crds/: they parse, their schemas are structural, they carry the names,
-printer columns and subresources DESIGN.md section 4 promises, and real upstream manifests
-(shared/corpus) validate against them.
+printer columns and subresources DESIGN.md section 4 promises, and the demo's samples and real
+upstream manifests (shared/corpus, skipped where absent) validate against them.
 
 "Structural" follows apiextensions.k8s.io/v1: every node has a type unless it is int-or-string
 or preserves unknown fields, `anyOf` appears only for int-or-string, list-map keys are required
@@ -15,15 +15,11 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
+from tests.builders import samples
+from tests.upstream_corpus import corpus_manifests, corpus_rows
+
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "manifests" / "crds"
-
-def find_corpus() -> Path:
-    """shared/ sits beside the clone (CI) or beside the directory holding the worktrees."""
-    for base in ROOT.parents:
-        if (base / "shared" / "corpus").is_dir():
-            return base / "shared" / "corpus"
-    raise FileNotFoundError(f"shared/corpus not found beside {ROOT} or any parent; CI must place shared/ beside the clone")
 
 
 # plural.group -> (kind, version, scope, shortNames, printer column names, status subresource)
@@ -213,17 +209,17 @@ def test_fields_the_controller_reads_are_declared(kind: str, field: str) -> None
     assert declared(schema_of(crd), field)
 
 
-def corpus_objects() -> list[Any]:
-    params = []
-    for path in sorted(find_corpus().glob("*/*.yaml")):
-        for index, doc in enumerate(yaml.safe_load_all(path.read_text())):
-            if doc and doc.get("kind") in ("AppWrapper", "PyTorchJob"):
-                params.append(pytest.param(doc, id=f"{path.parent.name}/{path.name}#{index} validates against its CRD"))
-    return params
+def sample_objects() -> list[Any]:
+    """The demo's samples and upstream's manifests (marked) of a kind these CRDs define."""
+    kinds = {c["spec"]["names"]["kind"] for c in CRDS.values()}
+    ours = [pytest.param(doc, id=f"demo/samples/{name} validates against its CRD")
+            for name, doc in samples() if doc["kind"] in kinds]
+    return ours + corpus_rows(((f"{name}#{index} validates against its CRD", (doc,))
+                               for name, index, doc in corpus_manifests() if name.count("/") == 1 and doc["kind"] in kinds), 1)
 
 
-@pytest.mark.parametrize("obj", corpus_objects())
-def test_upstream_manifests_validate_against_the_crds(obj: dict[str, Any]) -> None:
+@pytest.mark.parametrize("obj", sample_objects())
+def test_samples_validate_against_the_crds(obj: dict[str, Any]) -> None:
     (crd,) = [c for c in CRDS.values() if c["spec"]["names"]["kind"] == obj["kind"]]
     assert list(validation_errors(schema_of(crd), obj)) == []
 

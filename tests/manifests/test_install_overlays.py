@@ -74,6 +74,21 @@ def test_product_pods_meet_the_restricted_pod_security_level(overlay: str, name:
         assert container["resources"]["requests"]["cpu"] and container["resources"]["limits"]["memory"]
 
 
+@pytest.mark.parametrize("overlay", INSTALLS)
+def test_the_gateway_s_startup_probe_outlasts_its_wait_for_its_certificate_files(overlay: str) -> None:
+    """Liveness (10 s x 3) would kill a gateway still waiting for the Secret a fresh install's
+    keeper makes (the kubelet projects it at its next sync, about a minute): the startup probe
+    holds liveness off for longer than the gateway's own --cert-wait (tests/e2e/test_install_startup.py)."""
+    spec = deployments(overlay)["batchgate-webhook"]["spec"]["template"]["spec"]
+    (gateway,) = [c for c in spec["containers"] if c["name"] == "webhook"]
+    args = gateway["args"]
+    wait = int(args[args.index("--cert-wait") + 1]) if "--cert-wait" in args else 0
+    startup = gateway["startupProbe"]
+    assert startup["httpGet"] == gateway["livenessProbe"]["httpGet"]
+    budget = startup.get("initialDelaySeconds", 0) + startup["periodSeconds"] * startup["failureThreshold"]
+    assert budget > max(wait, 60), f"{budget} s of startup probe for a wait of up to {wait} s"
+
+
 def test_the_product_namespace_enforces_the_restricted_level() -> None:
     (namespace,) = of_kind(build("default"), "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
@@ -113,7 +128,27 @@ def test_the_policy_webhook_fails_closed_and_lets_a_cluster_admin_break_the_glas
     (config,) = [d for d in of_kind(build("default"), "ValidatingWebhookConfiguration")]
     (hook,) = [h for h in config["webhooks"] if h["name"] == "policy.validate.batchgate.dev"]
     assert hook["failurePolicy"] == "Fail"
-    assert "system:masters" in hook["matchConditions"][0]["expression"]
+    (glass,) = [c for c in hook["matchConditions"] if c["name"] == "not-break-glass"]
+    assert "system:masters" in glass["expression"]
+
+
+@pytest.mark.parametrize("overlay", INSTALLS, ids=lambda o: f"{o} leaves every caBundle to its injector")
+def test_no_install_ships_a_ca_bundle(overlay: str) -> None:
+    """The keeper (or cainjector) writes the caBundle and owns it alone: a shipped placeholder made
+    the documented re-apply (`kubectl apply --server-side`) conflict with it, or with
+    --force-conflicts reset it and fail every review until it was injected again."""
+    for config in (d for d in build(overlay) if d["kind"].endswith("WebhookConfiguration")):
+        shipped = [h["name"] for h in config["webhooks"] if "caBundle" in h["clientConfig"]]
+        assert not shipped, f"{config['metadata']['name']}: caBundle shipped in {shipped}"
+
+
+@pytest.mark.parametrize("overlay", INSTALLS, ids=lambda o: f"{o}: the upgrade leaves out the policy alone")
+def test_the_upgrade_selector_leaves_out_the_admin_s_policy_and_nothing_else(overlay: str) -> None:
+    """docs/install.md upgrades with `-l 'app.kubernetes.io/component!=policy'`: the policy is the
+    admin's once installed, and everything else must still be applied."""
+    left_out = [f"{d['kind']}/{d['metadata']['name']}" for d in build(overlay)
+                if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "policy"]
+    assert left_out == ["ConfigMap/batchgate-policy"]
 
 
 def test_cert_manager_issues_the_serving_secret_and_injects_every_ca_bundle() -> None:
@@ -200,6 +235,21 @@ def test_the_shipped_webhook_selectors_are_what_the_shipped_policy_yields() -> N
     assert stale_selectors(hooks, namespace_selector(policy)) == []
     (pods,) = [h for h in hooks if h["name"] == POD_WEBHOOK]
     assert pods["matchConditions"] == pod_match_conditions(policy)
+
+
+def test_the_policy_webhook_ships_the_conditions_the_keeper_writes_for_the_policy_configmap() -> None:
+    """The ConfigMap named by the gateway's and the keeper's --policy-configmap, and nothing else."""
+    from certs.scope import BREAK_GLASS_CONDITION, POLICY_WEBHOOK, policy_match_conditions
+
+    docs = build("default")
+    hooks = {h["name"]: h for d in docs if d["kind"].endswith("WebhookConfiguration") for h in d["webhooks"]}
+    spec = deployments("default")["batchgate-webhook"]["spec"]["template"]["spec"]
+    named = {c["name"]: c["args"][c["args"].index("--policy-configmap") + 1] for c in spec["containers"]}
+    assert named == {"webhook": "batchgate-system/batchgate-policy", "certs": "batchgate-system/batchgate-policy"}
+    namespace, name = named["certs"].split("/")
+    assert hooks[POLICY_WEBHOOK]["matchConditions"] == policy_match_conditions((namespace, name))
+    assert hooks[POLICY_WEBHOOK]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    assert hooks["clusterqueues.validate.batchgate.dev"]["matchConditions"] == [BREAK_GLASS_CONDITION]
 
 
 def test_the_keeper_follows_the_shipped_policy_configmap() -> None:

@@ -32,7 +32,8 @@ from controller.decisions.quota.kueue_metrics import CQ_STATUSES
 from tests.controller.cluster import kubectl, started_controller
 from tests.localcluster_fixtures import local_cluster  # noqa: F401  (the session's local cluster)
 from tests.manifests.kustomize import ROOT, build
-from tests.webhook.server.helpers import corpus_objects, review_for
+from tests.builders import sample
+from tests.webhook.server.helpers import review_for
 from webhook.authorization.authorizer import AuthorizationMetrics
 from webhook.serving.launch import start_gateway
 from webhook.serving.metrics import GatewayMetrics
@@ -164,8 +165,7 @@ def exposed(text: str, declared: dict[str, set[str]]) -> dict[str, Exported]:
 def controller_metrics(local_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Exported]:  # noqa: F811
     """Scraped from a real controller's /metrics, running against the local cluster."""
     kubectl(local_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "crds"))
-    client = KubeClient.from_kubeconfig(str(local_cluster.kubeconfig))
-    running = started_controller(client)
+    running = started_controller(local_cluster)
     controller = next(running)
     probes = ProbeServer(controller.metrics, controller.healthy, controller.ready, "127.0.0.1", 0)
     probes.start()
@@ -174,7 +174,6 @@ def controller_metrics(local_cluster: Any, tmp_path_factory: pytest.TempPathFact
     finally:
         probes.stop()
         next(running, None)  # stops the controller
-        client.close()
     return exposed(text, declared_labels(controller.metrics.registry))
 
 
@@ -188,7 +187,7 @@ def gateway_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[s
         with requests.Session() as session:
             session.verify, session.trust_env = str(certs / "ca.crt"), False
             base = f"https://{gateway.host}:{gateway.port}"
-            _, obj = corpus_objects()[0]
+            obj = sample("alice/appwrapper-job.yaml")
             for endpoint in ("mutate", "validate"):
                 session.post(f"{base}/{endpoint}", json=review_for(obj), timeout=10).raise_for_status()
             text = session.get(f"{base}/metrics", timeout=10).text

@@ -19,7 +19,7 @@ from typing import Literal, Mapping
 from batchgate.api.appwrapper import parse_appwrapper
 from batchgate.api.errors import FieldError, child
 from batchgate.policy import Policy
-from batchgate.teams import team_binding_fix
+from batchgate.controller_rights import rights_fix
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo, Verdict
 from webhook.rules.scope import APPWRAPPER, classify
 from webhook.rules.validation import allow, deny
@@ -156,7 +156,7 @@ def _explain(question: AccessQuestion, answer: AccessAnswer) -> str:
                 f'in the namespace "{question.namespace}"')
     if question.role == "controller":
         sentence += ", so it could never create this component"
-        fix = team_binding_fix(kind.api_version, kind.kind, question.namespace)
+        fix = rights_fix(kind.api_version, kind.kind, question.namespace)
         sentence += f": {fix}" if fix else ""
     quoted = f'the authorizer said: "{answer.reason}"' if answer.reason else "the authorizer gave no reason"
     return f"{sentence} ({quoted})"

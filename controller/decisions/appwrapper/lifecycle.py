@@ -16,7 +16,7 @@ from typing import Callable
 
 from batchgate import keys
 from batchgate.durations import format_duration
-from batchgate.teams import team_binding_fix
+from batchgate.controller_rights import rights_fix
 from controller.decisions.appwrapper.components import ComponentError, component_status
 from controller.decisions.appwrapper.teardown import teardown
 from controller.decisions.appwrapper.timing import Timing
@@ -113,7 +113,7 @@ def after_create(aw: AppWrapperState, outcomes: tuple[CreateOutcome, ...], timin
         return Transition(keys.PHASE_RUNNING, "all components deployed", component_status=tuple(components))
     if error.forbidden:  # the controller itself refused: no retry mends its rights
         component = aw.components[error.index]
-        fix = team_binding_fix(component.api_version, component.kind, aw.namespace)
+        fix = rights_fix(component.api_version, component.kind, aw.namespace)
         error = dataclasses.replace(error, fatal=True, error=f"{error.error}: {fix}" if fix else error.error)
     deadline = aw.since(keys.COND_RESOURCES_DEPLOYED, "True", now) + timing.admission_grace
     if not error.fatal and now < deadline:

@@ -123,15 +123,21 @@ def _last_applied(obj: dict[str, Any]) -> str | None:
 def _client_side_applied_fields(manager: str, live: dict[str, Any], kind_key: str,
                                 schema: dict[str, Any] | None) -> set[Path]:
     """The fields kube-apiserver lets `kubectl apply --server-side` take without conflict: those the
-    last client-side apply (its annotation) configured, so switching modes is no conflict."""
+    last client-side apply (its annotation) configured and that still hold the value it set, so
+    switching modes is no conflict, while a field another writer changed since (a caBundle a
+    keeper injected, an admin's edit) still is (its lastAppliedManager)."""
     text = _last_applied(live)
     if manager != KUBECTL or text is None:
         return set()
     try:
         last = json.loads(text)
-        return set(field_values(last, kind_key, False, schema)) if isinstance(last, dict) else set()
+        if not isinstance(last, dict):
+            return set()
+        configured = field_values(last, kind_key, False, schema)
+        current = _live_values(live, kind_key, set(configured), schema)
     except (ValueError, ApplyError):
         return set()
+    return {path for path, value in configured.items() if current.get(path, MISSING) == value}
 
 
 def _sync_last_applied(result: dict[str, Any], applied: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
 from tests.controller.check.builders import GPU
 from tests.controller.test_admission_cluster import KUEUE, reason, running, submit
-from tests.controller.cluster import KUBECTL, ROOT, eventually, kubectl, subprocess_env
+from tests.controller.cluster import KUBECTL, ROOT, controller_client, eventually, kubectl, subprocess_env
 from tests.controller.decisions.trace_builders import cluster_queue, flavor, group, local_queue, namespace, workload
 
 pytestmark = pytest.mark.timeout(120)
@@ -152,7 +152,8 @@ def test_with_the_real_controller_the_pending_reason_is_the_controllers_own(clus
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
         {**cluster_queue(f"{ns}-cq", group({"default-flavor": {"cpu": 4}})), "apiVersion": KUEUE},
         {**local_queue("default-queue", f"{ns}-cq", ns=ns), "apiVersion": KUEUE}])
-    controller = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
+    controller = Controller(controller_client(cluster), SystemClock(),
+                            ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
     controller.start()
     try:
         assert controller.wait_synced(20)

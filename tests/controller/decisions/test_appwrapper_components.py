@@ -1,7 +1,8 @@
 """What AppWrapper components become (research/appwrapper.md 3.4) and their initial status.
 
-We test these aspects: every corpus AppWrapper's components built with admission's podSetInfos
-(labels, owner, namespace, markers, Autopilot affinity only for GPU pods); upstream's podSet
+We test these aspects: every AppWrapper of demo/samples and of upstream's corpus (skipped where
+absent) with its components built with admission's podSetInfos (labels, owner, namespace,
+markers, Autopilot affinity only for GPU pods); upstream's podSet
 injection cases (item 13: minimal and complex pods); each fatal conflict with the key and the
 component named; the initial componentStatus; and with Hypothesis that the input is never
 mutated while user labels, selectors and tolerations survive.
@@ -22,7 +23,9 @@ from batchgate.api.pod_templates import pod_template_locations
 from batchgate.api.paths import get_at, parse_podset_path
 from batchgate.policy import NodeHealth
 from controller.decisions.appwrapper.components import ComponentError, build_component, component_status
-from tests.builders import corpus_documents
+from demo.gateway_only import sample_objects
+from demo.samples_scene import SAMPLES
+from tests.upstream_corpus import corpus_documents, corpus_rows, upstream
 
 def health(labels: dict[str, dict[str, str]]) -> NodeHealth:
     return NodeHealth(labels=labels)
@@ -88,20 +91,30 @@ def templates_of(obj: dict[str, Any], aw: dict[str, Any], index: int) -> list[di
     return [get_at(obj, parse_podset_path(p.path, "")[1:]) for p in component_status(aw)[index].pod_sets]
 
 
+def _stored(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["metadata"].setdefault("name", doc["metadata"].get("generateName", "aw"))
+    doc["metadata"].setdefault("namespace", "team-a")
+    doc["metadata"]["uid"] = "uid-aw"
+    return doc
+
+
 def corpus_appwrappers() -> list[Any]:
-    found = []
-    for name, doc in corpus_documents():
-        if doc.get("kind") == "AppWrapper":
-            doc["metadata"].setdefault("name", doc["metadata"].get("generateName", "aw"))
-            doc["metadata"].setdefault("namespace", "team-a")
-            doc["metadata"]["uid"] = "uid-aw"
-            found.append(pytest.param(doc, id=name))
-    assert len(found) >= 25, "the corpus should hold the upstream samples and the generator snapshots"
-    return found
+    """Upstream's AppWrappers, the generator's snapshots included."""
+    return corpus_rows(((name, (_stored(doc),)) for name, doc in corpus_documents() if doc.get("kind") == "AppWrapper"), 1)
 
 
-@pytest.mark.parametrize("aw", corpus_appwrappers())
-def test_every_corpus_component_is_built_with_admissions_pod_set_infos(aw: dict[str, Any]) -> None:
+def sample_appwrappers() -> list[Any]:
+    return [pytest.param(_stored(doc), id=f"demo/samples/{name}")
+            for name, doc in sample_objects(SAMPLES) if doc["kind"] == "AppWrapper"]
+
+
+@upstream
+def test_the_corpus_holds_the_upstream_samples_and_the_generator_snapshots() -> None:
+    assert len(corpus_appwrappers()) >= 25
+
+
+@pytest.mark.parametrize("aw", sample_appwrappers() + corpus_appwrappers())
+def test_every_component_is_built_with_admissions_pod_set_infos(aw: dict[str, Any]) -> None:
     statuses = component_status(aw)
     for index, component in enumerate(aw["spec"]["components"]):
         component["podSetInfos"] = [MARKER] * len(statuses[index].pod_sets)
@@ -137,8 +150,8 @@ def _asks_for_gpus(spec: dict[str, Any]) -> bool:
                                                    (c.get("resources") or {}).get("limits") or {}))
 
 
-def test_the_corpus_has_gpu_and_cpu_pods_so_both_affinity_branches_run() -> None:
-    specs = [t.template.get("spec") or {} for p in corpus_appwrappers() for t in pod_template_locations(p.values[0])]
+def test_the_samples_have_gpu_and_cpu_pods_so_both_affinity_branches_run() -> None:
+    specs = [t.template.get("spec") or {} for p in sample_appwrappers() for t in pod_template_locations(p.values[0])]
     assert any(_asks_for_gpus(s) for s in specs) and not all(_asks_for_gpus(s) for s in specs)
 
 
@@ -364,6 +377,7 @@ def test_component_status(aw: dict[str, Any], expected: list[dict[str, Any]]) ->
     assert [c.to_wire() for c in component_status(aw)] == expected
 
 
+@upstream
 def test_the_lws_sample_keeps_its_declared_podsets_in_status() -> None:
     lws = next(p.values[0] for p in corpus_appwrappers() if p.id == "appwrapper/wrapped-leader-worker-set.yaml#0")
     assert [p for c in component_status(lws) for p in c.to_wire()["podSets"]] == [

@@ -333,11 +333,11 @@ def resuming_with(*deployed: str) -> dict[str, Any]:
     return aw
 
 
-def secret_first() -> dict[str, Any]:
-    """Resuming, about to create its one component: a Secret."""
+def first(api_version: str, kind: str, name: str) -> dict[str, Any]:
+    """Resuming, about to create its one component, of this kind."""
     aw = resuming_with("Unknown")
-    aw["spec"]["components"][0]["template"] = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}}
-    aw["status"]["componentStatus"][0].update(kind="Secret", apiVersion="v1", podSets=[])
+    aw["spec"]["components"][0]["template"] = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}}
+    aw["status"]["componentStatus"][0].update(kind=kind, apiVersion=api_version, podSets=[])
     return aw
 
 
@@ -358,11 +358,21 @@ CREATE_CASES = [
                                                                   fatal=True),), 5,
                  DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=("CreateFailed",)),
                  id="a fatal create error fails at once with retries left"),
-    pytest.param(secret_first(), (CreateOutcome(0, error='secrets "creds" is forbidden', forbidden=True),), 5,
+    pytest.param(first("v1", "Secret", "creds"),
+                 (CreateOutcome(0, error='secrets "creds" is forbidden', forbidden=True),), 5,
                  DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=(
                      'CreateFailed: error creating components: secrets "creds" is forbidden: bind ClusterRole '
                      "batchgate-controller-team in namespace team-a: see docs/install.md#teams",)),
                  id="a wrapped secret the controller may not create fails at once naming the team binding"),
+    pytest.param(first("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "lws"),
+                 (CreateOutcome(0, error='leaderworkersets.leaderworkerset.x-k8s.io "lws" is forbidden',
+                                forbidden=True),),
+                 5, DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=(
+                     'CreateFailed: error creating components: leaderworkersets.leaderworkerset.x-k8s.io "lws" is '
+                     "forbidden: install the controller's rights over LeaderWorkerSet: add the kustomize component "
+                     "manifests/jobset-leaderworkerset to the install overlay, see "
+                     "docs/install.md#jobset-and-leaderworkerset",)),
+                 id="a wrapped LeaderWorkerSet the controller may not create fails at once naming the component"),
     pytest.param(resuming_with("Unknown"), (CreateOutcome(0, error='jobs.batch "aw-0" is forbidden', forbidden=True),),
                  5, DEFAULT_TIMING, Expect(F, {UH: ("True", keys.REASON_CREATE_FAILED)}, events=(
                      'CreateFailed: error creating components: jobs.batch "aw-0" is forbidden',)),

@@ -14,7 +14,7 @@ from batchgate.api.errors import FieldError
 from batchgate.clock import format_time
 from controller.decisions.gang import podgroups as pg
 from controller.decisions.jobs.podsets import JOB_KINDS
-from tests.controller.builders import corpus
+from tests.upstream_corpus import corpus_param
 from tests.controller.decisions.gang_builders import a_pod
 
 T0 = _dt.datetime(2026, 1, 1, 12, tzinfo=_dt.timezone.utc)
@@ -67,7 +67,7 @@ def min_member(job: dict[str, Any]) -> int | None:
                  5, id="an AppWrapper's gang sums the replicas of its podSets"),
     pytest.param(a_job(group="someone-else"), None, id="a workload whose pods name another group gets none"),
     pytest.param(a_job(owner=True), None, id="a Job an AppWrapper owns gets none (the AppWrapper's gang covers it)"),
-    pytest.param(corpus("mlbatch/job-with-podgroup.yaml"), None,
+    corpus_param("mlbatch/job-with-podgroup.yaml", None,
                  id="MLBatch's AppWrapper wrapping its own PodGroup gets none from us"),
 ])
 def test_which_workloads_get_a_podgroup_and_how_big(job: dict[str, Any], expected: int | None) -> None:

@@ -1,7 +1,8 @@
 """We run tiny fixture commands as process pods and check what a container would see and how
 the kubelet treats it: env and $(VAR), volumes and in-place Secret updates, FailedMount and
 CreateContainerConfigError, probes failing and recovering, crash-loop backoff, graceful
-deletion order, kubectl logs (--previous, -c, --tail, deploy/NAME), the in-cluster client."""
+deletion order, kubectl logs (--previous, -c, --tail, deploy/NAME), the in-cluster client, and
+the program, its interpreter and its packages staying visible under a volume mounted above them."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import textwrap
 import urllib.request
 from pathlib import Path
 
+import pytest
 from kubernetes import client as k8s
 
 from tests.localcluster.processes.conftest import IMAGE
 from tests.localcluster.runtime.conftest import eventually
+from tests.localcluster_fixtures import repo_root
 
 PY = sys.executable
 
@@ -26,8 +29,9 @@ def python(script: str) -> list[str]:
 def a_pod(name: str, namespace: str, command: list[str], **spec) -> dict:
     container = {"name": spec.pop("container_name", "main"), "image": IMAGE, "command": command,
                  **spec.pop("container", {})}
+    containers = [container, *spec.pop("containers_extra", [])]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
-            "spec": {"containers": [container], "terminationGracePeriodSeconds": 5, **spec}}
+            "spec": {"containers": containers, "terminationGracePeriodSeconds": 5, **spec}}
 
 
 def apply(pk, obj: dict) -> None:
@@ -123,6 +127,36 @@ def test_an_env_reference_to_a_missing_key_is_create_container_config_error(pk, 
 
     state = eventually(lambda: (w := waiting()) and w.reason == "CreateContainerConfigError" and w, timeout=30)
     assert state.message == f"couldn't find key b in ConfigMap {pns}/partial"
+
+
+def _covering_dirs() -> list:
+    """Directories whose emptyDir would hide the program: the checkout's parent (a clone under /tmp
+    with an emptyDir at /tmp), and the interpreter install's parent where that is not `/`."""
+    found = [pytest.param(repo_root().parent, id="an emptyDir above the checkout and its virtualenv")]
+    base = Path(sys.base_prefix).resolve()
+    if base.parent != Path("/"):
+        found.append(pytest.param(base.parent, id="an emptyDir above the interpreter's install"))
+    return found
+
+
+@pytest.mark.parametrize("covering", _covering_dirs())
+def test_a_volume_above_the_program_hides_none_of_it(pk, proc_api, pns, covering: Path):
+    mount = {"volumeMounts": [{"name": "scratch", "mountPath": str(covering)}]}
+    scratch = {"name": "scratch", "emptyDir": {}}
+    entry = {"name": "entry", "image": IMAGE, "args": ["--help"], **mount}  # the checkout's `batchgate`
+    script = python(f"""
+        import os, pathlib, localcluster
+        pathlib.Path({str(covering / "written-in-the-pod")!r}).write_text("x")
+        print("imports from", pathlib.Path(localcluster.__file__).parent.parent, "sees", sorted(os.listdir({str(covering)!r})))
+    """)
+    apply(pk, a_pod("covered", pns, script, container=mount, containers_extra=[entry], volumes=[scratch],
+                    restartPolicy="Never"))
+    eventually(lambda: pod(proc_api, pns, "covered").status.phase in ("Succeeded", "Failed"), timeout=60)
+    said = logs(pk, pns, "covered", "-c", "entry"), logs(pk, pns, "covered", "-c", "main")
+    assert pod(proc_api, pns, "covered").status.phase == "Succeeded", said
+    assert said[0].startswith("usage: batchgate <command>")
+    assert said[1].startswith(f"imports from {repo_root()} sees ") and "'written-in-the-pod'" in said[1]
+    assert not (covering / "written-in-the-pod").exists(), "the emptyDir must cover the host's directory"
 
 
 def test_a_crashing_command_backs_off_and_its_previous_logs_stay(pk, proc_api, pns):

@@ -1,10 +1,14 @@
-"""We test what each volume kind holds for a process pod, its mounts, and the FailedMount messages."""
+"""We test what each volume kind holds for a process pod, its mounts, the FailedMount messages, and
+the sandbox's bind mounts: volumes parents first, the image's own paths kept visible under them."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from localcluster.sim.container_env import PodFacts
+from localcluster.sim.sandbox_layout import BindMount, layout
 from localcluster.sim.volumes import (
     SERVICE_ACCOUNT_DIR,
     MountError,
@@ -82,3 +86,48 @@ def test_automount(pod_says, account_says, expected):
     pod = {"spec": {} if pod_says is None else {"automountServiceAccountToken": pod_says}}
     account = None if account_says is None else {"automountServiceAccountToken": account_says}
     assert automounts_token(pod, account) is expected
+
+
+def volume(target, read_only=False):
+    return BindMount(f"/kubelet/pods/u/volumes{target}", target, read_only)
+
+
+def kept(path):
+    return BindMount(path, path, True)
+
+
+IMAGE = ("/tmp/x", "/tmp/x/.venv", "/tmp/x/.venv/bin", "/opt/python/3.11", "/opt/python/3.11/bin")
+
+
+@pytest.mark.parametrize(("volumes", "expected"), [
+    pytest.param([volume("/tmp")], [volume("/tmp"), kept("/tmp/x")],
+                 id="an emptyDir at /tmp over a checkout under /tmp: the checkout is mounted back on top, once"),
+    pytest.param([volume("/certs", True)], [volume("/certs", True)], id="a volume above no image path adds nothing"),
+    pytest.param([volume("/tmp/x")], [volume("/tmp/x")],
+                 id="a volume mounted at an image path itself hides it, as it would an image directory"),
+    pytest.param([volume("/tmp/x/.venv")], [volume("/tmp/x/.venv")],
+                 id="a volume inside the image hides what is below it, image paths included"),
+    pytest.param([volume("/tmp/x/.venv/cache"), volume("/tmp")],
+                 [volume("/tmp"), kept("/tmp/x"), volume("/tmp/x/.venv/cache")],
+                 id="a volume inside the image is mounted after the image path mounted back above it"),
+    pytest.param([volume("/tmp"), volume("/tmp/x/data"), volume("/tmp/x")],
+                 [volume("/tmp"), volume("/tmp/x"), volume("/tmp/x/data")],
+                 id="the image path a volume names is not mounted back, and parents go first"),
+    pytest.param([volume("/opt")], [volume("/opt"), kept("/opt/python/3.11")],
+                 id="the interpreter's install under a volume is mounted back"),
+    pytest.param([volume("/tmp/"), volume("/var/run"), volume("/var/run/secrets/sa", True)],
+                 [volume("/tmp/"), volume("/var/run"), kept("/tmp/x"), volume("/var/run/secrets/sa", True)],
+                 id="paths are compared by their parts, trailing slashes aside"),
+])
+def test_the_sandbox_keeps_the_images_own_files_visible_under_volumes(volumes, expected):
+    assert layout(volumes, IMAGE) == expected
+
+
+@given(st.lists(st.sampled_from(["/tmp", "/tmp/x", "/tmp/x/.venv", "/tmp/x/y", "/opt", "/opt/python/3.11/lib",
+                                 "/var/run", "/var/run/s"]), unique=True))
+def test_every_mount_comes_after_the_mounts_above_it_and_every_volume_is_made(targets):
+    got = layout([volume(t) for t in targets], IMAGE)
+    assert [m for m in got if m.source != m.target] == sorted((volume(t) for t in targets),
+                                                             key=lambda m: m.target.count("/"))
+    for i, m in enumerate(got):
+        assert not any(other.target.startswith(m.target.rstrip("/") + "/") for other in got[:i])

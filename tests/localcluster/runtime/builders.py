@@ -159,19 +159,14 @@ def job_pod(
     return pod
 
 
-REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[3]
+def a_pytorchjob(name: str = "sample-pytorchjob") -> dict[str, Any]:
+    """A queued PyTorchJob as MLBatch users write one: a master and a worker, one container each."""
 
+    def replicas(count: int) -> dict[str, Any]:
+        return {"replicas": count, "restartPolicy": "OnFailure", "template": {"spec": {"containers": [{
+            "name": "pytorch", "image": "docker.io/pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime",
+            "command": ["torchrun", "train.py"], "resources": {"requests": {"cpu": "100m"}}}]}}}
 
-def corpus_dir():
-    """`shared/corpus` beside the clone (CI) or beside the worktrees folder; missing is an error."""
-    for base in (REPO_ROOT, *REPO_ROOT.parents):
-        if (base / "shared" / "corpus").is_dir():
-            return base / "shared" / "corpus"
-    raise FileNotFoundError(f"shared/corpus not found beside {REPO_ROOT}: the tests need the upstream manifests")
-
-
-def corpus_object(relative: str, kind: str) -> dict[str, Any]:
-    import yaml
-
-    docs = [d for d in yaml.safe_load_all((corpus_dir() / relative).read_text()) if d]
-    return next(d for d in docs if d.get("kind") == kind)
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "default-queue"}},
+            "spec": {"pytorchReplicaSpecs": {"Master": replicas(1), "Worker": replicas(1)}}}

@@ -1,17 +1,16 @@
-"""We test the corpus PyTorchJob end to end: the CRD is served at start; master and worker pods
+"""We test a PyTorchJob as MLBatch users write one end to end: the CRD is served at start; master and worker pods
 and headless Services appear with the operator's env; the job runs and succeeds; suspend removes
 its pods and resume brings them back; a refused status write is tried again."""
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 
 import pytest
 from kubernetes import client
 
-from tests.localcluster.runtime.builders import corpus_object
+from tests.localcluster.runtime.builders import a_pytorchjob
 from tests.localcluster.runtime.conftest import eventually
 from tests.localcluster.webhook_stub import WebhookStub
 
@@ -19,7 +18,7 @@ GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 
 
 def sample(master_behavior, worker_behavior, workers=2, suspend=None):
-    job = copy.deepcopy(corpus_object("mlbatch/pytorchjob.yaml", "PyTorchJob"))
+    job = a_pytorchjob()
     specs = job["spec"]["pytorchReplicaSpecs"]
     specs["Worker"]["replicas"] = workers
     for rtype, behavior in (("Master", master_behavior), ("Worker", worker_behavior)):
@@ -43,7 +42,7 @@ def pods(api, ns):
     return client.CoreV1Api(api).list_namespaced_pod(ns, label_selector="training.kubeflow.org/job-name=sample-pytorchjob").items
 
 
-def test_the_corpus_pytorchjob_gets_pods_services_env_and_succeeds(sim_api, ns):
+def test_a_pytorchjob_gets_pods_services_env_and_succeeds(sim_api, ns):
     custom(sim_api).create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, sample({"runFor": "3s"}, {"runFor": "1h"}))
     names = eventually(lambda: sorted(p.metadata.name for p in pods(sim_api, ns)) if len(pods(sim_api, ns)) == 3 else None)
     assert names == ["sample-pytorchjob-master-0", "sample-pytorchjob-worker-0", "sample-pytorchjob-worker-1"]

@@ -1,4 +1,4 @@
-"""We test the PyTorchJob controller on the corpus PyTorchJob: pod and service names, labels and
+"""We test the PyTorchJob controller on a PyTorchJob as MLBatch users write one: pod and service names, labels and
 env as the training operator sets them, conditions through the life of a job, restarts and the
 backoff limit, ExitCode restarts, suspend and resume."""
 
@@ -9,11 +9,11 @@ import copy
 import pytest
 
 from localcluster.sim.pytorchjobs import reconcile
-from tests.localcluster.runtime.builders import at, corpus_object
+from tests.localcluster.runtime.builders import a_pytorchjob, at
 
 
 def sample(**run_policy):
-    job = copy.deepcopy(corpus_object("mlbatch/pytorchjob.yaml", "PyTorchJob"))
+    job = a_pytorchjob()
     job["metadata"].update(namespace="team1", uid="pt-uid")
     if run_policy:
         job["spec"]["runPolicy"] = run_policy

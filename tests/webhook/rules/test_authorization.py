@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchgate.policy import parse_policy
-from tests.builders import a_request, a_service, an_appwrapper
+from tests.builders import a_jobset, a_request, a_service, an_appwrapper
 from webhook.rules.authorization import AccessAnswer, AccessQuestion, Subject, access_plan, access_verdict
 from webhook.rules.review import GroupVersionKind, UserInfo
 
@@ -131,6 +131,11 @@ RBAC_SAID = AccessAnswer("denied", "secrets", "RBAC: no rule")
                       "component: bind ClusterRole batchgate-controller-team in namespace team-a: see "
                       "docs/install.md#teams"],
                      id="a secret the controller may not create names the team binding the namespace lacks"),
+        pytest.param({"controller_JobSet": AccessAnswer("denied", "jobsets", "")}, False, 403, "ComponentForbidden",
+                     ["spec.components[1].template: JobSet.jobset.x-k8s.io: the controller", "so it could never "
+                      "create this component: install the controller's rights over JobSet: add the kustomize "
+                      "component manifests/jobset-leaderworkerset to the install overlay"],
+                     id="a JobSet the controller may not create names the optional component that grants it"),
         pytest.param({"user_Secret": AccessAnswer("unavailable", reason="timed out after 2.0s")}, False, 503,
                      "AuthorizationUnavailable", ["could not ask", "(timed out after 2.0s); not admitted, retry"],
                      id="an authorizer that did not answer denies with 503, never allows"),
@@ -143,7 +148,8 @@ RBAC_SAID = AccessAnswer("denied", "secrets", "RBAC: no rule")
     ],
 )
 def test_the_verdict_the_answers_make(answers, allowed, code, reason, phrases) -> None:
-    plan = access_plan(a_request(wrapping(a_secret())), WITH_CONTROLLER)
+    component = a_jobset().build() if any(k.endswith("_JobSet") for k in answers) else a_secret()
+    plan = access_plan(a_request(wrapping(component)), WITH_CONTROLLER)
     assert plan is not None
     verdict = access_verdict(plan, answered(plan, **answers))
     assert (verdict.allowed, verdict.code, verdict.reason) == (allowed, code, reason)

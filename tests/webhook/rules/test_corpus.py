@@ -1,4 +1,5 @@
-"""Every real upstream manifest of ../shared/corpus through mutate + validate, as two users.
+"""Every real upstream manifest of ../shared/corpus through mutate + validate, as two users
+(tests/upstream_corpus.py: skipped where the corpus is absent).
 
 Expectations come from the default policy: JobSet and LeaderWorkerSet are not in
 `allowedKinds.wrapped`, so the two samples wrapping them are denied by name (and admitted once
@@ -17,7 +18,8 @@ import pytest
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.policy import DEFAULT_POLICY, parse_policy
 from webhook.rules import mutate, validate
-from tests.builders import a_request, corpus_documents
+from tests.builders import a_request
+from tests.upstream_corpus import corpus_documents, upstream
 
 USERS = [
     pytest.param(("alice", "uid-1", ("system:authenticated",)), id="alice"),
@@ -33,6 +35,7 @@ allowedKinds:
             PodGroup.scheduling.x-k8s.io, PyTorchJob.kubeflow.org]
 """)
 DOCUMENTS = corpus_documents()
+pytestmark = upstream
 
 
 def test_the_corpus_is_all_there() -> None:

@@ -1,10 +1,9 @@
-"""Builders shared by the gateway server tests: corpus objects, reviews, the CLI in a subprocess."""
+"""Builders shared by the gateway server tests: reviews, hostile reviews, the CLI in a subprocess."""
 
 from __future__ import annotations
 
 import base64
 import datetime as _dt
-import functools
 import json
 import os
 import subprocess
@@ -15,47 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import jsonpatch
-import yaml
 from hypothesis import strategies as st
 
 from batchgate.clock import UTC
 from webhook.serving.admission_review import review_document
 from webhook.serving.launch import RunningGateway
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
+from tests.builders import sample, samples
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 NOW = _dt.datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 ALICE = UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a"))
 RELOAD_TIMEOUT_SECONDS = 20.0
 BOB = UserInfo("bob", "uid-bob-1002", ("system:authenticated", "team-b"))
-
-
-def corpus_dir() -> Path:
-    """`shared/corpus` beside the clone (CI) or beside an ancestor (a worktree); fail loudly if absent."""
-    for folder in REPO_ROOT.parents:
-        if (folder / "shared" / "corpus").is_dir():
-            return folder / "shared" / "corpus"
-    raise FileNotFoundError(f"shared/corpus not found beside {REPO_ROOT} or any parent")
-
-
-@functools.lru_cache(maxsize=None)
-def _parsed_corpus() -> tuple[tuple[str, str], ...]:
-    found = []
-    for path in sorted(corpus_dir().rglob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict) and "kind" in doc:
-                found.append((str(path.relative_to(corpus_dir())), json.dumps(doc)))
-    assert len(found) >= 15, "the corpus should hold the AppWrapper and MLBatch samples"
-    return tuple(found)
-
-
-def corpus_objects() -> list[tuple[str, dict[str, Any]]]:
-    """(file, object) for every object in the corpus manifests; fresh copies, safe to change."""
-    return [(source, json.loads(text)) for source, text in _parsed_corpus()]
-
-
-def corpus(name: str) -> dict[str, Any]:
-    return yaml.safe_load((corpus_dir() / name).read_text())
 
 
 def request_for(obj: Any, user: UserInfo = ALICE, operation: str = "CREATE", old: Any = None,
@@ -86,9 +57,9 @@ NOT_READY = "(worker has no policy yet)"
 
 
 def injected_queue(gateway: RunningGateway, namespace: str = "team-a") -> str | None:
-    """The queue label /mutate gives mlbatch/job.yaml; None when it patches nothing."""
+    """The queue label /mutate gives the demo's AppWrapper without one; None when it patches nothing."""
     client = gateway.client()
-    job = corpus("mlbatch/job.yaml")
+    job = sample("alice/appwrapper-job.yaml")
     status, reply = client.review("/mutate", review_for(job, namespace=namespace))
     client.close()
     if status == 503:
@@ -121,8 +92,8 @@ template_junk = st.sampled_from(["a string", ["a", "list"], 7, None, {"spec": "x
 
 @st.composite
 def hostile_reviews(draw: st.DrawFn) -> Any:
-    """Real corpus reviews with parts replaced by junk, or junk outright."""
-    base = review_for(draw(st.sampled_from([o for _, o in corpus_objects()])), draw(st.sampled_from([ALICE, BOB])))
+    """Reviews of the demo's samples with parts replaced by junk, or junk outright."""
+    base = review_for(draw(st.sampled_from([o for _, o in samples()])), draw(st.sampled_from([ALICE, BOB])))
     choice = draw(st.integers(0, 5))
     if choice == 0:
         return draw(json_junk)

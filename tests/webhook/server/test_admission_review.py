@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchgate.policy import DEFAULT_POLICY
-from tests.webhook.server.helpers import ALICE, corpus, review_for
+from tests.builders import sample
+from tests.webhook.server.helpers import ALICE, review_for
 from webhook import rules
 from webhook.serving.admission_review import (
     MAX_BODY_BYTES,
@@ -26,7 +27,7 @@ from webhook.serving.admission_review import (
 
 
 def a_review(**request_overrides: Any) -> dict[str, Any]:
-    review = review_for(corpus("mlbatch/pytorchjob-in-appwrapper.yaml"))
+    review = review_for(sample("alice/appwrapper-pytorchjob.yaml"))
     review["request"].update(request_overrides)
     return review
 
@@ -37,7 +38,7 @@ def test_a_review_from_the_api_server_parses_into_the_request_the_rules_take() -
     assert request.kind.qualified == "AppWrapper.workload.codeflare.dev"
     assert request.user == ALICE
     assert request.operation == "CREATE" and request.dry_run is True
-    assert request.object["metadata"]["name"] == "sample-aw-pytorchjob"
+    assert request.object["metadata"]["name"] == "resnet-ddp"
 
 
 def test_user_info_fields_may_all_be_absent_as_the_api_marks_them_omitempty() -> None:

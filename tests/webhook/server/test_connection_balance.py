@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.webhook.server.helpers import ALICE, corpus, review_for
+from tests.builders import sample
+from tests.webhook.server.helpers import ALICE, review_for
 from webhook.serving.balance import ACCEPT_DEFER_LIMIT, UNUSED, ConnectionTable, defer_accept
 
 BOOT_TIMEOUT_SECONDS = 30.0
@@ -102,7 +103,7 @@ def test_counts_written_in_a_forked_worker_are_seen_by_its_peers() -> None:
 def _reviews_per_worker(gateway, audit: Path, connections: int) -> Counter[int]:
     """Open `connections` one at a time (each answers before the next opens), review twice on
     each, close them all; the number of connections each worker held, by audit-line pid."""
-    obj = corpus("mlbatch/pytorchjob-in-appwrapper.yaml")
+    obj = sample("alice/appwrapper-pytorchjob.yaml")
     clients = [gateway.client() for _ in range(connections)]
     uids: list[str] = []
     try:

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 
 from batchgate.clock import FakeClock
 from batchgate.policy import parse_policy
-from tests.webhook.server.helpers import ALICE, BOB, corpus, corpus_objects, hostile_reviews, review_for
+from tests.builders import sample, samples
+from tests.upstream_corpus import corpus_manifests, corpus_rows
+from tests.webhook.server.helpers import ALICE, BOB, hostile_reviews, review_for
 from webhook import rules
 from webhook.serving.admission_review import parse_review
 from webhook.serving.app import GatewayContext, create_app
@@ -68,8 +70,12 @@ def as_mutated(client: FlaskClient, obj: dict[str, Any], user: Any = ALICE) -> d
     return review_for(jsonpatch.apply_patch(obj, decoded_patch(body["response"])), user)
 
 
-@pytest.mark.parametrize(("source", "obj"), [pytest.param(s, o, id=f"{s} {o['kind']}") for s, o in corpus_objects()])
-def test_each_corpus_object_is_mutated_exactly_as_the_rules_say(client: FlaskClient, source: str, obj: dict) -> None:
+OBJECTS = [pytest.param(s, o, id=f"demo/samples/{s} {o['kind']}") for s, o in samples()] + corpus_rows(
+    ((f"{name} {o['kind']}", (name, o)) for name, _, o in corpus_manifests()), 2)
+
+
+@pytest.mark.parametrize(("source", "obj"), OBJECTS)
+def test_each_sample_is_mutated_exactly_as_the_rules_say(client: FlaskClient, source: str, obj: dict) -> None:
     review = review_for(obj, BOB)
     status, body, content_type = post(client, "/mutate", review)
     assert (status, content_type) == (200, "application/json")
@@ -89,7 +95,7 @@ def test_each_corpus_object_is_mutated_exactly_as_the_rules_say(client: FlaskCli
 
 
 def test_identity_labels_come_from_the_request_user_not_from_the_object(client: FlaskClient) -> None:
-    aw = corpus("mlbatch/pytorchjob-in-appwrapper.yaml")
+    aw = sample("alice/appwrapper-pytorchjob.yaml")
     aw["metadata"]["labels"] = {"workload.codeflare.dev/user": "admin"}
     _, body, _ = post(client, "/mutate", review_for(aw, ALICE))
     mutated = jsonpatch.apply_patch(aw, decoded_patch(body["response"]))
@@ -97,7 +103,7 @@ def test_identity_labels_come_from_the_request_user_not_from_the_object(client: 
 
 
 def test_a_validation_denial_is_403_and_names_the_rule_and_the_field(client: FlaskClient) -> None:
-    status, body, _ = post(client, "/validate", as_mutated(client, corpus("appwrapper/wrapped-jobset.yaml")))
+    status, body, _ = post(client, "/validate", as_mutated(client, sample("bob/appwrapper-jobset.yaml")))
     response = body["response"]
     assert status == 200 and response["allowed"] is False
     assert response["status"]["code"] == 403
@@ -111,12 +117,12 @@ def test_validate_never_sends_a_patch(tmp_path: Path) -> None:
     store.install(LoadedPolicy.of(parse_policy("authorization: {userRBACCheck: false}\ncontrollers: {appWrapper: []}"),
                                   "test"))
     client = build_app(tmp_path, store)[0].test_client()
-    _, body, _ = post(client, "/validate", as_mutated(client, corpus("mlbatch/pytorchjob-in-appwrapper.yaml")))
+    _, body, _ = post(client, "/validate", as_mutated(client, sample("alice/appwrapper-pytorchjob.yaml")))
     assert body["response"]["allowed"] is True and "patch" not in body["response"]
 
 
 def test_without_an_api_server_an_appwrapper_needing_authorization_is_denied(client: FlaskClient) -> None:
-    _, body, _ = post(client, "/validate", as_mutated(client, corpus("mlbatch/pytorchjob-in-appwrapper.yaml")))
+    _, body, _ = post(client, "/validate", as_mutated(client, sample("alice/appwrapper-pytorchjob.yaml")))
     status = body["response"]["status"]
     assert body["response"]["allowed"] is False
     assert (status["code"], status["reason"]) == (503, "AuthorizationUnavailable")
@@ -165,13 +171,13 @@ def test_an_unknown_kind_passes_mutation_untouched(client: FlaskClient) -> None:
 
 def test_an_audit_line_answers_who_submitted_what_and_what_the_gateway_did(app_and_audit: tuple[Flask, Path]) -> None:
     app, audit_path = app_and_audit
-    review = review_for(corpus("mlbatch/pytorchjob-in-appwrapper.yaml"), ALICE)
+    review = review_for(sample("alice/appwrapper-pytorchjob.yaml"), ALICE)
     review["request"]["dryRun"] = True
     post(app.test_client(), "/mutate", review)
     (line,) = audit_lines(audit_path)
     assert line["uid"] == review["request"]["uid"]
     assert line["operation"] == "CREATE" and line["kind"] == "workload.codeflare.dev/v1beta2/AppWrapper"
-    assert (line["namespace"], line["name"]) == ("team-a", "sample-aw-pytorchjob")
+    assert (line["namespace"], line["name"]) == ("team-a", "resnet-ddp")
     assert line["user"] == "alice" and line["groups"] == ["system:authenticated", "team-a"]
     assert line["allowed"] is True and line["code"] == 200 and line["dryRun"] is True
     assert line["policyVersion"] == DEFAULTS.version
@@ -183,7 +189,7 @@ def test_an_audit_line_answers_who_submitted_what_and_what_the_gateway_did(app_a
 
 def test_a_malformed_review_is_audited_with_what_could_be_read(app_and_audit: tuple[Flask, Path]) -> None:
     app, audit_path = app_and_audit
-    review = review_for(corpus("mlbatch/job.yaml"), BOB)
+    review = review_for(sample("alice/appwrapper-job.yaml"), BOB)
     review["request"]["dryRun"] = "maybe"
     status, reply, _ = post(app.test_client(), "/mutate", review)
     assert status == 200 and reply["response"]["status"]["code"] == 400
@@ -202,7 +208,7 @@ def test_not_ready_and_no_answers_until_a_policy_is_loaded(tmp_path: Path) -> No
     app, _ = build_app(tmp_path, PolicyStore())
     client = app.test_client()
     assert client.get("/readyz").status_code == 503
-    status, body, _ = post(client, "/mutate", review_for(corpus("mlbatch/job.yaml")))
+    status, body, _ = post(client, "/mutate", review_for(sample("alice/appwrapper-job.yaml")))
     assert status == 503 and body["reason"] == "ServiceUnavailable"
 
 
@@ -214,8 +220,8 @@ def test_an_invalid_policy_keeps_the_last_good_one_and_is_counted(tmp_path: Path
     client = app.test_client()
     ready = client.get("/readyz").json
     assert ready["lastError"].endswith("must be a mapping") and ready["source"] == "test"
-    _, body, _ = post(client, "/mutate", review_for(corpus("mlbatch/job.yaml")))
-    mutated = jsonpatch.apply_patch(corpus("mlbatch/job.yaml"), decoded_patch(body["response"]))
+    _, body, _ = post(client, "/mutate", review_for(sample("alice/appwrapper-job.yaml")))
+    mutated = jsonpatch.apply_patch(sample("alice/appwrapper-job.yaml"), decoded_patch(body["response"]))
     assert mutated["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q-one"
     metrics = client.get("/metrics").data.decode()
     assert 'batchgate_policy_errors_total{source="test"} 1.0' in metrics
@@ -223,8 +229,8 @@ def test_an_invalid_policy_keeps_the_last_good_one_and_is_counted(tmp_path: Path
 
 
 def test_metrics_count_reviews_by_outcome(client: FlaskClient) -> None:
-    post(client, "/mutate", review_for(corpus("mlbatch/job.yaml")))
-    post(client, "/validate", as_mutated(client, corpus("appwrapper/wrapped-jobset.yaml")))
+    post(client, "/mutate", review_for(sample("alice/appwrapper-job.yaml")))
+    post(client, "/validate", as_mutated(client, sample("bob/appwrapper-jobset.yaml")))
     post(client, "/mutate", b"nope")
     text = client.get("/metrics").data.decode()
     assert ('batchgate_webhook_reviews_total{allowed="true",code="200",endpoint="mutate",'
@@ -266,7 +272,7 @@ def test_a_lost_audit_line_is_counted_and_the_review_still_answered(tmp_path: Pa
     audit = AuditLog(str(tmp_path / "audit.log"))
     audit.close()  # writes now fail with EBADF, as on a full disk or a closed pipe
     client = create_app(GatewayContext(store=store, audit=audit, clock=FakeClock())).test_client()
-    status, body, _ = post(client, "/mutate", review_for(corpus("mlbatch/job.yaml")))
+    status, body, _ = post(client, "/mutate", review_for(sample("alice/appwrapper-job.yaml")))
     assert status == 200 and body["response"]["allowed"] is True
     assert "batchgate_audit_write_errors_total 1.0" in client.get("/metrics").data.decode()
 
@@ -274,7 +280,7 @@ def test_a_lost_audit_line_is_counted_and_the_review_still_answered(tmp_path: Pa
 @pytest.mark.parametrize("template", [pytest.param(["a", "list"], id="a list"), pytest.param("a string", id="a string")])
 def test_an_appwrapper_component_template_that_is_not_an_object_is_denied_naming_the_field(
         client: FlaskClient, template: Any) -> None:
-    aw = corpus("mlbatch/pytorchjob-in-appwrapper.yaml")
+    aw = sample("alice/appwrapper-pytorchjob.yaml")
     aw["spec"]["components"][0]["template"] = template
     status, body, _ = post(client, "/validate", as_mutated(client, aw))
     response = body["response"]

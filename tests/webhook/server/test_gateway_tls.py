@@ -1,7 +1,7 @@
 """The real thing: `batchgate webhook` under gunicorn (2 workers) over TLS, spoken to over HTTPS
 with clients that verify our CA, as the API server would.
 
-We test these aspects: every corpus object from two users, keep-alive, hostile bodies that must
+We test these aspects: every sample (the demo's, and upstream's where present) from two users, keep-alive, hostile bodies that must
 not crash a worker, audit lines from both workers, and metrics summed across both workers.
 """
 
@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
-from tests.webhook.server.helpers import (
-    ALICE, BOB, booted_workers, corpus, corpus_objects, hostile_reviews, review_for, with_all_workers)
+from tests.builders import sample, samples
+from tests.upstream_corpus import corpus_manifests, upstream
+from tests.webhook.server.helpers import ALICE, BOB, booted_workers, hostile_reviews, review_for, with_all_workers
 from webhook import rules
 from webhook.serving.admission_review import parse_review
 from webhook.serving.launch import RunningGateway, start_gateway
@@ -70,11 +71,17 @@ def audit_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def upstream_objects() -> list[tuple[str, dict[str, Any]]]:
+    return [(name, obj) for name, _, obj in corpus_manifests()]
+
+
+@pytest.mark.parametrize("objects", [pytest.param(samples, id="the demo's samples"),
+                                     pytest.param(upstream_objects, id="upstream's samples", marks=upstream)])
 @pytest.mark.parametrize("user", [ALICE, BOB], ids=["alice", "bob"])
-def test_every_corpus_object_is_judged_over_verified_tls(served: tuple[RunningGateway, Path],
-                                                         session: requests.Session, user: Any) -> None:
+def test_every_sample_is_judged_over_verified_tls(served: tuple[RunningGateway, Path], session: requests.Session,
+                                                  user: Any, objects: Any) -> None:
     gateway, _ = served
-    for source, obj in corpus_objects():
+    for source, obj in objects():
         review = review_for(obj, user)
         reply = session.post(url(gateway, "/mutate"), json=review, timeout=10)
         assert reply.status_code == 200 and reply.headers["Content-Type"] == "application/json", source
@@ -97,7 +104,7 @@ def test_every_corpus_object_is_judged_over_verified_tls(served: tuple[RunningGa
 def test_one_kept_alive_connection_serves_many_reviews(served: tuple[RunningGateway, Path]) -> None:
     gateway, _ = served
     client = gateway.client()
-    body = review_for(corpus("mlbatch/pytorchjob-in-appwrapper.yaml"))
+    body = review_for(sample("alice/appwrapper-pytorchjob.yaml"))
     conn = client._connection()
     for _ in range(25):
         status, reply = client.review("/mutate", body)
@@ -136,7 +143,7 @@ def test_hostile_bodies_get_a_400_and_no_worker_dies(served: tuple[RunningGatewa
 def test_audit_lines_and_metrics_add_up_across_both_workers(fresh: tuple[RunningGateway, Path]) -> None:
     gateway, audit = fresh
     context = ssl.create_default_context(cafile=str(gateway.cert_dir / "ca.crt"))
-    body = json.dumps(review_for(corpus("mlbatch/job.yaml"), BOB)).encode()
+    body = json.dumps(review_for(sample("alice/appwrapper-job.yaml"), BOB)).encode()
     before = len(audit_lines(audit)) if audit.exists() else 0
     assert before == 0, "a fresh gateway has audited nothing yet"
     sent, pids = 0, set()

@@ -18,7 +18,8 @@ from typing import Callable, Iterator
 import pytest
 
 from bench.slow_clients import KINDS, HostileConnections
-from tests.webhook.server.helpers import corpus, review_for
+from tests.builders import sample
+from tests.webhook.server.helpers import review_for
 from webhook.serving.client import GatewayClient
 from webhook.serving.launch import RunningGateway
 from webhook.serving.readahead import REQUEST_TIMEOUT
@@ -35,7 +36,7 @@ def test_reviews_are_answered_while_many_more_slow_clients_than_threads_are_held
     hostile = HostileConnections(gateway.host, gateway.port, gateway.cert_dir / "ca.crt", count=64).start()
     try:
         assert hostile.opened == 64, "every hostile connection got in"
-        body = json.dumps(review_for(corpus("mlbatch/job.yaml"))).encode()
+        body = json.dumps(review_for(sample("alice/appwrapper-job.yaml"))).encode()
         kept = gateway.client()
         for _ in range(10):
             fresh = gateway.client()
@@ -70,7 +71,7 @@ def test_connections_that_never_complete_their_request_are_closed(gateway: Runni
 
 def test_kept_alive_connections_still_serve_many_reviews_in_a_row(gateway: RunningGateway) -> None:
     client: GatewayClient = gateway.client()
-    body = json.dumps(review_for(corpus("mlbatch/job.yaml"))).encode()
+    body = json.dumps(review_for(sample("alice/appwrapper-job.yaml"))).encode()
     assert [client.request("POST", "/mutate", body)[0] for _ in range(50)] == [200] * 50
     client.close()
 

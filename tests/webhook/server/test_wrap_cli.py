@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from batchgate.cli import main as batchgate
-from tests.builders import CORPUS
+from tests.upstream_corpus import CORPUS, corpus_dir, corpus_rows, upstream
 
-SAMPLES = sorted((CORPUS / "appwrapper").glob("*.yaml"))
+SAMPLES = sorted((CORPUS / "appwrapper").glob("*.yaml")) if CORPUS else []
 OPEN_POLICY = "allowedKinds:\n  wrapped: [Job.batch, Pod, JobSet.jobset.x-k8s.io, LeaderWorkerSet.leaderworkerset.x-k8s.io]\n"
 """The default policy does not let AppWrappers hold JobSets or LeaderWorkerSets (docs/policy.md)."""
 NEEDS_OPEN_POLICY = {"wrapped-jobset.yaml", "wrapped-leader-worker-set.yaml"}
@@ -138,13 +138,13 @@ def components(sample: Path) -> list[dict[str, Any]]:
     return [c["template"] for c in yaml.safe_load(sample.read_text())["spec"]["components"]]
 
 
+@upstream
 def test_the_samples_are_all_there() -> None:
-    if not CORPUS.is_dir():
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
+    corpus_dir()
     assert len(SAMPLES) == 10
 
 
-@pytest.mark.parametrize("sample", [pytest.param(s, id=s.name) for s in SAMPLES])
+@pytest.mark.parametrize("sample", corpus_rows(((s.name, (s,)) for s in SAMPLES), 1))
 def test_wrap_then_review_allows_every_upstream_sample_wrapped_again(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, sample: Path) -> None:
     resources = write(tmp_path, "resources.yaml", yaml.safe_dump_all(components(sample)))
@@ -158,12 +158,11 @@ def test_wrap_then_review_allows_every_upstream_sample_wrapped_again(
     assert [c["template"] for c in aw["spec"]["components"]] == components(sample)
 
 
+@upstream
 def test_a_leader_worker_set_declares_every_pod_it_runs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Upstream's sample declares 3 workers for 2 groups of 3 pods (one group's size); each
     group has 2 workers beside its leader, so 4 in all, and quota is reserved for 4."""
-    sample = CORPUS / "appwrapper" / "wrapped-leader-worker-set.yaml"
-    if not sample.is_file():
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
+    sample = corpus_dir() / "appwrapper" / "wrapped-leader-worker-set.yaml"
     resources = write(tmp_path, "lws.yaml", yaml.safe_dump_all(components(sample)))
     _, out, _ = run(capsys, "wrap", "-f", resources, "--policy", write(tmp_path, "p.yaml", OPEN_POLICY))
     assert yaml.safe_load(out)["spec"]["components"][0]["podSets"] == [
@@ -171,12 +170,11 @@ def test_a_leader_worker_set_declares_every_pod_it_runs(capsys: pytest.CaptureFi
         {"path": "template.spec.leaderWorkerTemplate.workerTemplate", "replicas": 4}]
 
 
+@upstream
 @pytest.mark.parametrize("sample", [pytest.param(n, id=n) for n in sorted(NEEDS_OPEN_POLICY)])
 def test_under_the_default_policy_wrap_refuses_what_review_denies(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, sample: str) -> None:
-    path = CORPUS / "appwrapper" / sample
-    if not path.is_file():
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
+    path = corpus_dir() / "appwrapper" / sample
     assert run(capsys, "review", "-f", str(path), "--user", "alice")[0] == 1
     resources = write(tmp_path, "resources.yaml", yaml.safe_dump_all(components(path)))
     code, out, err = run(capsys, "wrap", "-f", resources)

@@ -18,7 +18,8 @@ import yaml
 
 from batchgate import keys
 from batchgate.policy import DEFAULT_POLICY, parse_policy
-from tests.builders import APPWRAPPER_CONTROLLER, CORPUS, JOB_CONTROLLER, a_request
+from tests.builders import APPWRAPPER_CONTROLLER, JOB_CONTROLLER, a_request
+from tests.upstream_corpus import corpus, upstream
 from tests.webhook.rules.frameworks.builders import appwrapper, env_of, indexed_job, pods_of
 from webhook.rules import mutate, validate
 from webhook.rules.review import AdmissionRequest
@@ -102,9 +103,9 @@ def test_a_pytorch_appwrapper_with_a_master_and_three_workers_gets_section_2_6_e
     assert {p["spec"]["schedulerName"] for p in pods.values()} == {"batchgate-scheduler"}
 
 
+@upstream
 def test_the_corpus_pytorchjob_appwrapper_with_the_framework_label_gets_env_per_replica() -> None:
-    path = CORPUS / "appwrapper" / "wrapped-pytorch-job.yaml"
-    aw = yaml.safe_load(path.read_text())  # fails loudly when ../shared/corpus is missing
+    aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
     aw["metadata"]["labels"][keys.FRAMEWORK_LABEL] = "pytorch"
     aw["metadata"]["namespace"] = "team1"
     pods = run_everything(aw)
@@ -197,8 +198,9 @@ def test_the_workload_phase_run_again_on_its_own_output_changes_nothing(framewor
     assert second.object in (None, first)
 
 
+@upstream
 def test_the_corpus_fsdp_pytorchjob_keeps_its_own_nproc_per_node_in_every_pods_env() -> None:
-    aw = yaml.safe_load((CORPUS / "mlbatch" / "pytorch-training.yaml").read_text())
+    aw = corpus("mlbatch/pytorch-training.yaml")
     aw["metadata"]["labels"][keys.FRAMEWORK_LABEL] = "pytorch"
     aw["metadata"]["namespace"] = "team1"
     pods = run_everything(aw)

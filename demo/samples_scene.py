@@ -1,4 +1,5 @@
-"""Scene 1: the upstream samples submitted with kubectl by alice and bob, through the gateway.
+"""Scene 1: the samples (demo/samples/USER/*.yaml, the shapes MLBatch users submit) submitted with
+kubectl by alice and bob, through the gateway.
 
 Each file goes through `kubectl create --dry-run=server`: the API server runs the whole
 admission chain (the gateway's /mutate and /validate included) and answers with the object it
@@ -10,18 +11,20 @@ queues of scene 2 empty.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from demo.changes import admission_changes, summarize
+from demo.changes import gateway_changes, summarize
 from demo.kubectl import Kubectl
 from demo.narration import Narrator
 
-# (user, corpus folder, namespace): alice brings MLBatch's samples, bob the AppWrapper project's.
-SUBMISSIONS = (("alice", "mlbatch", "team-a"), ("bob", "appwrapper", "team-b"))
+SAMPLES = Path(__file__).resolve().with_name("samples")
+# (user, namespace): each submits the files of the samples folder named after them.
+SUBMISSIONS = (("alice", "team-a"), ("bob", "team-b"))
 
 
 @dataclass(frozen=True)
@@ -41,33 +44,40 @@ def _name(obj: dict[str, Any]) -> str:
     return str(meta.get("name") or f"{meta.get('generateName', '')}*")
 
 
+def _stored(reply: str) -> list[dict[str, Any]]:
+    answer = json.loads(reply)
+    return answer["items"] if answer.get("kind") == "List" else [answer]
+
+
 def submit(kubectl: Kubectl, user: str, namespace: str, path: Path, source: str) -> Outcome:
-    """Dry-run create one corpus file as `user`; the account of what the gateway did to it."""
+    """Dry-run create one sample file as `user`; the account of what the gateway did to it: what
+    changed, less what the same file gets as admin (exempt from the gateway by the policy's
+    system:masters), which is the API server's own defaulting."""
     submitted = _documents(path)
-    done = kubectl.run("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", str(path),
-                       user=user, check=False)
+    dry_run = ("create", "--dry-run=server", "-o", "json", "-n", namespace, "-f", str(path))
+    done = kubectl.run(*dry_run, user=user, check=False)
     kinds = ", ".join(f"{d['kind']} {_name(d)}" for d in submitted)
     if done.returncode != 0:
         return Outcome(user, source, False, (f"{user:<5} {kinds} ({source}): denied, kubectl says:",
                                              *done.stderr.strip().splitlines()))
-    reply = json.loads(done.stdout)
-    stored = reply["items"] if reply.get("kind") == "List" else [reply]
-    lines = [f"{user:<5} {obj['kind']} {_name(obj)} ({source}): {summarize(admission_changes(obj, back))}"
-             for obj, back in zip(submitted, stored)]
+    ungated = _stored(kubectl.run(*dry_run).stdout)
+    lines = [f"{user:<5} {obj['kind']} {_name(obj)} ({source}): {summarize(gateway_changes(obj, back, alone))}"
+             for obj, back, alone in zip(submitted, _stored(done.stdout), ungated)]
     return Outcome(user, source, True, tuple(lines))
 
 
-def corpus_files(corpus: Path, folder: str) -> list[Path]:
-    return sorted(p for p in (corpus / folder).glob("*.yaml") if p.is_file())
+def sample_files(samples: Path, user: str) -> list[Path]:
+    return sorted(p for p in (samples / user).glob("*.yaml") if p.is_file())
 
 
-def run(kubectl: Kubectl, narrator: Narrator, corpus: Path) -> list[Outcome]:
-    narrator.say("alice (team-a) and bob (team-b) submit the upstream samples with kubectl "
+def run(kubectl: Kubectl, narrator: Narrator, samples: Path) -> list[Outcome]:
+    shown = os.path.relpath(samples) if samples.is_relative_to(Path.cwd()) else str(samples)
+    narrator.say(f"alice (team-a) and bob (team-b) submit the samples in {shown}/alice and {shown}/bob with kubectl "
                  "(server-side dry run: the full admission chain, nothing kept); what the gateway changed:")
     outcomes = []
-    for user, folder, namespace in SUBMISSIONS:
-        for path in corpus_files(corpus, folder):
-            outcome = submit(kubectl, user, namespace, path, f"{folder}/{path.name}")
+    for user, namespace in SUBMISSIONS:
+        for path in sample_files(samples, user):
+            outcome = submit(kubectl, user, namespace, path, f"{user}/{path.name}")
             outcomes.append(outcome)
             narrator.quote(outcome.lines[0])
             for line in outcome.lines[1:]:
