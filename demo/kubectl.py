@@ -9,8 +9,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-KUBECTL = shutil.which("kubectl") or "kubectl"
-"""The kubectl on the PATH, as a user runs it (the demo, the tests and the benchmarks all use this one)."""
+
+
+def _kubectl() -> str:
+    """The kubectl on the PATH, as a user runs it; on a machine without one, the kubectl that
+    `make` built with the real control plane (realcluster/), else the bare name (its error says so)."""
+    from realcluster import toolchain
+
+    on_path = shutil.which("kubectl")
+    if on_path:
+        return on_path
+    built = toolchain.locate()
+    return str(built["kubectl"]) if built else "kubectl"
+
+
+KUBECTL = _kubectl()
+"""The kubectl the demo, the tests and the benchmarks run on the stand-in (on the real control
+plane they run the kubectl of its release: tests/clusters.py)."""
 CALL_TIMEOUT_SECONDS = 60.0
 
 
