@@ -5,6 +5,7 @@ its Go modules (`--kube real`, realcluster/), with the same users and nodes."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 import signal
 import sys
 import tempfile
@@ -95,28 +96,38 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuntimeError) as exc:
         print(f"batchgate cluster: cannot start: {exc}", file=sys.stderr)
         return 1
-    kubeconfig = cluster.kubeconfig
-    if args.kubeconfig:
-        args.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-        args.kubeconfig.write_text(cluster.kubeconfig.read_text())
-        args.kubeconfig.chmod(0o600)
-        kubeconfig = args.kubeconfig
+    kubeconfig = export_kubeconfig(cluster.kubeconfig, args.kubeconfig)
     print(f"local cluster listening on {cluster.url}")
     print(f"users: {', '.join(u.name for u in cluster.users)} (kubectl --context <user>)")
     if args.run_image:
         print(f"pods of {', '.join(args.run_image)} run as local processes")
     print(f"nodes: {len(nodes)} simulated ({', '.join(n.name for n in nodes[:5])}{', ...' if len(nodes) > 5 else ''})")
     print(f"export KUBECONFIG={kubeconfig}")
+    serve_until_signalled(cluster.stop, "local cluster stopped")
+    return 0
+
+
+def export_kubeconfig(kubeconfig: Path, target: Path | None) -> Path:
+    """The cluster's kubeconfig, copied to `target` (private) when one is given."""
+    if target is None:
+        return kubeconfig
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(kubeconfig.read_text())
+    target.chmod(0o600)
+    return target
+
+
+def serve_until_signalled(stop_cluster: Callable[[], None], stopped: str) -> None:
+    """Until SIGTERM or SIGINT, then stop the cluster. SIGINT too: a shell starts background jobs
+    with SIGINT ignored, and Python then never raises KeyboardInterrupt; `kill -INT` must still
+    stop the cluster and its pod processes."""
     print("press Ctrl-C to stop", flush=True)
     stop = threading.Event()
-    # SIGINT too: a shell starts background jobs with SIGINT ignored, and Python then never raises
-    # KeyboardInterrupt; `kill -INT` must still stop the cluster and its pod processes.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
         while not stop.wait(1.0):
             pass
     finally:
-        cluster.stop()
-        print("local cluster stopped", flush=True)
-    return 0
+        stop_cluster()
+        print(stopped, flush=True)

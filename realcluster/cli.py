@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from typing import Any
 
+from localcluster.cli import export_kubeconfig, serve_until_signalled
 from localcluster.users import UsersFileError
 from realcluster import toolchain
 from realcluster.cluster import RealCluster, RealClusterError
@@ -27,12 +26,7 @@ def serve(args: argparse.Namespace, nodes: list[Any]) -> int:
     except RealClusterError as err:
         print(f"batchgate cluster: cannot start: {err}", file=sys.stderr)
         return 1
-    kubeconfig = cluster.kubeconfig
-    if args.kubeconfig:
-        args.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
-        args.kubeconfig.write_text(cluster.kubeconfig.read_text())
-        args.kubeconfig.chmod(0o600)
-        kubeconfig = args.kubeconfig
+    kubeconfig = export_kubeconfig(cluster.kubeconfig, args.kubeconfig)
     versions = toolchain.load_versions()
     print(f"Kubernetes {versions.kubernetes} (etcd {versions.etcd}) listening on {cluster.url}")
     print(f"users: {', '.join(u.name for u in cluster.users)} (kubectl --context <user>)")
@@ -42,14 +36,5 @@ def serve(args: argparse.Namespace, nodes: list[Any]) -> int:
           f"logs in {cluster.workdir / 'logs'}")
     print(f"kubectl {versions.kubernetes}: {binaries['kubectl']}")
     print(f"export KUBECONFIG={kubeconfig}")
-    print("press Ctrl-C to stop", flush=True)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    try:
-        while not stop.wait(1.0):
-            pass
-    finally:
-        cluster.stop()
-        print("cluster stopped", flush=True)
+    serve_until_signalled(cluster.stop, "cluster stopped")
     return 0

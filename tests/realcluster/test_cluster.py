@@ -8,7 +8,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -20,20 +19,10 @@ from localcluster.sim.nodes import parse_nodes_file
 from realcluster import toolchain
 from realcluster.cluster import RealCluster
 from realcluster.processes import port_taken
+from tests.e2e.test_install import eventually
 from tests.realcluster_fixtures import BINARIES, NOT_BUILT
 
 Kubectl = Callable[..., Any]
-
-
-def eventually(probe: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {what}")
-        time.sleep(0.3)
 
 
 def get(kubectl: Kubectl, *args: str, user: str = "admin") -> dict[str, Any]:
