@@ -58,6 +58,8 @@ UNFIT_CPU = "1000"  # more than the demo's whole cohort (128 CPUs): the Job stay
 
 @dataclass
 class Round:
+    """One round's figures on one kind of cluster."""
+
     kind: str
     loadavg: str
     start: float = 0.0
