@@ -291,23 +291,27 @@ class RealCluster:
 
     def _wait_for_nodes(self) -> None:
         """Every node registered and Ready, and the default service account made, before use."""
-        from realcluster.setup import get_json
-
         assert self.pki is not None
         names = {spec.name for spec in self.nodes}
         deadline = time.monotonic() + NODES_READY_SECONDS
-        token = self.pki.tokens["testbed"]
         while time.monotonic() < deadline:
-            nodes = get_json(self.url, str(self.ca_file), token, "/api/v1/nodes").get("items", [])
-            ready = {n["metadata"]["name"] for n in nodes if any(
-                c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or [])}
-            account = get_json(self.url, str(self.ca_file), token, "/api/v1/namespaces/default/serviceaccounts/default",
-                               missing_ok=True)
-            if names <= ready and account:
+            if nodes_ready(self.url, str(self.ca_file), self.pki.tokens["testbed"], names):
                 return
             time.sleep(0.2)
         raise RealClusterError(f"nodes {sorted(names)} were not all Ready after {NODES_READY_SECONDS:.0f} s "
                                f"(logs: {self.workdir / 'logs'})")
+
+
+def nodes_ready(url: str, ca_file: str, token: str, names: set[str]) -> bool:
+    """Whether a cluster is ready for use: every node in `names` registered and Ready, and the
+    default service account made. The same test for the stand-in (the benchmark compares both)."""
+    from realcluster.setup import get_json
+
+    nodes = get_json(url, ca_file, token, "/api/v1/nodes").get("items", [])
+    ready = {n["metadata"]["name"] for n in nodes if any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or [])}
+    account = get_json(url, ca_file, token, "/api/v1/namespaces/default/serviceaccounts/default", missing_ok=True)
+    return names <= ready and bool(account)
 
 
 def _now() -> Any:

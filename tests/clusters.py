@@ -45,11 +45,12 @@ def kubectl_binary(cluster: LocalCluster | RealCluster) -> str:
 
 
 def make(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (), run_images: Sequence[str] = (),
-         speed: float = 1.0) -> tuple[LocalCluster | RealCluster, Kubectl]:
-    """A cluster of `kind()`, not started yet, and kubectl as its users. `speed` applies to the
-    stand-in only: the real control plane runs on real time (its `speed` is 1)."""
+         speed: float = 1.0, kube: str = "") -> tuple[LocalCluster | RealCluster, Kubectl]:
+    """A cluster of `kube` ('real' or 'local'; `kind()` when not given: a benchmark compares both),
+    not started yet, and kubectl as its users. `speed` applies to the stand-in only: the real
+    control plane runs on real time (its `speed` is 1)."""
     made: LocalCluster | RealCluster
-    if kind() == "real":
+    if (kube or kind()) == "real":
         made = RealCluster(workdir, users_file=users_file, nodes=nodes, run_images=run_images, binaries=BINARIES)
     else:
         made = LocalCluster(workdir, users_file=users_file, speed=speed, controllers=DEFAULT_CONTROLLERS, nodes=nodes,
