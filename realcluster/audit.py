@@ -109,8 +109,12 @@ def log_files(directory: Path) -> list[Path]:
 def read_log(directory: Path) -> AuditLog:
     """Every file of the directory's log, read as one (a watch may start before a rotation and
     complete after it)."""
+    files = log_files(directory)
+    if not files:
+        raise AuditLogError(f"no audit log in {directory}: was kube-apiserver started with --audit-log-path there?")
+
     def logged() -> Iterator[dict[str, Any]]:
-        for path in log_files(directory):
+        for path in files:
             with open(path, encoding="utf-8") as handle:
                 yield from events(handle, str(path))
     return summarize(logged())

@@ -114,3 +114,9 @@ def test_a_cluster_started_without_an_audit_log_says_how_to_get_one(tmp_path: Pa
     with pytest.raises(RealClusterError) as caught:
         RealCluster(tmp_path, binaries={}).read_audit()
     assert str(caught.value) == "this cluster keeps no audit log: start it with RealCluster(..., audit=True)"
+
+
+def test_a_directory_without_a_log_is_an_error_not_an_empty_log(tmp_path: Path) -> None:
+    with pytest.raises(AuditLogError) as caught:
+        read_log(tmp_path)
+    assert str(caught.value) == f"no audit log in {tmp_path}: was kube-apiserver started with --audit-log-path there?"
