@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +31,16 @@ MAX_BACKUPS = 20
 
 
 class AuditLogError(ValueError):
-    """A line of the audit log that is not an audit event; the message names the file and line."""
+    """The audit log cannot be read: a line that is not an audit event (named with its file and
+    line), or no log at all."""
 
 
 @dataclass(frozen=True)
 class AuditLog:
     """Requests by how often each completed, and those started that have not completed yet."""
 
-    completed: Counter[RecordedRequest] = field(default_factory=Counter)
-    open: Counter[RecordedRequest] = field(default_factory=Counter)
+    completed: Counter[RecordedRequest]
+    open: Counter[RecordedRequest]
 
 
 def apiserver_flags(directory: Path) -> list[str]:
