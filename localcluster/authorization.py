@@ -48,8 +48,10 @@ class Reviewed:
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One resource request as a least-privilege check reads it: who asked to do what, where
-    (allowed or not). Compared with the roles, it shows what a role grants that no one uses."""
+    """One resource request as a least-privilege check reads it: who asked to do what, where,
+    and whether the authorizer allowed it (the name it judged is not kept). Compared with the
+    roles, it shows what a role grants that no one uses. The real control plane's audit log is
+    read into the same records (realcluster/audit.py)."""
 
     user: str
     verb: str
@@ -57,6 +59,7 @@ class RecordedRequest:
     resource: str
     subresource: str
     namespace: str
+    allowed: bool
 
 
 class Authorizer:
@@ -121,15 +124,17 @@ class Authorizer:
             return Decision(True, "")
         return authorize(user, attrs, self.policy())
 
-    def _record(self, user: Any, attrs: Attributes) -> None:
+    def _decide(self, user: Any, attrs: Attributes) -> Decision:
+        """`authorize`, recorded when asked to."""
+        decision = self.authorize(user, attrs)
         if self.recorded is not None and attrs.resource_request:
             self.recorded[RecordedRequest(user.username, attrs.verb, attrs.api_group, attrs.resource,
-                                          attrs.subresource, attrs.namespace)] += 1
+                                          attrs.subresource, attrs.namespace, decision.allowed)] += 1
+        return decision
 
     def check(self, user: Any, attrs: Attributes) -> None:
         """Raise 403, worded as kube-apiserver's, unless the request is allowed."""
-        self._record(user, attrs)
-        decision = self.authorize(user, attrs)
+        decision = self._decide(user, attrs)
         if decision.allowed:
             return
         message = forbidden_message(user.username, attrs)
@@ -159,10 +164,8 @@ class Authorizer:
         if self.mode == ALWAYS_ALLOW or obj is None or MASTERS in user.groups:
             return
         for attrs, refusal in owner_references.required(target, obj, old, resolve):
-            if attrs is not None:
-                self._record(user, attrs)
-                if self.authorize(user, attrs).allowed:
-                    continue
+            if attrs is not None and self._decide(user, attrs).allowed:
+                continue
             detail = f": {forbidden_message(user.username, attrs)}" if attrs is not None else ""
             qualified = f"{target.resource}.{target.api_group}" if target.api_group else target.resource
             raise forbidden(f'{qualified} "{target.name}" is forbidden: {refusal}{detail}', target.api_group,

@@ -194,10 +194,20 @@ class Authenticator:
         if MASTERS not in user.groups:
             raise forbidden(f'users "{target}" is forbidden: User "{user.username}" cannot impersonate resource '
                             f'"users" in API group "" at the cluster scope', "", "users", target)
-        all_groups = list(groups)
+        all_groups = list(groups) or service_account_groups(target)
         if AUTHENTICATED not in all_groups and target != "system:anonymous":
             all_groups.append(AUTHENTICATED)
         return User(target, target, uid or "", tuple(all_groups), extra)
+
+
+def service_account_groups(username: str) -> list[str]:
+    """A service account's groups, for `system:serviceaccount:NS:NAME` (else none): kube-apiserver
+    gives them to an impersonated service account when no group is asked for, as its token would."""
+    prefix = "system:serviceaccount:"
+    parts = username[len(prefix):].split(":") if username.startswith(prefix) else []
+    if len(parts) != 2 or not all(parts):
+        return []
+    return [SERVICE_ACCOUNTS, f"{SERVICE_ACCOUNTS}:{parts[0]}"]
 
 
 def kubeconfig(server: str, ca_pem: bytes, tokens: dict[str, str], current: str = "admin") -> dict[str, Any]:

@@ -5,7 +5,8 @@ the stand-in simulates (PyTorchJob, RayCluster, RayJob) as clients of the real A
 
 It has what a real cluster enforces: RBAC and the Node authorizer, service-account tokens signed
 by its own issuer, the default admission plugins (PodSecurity, ResourceQuota, the webhook ones),
-users admin / alice / bob by bearer token. It offers what `LocalCluster` offers (`kubeconfig`,
+users admin / alice / bob by bearer token; on request, kube-apiserver's audit log of every request
+(`audit=True`, `read_audit`). It offers what `LocalCluster` offers (`kubeconfig`,
 `url`, `ca_file`, `token`, `users`), so a test or the demo runs on either.
 
 Services get cluster IPs from a loopback range of the cluster's own, and a kube-proxy of the
@@ -33,7 +34,7 @@ from localcluster.clock import ScaledClock
 from localcluster.rbac import bootstrap
 from localcluster.runner import CRDS_DIR, ControllerContext
 from localcluster.users import User, kubeconfig, load_users
-from realcluster import toolchain
+from realcluster import audit, toolchain
 from realcluster.pki import COMPONENTS, KUBELET, Pki, write_pki
 from realcluster.processes import Program, StartError, free_port, port_taken
 
@@ -57,7 +58,7 @@ def service_range(rng: random.Random) -> ipaddress.IPv4Network:
 class RealCluster:
     def __init__(self, workdir: Path | None = None, *, port: int = 0, users_file: Path | None = None,
                  nodes: Sequence[Any] = (), run_images: Sequence[str] = (),
-                 binaries: Mapping[str, Path] | None = None, operators: bool = True) -> None:
+                 binaries: Mapping[str, Path] | None = None, operators: bool = True, audit: bool = False) -> None:
         found = dict(binaries) if binaries is not None else toolchain.locate()
         if found is None:
             raise RealClusterError("the real control plane is not built: run `make test` or "
@@ -72,6 +73,8 @@ class RealCluster:
         self.nodes = tuple(nodes)
         self.run_images = tuple(run_images)
         self.operators = operators
+        # audit: kube-apiserver logs every request (level Metadata) in audit_dir, read by `read_audit`
+        self.audit_dir = self.workdir / "audit" if audit else None
         self.services = service_range(random.SystemRandom())
         self.url = f"https://127.0.0.1:{self.port}"
         self.speed = 1.0  # its controllers run on real time; a pod's `runFor` is wall-clock seconds
@@ -125,6 +128,12 @@ class RealCluster:
         assert self.pki is not None
         return self.pki.tokens[user]
 
+    def read_audit(self) -> audit.AuditLog:
+        """The requests kube-apiserver has logged so far, each with its authorizer's decision."""
+        if self.audit_dir is None:
+            raise RealClusterError("this cluster keeps no audit log: start it with RealCluster(..., audit=True)")
+        return audit.read_log(self.audit_dir)
+
     # the programs
 
     def _start_etcd(self) -> None:
@@ -164,6 +173,8 @@ class RealCluster:
                 "--kubelet-preferred-address-types", "InternalIP",
                 # the local cluster's runs submit in bursts (tests, benchmarks): as Kueue's runner does
                 "--max-requests-inflight", "800", "--max-mutating-requests-inflight", "400"]
+        if self.audit_dir is not None:
+            argv += audit.apiserver_flags(self.audit_dir)
         self._run(Program("kube-apiserver", argv, self.workdir / "logs" / "kube-apiserver.log",
                           f"{self.url}/readyz", pki.ca_cert, pki.tokens["admin"]))
 

@@ -45,23 +45,28 @@ def kubectl_binary(cluster: LocalCluster | RealCluster) -> str:
 
 
 def make(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (), run_images: Sequence[str] = (),
-         speed: float = 1.0, kube: str = "") -> tuple[LocalCluster | RealCluster, Kubectl]:
+         speed: float = 1.0, kube: str = "", record_requests: bool = False) -> tuple[LocalCluster | RealCluster, Kubectl]:
     """A cluster of `kube` ('real' or 'local'; `kind()` when not given: a benchmark compares both),
     not started yet, and kubectl as its users. `speed` applies to the stand-in only: the real
-    control plane runs on real time (its `speed` is 1)."""
+    control plane runs on real time (its `speed` is 1). `record_requests`: every request is
+    recorded, by kube-apiserver's audit log on the real control plane (`RealCluster.read_audit`),
+    by the stand-in's authorizer on the stand-in."""
     made: LocalCluster | RealCluster
     if (kube or kind()) == "real":
-        made = RealCluster(workdir, users_file=users_file, nodes=nodes, run_images=run_images, binaries=BINARIES)
+        made = RealCluster(workdir, users_file=users_file, nodes=nodes, run_images=run_images, binaries=BINARIES,
+                           audit=record_requests)
     else:
         made = LocalCluster(workdir, users_file=users_file, speed=speed, controllers=DEFAULT_CONTROLLERS, nodes=nodes,
-                            run_images=run_images)
+                            run_images=run_images, record_requests=record_requests)
     return made, Kubectl(made.kubeconfig, kubectl_binary(made))
 
 
 @contextmanager
 def cluster(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (),
-            run_images: Sequence[str] = (), speed: float = 1.0) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl]]:
+            run_images: Sequence[str] = (), speed: float = 1.0,
+            record_requests: bool = False) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl]]:
     """`make`, started, and stopped after."""
-    made, kubectl = make(workdir, users_file=users_file, nodes=nodes, run_images=run_images, speed=speed)
+    made, kubectl = make(workdir, users_file=users_file, nodes=nodes, run_images=run_images, speed=speed,
+                         record_requests=record_requests)
     with made:
         yield made, kubectl

@@ -173,6 +173,11 @@ def test_users_impersonation_and_whoami(kubectl: Kubectl) -> None:
                                                        "groups": ["system:authenticated"]}
     as_bob = json.loads(kubectl("--as", "bob", "--as-group", "ml", "auth", "whoami", "-o", "json").stdout)
     assert as_bob["status"]["userInfo"]["groups"] == ["ml", "system:authenticated"]
+    # A service account impersonated without groups gets its own, as from kube-apiserver.
+    as_account = json.loads(kubectl("--as", "system:serviceaccount:team-a:trainer", "auth", "whoami", "-o",
+                                    "json").stdout)
+    assert as_account["status"]["userInfo"]["groups"] == ["system:serviceaccounts", "system:serviceaccounts:team-a",
+                                                          "system:authenticated"]
     # With no discovery cached, kubectl's own discovery as bob is refused first, and client-go shows
     # that refusal as "Forbidden: unknown" (it does on any cluster). The cache directory is the
     # session's, so whether another test filled it must not matter: fill it here, as admin.

@@ -286,8 +286,8 @@ def test_a_cluster_asked_to_records_who_requested_what_allowed_or_not(tmp_path: 
             client.CoreV1Api(api).list_namespaced_config_map("default")
         recorded = recording.authorizer.recorded
         assert recorded is not None
-        assert recorded[RecordedRequest("alice", "get", "", "pods", "log", "team-a")] == 1
-        assert recorded[RecordedRequest("admin", "list", "", "configmaps", "", "default")] == 2
+        assert recorded[RecordedRequest("alice", "get", "", "pods", "log", "team-a", False)] == 1
+        assert recorded[RecordedRequest("admin", "list", "", "configmaps", "", "default", True)] == 2
 
 
 def test_a_cluster_not_asked_to_records_nothing(cluster: LocalCluster) -> None:

@@ -59,6 +59,11 @@ def test_users_are_who_the_token_file_says_and_rbac_decides(real_kubectl_run: Ku
     denied = real_kubectl_run("get", "nodes", user="alice", check=False)
     assert denied.returncode != 0 and "Forbidden" in denied.stderr
     assert real_kubectl_run("auth", "can-i", "list", "nodes", user="admin").stdout.strip() == "yes"
+    # An impersonated service account gets its groups when none are asked for (the stand-in does the same).
+    account = json.loads(real_kubectl_run("--as", "system:serviceaccount:team-a:trainer", "auth", "whoami", "-o",
+                                          "json").stdout)
+    assert account["status"]["userInfo"]["groups"] == ["system:serviceaccounts", "system:serviceaccounts:team-a",
+                                                       "system:authenticated"]
 
 
 def test_the_real_scheduler_places_a_deployment_s_pods_on_the_local_kubelets(real_kubectl_run: Kubectl,
