@@ -38,7 +38,7 @@ from realcluster.cluster import RealCluster
 from tests import clusters
 from tests.e2e.test_install import eventually
 
-pytestmark = [pytest.mark.timeout(420), *([pytest.mark.realcluster] if clusters.on_real() else [])]
+pytestmark = pytest.mark.timeout(420)
 
 ACCOUNTS = ("batchgate-controller", "batchgate-webhook")
 TEAM = "team-a"
