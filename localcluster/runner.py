@@ -237,7 +237,7 @@ class LocalCluster:
                                         CONTROLLER_USER.username, self.speed, self.clock, self.workdir,
                                         self.webhook_addresses, self.nodes, self.run_images,
                                         {c: self.auth.tokens[u.name] for c, u in COMPONENT_USERS.items()},
-                                        self.kubelet_sync)
+                                        kubelet_sync=self.kubelet_sync)
         for factory in self.controllers:
             self._tasks.append(asyncio.create_task(_guarded(factory, context_for)))
         return runner
