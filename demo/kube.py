@@ -67,6 +67,7 @@ class Kube:
 
 
 def has_go() -> bool:
+    """Whether Go is on the PATH, so `make kube` could build the real control plane."""
     try:
         toolchain.go_binary()
     except toolchain.ToolchainError:
