@@ -30,7 +30,7 @@ pytestmark = pytest.mark.timeout(240)
 NEVER_FITS = "job-a-huge"
 
 
-def a_job(name: str, queue: str, cpu: int, run_for: str = "60s") -> dict[str, Any]:
+def a_job(name: str, queue: str, cpu: int, run_for: str) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": NAMESPACE, "labels": {keys.QUEUE_NAME_LABEL: queue}},
             "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {
@@ -104,17 +104,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 def test_no_job_is_resumed_within_a_second_of_its_suspension(stack: Stack) -> None:
-    kubectl = stack.kubectl
+    kubectl, speed = stack.kubectl, stack.cluster.speed
     client = KubeClient.from_kubeconfig(str(stack.cluster.kubeconfig))
     try:
         with SuspendWatch(client) as watch:
             for i in range(3):
-                submit(kubectl, a_job(f"job-b-{i}", "q-b", 1, run_for="400s"))  # 20 s on the cluster's 20x clock
+                submit(kubectl, a_job(f"job-b-{i}", "q-b", 1, run_for=f"{20 * speed:g}s"))  # 20 s of wall-clock time
             wait(lambda: len([j for j in jobs(kubectl) if not j["spec"].get("suspend")]) == 3, 60, "cq-b to borrow")
-            submit(kubectl, a_job(NEVER_FITS, "q-a", 5))
+            submit(kubectl, a_job(NEVER_FITS, "q-a", 5, run_for=f"{3 * speed:g}s"))
             time.sleep(0.5)
             for i in range(3):
-                submit(kubectl, a_job(f"job-a-{i}", "q-a", 2))
+                submit(kubectl, a_job(f"job-a-{i}", "q-a", 2, run_for=f"{3 * speed:g}s"))
                 time.sleep(0.3)
             wait(lambda: all(done(j) for j in jobs(kubectl) if j["metadata"]["name"] != NEVER_FITS), 180,
                  "every Job that fits to complete")

@@ -51,7 +51,7 @@ def test_preempted_jobs_with_backoff_limit_zero_all_complete(stack: Stack) -> No
     kubectl = stack.kubectl
     names = []
     for i in range(6):
-        job = a_job(f"job-{i}", pods=2, gpus=2, run_for="200s")  # 10 s on the cluster's 20x clock
+        job = a_job(f"job-{i}", pods=2, gpus=2, run_for=f"{10 * stack.cluster.speed:g}s")  # 10 s of wall-clock time
         job["metadata"]["labels"][keys.PRIORITY_CLASS_LABEL] = "high" if i % 3 == 2 else "low"
         submit(kubectl, job)
         names.append(job["metadata"]["name"])
