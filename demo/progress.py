@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from batchgate.quantity import parse_quantity
+
 GPU = "nvidia.com/gpu"
 PREEMPTOR_UID = re.compile(r"\(UID: (?P<uid>[^,)\s]+)")
 PREEMPTION_REASONS = frozenset({"InClusterQueue", "InCohortReclamation", "InCohortFairSharing",
@@ -101,9 +103,11 @@ def _line(was: JobState | None, now: JobState, by_uid: Mapping[str, str]) -> str
 
 
 def transitions(before: Mapping[str, JobState], after: Mapping[str, JobState],
-                cluster_queues: Mapping[str, Mapping[str, Any]]) -> list[str]:
+                cluster_queues: Mapping[str, Mapping[str, Any]],
+                queues_before: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """A line per job whose state changed, in the later snapshot's order, then one per ClusterQueue
-    that admitted something while holding GPUs beyond its nominal quota."""
+    that admitted something while holding GPUs beyond its nominal quota, or whose borrowing grew
+    since `queues_before` (a queue's status may trail its Workloads' by a poll)."""
     by_uid = {s.uid: s.job for s in [*before.values(), *after.values()]}
     lines: list[str] = []
     admitted_into: list[str] = []
@@ -113,9 +117,11 @@ def transitions(before: Mapping[str, JobState], after: Mapping[str, JobState],
             lines.append(line)
         if line and now.state == "admitted" and now.cluster_queue not in admitted_into:
             admitted_into.append(now.cluster_queue)
-    for name in admitted_into:
+    grew = [name for name, queue in cluster_queues.items()
+            if parse_quantity(borrowed_gpus(queue)) > parse_quantity(borrowed_gpus(queues_before.get(name, {})))]
+    for name in [*admitted_into, *(n for n in grew if n not in admitted_into)]:
         borrowed = borrowed_gpus(cluster_queues.get(name, {}))
-        if borrowed != "0":
+        if parse_quantity(borrowed) > 0:
             lines.append(f"borrowing  {name} now holds {borrowed} GPUs beyond its nominal quota, lent by its cohort")
     return lines
 

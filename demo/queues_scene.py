@@ -39,13 +39,14 @@ class Watch:
     clock: Clock
     states: Mapping[str, JobState]
     submitted: set[str] = field(default_factory=set)  # namespace/name of every job applied so far
+    queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # the last ClusterQueues seen, by name
 
     def poll(self) -> tuple[list[str], list[dict[str, Any]]]:
         workloads = self.kubectl.get_json("workloads", "-A")["items"]
         queues = self.kubectl.get_json("clusterqueues")["items"]
-        now = job_states(workloads)
-        lines = transitions(self.states, now, {q["metadata"]["name"]: q for q in queues})
-        self.states = now
+        now, by_name = job_states(workloads), {q["metadata"]["name"]: q for q in queues}
+        lines = transitions(self.states, now, by_name, self.queues)
+        self.states, self.queues = now, by_name
         return lines, queues
 
     def settled(self) -> bool:

@@ -1,9 +1,10 @@
 """Bring up the product as an admin installs it: the cluster, then `kubectl apply -k manifests/local`.
 
-The local cluster runs the pods of the image manifests/local names as real processes, so the
+The cluster (Kubernetes' own control plane or the stand-in, as demo/kube.py chooses; the local
+kubelets on both) runs the pods of the image manifests/local names as real processes, so the
 gateway and the controller are the Deployments of the shipped manifests: the certificate keeper
 makes the serving Secret and injects the caBundle, admission calls the gateway pods through their
-Service's ready endpoints, the controller elects a leader among its replicas. Helpers that start
+Service, the controller elects a leader among its replicas. Helpers that start
 a gateway process by hand (`gateway_configurations`, `gateway_service`, `wait_until_ready`) serve
 the end-to-end tests that need a gateway outside the cluster.
 """
@@ -19,11 +20,12 @@ from typing import Any
 import yaml
 
 from batchgate.clock import Clock
+from demo.kube import Kube
 from demo.kubectl import Kubectl
-from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import NodeSpec
 from localcluster.apiserver.webhook_sources import ADDRESS_ANNOTATION
+from realcluster.cluster import RealCluster
 from webhook.serving.launch import REPO_ROOT, RunningGateway
 
 MANIFESTS = REPO_ROOT / "manifests"
@@ -70,7 +72,8 @@ class Stack:
     """Everything the demo started; `stop()` ends it in reverse order."""
 
     workdir: Path
-    cluster: LocalCluster
+    kube: Kube
+    cluster: LocalCluster | RealCluster
     kubectl: Kubectl
 
     def stop(self) -> None:
@@ -78,11 +81,12 @@ class Stack:
         self.cluster.stop()
 
 
-def start_cluster(workdir: Path, nodes: list[NodeSpec], speed: float) -> Stack:
-    cluster = LocalCluster(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml", speed=speed,
-                           controllers=DEFAULT_CONTROLLERS, nodes=nodes, run_images=[local_image()])
+def start_cluster(workdir: Path, kube: Kube, nodes: list[NodeSpec], speed: float) -> Stack:
+    """The demo's users and nodes on the chosen Kubernetes, running the product's image as pods."""
+    cluster, kubectl = kube.make(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml", nodes=nodes,
+                                 run_images=[local_image()], speed=speed)
     cluster.start()
-    return Stack(workdir, cluster, Kubectl(cluster.kubeconfig))
+    return Stack(workdir, kube, cluster, kubectl)
 
 
 def wait_for_nodes(kubectl: Kubectl, count: int, timeout: float = READY_TIMEOUT_SECONDS) -> list[dict[str, Any]]:

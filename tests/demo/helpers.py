@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,20 +19,21 @@ def demo_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "demo.main", *args]
 
 
-def demo_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+def demo_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO_ROOT), **extra}
 
 
-def run_demo(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(demo_command(*args), capture_output=True, text=True, env=demo_env(), timeout=timeout,
-                          cwd=REPO_ROOT)
+def run_demo(*args: str, timeout: float, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The demo to its end; `env`: variables to set for it (e.g. an empty BATCHGATE_CACHE)."""
+    return subprocess.run(demo_command(*args), capture_output=True, text=True, env=demo_env(**(env or {})),
+                          timeout=timeout, cwd=REPO_ROOT)
 
 
-def popen_demo(*args: str, stderr: IO[str]) -> subprocess.Popen[str]:
+def popen_demo(*args: str, stderr: IO[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[str]:
     """The demo in the background; its stderr goes to a file, so a chatty demo never blocks on a
     full pipe and a failing test can show what it said."""
     options: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": stderr, "text": True,
-                               "env": demo_env(), "cwd": REPO_ROOT}
+                               "env": demo_env(**(env or {})), "cwd": REPO_ROOT}
     return subprocess.Popen(demo_command(*args), **options)
 
 

@@ -114,7 +114,21 @@ def states(*wls: dict[str, Any]) -> dict[str, JobState]:
 )
 def test_transitions_between_snapshots(before: dict[str, JobState], after: dict[str, JobState], lines: list[str]) -> None:
     queues = {"a-cq": borrowing("a-cq", "8"), "b-cq": borrowing("b-cq", "0")}
-    assert transitions(before, after, queues) == lines
+    assert transitions(before, after, queues, queues) == lines
+
+
+@pytest.mark.parametrize(("was", "now", "lines"), [
+    pytest.param("0", "24", ["borrowing  a-cq now holds 24 GPUs beyond its nominal quota, lent by its cohort"],
+                 id="borrowing that shows a poll after the admissions is reported then"),
+    pytest.param("8", "16", ["borrowing  a-cq now holds 16 GPUs beyond its nominal quota, lent by its cohort"],
+                 id="borrowing that grows is reported"),
+    pytest.param("24", "16", [], id="borrowing that shrinks (a reclaim) is told by its preemption, not again"),
+    pytest.param("16", "16", [], id="borrowing that stays says nothing"),
+])
+def test_a_queues_borrowing_that_grows_without_an_admission_in_the_same_poll(was: str, now: str,
+                                                                             lines: list[str]) -> None:
+    jobs = states(workload("a/j", RESERVED, cq="a-cq"))
+    assert transitions(jobs, jobs, {"a-cq": borrowing("a-cq", now)}, {"a-cq": borrowing("a-cq", was)}) == lines
 
 
 def test_the_queue_table_shows_reserved_over_nominal_gpus_borrowing_and_counts() -> None:
@@ -136,14 +150,15 @@ snapshots = st.lists(
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots)
 def test_a_snapshot_compared_with_itself_says_nothing(snapshot: dict[str, JobState]) -> None:
-    assert transitions(snapshot, dict(snapshot), {"a-cq": borrowing("a-cq", "8")}) == []
+    queues = {"a-cq": borrowing("a-cq", "8")}
+    assert transitions(snapshot, dict(snapshot), queues, queues) == []
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots, snapshots)
 def test_every_line_is_about_one_job_of_the_later_snapshot_or_a_borrowing_queue(before: dict[str, JobState],
                                                            after: dict[str, JobState]) -> None:
-    lines = transitions(before, after, {"a-cq": borrowing("a-cq", "8")})
+    lines = transitions(before, after, {"a-cq": borrowing("a-cq", "8")}, {"a-cq": borrowing("a-cq", "0")})
     jobs = [line for line in lines if not line.startswith("borrowing ")]
     assert len(jobs) <= len(after)
     assert all(line.split()[1].rstrip(":") in after for line in jobs)

@@ -130,14 +130,9 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
 @contextmanager
 def running_controller(stack: Stack) -> Iterator[Any]:
     """The real controller (no leader election) as its service account, synced; stopped after."""
-    from controller.adapters.kube import KubeClient
     from tests.controller.cluster import started_controller
 
-    client = KubeClient.from_kubeconfig(str(stack.controller_kubeconfig))
-    try:
-        yield from started_controller(client, watch_timeout=5)
-    finally:
-        client.close()
+    yield from started_controller(stack.cluster, watch_timeout=5)
 
 
 def submit(kubectl: Kubectl, obj: dict[str, Any]) -> str:

@@ -1,10 +1,13 @@
-"""`batchgate demo` end to end: local cluster, real gateway, real controller, real kubectl.
+"""`batchgate demo` end to end: the cluster tests/clusters.py picks (Kubernetes' own control plane
+when it is built, as in CI; else the stand-in), real gateway, real controller, real kubectl.
 
-One scripted run, `make demo DEMO_ARGS=--exit-when-done` in a clone of the repository alone
-under /tmp (no shared/corpus beside it; its .venv under /tmp too, where the Deployments' emptyDir
-at /tmp lies over it), is checked line by line, and in that clone the tests of upstream's samples
-say in one line that they did not run; one run is left up, explored with kubectl through the
-kubeconfig it prints, and stopped with Ctrl-C.
+One scripted run, `make demo DEMO_ARGS='--exit-when-done --kube KIND'` in a clone of the
+repository alone under /tmp (no shared/corpus beside it; its .venv under /tmp too, where the
+Deployments' emptyDir at /tmp lies over it; the real control plane's binaries are the ones cached
+in ~/.cache/batchgate), is checked line by line, and in that clone the tests of upstream's
+samples say in one line that they did not run; one run is left up, explored with kubectl through
+the kubeconfig it prints, and stopped with Ctrl-C. Where nothing is built and Go is missing, the
+demo says so and runs on the stand-in; bad options are one line each.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -22,11 +26,20 @@ from pathlib import Path
 import pytest
 import requests
 
-from demo.kubectl import KUBECTL
+from demo.kube import Kube
+from realcluster import toolchain
+from tests import clusters
 from tests.controller.cluster import eventually
 from tests.demo.helpers import clone_alone, popen_demo, run_demo
+from tests.realcluster_fixtures import BINARIES, NOT_BUILT
 
 DEMO_TIMEOUT_SECONDS = 240
+pytestmark = [pytest.mark.realcluster] if clusters.on_real() else []
+
+
+@pytest.fixture(scope="module")
+def kube() -> Kube:
+    return clusters.kube()
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +57,9 @@ def in_clone(clone: Path, *command: str, timeout: float) -> subprocess.Completed
 
 
 @pytest.fixture(scope="module")
-def scripted(clone: Path) -> subprocess.CompletedProcess[str]:
-    return in_clone(clone, "make", "demo", "DEMO_ARGS=--exit-when-done", timeout=DEMO_TIMEOUT_SECONDS)
+def scripted(clone: Path, kube: Kube) -> subprocess.CompletedProcess[str]:
+    return in_clone(clone, "make", "demo", f"DEMO_ARGS=--exit-when-done --kube {kube.kind}",
+                    timeout=DEMO_TIMEOUT_SECONDS)
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +77,17 @@ def test_the_scripted_demo_exits_cleanly_after_its_four_scenes(scripted: subproc
                         "3. a PyTorch AppWrapper: each pod's env from the gateway",
                         "4. Ray: a RayCluster in an AppWrapper, a queued RayJob, an unqueued RayCluster refused"]
     assert "scripted part done" in out and out.rstrip().endswith("demo cluster, gateway and controller stopped")
+
+
+def test_the_narration_says_first_which_kubernetes_runs(kube: Kube, out: str) -> None:
+    first = next(line for line in out.splitlines() if line.startswith("["))
+    if kube.kind == "real":
+        assert re.fullmatch(rf"\[\s*\d+\.\ds\] starting the cluster: Kubernetes "
+                            rf"{re.escape(toolchain.load_versions().kubernetes)} \(kube-apiserver, etcd, "
+                            r"kube-controller-manager, kube-scheduler built from their Go modules\)", first), first
+    else:
+        assert re.fullmatch(r"\[\s*\d+\.\ds\] starting the cluster: the stand-in API server "
+                            r"\(localcluster/; chosen with --kube local\)", first), first
 
 
 def test_the_product_is_installed_with_kubectl_apply_k_and_runs_as_pods_on_a_cluster_of_gpu_nodes(out: str) -> None:
@@ -191,15 +216,16 @@ def _lines(process: subprocess.Popen[str]) -> Iterator[str]:
         yield line
 
 
-def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path) -> None:
+def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path, kube: Kube) -> None:
     stderr_file = tmp_path / "demo.stderr"
     seen: list[str] = []
+    kubectl = kube.kubectl
 
     def said() -> str:
         return f"\n--- demo stdout (last lines) ---\n{''.join(seen[-40:])}\n--- demo stderr ---\n{stderr_file.read_text()[-3000:]}"
 
-    with stderr_file.open("w") as stderr:
-        process = popen_demo("--speed", "2", stderr=stderr)
+    with stderr_file.open("w") as stderr:  # the stand-in's time 2x faster; Kubernetes' own runs on real time
+        process = popen_demo("--kube", kube.kind, *(["--speed", "2"] if kube.kind == "local" else []), stderr=stderr)
     try:
         lines = _lines(process)
         kubeconfig = ""
@@ -209,11 +235,14 @@ def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path)
                 kubeconfig = line.split("=", 1)[1].strip()
                 break
         assert kubeconfig, "the demo never printed its KUBECONFIG line" + said()
+        hints = "".join(seen)
+        assert (f"alias kubectl={kubectl}" in hints) == (kube.kind == "real"), \
+            "the hints name the kubectl of the real control plane's release, and only there" + said()
         dashboard = re.search(r"the dashboard .*(http://127\.0\.0\.1:\d+/)", "".join(seen))
         assert dashboard, "the demo never printed the dashboard's address" + said()
         eventually(lambda: "ClusterQueue team-a-cq" in requests.get(dashboard.group(1) + "queues", timeout=30).text,
                    timeout=30, what=lambda: "the dashboard to show the demo's queues" + said())
-        queues = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "get", "clusterqueues", "-o", "name"],
+        queues = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "get", "clusterqueues", "-o", "name"],
                                 capture_output=True, text=True, timeout=30)
         assert queues.stdout.split() == ["clusterqueue.kueue.x-k8s.io/slack-cluster-queue",
                                          "clusterqueue.kueue.x-k8s.io/team-a-cq",
@@ -224,14 +253,14 @@ def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path)
         bad_queue = ('{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "bad"},'
                      ' "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor",'
                      ' "resources": [{"name": "memory", "nominalQuota": "4"}]}]}]}}')
-        denied = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "apply", "-f", "-"], input=bad_queue,
+        denied = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "-"], input=bad_queue,
                                 capture_output=True, text=True, timeout=30)
         assert denied.returncode == 1, denied.stdout + said()
         assert ('admission webhook "clusterqueues.validate.batchgate.dev" denied the request: InvalidClusterQueue: '
                 'spec.resourceGroups[0].flavors[0].resources: must list exactly the coveredResources, in the same '
                 'order' in denied.stderr), denied.stderr + said()
         # The audit lines are the gateway's own log, as on any cluster.
-        logs = subprocess.run([KUBECTL, "--kubeconfig", kubeconfig, "logs", "-n", "batchgate-system",
+        logs = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "logs", "-n", "batchgate-system",
                                "deploy/batchgate-webhook", "-c", "webhook"], capture_output=True, text=True, timeout=30)
         audit = [json.loads(line) for line in logs.stdout.splitlines() if line.startswith('{"ts"')]
         assert audit and all({"endpoint", "operation", "kind", "user", "allowed"} <= set(a) for a in audit), \
@@ -248,10 +277,53 @@ def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path)
     assert "interrupted" in rest and rest.rstrip().endswith("demo cluster, gateway and controller stopped"), said()
 
 
+def test_without_a_build_and_without_go_the_demo_says_so_and_runs_on_the_stand_in(tmp_path: Path) -> None:
+    tools = tmp_path / "bin"  # the user's kubectl, and no directory that holds a go
+    tools.mkdir()
+    (tools / "kubectl").symlink_to(shutil.which("kubectl") or "kubectl")
+    no_go = os.pathsep.join([str(tools), *(d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "go").exists())])
+    with (tmp_path / "demo.stderr").open("w") as stderr:
+        process = popen_demo(stderr=stderr, env={"BATCHGATE_CACHE": str(tmp_path / "empty-cache"), "PATH": no_go})
+    try:
+        lines = _lines(process)
+        first = next(lines)
+        up = next(line for line in lines if "cluster up at" in line)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 130, (tmp_path / "demo.stderr").read_text()  # interrupted while installing
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert re.fullmatch(r"\[\s*\d+\.\ds\] starting the cluster: the stand-in API server \(localcluster/; Go not "
+                        r"found: install Go 1\.25 or newer, then `make kube` builds Kubernetes\)\n", first), first
+    assert "4 nodes x 8 GPUs" in up
+
+
 @pytest.mark.parametrize(("args", "message"), [
     pytest.param(["--speed", "0"], "--speed must be positive, got 0.0", id="a speed of zero is refused"),
     pytest.param(["--speed", "fast"], "invalid float value: 'fast'", id="a speed that is not a number is refused"),
+    pytest.param(["--kube", "kind"], "argument --kube: invalid choice: 'kind' (choose from 'auto', 'local', 'real')",
+                 id="a kind of kubernetes that does not exist is refused"),
 ])
 def test_bad_options_exit_2_with_one_clear_line(args: list[str], message: str) -> None:
     result = run_demo(*args, timeout=60)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_asking_for_the_real_control_plane_where_it_is_not_built_is_one_line_naming_the_fix(tmp_path: Path) -> None:
+    result = run_demo("--kube", "real", timeout=60, env={"BATCHGATE_CACHE": str(tmp_path)})
+    assert result.returncode == 2 and result.stdout == "", result.stdout + result.stderr
+    assert re.fullmatch(r"batchgate demo: --kube real: the real control plane is not built(: | and Go is not "
+                        r"installed: install Go 1\.25 or newer, then )`make kube` builds it.*; or use --kube local\n",
+                        result.stderr), result.stderr
+
+
+@pytest.mark.parametrize("kube", ["real", "auto"])
+def test_a_speed_on_the_real_control_plane_is_refused_with_the_way_out(kube: str) -> None:
+    if BINARIES is None:
+        pytest.skip(NOT_BUILT)
+    result = run_demo("--kube", kube, "--speed", "5", timeout=60)
+    chosen = "--kube auto chose it, as it is built" if kube == "auto" else "--kube real"
+    assert result.returncode == 2 and result.stderr == (
+        "batchgate demo: --speed 5: only the stand-in's simulated time runs faster, and the real control plane "
+        f"({chosen}) runs on real time: drop --speed, or add --kube local\n"), result.stderr

@@ -90,22 +90,28 @@ def identity(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     ])
 
 
+SERVER_DEFAULTED_GROUPS = frozenset({"", "apps", "batch"})
+"""API groups whose pod templates kube-apiserver defaults (schedulerName: default-scheduler) while
+decoding, before any mutating webhook sees them."""
+
+
 def scheduler_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
-    """3. Every pod template names the batchgate scheduler unless it names one. `default-scheduler`
-    counts as none: kube-apiserver writes it into every built-in pod template (Job, Deployment,
-    Pod...) that names no scheduler before admission webhooks see it, so a user's own choice and
-    the default cannot be told apart (found on the real control plane)."""
+    """3. Every pod template names the batchgate scheduler unless it names one. A user's Pod, Job or
+    Deployment arrives with `default-scheduler` where its author wrote none (the API server's
+    default), so there that name counts as none; inside an AppWrapper it is the author's."""
     wanted = ctx.policy.scheduling.scheduler_name
     if not wanted or ctx.scope not in ("top-level", "wrapped"):
         return StepResult()
+    defaulted = ctx.scope == "top-level" and ctx.request.kind.group in SERVER_DEFAULTED_GROUPS
     changes = []
     for at in pod_template_locations(obj):
         spec = at.template.get("spec")
         if not isinstance(spec, dict):
             continue  # validation reports a template without a spec
         current = spec.get("schedulerName")
-        names_one = current not in (None, "", keys.DEFAULT_SCHEDULER)
-        if current == wanted or (names_one and not ctx.policy.scheduling.override_existing):
+        if defaulted and current == keys.DEFAULT_SCHEDULER:
+            current = None
+        if current == wanted or (current and not ctx.policy.scheduling.override_existing):
             continue
         spec["schedulerName"] = wanted
         changes.append(f"set {format_steps(at.location + ('spec', 'schedulerName'))}={wanted}")

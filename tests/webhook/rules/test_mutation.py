@@ -58,6 +58,15 @@ NO_DEFAULT_QUEUE = parse_policy("queues: {defaultQueueName: ''}")
         pytest.param(a_job().with_spec(template={"spec": {"schedulerName": "mine", "containers": []}}).build(),
                      OVERRIDE, "spec.template.spec.schedulerName", "batchgate-scheduler",
                      id="overrideExisting replaces a named scheduler"),
+        pytest.param(a_job().with_spec(template={"spec": {"schedulerName": "default-scheduler", "containers": []}})
+                     .build(), DEFAULT_POLICY, "spec.template.spec.schedulerName", "batchgate-scheduler",
+                     id="a job's template naming default-scheduler, as kube-apiserver hands it over, gets the scheduler"),
+        pytest.param(a_pod().with_spec(schedulerName="default-scheduler").build(), DEFAULT_POLICY, "spec.schedulerName",
+                     "batchgate-scheduler", id="a bare pod naming default-scheduler gets the scheduler"),
+        pytest.param(an_appwrapper().with_component(
+            a_job().with_spec(template={"spec": {"schedulerName": "default-scheduler", "containers": []}}).build())
+            .build(), DEFAULT_POLICY, "spec.components[0].template.spec.template.spec.schedulerName",
+            "default-scheduler", id="default-scheduler named in an appwrapper's component is its author's and is kept"),
         pytest.param(an_appwrapper().with_pytorchjob(workers=2).build(), DEFAULT_POLICY,
                      "spec.components[0].template.spec.pytorchReplicaSpecs.Worker.template.spec.schedulerName",
                      "batchgate-scheduler", id="templates inside appwrapper components get the scheduler"),
@@ -151,6 +160,10 @@ def test_namespaces_outside_the_selector_are_not_managed() -> None:
     [
         pytest.param(a_deployment().owned_by("AppWrapper", "aw").build(), "spec.template.spec.schedulerName",
                      "batchgate-scheduler", id="a wrapped deployment gets the scheduler"),
+        pytest.param(a_deployment().owned_by("AppWrapper", "aw").with_spec(
+            template={"spec": {"schedulerName": "default-scheduler", "containers": []}}).build(),
+            "spec.template.spec.schedulerName", "default-scheduler",
+            id="a wrapped deployment keeps the default-scheduler its appwrapper's author named"),
         pytest.param(a_job().with_queue().owned_by("AppWrapper", "aw").build(), "spec.suspend", None,
                      id="a wrapped job is never suspended by the gateway"),
         pytest.param(a_job().with_queue().labelled(USER, "bob").owned_by("AppWrapper", "aw").build(),
