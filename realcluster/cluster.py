@@ -17,6 +17,7 @@ reaches a webhook through its Service as on any cluster.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import ipaddress
 import logging
 import random
@@ -37,6 +38,7 @@ from localcluster.users import User, kubeconfig, load_users
 from realcluster import audit, toolchain
 from realcluster.pki import COMPONENTS, KUBELET, Pki, write_pki
 from realcluster.processes import Program, StartError, free_port, port_taken
+from realcluster.setup import apply_objects, get_json, operator_objects, request_token
 
 log = logging.getLogger("realcluster")
 READY_SECONDS = 60.0
@@ -95,7 +97,8 @@ class RealCluster:
                                    "remove it, or use another --workdir")
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
-            self.pki = write_pki(self.workdir / "pki", self.users, str(self.services[1]), _now())
+            self.pki = write_pki(self.workdir / "pki", self.users, str(self.services[1]),
+                                 dt.datetime.now(dt.timezone.utc))
             self.ca_file = self.pki.ca_cert
             self._start_etcd()
             self._start_apiserver()
@@ -233,8 +236,6 @@ class RealCluster:
         """What the runtime's identities need before they start: the kubelets' node role (the
         legacy binding of system:node to the nodes group, as the stand-in has it), the operators'
         namespaces, accounts and roles, and the CRDs the operators serve."""
-        from realcluster.setup import apply_objects, operator_objects
-
         assert self.pki is not None
         objects: list[dict[str, Any]] = [
             bootstrap.cluster_role_binding("localcluster:kubelets", "system:node", [bootstrap.group(KUBELET.groups[0])])]
@@ -244,8 +245,6 @@ class RealCluster:
         apply_objects(self.url, str(self.ca_file), self.pki.tokens["testbed"], objects)
 
     def _operator_tokens(self) -> dict[str, str]:
-        from realcluster.setup import request_token
-
         assert self.pki is not None
         tokens = {KUBELET.name: self.pki.tokens[KUBELET.name]}
         if self.operators:
@@ -316,16 +315,8 @@ class RealCluster:
 def nodes_ready(url: str, ca_file: str, token: str, names: set[str]) -> bool:
     """Whether a cluster is ready for use: every node in `names` registered and Ready, and the
     default service account made. The same test for the stand-in (the benchmark compares both)."""
-    from realcluster.setup import get_json
-
     nodes = get_json(url, ca_file, token, "/api/v1/nodes").get("items", [])
     ready = {n["metadata"]["name"] for n in nodes if any(
         c.get("type") == "Ready" and c.get("status") == "True" for c in (n.get("status") or {}).get("conditions") or [])}
     account = get_json(url, ca_file, token, "/api/v1/namespaces/default/serviceaccounts/default", missing_ok=True)
     return names <= ready and bool(account)
-
-
-def _now() -> Any:
-    import datetime as dt
-
-    return dt.datetime.now(dt.timezone.utc)
