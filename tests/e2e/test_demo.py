@@ -50,9 +50,14 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return clone_alone(home / "batchgate")
 
 
+OUTER = ("PYTHONPATH", "VIRTUAL_ENV", "MAKELEVEL", "MAKEFLAGS", "MFLAGS")
+"""This checkout's traces, and `make test`'s: under it a `make demo` is a sub-make, which prints
+`make[1]: Entering directory ...` around the demo's output, as no user's `make demo` does."""
+
+
 def in_clone(clone: Path, *command: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """`command` in the clone, with no trace of this checkout in the environment."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    """`command` in the clone, as a user runs it in a fresh shell."""
+    env = {k: v for k, v in os.environ.items() if k not in OUTER}
     return subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=timeout)
 
 
