@@ -28,7 +28,7 @@ _KINDS = {
 
 
 class SetupError(RuntimeError):
-    pass
+    """A set-up call the API server refused; the message is its method, path, code and reason."""
 
 
 def _call(url: str, ca_file: str, token: str, method: str, path: str, body: bytes | None = None,
