@@ -4,7 +4,10 @@ The decision of who holds the Lease is pure (`decisions/leader_election.py`); th
 the Lease, writes what the decision says with the observed resourceVersion (so a race is a 409,
 not two leaders), and keeps `is_leader` honest: it turns False the moment a renewal is refused
 or the renew deadline passes without a successful renewal — even if this thread is stuck —
-so writes stop at once.
+so writes stop at once. While it is False the reconcile workers drop their keys, and only
+`on_started` offers them again; so a renewal that succeeds after the deadline lapsed (a write
+held by an API server waiting for etcd) ends the old term (`on_stopped`) and starts a new one
+(`on_started`), never silently resuming the old one.
 """
 
 from __future__ import annotations
@@ -38,9 +41,13 @@ class LeaderElector:
     @property
     def is_leader(self) -> bool:
         with self._lock:
-            if not self._leading or self._renewed_at is None:
-                return False
-            return self.clock.monotonic() - self._renewed_at < self.timing.renew_deadline.total_seconds()
+            return self._within_term()
+
+    def _within_term(self) -> bool:
+        """Leading, and renewed within the renew deadline (the caller holds the lock)."""
+        if not self._leading or self._renewed_at is None:
+            return False
+        return self.clock.monotonic() - self._renewed_at < self.timing.renew_deadline.total_seconds()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run, name="leader-election", daemon=True)
@@ -77,9 +84,7 @@ class LeaderElector:
                 body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
                 self.client.replace(LEASES, body)
             self.holder = self.identity
-            with self._lock:
-                self._renewed_at = self.clock.monotonic()
-            self._set_leading(True)
+            self._renewed()
             return True
         except ApiError as exc:
             if exc.conflict or exc.already_exists:
@@ -112,6 +117,20 @@ class LeaderElector:
                 self.client.replace(LEASES, lease)
         except Exception as exc:  # best effort: the lease expires on its own
             log.info("could not release lease: %s", exc)
+
+    def _renewed(self) -> None:
+        """Record a successful write of the Lease. If the term lapsed while the write was in flight,
+        workers have dropped keys since: end that term before starting the next."""
+        with self._lock:
+            lapsed = self._leading and not self._within_term()
+            if lapsed:
+                self._leading = False
+            self._renewed_at = self.clock.monotonic()
+        if lapsed:
+            log.warning("%s renewed lease %s/%s after its renew deadline had passed: its term ended, a new one "
+                        "starts", self.identity, self.namespace, self.name)
+            self.on_stopped()
+        self._set_leading(True)
 
     def _set_leading(self, leading: bool) -> None:
         with self._lock:

@@ -186,6 +186,23 @@ def test_leader_election_hands_over_when_the_leader_stops_renewing(controller_ap
     assert changes == ["a leads", "b leads", "a stops"]
 
 
+def test_a_renewal_that_lands_after_the_renew_deadline_starts_a_new_term(controller_api: KubeClient) -> None:
+    """While `is_leader` was False the workers dropped their keys; only `on_started` offers them again
+    (an etcd restart held a renewal past the deadline and an AppWrapper was never reconciled)."""
+    clock = FakeClock(dt.datetime.now(dt.timezone.utc))
+    timing = LeaseTiming()
+    changes: list[str] = []
+    a = LeaderElector(controller_api, LEASES, f"lapse-{uuid.uuid4().hex[:6]}", "a", clock=clock, timing=timing,
+                      on_started=lambda: changes.append("a leads"), on_stopped=lambda: changes.append("a stops"))
+    assert a.step() and a.is_leader
+    clock.advance(timing.renew_deadline)  # the renewal is held up: the term lapses, workers stand down
+    assert not a.is_leader
+    assert a.step() and a.is_leader, "the lease is still a's: the held renewal succeeds"
+    assert changes == ["a leads", "a stops", "a leads"], "the lapsed term ended and a new one started"
+    clock.advance(timing.retry_period)
+    assert a.step() and changes == ["a leads", "a stops", "a leads"], "a renewal in time continues the term"
+
+
 def test_two_candidates_racing_for_a_free_lease_elect_exactly_one(controller_api: KubeClient) -> None:
     clock = FakeClock(dt.datetime.now(dt.timezone.utc))
     lease_name = f"race-{uuid.uuid4().hex[:6]}"
