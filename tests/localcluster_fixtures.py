@@ -7,6 +7,7 @@ mostly key generation); tests isolate themselves with their own namespaces.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,6 +23,11 @@ from localcluster.runner import LocalCluster
 
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    if os.environ.get("BATCHGATE_STANDIN_TESTS_ON") == "real":
+        from realcluster.cluster import RealCluster
+        with RealCluster(tmp_path_factory.mktemp("realcluster")) as real:
+            yield real  # type: ignore[misc]
+        return
     with LocalCluster(tmp_path_factory.mktemp("localcluster")) as cluster:
         yield cluster
 
