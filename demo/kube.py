@@ -10,6 +10,7 @@ minors away), the stand-in by the one on the PATH.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from demo.kubectl import KUBECTL, Kubectl
 from localcluster.controllers import DEFAULT_CONTROLLERS
-from localcluster.runner import LocalCluster
+from localcluster.runner import KUBELET_SYNC, LocalCluster
 from realcluster import toolchain
 from realcluster.cluster import RealCluster
 
@@ -53,18 +54,20 @@ class Kube:
         return f"the stand-in API server (localcluster/; {self.why_local})"
 
     def make(self, workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (),
-             run_images: Sequence[str] = (), speed: float = 1.0,
-             record_requests: bool = False) -> tuple[LocalCluster | RealCluster, Kubectl]:
+             run_images: Sequence[str] = (), speed: float = 1.0, record_requests: bool = False,
+             kubelet_sync: dt.timedelta = KUBELET_SYNC) -> tuple[LocalCluster | RealCluster, Kubectl]:
         """The cluster, not started yet, and kubectl as its users. `speed` is the stand-in's only:
         the real control plane runs on real time (its `speed` is 1). `record_requests`: every
-        request recorded (kube-apiserver's audit log, or the stand-in's authorizer)."""
+        request recorded (kube-apiserver's audit log, or the stand-in's authorizer). `kubelet_sync`:
+        how often the local kubelets (on either) bring process pods' volumes up to date."""
         made: LocalCluster | RealCluster
         if self.binaries is not None:
             made = RealCluster(workdir, users_file=users_file, nodes=nodes, run_images=run_images,
-                               binaries=self.binaries, audit=record_requests)
+                               binaries=self.binaries, audit=record_requests, kubelet_sync=kubelet_sync)
         else:
             made = LocalCluster(workdir, users_file=users_file, speed=speed, controllers=DEFAULT_CONTROLLERS,
-                                nodes=nodes, run_images=run_images, record_requests=record_requests)
+                                nodes=nodes, run_images=run_images, record_requests=record_requests,
+                                kubelet_sync=kubelet_sync)
         return made, Kubectl(made.kubeconfig, self.kubectl)
 
 

@@ -33,7 +33,7 @@ import yaml
 
 from localcluster.clock import ScaledClock
 from localcluster.rbac import bootstrap
-from localcluster.runner import CRDS_DIR, ControllerContext
+from localcluster.runner import CRDS_DIR, KUBELET_SYNC, ControllerContext
 from localcluster.users import User, kubeconfig, load_users
 from realcluster import audit, toolchain
 from realcluster.pki import COMPONENTS, KUBELET, Pki, write_pki
@@ -60,7 +60,8 @@ def service_range(rng: random.Random) -> ipaddress.IPv4Network:
 class RealCluster:
     def __init__(self, workdir: Path | None = None, *, port: int = 0, users_file: Path | None = None,
                  nodes: Sequence[Any] = (), run_images: Sequence[str] = (),
-                 binaries: Mapping[str, Path] | None = None, operators: bool = True, audit: bool = False) -> None:
+                 binaries: Mapping[str, Path] | None = None, operators: bool = True, audit: bool = False,
+                 kubelet_sync: dt.timedelta = KUBELET_SYNC) -> None:
         found = dict(binaries) if binaries is not None else toolchain.locate()
         if found is None:
             raise RealClusterError("the real control plane is not built: run `make test` or "
@@ -75,6 +76,7 @@ class RealCluster:
         self.nodes = tuple(nodes)
         self.run_images = tuple(run_images)
         self.operators = operators
+        self.kubelet_sync = kubelet_sync  # how often process pods' Secret/ConfigMap volumes follow their objects
         # audit: kube-apiserver logs every request (level Metadata) in audit_dir, read by `read_audit`
         self.audit_dir = self.workdir / "audit" if audit else None
         self.services = service_range(random.SystemRandom())
@@ -270,7 +272,8 @@ class RealCluster:
             kinds += [PyTorchJobController, RayClusterController, RayJobController]
         context = ControllerContext(self.url, self.ca_file, self.pki.tokens["testbed"], "localcluster:testbed", 1.0,
                                     ScaledClock(1.0), self.workdir, {}, self.nodes, self.run_images,
-                                    self._operator_tokens(), node_address="127.0.0.1", kubelet_port=free_port())
+                                    self._operator_tokens(), node_address="127.0.0.1", kubelet_port=free_port(),
+                                    kubelet_sync=self.kubelet_sync)
         ready = threading.Event()
 
         def serve() -> None:

@@ -5,6 +5,7 @@ of the product's image, so a test is written once."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from demo.kube import Kube, KubeChoiceError, choose
+from localcluster.runner import KUBELET_SYNC
 from demo.kubectl import Kubectl
 from localcluster.runner import LocalCluster
 from realcluster.cluster import RealCluster
@@ -49,22 +51,23 @@ def on_real() -> bool:
 
 
 def make(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (), run_images: Sequence[str] = (),
-         speed: float = 1.0, kube: str = "", record_requests: bool = False) -> tuple[LocalCluster | RealCluster, Kubectl]:
+         speed: float = 1.0, kube: str = "", record_requests: bool = False,
+         kubelet_sync: dt.timedelta = KUBELET_SYNC) -> tuple[LocalCluster | RealCluster, Kubectl]:
     """A cluster, not started yet, and kubectl as its users: of `kube` ('real' or 'local': a
     benchmark compares both), else as chosen. `speed` applies to the stand-in only: the real control
     plane runs on real time (its `speed` is 1). `record_requests`: every request is recorded, by
     kube-apiserver's audit log on the real control plane (`RealCluster.read_audit`), by the
     stand-in's authorizer on the stand-in."""
     return _chosen(kube).make(workdir, users_file=users_file, nodes=nodes, run_images=run_images, speed=speed,
-                              record_requests=record_requests)
+                              record_requests=record_requests, kubelet_sync=kubelet_sync)
 
 
 @contextmanager
 def cluster(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (),
-            run_images: Sequence[str] = (), speed: float = 1.0,
-            record_requests: bool = False) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl]]:
+            run_images: Sequence[str] = (), speed: float = 1.0, record_requests: bool = False,
+            kubelet_sync: dt.timedelta = KUBELET_SYNC) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl]]:
     """`make`, started, and stopped after."""
     made, kubectl = make(workdir, users_file=users_file, nodes=nodes, run_images=run_images, speed=speed,
-                         record_requests=record_requests)
+                         record_requests=record_requests, kubelet_sync=kubelet_sync)
     with made:
         yield made, kubectl

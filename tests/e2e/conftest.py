@@ -15,7 +15,6 @@ from tests.e2e.stack import Kubectl, Stack, running_stack
 
 STAND_IN_ONLY = {
     "test_demo.py": "`batchgate demo` starts its own cluster",
-    "test_install_startup.py": "a kubelet volume sync of real length is a setting of the stand-in's kubelets",
 }
 
 
