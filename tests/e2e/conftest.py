@@ -1,8 +1,8 @@
 """One gateway + cluster for the framework end-to-end tests (tests/e2e/stack.py).
 
 Every end-to-end test runs on the cluster tests/clusters.py picks: the real control plane where it
-is built (then it carries the `realcluster` marker), else the stand-in. STAND_IN_ONLY names the
-modules that still start the stand-in themselves, and why."""
+is built (then it carries the `realcluster` marker; the demo's test runs `make demo --kube real`),
+else the stand-in."""
 
 from __future__ import annotations
 
@@ -13,16 +13,11 @@ import pytest
 from tests import clusters
 from tests.e2e.stack import Kubectl, Stack, running_stack
 
-STAND_IN_ONLY = {
-    "test_demo.py": "`batchgate demo` starts its own cluster",
-}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not clusters.on_real():
         return
     for item in items:
-        if item.path.parent.name == "e2e" and item.path.name not in STAND_IN_ONLY:
+        if item.path.parent.name == "e2e":
             item.add_marker(pytest.mark.realcluster)
 
 
