@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 IO_LIBRARIES = {"flask", "gunicorn", "kubernetes", "requests", "threading", "time", "socket", "aiohttp"}
-PRODUCT = {"batchgate", "webhook", "controller"}  # certs/ is shared tooling
+PRODUCT = {"batchgate", "webhook", "controller", "certs", "dashboard"}  # what the wheel and the image ship
+TEST_BEDS = {"localcluster", "realcluster", "demo", "tests", "bench"}  # run from the checkout only
 
 
 def module_name(path: Path) -> str:
@@ -127,7 +129,24 @@ def test_relative_imports_are_resolved() -> None:
 
 @pytest.mark.parametrize("path", python_files("localcluster"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_local_cluster_imports_nothing_from_the_product(path: Path) -> None:
-    assert offending(path, PRODUCT) == []
+    """It plays Kubernetes, which knows nothing of batchgate: its certificates included."""
+    assert offending(path, PRODUCT | {"demo"}) == []
+
+
+@pytest.mark.parametrize("path", python_files(*sorted(PRODUCT)), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_product_imports_nothing_from_the_test_beds_or_the_demo(path: Path) -> None:
+    """The wheel and the image carry the product alone; `batchgate cluster` and `batchgate demo` are
+    named as strings in the command line and say so where they are not installed."""
+    assert offending(path, TEST_BEDS) == []
+
+
+def test_the_wheel_and_the_image_ship_the_product_and_nothing_else() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    included = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    copied = {line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines()
+              if line.startswith("COPY ") and "--from" not in line and line.split()[1].isidentifier()}
+    assert {name.rstrip("*") for name in included} == PRODUCT
+    assert copied == PRODUCT
 
 
 def test_the_rules_are_checking_real_files() -> None:

@@ -129,7 +129,9 @@ def _resource_matches(patterns: list[str], resource: str, subresource: str) -> b
 def rule_matches(rule: dict[str, Any], attrs: AdmissionAttributes, exact: bool) -> bool:
     """One RuleWithOperations; with matchPolicy Equivalent the version is not required to match."""
     def listed(values: list[str] | None, value: str) -> bool:
-        return bool(values) and ("*" in values or value in values)
+        if not values:
+            return False
+        return "*" in values or value in values
 
     if not listed(rule.get("operations"), attrs.operation) or not listed(rule.get("apiGroups"), attrs.group):
         return False
