@@ -1,4 +1,5 @@
-"""DESIGN.md section 2: the pure layers import no I/O, and the local cluster nothing of ours."""
+"""docs/architecture.md, "Layers and import rules": the pure layers import no I/O, the local cluster
+nothing of ours, and the product nothing of the test beds."""
 
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ def test_only_the_adapters_use_the_kubernetes_client(path: Path) -> None:
     ids=lambda v: str(v.relative_to(ROOT)) if isinstance(v, Path) else v,
 )
 def test_the_gateway_and_the_controller_do_not_import_each_other(path: Path, other: str) -> None:
-    """What both need (frameworks, keys, models) lives in batchgate/ (DESIGN.md 2)."""
+    """What both need (frameworks, keys, models) lives in batchgate/."""
     assert offending(path, {other}) == []
 
 

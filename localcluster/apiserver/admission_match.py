@@ -1,5 +1,5 @@
 """Pure admission-webhook decisions: which webhooks a request reaches, what review they get, and
-what their answers mean, worded as kube-apiserver words them (research/k8s-contract.md section A).
+what their answers mean, worded as kube-apiserver words them (docs/localcluster-wire.md).
 No I/O here; localcluster.apiserver.admission does the calling.
 """
 
