@@ -3,13 +3,14 @@ pages beside it, never at design notes or research notes kept outside the reposi
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIPPED_DIRS = {".git", ".venv", "__pycache__", "build", "node_modules"}
+SKIPPED_DIRS = {".git", ".venv", "__pycache__", "build", "node_modules", ".mypy_cache", ".hypothesis", ".pytest_cache"}
 TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".ini", ".html", ".js", ".css", ".sh",
                  ".env"}
 TEXT_NAMES = {"Makefile", "Dockerfile", ".dockerignore", ".gitignore"}
@@ -23,13 +24,13 @@ OUTSIDE = re.compile(
 
 def repository_texts() -> list[Path]:
     found = []
-    for path in sorted(ROOT.rglob("*")):
-        relative = path.relative_to(ROOT)
-        if SKIPPED_DIRS & set(relative.parts) or not path.is_file() or path == Path(__file__):
-            continue
-        if path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES:
-            found.append(path)
-    return found
+    for directory, subdirectories, files in os.walk(ROOT):
+        subdirectories[:] = [d for d in subdirectories if d not in SKIPPED_DIRS and not d.endswith(".egg-info")]
+        for name in files:
+            path = Path(directory, name)
+            if (path.suffix in TEXT_SUFFIXES or name in TEXT_NAMES) and path != Path(__file__):
+                found.append(path)
+    return sorted(found)
 
 
 def outside_references(text: str) -> list[str]:
