@@ -9,10 +9,14 @@ export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:,)$(PATH)
 
 .PHONY: demo test bench clean test-tools kube
 
+# The editable install maps the product's packages (pyproject's include, what the wheel ships);
+# batchgate-checkout.pth puts the checkout itself on the path for the rest: the local cluster, the
+# real control plane's test bed and the demo, which `batchgate cluster` and `batchgate demo` import.
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), "batchgate-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	touch $(STAMP)
 
 demo: $(STAMP) kube

@@ -1,4 +1,4 @@
-"""The policy ConfigMap (DESIGN 5): parse + validate a policy.yaml into a frozen `Policy`.
+"""The policy ConfigMap (docs/policy.md): parse + validate a policy.yaml into a frozen `Policy`.
 
 Every field has a default, so an empty document is a valid policy. Errors carry the YAML line
 and the field path (`policy.yaml:12: faultTolerance.retryLimit: must be a non-negative integer`)
@@ -235,7 +235,7 @@ class MpiFramework:
 
 @dataclass(frozen=True)
 class Frameworks:
-    """Defaults of the distributed-framework plugins (DESIGN 6.4)."""
+    """Defaults of the distributed-framework plugins (docs/frameworks.md)."""
 
     pytorch: PortFramework = field(
         default=PortFramework(23456),
@@ -312,7 +312,7 @@ class NodeHealth:
 
 @dataclass(frozen=True)
 class FaultTolerance:
-    """Defaults of the AppWrapper fault-tolerance annotations (research/appwrapper.md 3.3)."""
+    """Defaults of the AppWrapper fault-tolerance annotations (docs/appwrapper.md)."""
 
     admission_grace_period: _dt.timedelta = field(
         default=_dt.timedelta(minutes=1), metadata=_wire("admissionGracePeriod", values.parse_non_negative_duration, format_duration)
@@ -354,7 +354,7 @@ class FaultTolerance:
         default=(),
         metadata=_wire("failurePolicy", parse_failure_policy, lambda rules: [r.to_wire() for r in rules]),
     )
-    """Default failure-policy rules (DESIGN 7.4) for AppWrappers without the annotation."""
+    """Default failure-policy rules (docs/appwrapper.md, "Failure policy") for AppWrappers without the annotation."""
     node_health: NodeHealth = field(
         default=NodeHealth(), metadata=_wire("nodeHealth", _section(NodeHealth), _dump_section)
     )

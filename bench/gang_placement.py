@@ -1,6 +1,6 @@
 """How fast batchgate decides and binds gangs: the pure decision, and end to end on the local cluster.
 
-1. Goal C3 (research/perf-reliability.md): the all-or-nothing decision for one 1,000-pod gang
+1. The goal of docs/gang.md, "Performance" (at most 1 s): the all-or-nothing decision for one 1,000-pod gang
    over 5,000 simulated nodes (8 GPUs each, 1,000 already-bound pods spread over them), both when
    it fits and when it is one pod too big (every trial placement undone); the same for the
    largest gang that still fits on every node.

@@ -388,7 +388,7 @@ def main() -> int:
             run_sar_tables(args, cert_dir)
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine skews figures)")
     if not args.peer_python:
-        print("peer (cited, research/perf-reliability.md 5): kopf 1.45.2 mutating webhook, same machine kind: "
+        print("peer (measured before, bench/peer_kopf_webhook.py): kopf 1.45.2 mutating webhook, same machine kind: "
               "c=1 ~1,190 req/s p99 1.2 ms; c=16 ~1,550 req/s p99 ~25 ms")
     return 0
 

@@ -1,1 +1,1 @@
-"""The reconcile controller: informers feed state, pure decisions, adapters act (DESIGN.md 7)."""
+"""The reconcile controller: informers feed state, pure decisions, adapters act (docs/architecture.md)."""

@@ -1,4 +1,4 @@
-"""`batchgate simulate`: the real admission decisions over a trace, on a FakeClock (DESIGN 10).
+"""`batchgate simulate`: the real admission decisions over a trace, on a FakeClock (docs/simulate.md).
 
 The simulation feeds objects into the quota state (`QuotaState.observe`, as the controller's
 watch does) and runs `admission_cycle`, the controller's own cycle and its effects on the state.

@@ -67,7 +67,7 @@ def describe_patch(ops: Sequence[dict[str, Any]]) -> str:
 
 
 def request_for(obj: dict[str, Any], user: UserInfo, resource: str = "") -> AdmissionRequest:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = found if isinstance(found := obj.get("metadata"), dict) else {}
     return AdmissionRequest(
         uid=str(uuid.uuid4()),
         kind=GroupVersionKind.from_api_version(obj["apiVersion"], obj["kind"]),

@@ -55,12 +55,12 @@ def job_state(workload: Mapping[str, Any]) -> JobState:
     if _true(conditions, "Finished"):
         state, cause = "finished", conditions["Finished"]
     elif _true(conditions, "QuotaReserved") and _true(conditions, "Evicted"):
-        state, cause = "evicting", conditions.get("Preempted") if _true(conditions, "Preempted") else conditions["Evicted"]
+        state, cause = "evicting", conditions["Preempted"] if _true(conditions, "Preempted") else conditions["Evicted"]
     elif _true(conditions, "QuotaReserved"):
         state, cause = "admitted", conditions["QuotaReserved"]
     else:
         state = "pending"
-        cause = conditions.get("Preempted") if _true(conditions, "Preempted") else conditions.get("QuotaReserved", {})
+        cause = conditions["Preempted"] if _true(conditions, "Preempted") else conditions.get("QuotaReserved", {})
     return JobState(job_name(workload), state, str(admission.get("clusterQueue", "")), str(cause.get("reason", "")),
                     str(cause.get("message", "")), str((workload.get("metadata") or {}).get("uid", "")))
 

@@ -1,5 +1,5 @@
 """A stand-in kube-apiserver (and, with its controllers, a small cluster) in one process.
 
 It plays Kubernetes for kubectl, the `kubernetes` client and the webhook, so it imports nothing
-from the product (DESIGN.md section 8).
+from the product (docs/architecture.md, "Layers and import rules").
 """

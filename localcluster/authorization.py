@@ -197,11 +197,11 @@ class Authorizer:
                 answer["status"] = rules_status(*grants(user, ns, self.policy()))
             return answer
         errors = spec_errors(kind, spec, namespace)
-        if errors:
+        if errors or not isinstance(spec, dict):  # no errors means a dict: the second test is for the types
             raise invalid("authorization.k8s.io", kind, "", errors)
         subject = user
         if kind in ("SubjectAccessReview", "LocalSubjectAccessReview"):
-            groups = spec.get("groups") if isinstance(spec.get("groups"), list) else []
+            groups = found if isinstance(found := spec.get("groups"), list) else []
             subject = Reviewed(str(spec.get("user") or ""), tuple(str(g) for g in groups))
         answer["status"] = access_status(self.authorize(subject, spec_attributes(spec)))
         return answer

@@ -279,7 +279,7 @@ def _body(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _rule_body(obj: dict[str, Any]) -> dict[str, Any]:
     """The object a root rule's `self` sees: of the metadata, only name and generateName."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = found if isinstance(found := obj.get("metadata"), dict) else {}
     return {**obj, "metadata": {k: meta[k] for k in ("name", "generateName") if k in meta}}
 
 
@@ -309,7 +309,7 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
         return [FieldError("Required", "spec", "")]
     errors: list[FieldError] = []
     group = spec.get("group")
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    names = found if isinstance(found := spec.get("names"), dict) else {}
     if not group:
         errors.append(FieldError("Required", "spec.group", ""))
     elif not isinstance(group, str):
@@ -422,7 +422,7 @@ def resource_types(crd: dict[str, Any]) -> list[ResourceType]:
             schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage,
             scale_paths=(str(scale.get("specReplicasPath", "")), str(scale.get("statusReplicasPath", "")),
-                         str(scale.get("labelSelectorPath", ""))) if scale else (),
+                         str(scale.get("labelSelectorPath", ""))) if scale else ("", "", ""),
             rules=crd_rules.compile_schema(_body_schema((version.get("schema") or {}).get("openAPIV3Schema"))),
         ))
     return out

@@ -157,15 +157,15 @@ class Collector:
                 self._apply(dependent_decision(gr, entry.copy(), self._alive))
         orphans, self._orphans = self._orphans, set()
         for gr, ns, name in orphans:
-            entry = self.store.get(gr, ns, name)
-            if entry is not None and not all(self._alive(r.get("uid", "")) for r in _refs(entry.obj)):
-                self._apply(dependent_decision(gr, entry.copy(), self._alive))
+            orphan = self.store.get(gr, ns, name)
+            if orphan is not None and not all(self._alive(r.get("uid", "")) for r in _refs(orphan.obj)):
+                self._apply(dependent_decision(gr, orphan.copy(), self._alive))
         owners, self._owners = self._owners, set()
         for gr, ns, name in owners:
-            entry = self.store.get(gr, ns, name)
-            if entry is not None and entry.obj["metadata"].get("deletionTimestamp"):
-                deps = [(g, e.copy()) for g, e in self.store.dependents(entry.obj["metadata"].get("uid", ""))]
-                self._apply(owner_decision(gr, entry.copy(), deps))
+            owner = self.store.get(gr, ns, name)
+            if owner is not None and owner.obj["metadata"].get("deletionTimestamp"):
+                deps = [(g, e.copy()) for g, e in self.store.dependents(owner.obj["metadata"].get("uid", ""))]
+                self._apply(owner_decision(gr, owner.copy(), deps))
         for namespace in list(self._namespaces):
             if self._namespace_step(namespace):
                 self._namespaces.discard(namespace)

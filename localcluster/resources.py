@@ -32,7 +32,7 @@ class ResourceType:
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     storage_version: str = ""
-    scale_paths: tuple[str, str, str] = ()  # CRD scale: specReplicasPath, statusReplicasPath, labelSelectorPath
+    scale_paths: tuple[str, str, str] = ("", "", "")  # CRD scale: specReplicasPath, statusReplicasPath, labelSelectorPath
     # CRD-only: the schema's validation rules, compiled once per served version
     rules: RuleNode | None = field(default=None, compare=False, hash=False)
 

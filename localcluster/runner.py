@@ -22,8 +22,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from certs.authority import service_names, write_serving_files
-from localcluster import lifecycle
+from localcluster import lifecycle, tls
 from localcluster.apiserver import tokens
 from localcluster.apiserver.server import ApiServer
 from localcluster.authorization import RBAC, Authorizer
@@ -58,6 +57,10 @@ COMPONENT_USERS: dict[str, User] = {
     **{name: _component_user(name) for name in (*bootstrap.CONTROLLER_RULES, *bootstrap.OPERATOR_ACCOUNTS)},
 }
 START_TIMEOUT = 30.0
+# Every name a client dials the API server by: in-cluster clients (process pods) by the `kubernetes`
+# Service's names, everyone else by loopback.
+API_SERVER_NAMES = ["kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                    "kubernetes.default.svc.cluster.local", "localhost", "127.0.0.1"]
 CRDS_DIR = Path(__file__).resolve().parent / "crds"
 SHUTDOWN_TIMEOUT = 2.0
 KUBELET_DIR = "kubelet"  # under the work dir: process pods' volumes and container logs
@@ -120,7 +123,7 @@ class LocalCluster:
         self.server.webhooks = dispatcher(self.store, self.webhook_addresses)
         self.url = ""
         self.kubeconfig = self.workdir / "kubeconfig"
-        self.ca_file = self.workdir / "pki" / "ca.crt"
+        self.ca_file = self.workdir / "pki" / "serving.crt"
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -132,9 +135,8 @@ class LocalCluster:
 
     def start(self) -> LocalCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        files = write_serving_files(self.workdir / "pki", service_names("kubernetes", "default"),
-                                    _dt.datetime.now(_dt.timezone.utc))
-        self.ca_file = files.ca_cert
+        files = tls.self_signed(self.workdir / "pki", API_SERVER_NAMES, _dt.datetime.now(_dt.timezone.utc))
+        self.ca_file = files.cert
         self._seed()
         self._thread = threading.Thread(target=self._serve, args=(files.cert, files.key), name="localcluster",
                                         daemon=True)

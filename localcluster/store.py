@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import builtins
 import json
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -142,7 +143,7 @@ class Store:
         objects = bucket.objects
         return [objects[key] for key in self.keys(gr, namespace)]
 
-    def keys(self, gr: GroupResource, namespace: str | None = None, after: Key | None = None) -> list[Key]:
+    def keys(self, gr: GroupResource, namespace: str | None = None, after: Key | None = None) -> builtins.list[Key]:
         """Keys in order, of one namespace if given, strictly after `after` if given (paging)."""
         bucket = self._buckets.get(gr)
         if bucket is None:
@@ -156,7 +157,7 @@ class Store:
             low = max(low, bisect.bisect_right(keys, after))
         return keys[low:high]
 
-    def entries(self, gr: GroupResource, keys: list[Key]) -> list[Entry]:
+    def entries(self, gr: GroupResource, keys: builtins.list[Key]) -> builtins.list[Entry]:
         objects = self.bucket(gr).objects
         return [objects[key] for key in keys]
 
@@ -168,7 +169,7 @@ class Store:
         entry = self.get(gr, ns, name)
         return (gr, entry) if entry else None
 
-    def dependents(self, owner_uid: str) -> list[tuple[GroupResource, Entry]]:
+    def dependents(self, owner_uid: str) -> builtins.list[tuple[GroupResource, Entry]]:
         out = []
         for gr, (ns, name) in self._dependents.get(owner_uid, ()):
             entry = self.get(gr, ns, name)
@@ -231,7 +232,7 @@ class Store:
 
     # watches
 
-    def since(self, gr: GroupResource, rv: int) -> list[Event]:
+    def since(self, gr: GroupResource, rv: int) -> builtins.list[Event]:
         """Events after `rv`; TooOld if some of them have been evicted."""
         bucket = self.bucket(gr)
         if rv < bucket.evicted_rv:

@@ -235,7 +235,7 @@ def validate_selector_workload(obj: dict[str, Any], restart: tuple[str, ...] = (
         return [FieldError("Required", "spec.selector", "")]
     errors: list[FieldError] = []
     selector = spec.get("selector")
-    template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
+    template = found if isinstance(found := spec.get("template"), dict) else {}
     labels = ((template.get("metadata") or {}).get("labels")) or {}
     if not isinstance(selector, dict) or not (selector.get("matchLabels") or selector.get("matchExpressions")):
         errors.append(FieldError("Required", "spec.selector", ""))

@@ -1,15 +1,18 @@
-"""DESIGN.md section 2: the pure layers import no I/O, and the local cluster nothing of ours."""
+"""docs/architecture.md, "Layers and import rules": the pure layers import no I/O, the local cluster
+nothing of ours, and the product nothing of the test beds."""
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 IO_LIBRARIES = {"flask", "gunicorn", "kubernetes", "requests", "threading", "time", "socket", "aiohttp"}
-PRODUCT = {"batchgate", "webhook", "controller"}  # certs/ is shared tooling
+PRODUCT = {"batchgate", "webhook", "controller", "certs", "dashboard"}  # what the wheel and the image ship
+TEST_BEDS = {"localcluster", "realcluster", "demo", "tests", "bench"}  # run from the checkout only
 
 
 def module_name(path: Path) -> str:
@@ -108,7 +111,7 @@ def test_only_the_adapters_use_the_kubernetes_client(path: Path) -> None:
     ids=lambda v: str(v.relative_to(ROOT)) if isinstance(v, Path) else v,
 )
 def test_the_gateway_and_the_controller_do_not_import_each_other(path: Path, other: str) -> None:
-    """What both need (frameworks, keys, models) lives in batchgate/ (DESIGN.md 2)."""
+    """What both need (frameworks, keys, models) lives in batchgate/."""
     assert offending(path, {other}) == []
 
 
@@ -127,7 +130,24 @@ def test_relative_imports_are_resolved() -> None:
 
 @pytest.mark.parametrize("path", python_files("localcluster"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_local_cluster_imports_nothing_from_the_product(path: Path) -> None:
-    assert offending(path, PRODUCT) == []
+    """It plays Kubernetes, which knows nothing of batchgate: its certificates included."""
+    assert offending(path, PRODUCT | {"demo"}) == []
+
+
+@pytest.mark.parametrize("path", python_files(*sorted(PRODUCT)), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_product_imports_nothing_from_the_test_beds_or_the_demo(path: Path) -> None:
+    """The wheel and the image carry the product alone; `batchgate cluster` and `batchgate demo` are
+    named as strings in the command line and say so where they are not installed."""
+    assert offending(path, TEST_BEDS) == []
+
+
+def test_the_wheel_and_the_image_ship_the_product_and_nothing_else() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    included = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    copied = {line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines()
+              if line.startswith("COPY ") and "--from" not in line and line.split()[1].isidentifier()}
+    assert {name.rstrip("*") for name in included} == PRODUCT
+    assert copied == PRODUCT
 
 
 def test_the_rules_are_checking_real_files() -> None:

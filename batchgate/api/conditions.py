@@ -3,7 +3,7 @@
 Reading is tolerant (an entry that is not a mapping, or a time that does not parse, is skipped or
 left unset): a status is written by controllers, and a bad one must not stop the one reading it.
 `merge` is the metav1 rule every status writer here follows: `lastTransitionTime` changes only when
-a condition's status flips, so grace periods measured from it survive restarts (DESIGN 3.3).
+a condition's status flips, so grace periods measured from it survive restarts (docs/architecture.md, "Habits").
 """
 
 from __future__ import annotations

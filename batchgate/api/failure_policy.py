@@ -1,4 +1,4 @@
-"""Failure-policy rules (DESIGN 7.4): what to do when a wrapped workload turns unhealthy.
+"""Failure-policy rules (docs/appwrapper.md, "Failure policy"): what to do when a wrapped workload turns unhealthy.
 
 Shared by the policy (`faultTolerance.failurePolicy`, the default rules), the gateway (which
 denies a malformed `batchgate.dev/failure-policy` annotation) and the controller (which applies

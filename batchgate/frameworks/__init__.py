@@ -1,4 +1,4 @@
-"""The distributed-framework vocabulary both product parts speak (DESIGN.md 6.4).
+"""The distributed-framework vocabulary both product parts speak (docs/frameworks.md).
 
 Roles, layouts, each pod's env, and the shapes of the headless Service and MPI hostfile: the
 gateway lays workloads out with them and the controller makes a top-level Job's objects from them,

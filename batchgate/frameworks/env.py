@@ -1,6 +1,6 @@
 """The env each framework expects, as a function of the layout and one pod's place in it.
 
-Conventions follow Volcano's plugins (research/gang-frameworks.md section 2) where they and the
+Conventions follow Volcano's plugins (docs/frameworks.md, "Conventions") where they and the
 training operator differ: hosts are `<hostname>.<subdomain>`, WORLD_SIZE counts pods (torchrun's
 PET_NPROC_PER_NODE counts processes per pod), ranks go by role order then index, and TF_CONFIG's
 cluster lists ps, worker, chief, evaluator in that order.

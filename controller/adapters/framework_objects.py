@@ -1,4 +1,4 @@
-"""Applies `decisions/framework_objects` to the cluster: a framework Job's Service and MPI hostfile.
+"""Applies `controller/decisions/jobs/framework_objects.py` to the cluster: a framework Job's Service and MPI hostfile.
 
 Jobs are already watched; Services and ConfigMaps labelled `batchgate.dev/framework` are watched
 too (under their own cache kinds, apart from the policy ConfigMap's informer), so deleting the

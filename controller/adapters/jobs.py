@@ -1,4 +1,4 @@
-"""The job integration adapter: applies `decisions/job_integration.reconcile_job` to the cluster.
+"""The job integration adapter: applies `reconcile_job` (`controller/decisions/jobs/integration.py`) to the cluster.
 
 Each queued AppWrapper, Job, PyTorchJob, RayJob and RayCluster is reconciled by key when it or
 its Workload changes; the decision comes from the cache, and each action value maps to one write

@@ -115,7 +115,7 @@ class Controller:
         return self.elector.is_leader if self.elector is not None else True
 
     def _on_policy(self, change: Change) -> None:
-        """A new policy ConfigMap: parse it; an invalid one keeps the last good policy (DESIGN 5)."""
+        """A new policy ConfigMap: parse it; an invalid one keeps the last good policy (docs/policy.md)."""
         namespace, name = self.options.policy_configmap
         if (change.key.kind, change.key.namespace, change.key.name) != ("ConfigMap", namespace, name):
             return

@@ -1,4 +1,4 @@
-"""Keeps the slack ClusterQueue's lending limits in step with unusable GPU capacity (DESIGN 5).
+"""Keeps the slack ClusterQueue's lending limits in step with unusable GPU capacity (docs/appwrapper.md, "Node health").
 
 Any Node change, and any change of the slack ClusterQueue itself (an admin's edit, a new queue),
 queues the one key; the reconcile reads both from the cache, asks

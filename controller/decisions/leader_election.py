@@ -16,7 +16,7 @@ from batchgate.clock import parse_time
 
 @dataclass(frozen=True)
 class LeaseTiming:
-    """client-go's defaults, as DESIGN.md 7 fixes them for batchgate."""
+    """client-go's defaults, as docs/controller.md ("Runtime") gives them for batchgate."""
 
     lease_duration: dt.timedelta = dt.timedelta(seconds=15)
     renew_deadline: dt.timedelta = dt.timedelta(seconds=10)

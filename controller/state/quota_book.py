@@ -1,6 +1,6 @@
 """Quota and usage per ClusterQueue and cohort, in integer units, kept current incrementally.
 
-Kueue's arithmetic (research/kueue.md 2.3) for flat cohorts: a ClusterQueue keeps
+Kueue's arithmetic (docs/quota.md, "Semantics") for flat cohorts: a ClusterQueue keeps
 `guaranteed = nominal - lendingLimit` to itself; everything above it is lent to, and used
 from, the cohort. Usage is added and removed per workload, so asking "how much is available"
 costs O(1) per (flavor, resource) whatever the number of workloads.

@@ -1,4 +1,4 @@
-"""Recent gateway decisions from the audit log (one JSON object per line, DESIGN.md 6.3)."""
+"""Recent gateway decisions from the audit log (one JSON object per line, docs/webhook.md, "Audit log")."""
 
 from __future__ import annotations
 

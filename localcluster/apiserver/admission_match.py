@@ -1,5 +1,5 @@
 """Pure admission-webhook decisions: which webhooks a request reaches, what review they get, and
-what their answers mean, worded as kube-apiserver words them (research/k8s-contract.md section A).
+what their answers mean, worded as kube-apiserver words them (docs/localcluster-wire.md).
 No I/O here; localcluster.apiserver.admission does the calling.
 """
 
@@ -129,7 +129,9 @@ def _resource_matches(patterns: list[str], resource: str, subresource: str) -> b
 def rule_matches(rule: dict[str, Any], attrs: AdmissionAttributes, exact: bool) -> bool:
     """One RuleWithOperations; with matchPolicy Equivalent the version is not required to match."""
     def listed(values: list[str] | None, value: str) -> bool:
-        return bool(values) and ("*" in values or value in values)
+        if not values:
+            return False
+        return "*" in values or value in values
 
     if not listed(rule.get("operations"), attrs.operation) or not listed(rule.get("apiGroups"), attrs.group):
         return False

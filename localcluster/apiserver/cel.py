@@ -40,8 +40,9 @@ def evaluate(expression: str, variables: dict[str, Any]) -> Any:
 def parse(expression: str) -> Node:
     parser = _Parser(_tokens(expression))
     node = parser.expression()
-    if parser.peek() is not None:
-        raise CelError(f"unexpected {parser.peek()[1]!r}")
+    leftover = parser.peek()
+    if leftover is not None:
+        raise CelError(f"unexpected {leftover[1]!r}")
     return node
 
 

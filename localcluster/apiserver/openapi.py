@@ -74,7 +74,7 @@ def _operations(rt: ResourceType, schema_ref: str | None) -> dict[str, Any]:
               {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": True}},
               {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True}}]
     body = {"content": {"application/json": {"schema": {"$ref": schema_ref}}}} if schema_ref else None
-    ok = {"200": {"description": "OK"}}
+    ok: dict[str, Any] = {"200": {"description": "OK"}}
     if body:
         ok = {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": schema_ref}}}}}
     operation = {"x-kubernetes-group-version-kind": _gvk(rt)[0], "parameters": params, "responses": ok}

@@ -6,6 +6,7 @@ malformed selector is a clear BadRequest, never a crash.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -118,6 +119,10 @@ FIELDS_BY_RESOURCE: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+def _field_is(dotted: str, value: str, equal: bool, obj: dict[str, Any]) -> bool:
+    return (_path(obj, dotted) == value) == equal
+
+
 def parse_field_selector(text: str | None, group: str, plural: str) -> Predicate | None:
     """`metadata.name=x,status.phase!=Running` -> predicate; unsupported fields are a 400."""
     if not text or not text.strip():
@@ -138,10 +143,7 @@ def parse_field_selector(text: str | None, group: str, plural: str) -> Predicate
                            + '", "'.join(allowed) + '"')
         if field_name == "source":
             field_name = "source.component"
-        if op == "!=":
-            checks.append(lambda obj, f=field_name, v=value: _path(obj, f) != v)
-        else:
-            checks.append(lambda obj, f=field_name, v=value: _path(obj, f) == v)
+        checks.append(functools.partial(_field_is, field_name, value, op != "!="))
 
     def matches(obj: dict[str, Any]) -> bool:
         return all(check(obj) for check in checks)

@@ -120,10 +120,10 @@ class ApiServer:
         if path == "/api/v1":
             return json_response(discovery.api_resource_list(self.registry, "", "v1"))
         if len(parts) == 2 and parts[0] == "apis":
-            group = discovery.api_group(self.registry, parts[1])
-            if group is None:
+            api_group = discovery.api_group(self.registry, parts[1])
+            if api_group is None:
                 raise not_found_path()
-            return json_response(group)
+            return json_response(api_group)
         if len(parts) == 3 and parts[0] == "apis":
             if not self.registry.in_group_version(parts[1], parts[2]):
                 raise not_found_path()

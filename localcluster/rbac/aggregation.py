@@ -21,7 +21,7 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> 
     for expr in selector.get("matchExpressions") or []:
         if not isinstance(expr, dict):
             return False
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        key, op, values = str(expr.get("key") or ""), expr.get("operator"), expr.get("values") or []
         if op == "In" and labels.get(key) not in values:
             return False
         if op == "NotIn" and key in labels and labels[key] in values:

@@ -76,7 +76,7 @@ class Role:
         if isinstance(rule, dict):
             selectors = rule.get("clusterRoleSelectors")
             aggregation = tuple(s for s in selectors if isinstance(s, dict)) if isinstance(selectors, list) else ()
-        labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+        labels = found if isinstance(found := meta.get("labels"), dict) else {}
         return cls(str(meta.get("name", "")), str(meta.get("namespace", "") or ""),
                    tuple(PolicyRule.from_dict(r) for r in rules) if isinstance(rules, list) else (),
                    labels, aggregation)
@@ -94,8 +94,8 @@ class Binding:
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> Binding:
         meta = obj.get("metadata") or {}
-        ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
-        subjects = obj.get("subjects") if isinstance(obj.get("subjects"), list) else []
+        ref = found if isinstance(found := obj.get("roleRef"), dict) else {}
+        subjects = listed if isinstance(listed := obj.get("subjects"), list) else []
         return cls(str(meta.get("name", "")), str(meta.get("namespace", "") or ""),
                    RoleRef(str(ref.get("kind", "")), str(ref.get("name", "")), str(ref.get("apiGroup", ""))),
                    tuple(Subject(str(s.get("kind", "")), str(s.get("name", "")), str(s.get("namespace", "") or ""))

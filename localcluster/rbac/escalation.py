@@ -16,7 +16,7 @@ from localcluster.rbac.rules import ALL, PolicyRule
 
 def breakdown(rule: PolicyRule) -> list[PolicyRule]:
     """One rule per group x resource x verb (x name), and per URL x verb."""
-    out = []
+    out: list[PolicyRule] = []
     for group in rule.api_groups:
         for resource in rule.resources:
             for verb in rule.verbs:

@@ -104,7 +104,7 @@ class Informer:
 
     async def _watch(self) -> None:
         async for event in self.api.watch(self.path, self._rv, extra=self.params):
-            kind, obj = event.get("type"), event.get("object") or {}
+            kind, obj = str(event.get("type") or ""), event.get("object") or {}
             if kind == "ERROR":
                 if obj.get("code") == 410:
                     raise _Expired()

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from certs.authority import write_serving_files
-from localcluster import container_logs
+from localcluster import container_logs, tls
 from localcluster.runner import KUBELET_DIR, ControllerContext
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import PODS, Api
@@ -54,7 +53,7 @@ class KubeletServer(Controller):
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._logs)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
-        files = write_serving_files(self.root / "pki", ["localhost", "127.0.0.1"], dt.datetime.now(dt.timezone.utc))
+        files = tls.self_signed(self.root / "pki", ["localhost", "127.0.0.1"], dt.datetime.now(dt.timezone.utc))
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(str(files.cert), str(files.key))
         await web.TCPSite(runner, "127.0.0.1", self.ctx.kubelet_port, ssl_context=context).start()

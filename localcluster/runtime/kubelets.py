@@ -11,6 +11,7 @@ import random
 import datetime as dt
 import logging
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -157,7 +158,7 @@ class Kubelets(Controller):
         health = kubelet_health(node)
         await self._renew(node, now)
         conditions = (node.get("status") or {}).get("conditions") or []
-        ready = next((c for c in conditions if c.get("type") == "Ready"), {})
+        ready: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
         want = "True" if health == "ok" else "False"
         beat = ready.get("lastHeartbeatTime")
         if ready.get("status") != want or not beat or now - parse_time(beat) >= STATUS_REPORT:

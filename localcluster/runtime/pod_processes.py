@@ -264,17 +264,18 @@ class PodProcesses:
         binds = [BindMount(str(site), POD_SITE_TARGET, True)]
         binds += [BindMount(str(volumes / m.volume / m.sub_path if m.sub_path else volumes / m.volume), m.target,
                             m.read_only) for m in plan]
+        env = resolved.env_map()
+        existing = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = f"{POD_SITE_TARGET}:{existing}" if existing else POD_SITE_TARGET
         spec = {
             "parent": os.getpid(),
             "argv": self._argv(container, resolved.argv),
-            "env": resolved.env_map(),
+            "env": env,
             "workingDir": container.get("workingDir") or "/",
             "mounts": [{"source": b.source, "target": b.target, "readOnly": b.read_only}
                        for b in layout(binds, self.rt.image)],
         }
-        existing = spec["env"].get("PYTHONPATH")
-        spec["env"]["PYTHONPATH"] = f"{POD_SITE_TARGET}:{existing}" if existing else POD_SITE_TARGET
-        self.envs[name] = spec["env"]
+        self.envs[name] = env
         attempt = self.records[name].restarts
         logfile = log_file(self.rt.root / "logs", self.pod, name, attempt)
         logfile.parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ async def _http(action: HttpGet, timeout: float) -> tuple[bool, str]:
     try:
         async with aiohttp.ClientSession() as session:
             async with session.get(action.url, headers=headers, allow_redirects=False,
-                                   ssl=_UNVERIFIED if action.scheme == "HTTPS" else None,
+                                   ssl=_UNVERIFIED if action.scheme == "HTTPS" else True,
                                    timeout=aiohttp.ClientTimeout(total=timeout)) as response:
                 body = (await response.content.read(1024)).decode("utf-8", "replace")
                 if http_ok(response.status):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 from localcluster.runner import ControllerContext
@@ -41,7 +42,7 @@ class Scheduler(Controller):
         self.assumed: dict[str, dict[str, Any]] = {}
         self._requests: dict[str, Resources] = {}
 
-    def requests_of(self, pod: dict[str, Any]) -> Resources:
+    def requests_of(self, pod: Mapping[str, Any]) -> Resources:
         """A pod's requests, parsed once per pod (they do not change); unparsable ones hold nothing."""
         uid = pod["metadata"].get("uid", "")
         if uid not in self._requests:
@@ -92,7 +93,7 @@ class Scheduler(Controller):
                 return
             await record(self.api, pod, "Normal", "Scheduled", decision.message, self.component, now)
             return
-        current = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+        current: Mapping[str, Any] = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"), {})
         if current.get("status") == "False" and current.get("message") == decision.message:
             return
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": decision.message,

@@ -13,14 +13,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from localcluster.sim.kubelet import BACKOFF_INITIAL, BACKOFF_MAX
 from localcluster.sim.units import format_time
 
 Obj = Mapping[str, Any]
-ERR_IMAGE_PULL = "ErrImagePull"
-IMAGE_PULL_BACKOFF = "ImagePullBackOff"
+ERR_IMAGE_PULL: Final = "ErrImagePull"
+IMAGE_PULL_BACKOFF: Final = "ImagePullBackOff"
 PullStage = Literal["ErrImagePull", "ImagePullBackOff"]
 # A failed attempt shows until the pod worker retries the failed sync (its 10s back-off period);
 # that sync finds the image in back-off and reports ImagePullBackOff.

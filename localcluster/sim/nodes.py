@@ -211,7 +211,7 @@ def node_health(node: Obj, renew_time: dt.datetime | None, now: dt.datetime, *, 
     control plane rather than the nodes) keeps NoExecute taints off, as the node lifecycle
     controller's full-disruption mode does, so nothing is evicted."""
     conditions = (node.get("status") or {}).get("conditions") or []
-    ready = next((c for c in conditions if c.get("type") == "Ready"), {})
+    ready: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
     heard = renew_time
     beat = ready.get("lastHeartbeatTime")
     if beat and (heard is None or parse_time(beat) > heard):

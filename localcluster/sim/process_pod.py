@@ -9,6 +9,7 @@ simulated kubelet).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,15 +58,15 @@ def after_exit(record: ContainerRecord, code: int, finished: dt.datetime, restar
                pod_name: str, namespace: str, uid: str) -> Restart:
     started = record.running_since or finished
     exit_ = Exit(code, started, finished)
-    base = dict(name=record.name, image=record.image, restarts=record.restarts, last_exit=exit_)
+    exited = functools.partial(ContainerRecord, record.name, record.image, record.restarts, last_exit=exit_)
     if not restarts_after(code, restart_policy):
-        return Restart(None, ContainerRecord(**base, final=True, waiting_reason=""))
+        return Restart(None, exited(final=True, waiting_reason=""))
     delay = restart_delay(record.restarts + 1, finished - started)
     if delay <= dt.timedelta(0):
-        return Restart(finished, ContainerRecord(**base, waiting_reason=CREATING))
+        return Restart(finished, exited(waiting_reason=CREATING))
     message = (f"back-off {int(delay.total_seconds())}s restarting failed container={record.name} "
                f"pod={pod_name}_{namespace}({uid})")
-    return Restart(finished + delay, ContainerRecord(**base, waiting_reason=CRASH_LOOP, waiting_message=message))
+    return Restart(finished + delay, exited(waiting_reason=CRASH_LOOP, waiting_message=message))
 
 
 def _terminated(exit_: Exit, container_id: str) -> dict[str, Any]:

@@ -50,20 +50,20 @@ def reconcile_statefulset(sts: Obj, pods: Sequence[Obj]) -> StatefulSetStep:
     step = StatefulSetStep({})
     blocked = False
     for ordinal in range(wanted):
-        pod = by_ordinal.get(ordinal)
-        if pod is None:
+        existing = by_ordinal.get(ordinal)
+        if existing is None:
             if not blocked:
                 step.creates.append(_pod(sts, ordinal, revision))
             blocked = blocked or not parallel
             continue
-        if _terminating(pod):
+        if _terminating(existing):
             blocked = blocked or not parallel
             continue
-        if _finished(pod):
-            step.deletes.append(pod["metadata"]["name"])  # made again once it is gone
+        if _finished(existing):
+            step.deletes.append(existing["metadata"]["name"])  # made again once it is gone
             blocked = blocked or not parallel
             continue
-        if not _running_and_ready(pod):
+        if not _running_and_ready(existing):
             blocked = blocked or not parallel
     condemned = sorted((o for o in by_ordinal if o >= wanted), reverse=True)
     for ordinal in condemned:

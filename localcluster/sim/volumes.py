@@ -113,7 +113,7 @@ def _downward_files(volume: str, pod: Obj, items: Any, facts: PodFacts, default_
                 value = field_value(pod, str(item["fieldRef"].get("fieldPath", "")), facts)
             else:
                 ref = item.get("resourceFieldRef") or {}
-                container = containers.get(ref.get("containerName")) or next(iter(containers.values()), {})
+                container: Obj = containers.get(ref.get("containerName")) or next(iter(containers.values()), {})
                 value = resource_value(container, ref, facts)
         except ContainerConfigError as err:
             raise MountError(volume, str(err)) from None

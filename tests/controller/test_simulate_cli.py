@@ -1,5 +1,5 @@
 """`batchgate simulate`: bad traces get one line naming the step and field (exit 2); good ones
-print DESIGN 10's JSON or a table. Runs the real command in a subprocess."""
+print docs/simulate.md's JSON or a table. Runs the real command in a subprocess."""
 
 from __future__ import annotations
 

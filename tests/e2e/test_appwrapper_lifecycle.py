@@ -1,4 +1,4 @@
-"""AppWrapper fault tolerance end to end, as upstream's e2e and research/appwrapper.md 3 and 6 say.
+"""AppWrapper fault tolerance end to end, as upstream's e2e tests and controller say (docs/appwrapper-acceptance.md).
 
 Every AppWrapper is applied by alice with the real kubectl through the real gateway; the real
 `batchgate controller` admits it (Kueue semantics) and runs its lifecycle; simulated kubelets run
@@ -591,7 +591,7 @@ def test_the_policys_fault_tolerance_defaults_apply_to_appwrappers_without_annot
     assert condition(aw, "Unhealthy")["reason"] == "FoundFailedPods"
 
 
-# ---------------------------------------------------------------- failure policy (DESIGN 7.4)
+# ---------------------------------------------------------------- failure policy (docs/appwrapper.md)
 
 
 @pytest.mark.parametrize(("annotations", "behavior"), [

@@ -8,7 +8,7 @@ is read back with `kubectl get pod -o jsonpath`, as a user would.
 
 On a wrapped PyTorchJob's pods the training operator has already set MASTER_ADDR, WORLD_SIZE,
 RANK and the PET_* variables (Kubeflow's conventions) when the gateway sees them. An env var the
-pod already has is left alone (DESIGN 6.4, the user wins): those pods keep the operator's values,
+pod already has is left alone (docs/frameworks.md, the user wins): those pods keep the operator's values,
 which agree with each other, and get from batchgate their hostname and subdomain (so
 `<pod>.<appwrapper>` resolves through the AppWrapper's Service too) and the rank annotation,
 which equals the operator's RANK; no variable is set twice.

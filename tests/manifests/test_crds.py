@@ -1,5 +1,5 @@
 """The CRDs in manifests/crds/: they parse, their schemas are structural, they carry the names,
-printer columns and subresources DESIGN.md section 4 promises, and the demo's samples and real
+printer columns and subresources docs/architecture.md ("API compatibility") promises, and the demo's samples and real
 upstream manifests (shared/corpus, skipped where absent) validate against them.
 
 "Structural" follows apiextensions.k8s.io/v1: every node has a type unless it is int-or-string

@@ -25,7 +25,7 @@ NamespaceLabels = Mapping[str, Mapping[str, str]]
 
 
 def mutate(request: AdmissionRequest, policy: Policy, namespace_labels: NamespaceLabels | None = None) -> Mutation:
-    """DESIGN 6.1 on CREATE; denies only malformed requests."""
+    """The mutations of docs/rules.md on CREATE; denies only malformed requests."""
     problem = malformed(request)
     if problem:
         return Mutation(denial=problem, reason=problem.reason)
@@ -53,7 +53,7 @@ def validate(
     namespace_labels: NamespaceLabels | None = None,
     policy_configmap: tuple[str, str] = DEFAULT_POLICY_CONFIGMAP,
 ) -> Verdict:
-    """DESIGN 6.2 on the object as mutated."""
+    """The rejections of docs/rules.md on the object as mutated."""
     problem = malformed(request)
     if problem:
         return problem

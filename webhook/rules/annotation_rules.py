@@ -1,6 +1,6 @@
 """Malformed fault-tolerance and failure-policy annotations are denied with their field path.
 
-Upstream silently falls back to defaults for a malformed value (research/appwrapper.md 3.3);
+Upstream silently falls back to defaults for a malformed value (docs/appwrapper.md, "Fault tolerance annotations");
 we deny instead, because the user meant something and would otherwise learn it only when a
 retry behaves unexpectedly hours later. Malformed means what upstream's Go parsing rejects
 (`time.ParseDuration`, `strconv.Atoi`: no blanks around a value or a list item), so nothing the

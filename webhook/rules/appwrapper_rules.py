@@ -1,4 +1,4 @@
-"""Upstream AppWrapper validation (research/appwrapper.md 2.2, 2.3), errors aggregated.
+"""Upstream AppWrapper validation (its webhook's checks), errors aggregated.
 
 Create invariants, numbered as upstream numbers them:
  1. AppWrappers must not contain other AppWrappers.

@@ -1,4 +1,4 @@
-"""DESIGN 6.1: what the gateway changes. A pipeline of steps over a deep copy of the object.
+"""What the gateway changes (docs/rules.md, "Mutations"). A pipeline of steps over a deep copy of the object.
 
 Each step is a pure function `(obj, ctx) -> StepResult`: it edits `obj` (the copy) in place
 and reports one human-readable line per change, warnings, or the field error that denies the
@@ -6,7 +6,7 @@ request. The server diffs the copy into a JSON Patch, so a step never builds pat
 has to create parent maps "for the patch".
 
 `WORKLOAD_STEPS` run on top-level and wrapped objects, `POD_PHASE_STEPS` on objects made by
-other controllers (a Job's pods); both end with the distributed-framework plugins (DESIGN 6.4,
+other controllers (a Job's pods); both end with the distributed-framework plugins (docs/frameworks.md,
 `webhook/rules/frameworks/`), which decide themselves which of their two phases is due.
 """
 

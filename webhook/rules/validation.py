@@ -1,4 +1,4 @@
-"""DESIGN 6.2: what the gateway rejects, checked on the object as mutated.
+"""What the gateway rejects (docs/rules.md, "Rejections"), checked on the object as mutated.
 
 Rules run in a fixed order and the first that fails decides; within a rule every problem is
 reported (`; `-joined), each with its field path, so one round trip shows the user all of it.

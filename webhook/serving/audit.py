@@ -1,4 +1,4 @@
-"""The audit log (DESIGN 6.3): one self-contained JSON line per gateway decision.
+"""The audit log (docs/webhook.md, "Audit log"): one self-contained JSON line per gateway decision.
 
 `audit_record` is pure; `AuditLog` writes each line with a single `os.write` on an O_APPEND
 descriptor, so lines from several gunicorn workers never interleave.
@@ -46,7 +46,7 @@ def audit_record(
 ) -> dict[str, Any]:
     """One audit line. For a malformed review, `partial` holds whatever could be read of it.
 
-    Beyond DESIGN 6.3's fields: `endpoint` (mutate or validate), `warnings`, and `pid` (which
+    Besides the review and its verdict: `endpoint` (mutate or validate), `warnings`, and `pid` (which
     gunicorn worker decided, for reading a line next to that worker's log).
     """
     seen: Mapping[str, Any] = partial or {}

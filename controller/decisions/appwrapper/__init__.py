@@ -1,1 +1,1 @@
-"""The AppWrapper lifecycle and failure policy (DESIGN.md 7.3, 7.4): one pure function per phase."""
+"""The AppWrapper lifecycle and failure policy (docs/appwrapper.md): one pure function per phase."""

@@ -1,4 +1,5 @@
-"""The objects an AppWrapper's components become, exactly as upstream creates them (research 3.4).
+"""The objects an AppWrapper's components become, exactly as upstream creates them
+(docs/appwrapper.md, "What components become").
 
 `component_status` fixes each component's podSets once (declared, else inferred) so later spec
 edits cannot change what the controller counts. `build_component` returns the object to create:

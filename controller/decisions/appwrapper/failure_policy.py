@@ -1,4 +1,4 @@
-"""What an unhealthy AppWrapper should do: fail, or reset counted or uncounted (DESIGN 7.4).
+"""What an unhealthy AppWrapper should do: fail, or reset counted or uncounted (docs/appwrapper.md, "Failure policy").
 
 JobSet's failure-policy idea (KEP-262) mapped onto AppWrapper components: the rules of the
 `batchgate.dev/failure-policy` annotation (or the policy's default rules) are tried in order and

@@ -1,4 +1,4 @@
-"""The AppWrapper phase machine (research/appwrapper.md 3.1), one function per phase.
+"""The AppWrapper phase machine (docs/appwrapper.md, "Lifecycle"), one function per phase.
 
 Each function reads the AppWrapper's typed state (parsed once by the adapter), what the adapter observed (its components and
 labelled pods), the effective Timing and `now`, and returns a `Transition`: the phase after the

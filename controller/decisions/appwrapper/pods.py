@@ -1,6 +1,6 @@
 """The pods of one AppWrapper reduced to the counts its lifecycle decides on.
 
-Upstream's pod accounting (research/appwrapper.md 3.1): pods by phase, where a Running pod that
+Upstream's pod accounting (docs/appwrapper.md, "Lifecycle"): pods by phase, where a Running pod that
 is being deleted no longer counts as running; the non-zero exit codes of failed pods; and the
 running pods that must leave a node Autopilot flagged NoExecute (3.5: the flag is a node label,
 and only pods asking for the flagged resource must go).

@@ -1,4 +1,4 @@
-"""The deletion protocol (research/appwrapper.md 3.2): how an AppWrapper takes its components down.
+"""The deletion protocol (docs/appwrapper.md, "Deletion"): how an AppWrapper takes its components down.
 
 Every phase that removes components (Suspending, Resetting, Failed, Succeeded after its TTL, and
 the deletion of the AppWrapper itself) takes the same steps: mark DeletingResources, delete what

@@ -1,6 +1,6 @@
 """The effective fault-tolerance timing of one AppWrapper: its annotations over the policy defaults.
 
-Upstream semantics (research/appwrapper.md 3.3): a malformed annotation, which is whatever Go's
+Upstream semantics (docs/appwrapper.md, "Fault tolerance annotations"): a malformed annotation, which is whatever Go's
 `time.ParseDuration` or `strconv.Atoi` rejects (`" 2s"`, `" 0"` and the `" 4"` of `"3, 4"` among
 them), falls back to the default; every duration except successTTL is clamped to [0, gracePeriodMaximum] (defaults
 included); retryLimit is taken as written; successTTL counts only if 0 < ttl < the policy's.

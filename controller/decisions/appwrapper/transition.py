@@ -3,7 +3,7 @@
 A step never stamps times itself: it names the conditions it wants, and `status_patch` stamps
 `lastTransitionTime = now` only on a condition whose status flips (metav1.Condition semantics).
 Grace periods are measured from those stamps, so a restarted controller resumes every timer
-exactly where the last one left it (DESIGN 3.3).
+exactly where the last one left it (docs/architecture.md, "Habits").
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def clear(aw: AppWrapperState, type_: str, reason: str, message: str = "") -> tu
 
 @dataclass(frozen=True)
 class Teardown:
-    """One step of the deletion protocol (research 3.2)."""
+    """One step of the deletion protocol (docs/appwrapper.md, "Deletion")."""
 
     done: bool
     conditions: tuple[Condition, ...] = ()

@@ -1,1 +1,1 @@
-"""Gang placement and PodGroups (DESIGN.md 7.2): whole gangs bound at once, packed by GPU."""
+"""Gang placement and PodGroups (docs/gang.md): whole gangs bound at once, packed by GPU."""

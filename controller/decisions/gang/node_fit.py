@@ -8,7 +8,7 @@ per missing resource — and the FailedScheduling message is kube-scheduler's hi
 `0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) didn't match Pod's node
 affinity/selector.`
 
-The score is the one MLBatch configures for its coscheduler (research/gang-frameworks.md 1.4):
+The score is the one MLBatch configures for its coscheduler (docs/gang.md, "What it does"):
 NodeResourcesFit with RequestedToCapacityRatio on `nvidia.com/gpu`, shape 0% -> 0, 100% -> 10,
 so the node whose GPUs would be fullest after placement wins (packing); a pod that asks for no
 GPU scores 0 everywhere.

@@ -1,13 +1,13 @@
 """PodGroups: the one a top-level workload needs, and the status the scheduler-plugins controller writes.
 
 The gateway labels the pod templates of a top-level workload `scheduling.x-k8s.io/pod-group:
-<workload name>` (DESIGN 6.1.4); the controller then makes that PodGroup, owned by the workload,
+<workload name>` (docs/rules.md, "Mutations"); the controller then makes that PodGroup, owned by the workload,
 with `minMember` = the workload's pods carrying the label that are still to run (a partly
 finished Job's gang shrinks with it) and the policy's gang timeout. A
 PodGroup of that name the user wrote (MLBatch's job-with-podgroup sample wraps one) is theirs:
 never replaced or resized, and an AppWrapper wrapping its own PodGroup gets none from us.
 
-Status follows scheduler-plugins' PodGroup controller (research/gang-frameworks.md 1.1): "" ->
+Status follows scheduler-plugins' PodGroup controller (docs/gang.md): "" ->
 Pending; Pending -> Scheduling once the group has minMember pods (occupiedBy from the first
 pod's owner, scheduleStartTime = now); then counts from pod phases decide Pending / Scheduling /
 Running / Failed / Finished, the last two terminal. Two departures keep the status true after a

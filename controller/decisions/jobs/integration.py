@@ -139,7 +139,7 @@ def finished(job: Mapping[str, Any], kind: JobKind) -> tuple[str, str] | None:
             return reason, status.get("message") or f"RayJob deployment {state.lower()}"
     elif kind.kind == "AppWrapper":
         # A Failed AppWrapper still deleting its components (or holding them for debugging) is not
-        # finished yet: its quota is released only once nothing of it is deployed (research 3.6).
+        # finished yet: its quota is released only once nothing of it is deployed (docs/appwrapper.md, "Quota").
         phase = status.get("phase")
         if phase == keys.PHASE_SUCCEEDED or (phase == keys.PHASE_FAILED and not is_true(job, keys.COND_RESOURCES_DEPLOYED)):
             return phase, f"AppWrapper {phase.lower()}"

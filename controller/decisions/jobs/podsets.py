@@ -1,6 +1,6 @@
 """Where each queued kind keeps its pod templates, how many pods each makes, and how to suspend it.
 
-Kueue's job integrations (research/kueue.md 3) name the podSets of a Workload after the job's
+Kueue's job integrations name the podSets of a Workload after the job's
 roles (`main`, `master`/`worker`, `head`/worker groups/`submitter`, `<appwrapper>-<i>`); the
 admission decision later flows back into the very templates found here, so each podSet carries
 the path of its template inside the job object.

@@ -1,1 +1,1 @@
-"""Quota admission with Kueue's semantics (DESIGN.md 7.1): the cycle, flavors, preemption, status."""
+"""Quota admission with Kueue's semantics (docs/quota.md): the cycle, flavors, preemption, status."""

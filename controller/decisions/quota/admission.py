@@ -1,4 +1,4 @@
-"""One quota admission cycle, Kueue's `schedule` made pure (research/kueue.md 2.2-2.6).
+"""One quota admission cycle, Kueue's `schedule` made pure (docs/quota.md, "Semantics").
 
 `run_cycle(state, heads, now)` reads the state and returns decisions; it changes nothing.
 `decisions/quota/cycle.apply_cycle` records the result in the state (assumes each `Admit`,

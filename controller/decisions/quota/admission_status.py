@@ -1,6 +1,6 @@
 """The status writes that carry admission decisions to the API, as minimal merge patches.
 
-The values come from `decisions/queue_status.py` (Kueue's conditions, reasons and messages, and
+The values come from `queue_status.py` beside it (Kueue's conditions, reasons and messages, and
 the ClusterQueue / LocalQueue status); this module reads each object as last observed and
 returns None when it already says what the decision says, so a repeated cycle — or a retry
 after a conflict — writes nothing twice.

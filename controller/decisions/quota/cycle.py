@@ -1,5 +1,5 @@
 """One admission cycle and its effects on the quota state: the path `batchgate simulate` and the
-controller's admission loop both take (DESIGN 7.1, 10).
+controller's admission loop both take (docs/quota.md, docs/simulate.md).
 
 `admission_cycle(state, now)` starts the evictions stopped queues ask for, takes one head per
 active ClusterQueue, runs Kueue's cycle (`run_cycle`, which only reads) and then `apply_cycle`,

@@ -1,4 +1,4 @@
-"""Fair-sharing preemption (Kueue's `fairPreemptions`, research/kueue.md 2.9).
+"""Fair-sharing preemption (Kueue's `fairPreemptions`, docs/quota.md).
 
 With fair sharing on, a workload may take quota from cohort members whose dominant resource
 share (DRS) stays at least as high as its own queue's would become: candidate queues are

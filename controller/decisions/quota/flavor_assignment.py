@@ -1,6 +1,6 @@
 """Which flavor each pod set gets, and whether it fits, needs preemption, or can never fit.
 
-Kueue's flavor assigner (research/kueue.md 2.4): for each pod set and each resource group,
+Kueue's flavor assigner (docs/quota.md, "Semantics"): for each pod set and each resource group,
 flavors are tried in the ClusterQueue's order; a flavor's mode is the worst over its
 resources; the default fungibility stops at the first flavor that fits (borrowing included)
 and keeps a flavor that needs preemption only if no later one fits. The reasons collected on

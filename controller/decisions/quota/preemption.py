@@ -1,4 +1,4 @@
-"""Whom to evict so that a workload fits: Kueue's classical preemption (research/kueue.md 2.7).
+"""Whom to evict so that a workload fits: Kueue's classical preemption (docs/quota.md, "Semantics").
 
 Candidates are the preemptor's own ClusterQueue's lower-priority workloads (withinClusterQueue)
 and workloads of cohort members that are borrowing (reclaimWithinCohort). They are removed in

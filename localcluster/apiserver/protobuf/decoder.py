@@ -52,12 +52,17 @@ SCHEMA: dict[str, dict[int, Spec]] = {
 }
 
 
+def _length_delimited(data: bytes) -> dict[int, bytes]:
+    """A message's length-delimited fields by number (the last of a repeated one)."""
+    return {f.number: f.value for f in fields(data) if f.wire_type == BYTES and isinstance(f.value, bytes)}
+
+
 def decode(body: bytes) -> dict[str, Any]:
     """Decode a `k8s\\x00`-prefixed runtime.Unknown into the object's JSON dict."""
     if not body.startswith(MAGIC):
         raise ProtobufError("body does not start with the Kubernetes protobuf magic number")
-    envelope = {f.number: f.value for f in fields(body[len(MAGIC):]) if f.wire_type == BYTES}
-    type_meta = {f.number: f.value for f in fields(envelope.get(1, b"")) if f.wire_type == BYTES}
+    envelope = _length_delimited(body[len(MAGIC):])
+    type_meta = _length_delimited(envelope.get(1, b""))
     api_version = type_meta.get(1, b"").decode("utf-8", "replace")
     kind = type_meta.get(2, b"").decode("utf-8", "replace")
     encoding = envelope.get(3, b"")

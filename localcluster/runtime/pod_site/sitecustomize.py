@@ -4,15 +4,17 @@ bind to the IPv4 wildcard (`0.0.0.0` or `""`) listens on the pod's IP instead, s
 can both serve on 0.0.0.0:8443 as they do on a real cluster, each reachable at its pod IP."""
 
 import socket
+from typing import Any
 
 POD_IP = "{pod_ip}"
 _bind = socket.socket.bind
 
 
-def _pod_bind(self: socket.socket, address: object) -> None:
+def _pod_bind(self: socket.socket, address: Any) -> None:  # each address family has its own form
     if self.family == socket.AF_INET and isinstance(address, tuple) and address and address[0] in ("", "0.0.0.0"):
         address = (POD_IP, *address[1:])
     _bind(self, address)
 
 
-socket.socket.bind = _pod_bind  # type: ignore[method-assign]
+# Patching the class is the point here; typeshed types bind's self as the C base class.
+socket.socket.bind = _pod_bind  # type: ignore[method-assign, assignment]

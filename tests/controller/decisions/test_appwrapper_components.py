@@ -1,4 +1,4 @@
-"""What AppWrapper components become (research/appwrapper.md 3.4) and their initial status.
+"""What AppWrapper components become (docs/appwrapper.md, "What components become") and their initial status.
 
 We test these aspects: every AppWrapper of demo/samples and of upstream's corpus (skipped where
 absent) with its components built with admission's podSetInfos (labels, owner, namespace,

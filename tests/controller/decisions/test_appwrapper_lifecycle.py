@@ -1,4 +1,4 @@
-"""The AppWrapper phase machine, branch by branch (research/appwrapper.md 3.1 and 3.2).
+"""The AppWrapper phase machine, branch by branch (docs/appwrapper.md, "Lifecycle" and "Deletion").
 
 We test these aspects: every phase and every branch of upstream's checks in their order, as a
 table from (AppWrapper, what was observed, timing, now) to the step taken; the outcome of

@@ -1,4 +1,4 @@
-"""Properties of the pure AppWrapper lifecycle over random histories (research/appwrapper.md 3.1).
+"""Properties of the pure AppWrapper lifecycle over random histories (docs/appwrapper-acceptance.md).
 
 A small simulated world (the AppWrapper, its components, their pods, the nodes Autopilot flags,
 the clock) is driven by random events: Kueue admitting or suspending, pods appearing, running,
@@ -6,7 +6,7 @@ failing with exit codes, succeeding, components vanishing or failing, nodes flag
 passing, the user deleting the AppWrapper. After each event the lifecycle reconciles as the
 adapter would: `decide`, apply the Transition's status patch and actions to the world (creates
 get random outcomes and go through `after_create`), and again until nothing changes. Every
-step must keep upstream's invariants; the expected behaviour comes from research 3.1, not from
+step must keep upstream's invariants; the expected behaviour comes from upstream's phase machine, not from
 the implementation.
 """
 
@@ -33,12 +33,12 @@ from controller.decisions.appwrapper.transition import (AddFinalizer, ComponentS
                                                        CreateOutcome, DeleteComponents, DeletePods, Observed,
                                                        RemoveFinalizer, Transition, status_patch)
 
-FT = "workload.codeflare.dev.appwrapper/"  # the fault-tolerance annotations (research 1)
+FT = "workload.codeflare.dev.appwrapper/"  # the fault-tolerance annotations
 START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 NODES = ("node-a", "node-b")
 STEPS_PER_EVENT = 8
 
-# research 3.1: where each phase may go in one step (staying put is always allowed). Deletion
+# Upstream's phase machine: where each phase may go in one step (staying put is always allowed). Deletion
 # (deletionTimestamp with our finalizer) may move any phase to Terminating.
 EDGES: dict[str, set[str]] = {
     "": {"Suspended"},
@@ -166,18 +166,18 @@ def check_step(world: World, before: dict[str, Any], after: dict[str, Any], step
         assert old not in TERMINAL, f"components created for a {old} AppWrapper: {step.why}"
         assert not deleting, f"components created for an AppWrapper being deleted: {step.why}"
     leftovers = [i for i, c in world.components.items() if c.exists], len(world.pods)
-    if any(isinstance(a, RemoveFinalizer) for a in step.actions):  # research 3.2: only once nothing is left
+    if any(isinstance(a, RemoveFinalizer) for a in step.actions):  # deletion: only once nothing is left
         assert leftovers == ([], 0), f"finalizer removed with components/pods {leftovers} left: {step.why}"
-    # research 3.6: quota goes back only once nothing runs any more (a success's finished pods may stay).
+    # Quota goes back only once nothing runs any more (a success's finished pods may stay).
     if cond(before, "QuotaReserved") == "True" and cond(after, "QuotaReserved") != "True" and new != "Succeeded":
         assert leftovers == ([], 0), f"quota released with components/pods {leftovers} left: {step.why}"
-    # The grace periods run from these stamps (research 3.1/3.2), so one may move only with its status.
+    # The grace periods run from these stamps (lifecycle and deletion), so one may move only with its status.
     # (Unhealthy is left out: upstream clears and sets it again within one step, giving a new failure a new stamp.)
     for kind, (status, stamp) in stamps(before).items():
         after_status, after_stamp = stamps(after).get(kind, (None, None))
         if kind in ("ResourcesDeployed", "DeletingResources") and after_status == status:
             assert after_stamp == stamp, f"{kind} stayed {status} but its lastTransitionTime moved: {step.why}"
-    # research 3.2: a deletion once begun (DeletingResources True) ends only as DeletionComplete.
+    # A deletion once begun (DeletingResources True) ends only as DeletionComplete.
     if cond(before, "DeletingResources") == "True" and cond(after, "DeletingResources") == "False":
         assert reason(after, "DeletingResources") == "DeletionComplete", (
             f"a deletion in progress went back to {reason(after, 'DeletingResources')}: {step.why}")
@@ -352,7 +352,7 @@ SLOW = {"admissionGracePeriodDuration": "60s", "warmupGracePeriodDuration": "120
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(worlds(), st.lists(EVENTS, min_size=5, max_size=60))
-# research 7: success needs zero failed pods, even when a replacement pod made up the count.
+# Upstream's gotcha: success needs zero failed pods, even when a replacement pod made up the count.
 @example(new_world(["job of 2"], 3, False, SLOW), [("all pods appear",), ("pod fails", 0, 1), ("all pods succeed",)])
 # a create that failed transiently leaves it Resuming; suspending it then must not create anything.
 @example(new_world(["gpu pod"], 3, False, SLOW, outcomes=["transient"] * 10), [("suspend", True), ("tick", 2)])
@@ -376,8 +376,9 @@ def live_through(world: World, events: list[tuple[Any, ...]]) -> None:
 
 
 def test_a_failed_appwrapper_kept_for_debugging_then_stuck_on_a_silent_node_is_deleted_not_paused_again() -> None:
-    """research 3.2: the deletion of a Failed AppWrapper kept for deletionOnFailureGracePeriod, whose pod
-    then hangs on a silent node, runs on to the forced deletion instead of pausing again."""
+    """Upstream's deletion protocol: the deletion of a Failed AppWrapper kept for
+    deletionOnFailureGracePeriod, whose pod then hangs on a silent node, runs on to the forced deletion
+    instead of pausing again."""
     world = new_world(["gpu pod", "gpu pod"], 0, False, {**SLOW, "failureGracePeriodDuration": "0s",
                                                          "deletionOnFailureGracePeriodDuration": "30s",
                                                          "forcefulDeletionGracePeriodDuration": "40s"})

@@ -1,4 +1,4 @@
-"""Pod accounting of an AppWrapper and the Autopilot noExecute nodes (research 3.1, 3.5).
+"""Pod accounting of an AppWrapper and the Autopilot noExecute nodes (docs/appwrapper.md, "Lifecycle", "Node health").
 
 We test these aspects: counts by phase with terminating pods; exit codes of failed pods; which
 running pods must leave a flagged node (upstream item 19 for the node side); and invariants with

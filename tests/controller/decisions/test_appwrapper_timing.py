@@ -1,6 +1,6 @@
 """Effective AppWrapper timing: annotations over policy defaults, as upstream reads them.
 
-We test these aspects: upstream's annotation cases (research/appwrapper.md 6, item 18) as a
+We test these aspects: upstream's annotation cases (its controller's unit tests) as a
 table; policy defaults are clamped too; successTTL only shortens; exit-code lists; the
 failure-policy annotation over the policy's rules; and that no annotation text can raise.
 """

@@ -1,4 +1,4 @@
-"""Failure-policy verdicts (DESIGN 7.4) and wrapped-job failure detection (research 3.1 Running 3).
+"""Failure-policy verdicts and wrapped-job failure detection (docs/appwrapper.md, "Failure policy").
 
 We test these aspects: rule conditions (reasons, exit codes, components by index or name) and
 first-match order; upstream's default when no rule matches (terminal and retryable exit codes,

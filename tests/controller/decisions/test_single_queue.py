@@ -1,6 +1,6 @@
 """Admission within one ClusterQueue: quota, queue order, strategies, and what a pending workload says.
 
-Every case is a simulation trace (DESIGN 10) run through the real cycle; names follow Kueue's
+Every case is a simulation trace (docs/simulate.md) run through the real cycle; names follow Kueue's
 TestSchedule cases and integration scenarios where one exists.
 """
 

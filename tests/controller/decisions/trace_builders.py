@@ -1,4 +1,4 @@
-"""Builders for simulation traces: real Kueue objects (DESIGN 10), written compactly.
+"""Builders for simulation traces: real Kueue objects (docs/simulate.md), written compactly.
 
 `workload("a", cpu=5, priority=10, created=3)` is a Workload created 3 s after T0 asking for
 5 CPUs in one pod; `admitted_to="cq"` makes it one that already holds quota.

@@ -1,4 +1,4 @@
-"""Kueue's quota arithmetic for flat cohorts (research/kueue.md 2.3), and the pending queues."""
+"""Kueue's quota arithmetic for flat cohorts (docs/quota.md), and the pending queues."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Upstream AppWrapper validation semantics (research/appwrapper.md 2.2 and section 6 behaviours)."""
+"""Upstream AppWrapper validation semantics (its webhook's checks and their tests)."""
 
 from __future__ import annotations
 

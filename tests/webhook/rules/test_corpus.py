@@ -1,4 +1,4 @@
-"""Every real upstream manifest of ../shared/corpus through mutate + validate, as two users
+"""Every real upstream manifest of the corpus through mutate + validate, as two users
 (tests/upstream_corpus.py: skipped where the corpus is absent).
 
 Expectations come from the default policy: JobSet and LeaderWorkerSet are not in

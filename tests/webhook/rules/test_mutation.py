@@ -1,4 +1,4 @@
-"""DESIGN 6.1: every mutation, who gets it, and who does not."""
+"""docs/rules.md, "Mutations": every mutation, who gets it, and who does not."""
 
 from __future__ import annotations
 

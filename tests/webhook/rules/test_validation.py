@@ -1,4 +1,4 @@
-"""DESIGN 6.2: every rejection, its reason, code and field path; and what is allowed."""
+"""docs/rules.md, "Rejections": every rejection, its reason, code and field path; and what is allowed."""
 
 from __future__ import annotations
 

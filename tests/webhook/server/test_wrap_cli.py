@@ -1,6 +1,6 @@
 """`batchgate wrap`: resources in, one AppWrapper out, or located refusals and nothing on stdout.
 
-The round trip: every upstream AppWrapper sample (../shared/corpus/appwrapper) taken apart into
+The round trip: every upstream AppWrapper sample (the corpus's appwrapper/) taken apart into
 its components, wrapped again and reviewed, is allowed, with the same components in the same order.
 """
 

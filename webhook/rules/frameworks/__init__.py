@@ -1,6 +1,6 @@
 """Distributed-framework plugins: PyTorch, TensorFlow, MPI and MXNet peers find each other.
 
-Two phases, as Volcano's job plugins have (DESIGN.md 6.4): when a top-level AppWrapper or Indexed
+Two phases, as Volcano's job plugins have (docs/frameworks.md): when a top-level AppWrapper or Indexed
 Job labelled `batchgate.dev/framework` is created, its pod templates get a layout (roles, counts,
 hosts, port); when each of its pods is created, the pod gets the env of its role and index.
 """

@@ -25,7 +25,7 @@ _WORKLOADS = {(keys.APPWRAPPER_API_VERSION, "AppWrapper"), ("batch/v1", "Job")}
 BATCHGATE = "batchgate"
 TRAINING_OPERATOR = "training operator"
 OPERATOR_ENV = "MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, PET_*"
-"""The variables the training operator puts on a PyTorchJob's pods (research 3.2)."""
+"""The variables the training operator puts on a PyTorchJob's pods (docs/frameworks.md, "A wrapped PyTorchJob")."""
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ def _nproc_per_node(args: FrameworkArgs, topology: Topology) -> str:
 
 
 def _check_operator_env(framework: str, topology: Topology) -> None:
-    """A PyTorchJob's pods keep the rank env the training operator gave them (DESIGN 6.4): deny any
+    """A PyTorchJob's pods keep the rank env the training operator gave them (docs/frameworks.md): deny any
     layout in which those values would not be the layout's own, since that means a wrong rank."""
     wrapped = next((g for g in topology.groups if g.operator_env), None)
     if wrapped is None:

@@ -1,6 +1,6 @@
-"""Golden tables: a topology in, each pod's env out, checked against research/gang-frameworks.md.
+"""Golden tables: a topology in, each pod's env out, checked against docs/frameworks.md.
 
-Where Volcano and the training operator differ, Volcano's conventions hold (DESIGN.md 6.4): the
+Where Volcano and the training operator differ, Volcano's conventions hold (docs/frameworks.md, "Conventions"): the
 section 2.6 example (vcjob `train`, master x1 + worker x3) is reproduced value for value.
 """
 
