@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from batchgate.api.objects import metadata
 from batchgate.clock import Clock, SystemClock
 from controller.adapters.kube import KubeClient, Resource
 from controller.adapters.store import SharedStore
@@ -20,7 +21,18 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Change], None]
 MISSED_SHOWN = 5
-"""Keys a log line names when a periodic relist finds changes no event delivered."""
+"""Keys a log line names when a periodic relist finds changes its watch should have delivered."""
+
+
+def delivered_by(change: Change, version: str | None) -> bool:
+    """Whether a watch that had reached `version` should have told of `change`: the object's
+    resourceVersion is not newer. A change made after the watch ended is not one; nor is a
+    deletion (its version is not in the list). resourceVersions are etcd revisions on
+    kube-apiserver and the stand-in; where either is not a number, nothing is claimed."""
+    new = metadata(change.new or {}).get("resourceVersion")
+    if change.new is None or not str(new).isdigit() or not str(version).isdigit():
+        return False
+    return int(str(new)) <= int(str(version))
 
 
 class Informer(ListWatch):
@@ -48,12 +60,15 @@ class Informer(ListWatch):
     def _listed(self, items: list[dict[str, Any]], why: ListReason) -> None:
         if why != "unserved":
             self.on_relist(self.kind)
+        watched = self.resource_version  # how far the watch had come; the list's version is set after
         changes = self.store.replace(self.kind, items)
-        if why == "periodic" and changes:
-            keys = ", ".join(f"{c.type} {c.key.namespace}/{c.key.name}" for c in changes[:MISSED_SHOWN])
-            log.warning("%s: a periodic relist found %d changes no watch event had delivered: %s%s", self.kind,
-                        len(changes), keys, " ..." if len(changes) > MISSED_SHOWN else "")
-            self.on_missed(self.kind, len(changes))
+        missed = [c for c in changes if why == "periodic" and delivered_by(c, watched)]
+        if missed:
+            keys = ", ".join(f"{c.type} {c.key.namespace}/{c.key.name}" for c in missed[:MISSED_SHOWN])
+            log.warning("%s: a periodic relist found %d changes its watch should have delivered (it had reached "
+                        "resourceVersion %s): %s%s", self.kind, len(missed), watched, keys,
+                        " ..." if len(missed) > MISSED_SHOWN else "")
+            self.on_missed(self.kind, len(missed))
         for change in changes:
             self._emit(change)
 

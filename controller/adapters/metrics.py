@@ -45,9 +45,9 @@ class ControllerMetrics:
         self.relists = Counter("batchgate_informer_relists_total", "Full lists per kind (start and after 410)",
                                ["kind"], registry=r)
         self.missed_changes = Counter("batchgate_informer_missed_changes_total",
-                                      "Changes a periodic relist found that no watch event had delivered, per kind "
-                                      "(a watch that went silent or lost events; a change made in the moment "
-                                      "between a watch's end and the relist counts too)", ["kind"], registry=r)
+                                      "Changes a periodic relist found that the watch should already have delivered "
+                                      "(the object's resourceVersion not newer than the watch's), per kind: a watch "
+                                      "that went silent or lost events", ["kind"], registry=r)
         self.queue_depth = Gauge("batchgate_workqueue_depth", "Keys waiting in each reconciler's work queue",
                                  ["controller"], registry=r)
         self.reconciles = Counter("batchgate_reconciles_total", "Reconciles per reconciler, kind and outcome",

@@ -131,12 +131,13 @@ def test_a_periodic_relist_tells_a_change_no_event_delivered_as_a_change_and_cou
                                                on_missed=lambda kind, changes: missed.append((kind, changes)))
         try:
             write_without_event(own, configmap("lost", "t"))
+            kube.create(CM, configmap("later", "t"))  # the watch goes on past the lost one, as it did then
             watches = informer.watches
             eventually(lambda: informer.watches >= watches + 2, what="two more 1 s watches")
-            assert names(store) == [] and missed == []
+            assert names(store) == ["later"] and missed == []
             clock.advance(dt.timedelta(seconds=600))
-            eventually(lambda: names(store) == ["lost"], what="the periodic relist")
-            assert [(c.type, c.key.name) for c in seen] == [("ADDED", "lost")]
+            eventually(lambda: names(store) == ["later", "lost"], what="the periodic relist")
+            assert [(c.type, c.key.name) for c in seen] == [("ADDED", "later"), ("ADDED", "lost")]
             assert missed == [("ConfigMap", 1)]
         finally:
             informer.stop()
