@@ -50,7 +50,7 @@ ATTEMPTS = 5
 WATCH_SECONDS = 300
 """Each watch asks the server to end it after this long; it is then resumed from its last version."""
 WATCH_RETRY_SECONDS = 2.0
-"""After a failed list or watch, the next try comes this soon."""
+"""After a failed watch, the next one comes this soon."""
 ERROR_RETRY_SECONDS = 5.0
 """After a failed pass, the next one comes this soon (or with the next change seen)."""
 EVENT_COMPONENT = "batchgate-certs"
