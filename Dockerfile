@@ -11,6 +11,7 @@ COPY requirements.txt .
 RUN /opt/batchgate/bin/pip install --no-cache-dir -r requirements.txt
 COPY pyproject.toml README.md ./
 COPY batchgate batchgate
+COPY kubeapi kubeapi
 COPY webhook webhook
 COPY controller controller
 COPY certs certs

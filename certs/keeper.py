@@ -23,29 +23,34 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, cast
+from typing import Any, Literal, cast
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from batchgate.clock import Clock
 from batchgate.keys import RENEWED_ANNOTATION
 from batchgate.policy import Policy, PolicyError
 from batchgate.events import Involved, event_body
+from batchgate.policy_configmap import policy_from_configmap
 from certs.authority import TLS_CERT, issue_secret_data
 from certs.lifecycle import BundlePlan, CertSettings, SecretPlan, WebhookBundle, plan_bundle, plan_secret, stale_bundles
 from certs.scope import (POD_WEBHOOK, POLICY_WEBHOOK, namespace_selector, pod_match_conditions,
                          policy_match_conditions, stale_conditions, stale_selectors)
+from kubeapi.client import (CONFIGMAPS, MUTATING_WEBHOOK_CONFIGURATIONS, SECRETS, VALIDATING_WEBHOOK_CONFIGURATIONS,
+                            KubeClient, Resource)
+from kubeapi.events import record_event
+from kubeapi.listwatch import ListWatch
 
 log = logging.getLogger("batchgate.certs")
 
 NOT_FOUND, CONFLICT = 404, 409
 ATTEMPTS = 5
 """Reads and writes tried per pass before giving up until the next one (each retry re-plans)."""
-GONE = 410
 WATCH_SECONDS = 300
-"""Each watch asks the server to end it after this long; it is then started again."""
+"""Each watch asks the server to end it after this long; it is then resumed from its last version."""
 WATCH_RETRY_SECONDS = 2.0
+"""After a failed watch, the next one comes this soon."""
 ERROR_RETRY_SECONDS = 5.0
 """After a failed pass, the next one comes this soon (or with the next change seen)."""
 EVENT_COMPONENT = "batchgate-certs"
@@ -80,6 +85,7 @@ class CertKeeper:
                  configurations: list[tuple[str, str]], clock: Clock,
                  policy_configmap: tuple[str, str] | None = None, watch_seconds: int = WATCH_SECONDS):
         self.core = client.CoreV1Api(api)
+        self.kube = KubeClient(api)
         self.admission = client.AdmissionregistrationV1Api(api)
         self.settings, self.clock = settings, clock
         self.namespace, self.name = secret
@@ -94,13 +100,8 @@ class CertKeeper:
                identity: str) -> None:
         """Record what the keeper did (or cannot do) where `kubectl describe` and `kubectl get
         events -n <its namespace>` show it; best effort, a failure is logged and the pass goes on."""
-        body = event_body(self.namespace, involved, kind, reason, message, identity, self.clock.now(), EVENT_COMPONENT)
-        try:
-            self.core.create_namespaced_event(self.namespace, cast(Any, body))  # a dict serializes as the model
-        except ApiException as exc:
-            if exc.status != CONFLICT:  # another replica's keeper reported the same thing
-                log.warning("cannot record Event %s on %s %s: %s %s", reason, involved.kind, involved.name,
-                            exc.status, exc.reason)
+        record_event(self.kube, event_body(self.namespace, involved, kind, reason, message, identity,
+                                           self.clock.now(), EVENT_COMPONENT))
 
     # --- the Secret ---------------------------------------------------------------------------
     def _read(self) -> tuple[dict[str, bytes] | None, Any]:
@@ -199,8 +200,6 @@ class CertKeeper:
         or it is invalid (then the selectors are left as they are, and the error is logged)."""
         if self.policy_configmap is None:
             return None
-        from webhook.policy.reloader import policy_from_configmap
-
         namespace, name = self.policy_configmap
         try:
             raw = self.core.read_namespaced_config_map(name, namespace, _preload_content=False)
@@ -210,7 +209,7 @@ class CertKeeper:
                 raise
             configmap = None
         try:
-            return policy_from_configmap(configmap, f"configmap {namespace}/{name}").policy
+            return policy_from_configmap(configmap, namespace, name)
         except PolicyError as exc:
             log.error("policy invalid, webhook namespaceSelectors left as they are: %s", exc)
             return None
@@ -301,44 +300,26 @@ class CertKeeper:
         injected, missing, scoped = self.inject(data, configured, self.policy())
         return PassResult(plan, tuple(dict.fromkeys(first + list(injected))), missing, scoped, bundle)
 
-    def watches(self) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+    def watches(self, wake: threading.Event) -> list[ListWatch]:
         """What wakes the keeper: its Secret, each of its configurations and the policy ConfigMap,
-        each watched by name (a fieldSelector on metadata.name, which RBAC's resourceNames cover)."""
-        by_name = lambda name: {"field_selector": f"metadata.name={name}"}  # noqa: E731
-        found: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
-            (f"secret {self.namespace}/{self.name}", self.core.list_namespaced_secret,
-             {"namespace": self.namespace, **by_name(self.name)})]
-        for kind, name in self.configurations:
-            listing = (self.admission.list_mutating_webhook_configuration if kind == MUTATING
-                       else self.admission.list_validating_webhook_configuration)
-            found.append((f"{kind} {name}", listing, by_name(name)))
+        each watched by name (a fieldSelector on metadata.name, which RBAC's resourceNames cover).
+        The keeper may watch but not list them: each watch that starts without a resourceVersion
+        (the first, or after 410) opens with the object as an ADDED event, which wakes a pass too,
+        so nothing missed in between stays missed."""
+        def watch(resource: Resource, name: str, namespace: str | None = None) -> ListWatch:
+            return ListWatch(self.kube, resource, lambda items, why: wake.set(), lambda kind, obj: wake.set(),
+                             clock=self.clock, watch_only=True,
+                             name=f"{resource.kind} {name}", namespace=namespace,
+                             field_selector=f"metadata.name={name}", watch_timeout=self.watch_seconds,
+                             min_backoff=WATCH_RETRY_SECONDS, max_backoff=WATCH_RETRY_SECONDS)
+
+        found = [watch(SECRETS, self.name, self.namespace)]
+        found += [watch(MUTATING_WEBHOOK_CONFIGURATIONS if kind == MUTATING else VALIDATING_WEBHOOK_CONFIGURATIONS,
+                        name) for kind, name in self.configurations]
         if self.policy_configmap is not None:
             namespace, name = self.policy_configmap
-            found.append((f"configmap {namespace}/{name}", self.core.list_namespaced_config_map,
-                          {"namespace": namespace, **by_name(name)}))
+            found.append(watch(CONFIGMAPS, name, namespace))
         return found
-
-    def _watch(self, what: str, listing: Callable[..., Any], kwargs: dict[str, Any],
-               stop: threading.Event, wake: threading.Event) -> None:
-        """Set `wake` on every change of one object until `stop`. A stream that ends (its timeout,
-        or 410 Expired when the version it resumes from is gone) is started again from a fresh
-        list, whose first event wakes a pass too, so nothing missed in between stays missed."""
-        while not stop.is_set():
-            stream = watch.Watch()
-            try:
-                for _ in stream.stream(listing, timeout_seconds=self.watch_seconds, **kwargs):
-                    wake.set()
-                    if stop.is_set():
-                        break
-            except ApiException as exc:
-                if exc.status != GONE:
-                    log.error("watch of %s failed, watching again in %.0fs: %s", what, WATCH_RETRY_SECONDS, exc.reason)
-                    stop.wait(WATCH_RETRY_SECONDS)
-            except Exception as exc:  # noqa: BLE001 - network errors of every kind: watch again
-                log.error("watch of %s failed, watching again in %.0fs: %s", what, WATCH_RETRY_SECONDS, exc)
-                stop.wait(WATCH_RETRY_SECONDS)
-            finally:
-                stream.stop()
 
     def run(self, stop: threading.Event, resync_seconds: float) -> None:
         """Pass after pass until `stop`: at once when a watched object changes (a caBundle edited
@@ -346,9 +327,9 @@ class CertKeeper:
         latest every `resync_seconds` (the fallback should a watch miss something); errors are
         logged and retried at the next wake."""
         wake = threading.Event()
-        for what, listing, kwargs in self.watches():
-            threading.Thread(target=self._watch, args=(what, listing, kwargs, stop, wake), daemon=True,
-                             name=f"watch {what}").start()
+        watches = self.watches(wake)
+        for watch in watches:
+            watch.start()
 
         def stopping() -> None:
             stop.wait()
@@ -368,3 +349,5 @@ class CertKeeper:
                 log.error("certificate pass failed, retrying in %.0fs: %s", min(resync_seconds, ERROR_RETRY_SECONDS), exc)
                 wait = min(resync_seconds, ERROR_RETRY_SECONDS)
             wake.wait(wait)
+        for watch in watches:
+            watch.stop()

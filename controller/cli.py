@@ -13,6 +13,7 @@ import threading
 import uuid
 
 from batchgate.clock import SystemClock
+from kubeapi.listwatch import RELIST_SECONDS
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -33,6 +34,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--retry-period", type=float, default=2.0, help="seconds between Lease attempts")
     parser.add_argument("--identity", default=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
                         help="this process's name in the Lease")
+    parser.add_argument("--relist-period", type=float, default=RELIST_SECONDS, metavar="SECONDS",
+                        help="list every watched kind again this often, catching a change no watch event "
+                             "delivered; 0 turns it off (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=4, help="parallel reconcile workers")
     parser.add_argument("--kueue-metrics", action=argparse.BooleanOptionalAction, default=True,
                         help="also export Kueue's metric names, for MLBatch dashboards (docs/controller.md)")
@@ -48,6 +52,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--metrics-port: want 0..65535")
     if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:
         parser.error("want 0 < --retry-period < --renew-deadline < --lease-duration")
+    if args.relist_period < 0:
+        parser.error("--relist-period must be >= 0 (0 turns it off)")
     if args.workers < 1:
         parser.error("--workers must be >= 1")
     if args.kubeconfig and not os.path.isfile(args.kubeconfig):
@@ -75,7 +81,7 @@ def main(argv: list[str]) -> int:
                          dt.timedelta(seconds=args.retry_period))
     options = ControllerOptions(namespace=args.namespace, identity=args.identity, leader_elect=args.leader_elect,
                                 lease_namespace=args.lease_namespace, workers=args.workers, timing=timing,
-                                policy_configmap=args.policy_configmap)
+                                policy_configmap=args.policy_configmap, relist_every=args.relist_period or None)
     controller = Controller(client, clock, options, metrics)
     try:
         probes = ProbeServer(metrics, controller.healthy, controller.ready, args.metrics_address, args.metrics_port)

@@ -83,7 +83,7 @@ class ObservingClient(KubeClient):
         self.health.ok(res.kind)
         return out
 
-    def watch(self, res: Resource, namespace: str | None, resource_version: str, timeout_seconds: int,
+    def watch(self, res: Resource, namespace: str | None, resource_version: str | None, timeout_seconds: int,
               field_selector: str | None = None, label_selector: str | None = None) -> WatchStream:
         try:
             out = super().watch(res, namespace, resource_version, timeout_seconds, field_selector, label_selector)

@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 IO_LIBRARIES = {"flask", "gunicorn", "kubernetes", "requests", "threading", "time", "socket", "aiohttp"}
-PRODUCT = {"batchgate", "webhook", "controller", "certs", "dashboard"}  # what the wheel and the image ship
+PRODUCT = {"batchgate", "kubeapi", "webhook", "controller", "certs", "dashboard"}  # what the wheel and the image ship
 TEST_BEDS = {"localcluster", "realcluster", "demo", "tests", "bench"}  # run from the checkout only
 
 
@@ -105,6 +105,13 @@ def test_only_the_adapters_use_the_kubernetes_client(path: Path) -> None:
     assert offending(path, {"kubernetes"}, allowed_prefixes=("kubernetes.utils",)) == []
 
 
+@pytest.mark.parametrize("path", python_files("kubeapi"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_shared_api_edge_imports_only_the_vocabulary(path: Path) -> None:
+    """kubeapi/ (the REST client and list + watch) serves the controller, the gateway, the keeper
+    and the dashboard alike, so it knows none of them."""
+    assert offending(path, {"webhook", "controller", "certs", "dashboard", "demo", "localcluster", "realcluster"}) == []
+
+
 @pytest.mark.parametrize(
     ("path", "other"),
     [(p, "controller") for p in python_files("webhook")] + [(p, "webhook") for p in python_files("controller")],
@@ -152,4 +159,5 @@ def test_the_wheel_and_the_image_ship_the_product_and_nothing_else() -> None:
 
 def test_the_rules_are_checking_real_files() -> None:
     assert len(python_files("batchgate")) >= 5
+    assert python_files("kubeapi")
     assert python_files("webhook/rules")

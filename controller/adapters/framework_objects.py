@@ -34,10 +34,10 @@ class FrameworkObjectReconciler:
     def __init__(self, client: KubeClient, store: SharedStore, writer: Writer, recorder: EventRecorder) -> None:
         self.client, self.store, self.writer, self.recorder = client, store, writer, recorder
 
-    def informers(self, handler: Callable[[Change], None], namespace: str | None,
-                  watch_timeout: int) -> list[Informer]:
-        return [Informer(self.client, RESOURCES[kind], self.store, handler, namespace=namespace,
-                         watch_timeout=watch_timeout, label_selector=keys.FRAMEWORK_LABEL, cache_kind=cache)
+    @staticmethod
+    def informers(informer: Callable[..., Informer], namespace: str | None) -> list[Informer]:
+        """The framework objects' informers, each made by `informer(kind, namespace, **options)`."""
+        return [informer(kind, namespace, label_selector=keys.FRAMEWORK_LABEL, cache_kind=cache)
                 for kind, cache in CACHE_KINDS.items()]
 
     @staticmethod

@@ -1,148 +1,81 @@
-"""List + watch one kind into the shared store, resuming from the last resourceVersion.
+"""One kind followed into the shared store: kubeapi's list + watch, its lists and events as changes.
 
-Why our own and not `kubernetes.informer.SharedInformer` (kubernetes 37): its relist reads
-`resp.items` as an attribute, so it cannot list custom resources (CustomObjectsApi returns
-dicts) — and every kind we queue is a custom resource but Job; its `stop()` waits for the next
-event on a quiet watch; it has no "synced" signal for readiness; and it reads `time` directly
-instead of an injected Clock. This one keeps the last resourceVersion (bookmarks included),
-resumes the watch from it after a stream ends or breaks, relists only when the server says the
-version is too old (410, as an HTTP status or as an ERROR event), feeds the diff of a relist to
-the handlers as ordinary changes, and stops promptly by closing the stream.
+The loop (resume from the last resourceVersion, relist on 410, backoff, periodic relist) is
+kubeapi/listwatch.py's; this adds the store. A list replaces the kind's objects and the diff goes
+to the handler as ordinary changes; a kind the API server does not serve has no objects.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from typing import Callable
+from typing import Any, Callable
 
 from batchgate.api.objects import metadata
-from controller.adapters.kube import ApiError, KubeClient, Resource, WatchStream
+from batchgate.clock import Clock, SystemClock
+from controller.adapters.kube import KubeClient, Resource
 from controller.adapters.store import SharedStore
 from controller.state.cache import Change
+from kubeapi.listwatch import MAX_BACKOFF, MIN_BACKOFF, PAGE_SIZE, WATCH_SECONDS, ListReason, ListWatch
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Change], None]
+MISSED_SHOWN = 5
+"""Keys a log line names when a periodic relist finds changes its watch should have delivered."""
 
 
-class Informer:
+def delivered_by(change: Change, version: str | None) -> bool:
+    """Whether a watch that had reached `version` should have told of `change`: the object's
+    resourceVersion is not newer. A change made after the watch ended is not one; nor is a
+    deletion (its version is not in the list). resourceVersions are etcd revisions on
+    kube-apiserver and the stand-in; where either is not a number, nothing is claimed."""
+    new = metadata(change.new or {}).get("resourceVersion")
+    if change.new is None or not str(new).isdigit() or not str(version).isdigit():
+        return False
+    return int(str(new)) <= int(str(version))
+
+
+class Informer(ListWatch):
     def __init__(self, client: KubeClient, resource: Resource, store: SharedStore, handler: Handler, *,
-                 namespace: str | None = None, watch_timeout: int = 300,
-                 min_backoff: float = 0.2, max_backoff: float = 30.0, page_size: int = 500,
+                 namespace: str | None = None, watch_timeout: int = WATCH_SECONDS,
+                 min_backoff: float = MIN_BACKOFF, max_backoff: float = MAX_BACKOFF, page_size: int = PAGE_SIZE,
                  on_relist: Callable[[str], None] = lambda kind: None, field_selector: str | None = None,
-                 label_selector: str | None = None, cache_kind: str | None = None) -> None:
-        self.client, self.resource, self.store, self.handler = client, resource, store, handler
-        self.namespace = namespace
-        self.watch_timeout, self.page_size = watch_timeout, page_size
-        self.min_backoff, self.max_backoff = min_backoff, max_backoff
-        self.on_relist = on_relist
-        self.field_selector, self.label_selector = field_selector, label_selector
+                 label_selector: str | None = None, cache_kind: str | None = None,
+                 clock: Clock | None = None, relist_every: float | None = None,
+                 on_missed: Callable[[str, int], None] = lambda kind, changes: None) -> None:
         # A second informer on a kind (another selector) keeps its objects apart, or each relist
         # would drop the other's from the store.
         self.cache_kind = cache_kind or resource.kind
-        self.synced = threading.Event()
-        self.served = True  # False while the API server does not serve this kind (CRD not installed)
-        self.resource_version: str | None = None
-        self.lists = 0
-        self.watches = 0
-        self._stop = threading.Event()
-        self._stream: WatchStream | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__(client, resource, self._listed, self._changed, clock=clock or SystemClock(),
+                         name=self.cache_kind, namespace=namespace, field_selector=field_selector,
+                         label_selector=label_selector, watch_timeout=watch_timeout, relist_every=relist_every,
+                         min_backoff=min_backoff, max_backoff=max_backoff, page_size=page_size)
+        self.store, self.handler = store, handler
+        self.on_relist, self.on_missed = on_relist, on_missed
 
     @property
     def kind(self) -> str:
         return self.cache_kind
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.run, name=f"informer-{self.kind}", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        stream = self._stream
-        if stream is not None:
-            stream.close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-
-    def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def run(self) -> None:
-        backoff = self.min_backoff
-        while not self._stop.is_set():
-            try:
-                if self.resource_version is None:
-                    self._relist()
-                self._watch_once()
-                backoff = self.min_backoff
-            except ApiError as exc:
-                if exc.gone:
-                    log.info("%s: resourceVersion %s too old, relisting", self.kind, self.resource_version)
-                    self.resource_version = None
-                    continue
-                if exc.not_found and self.resource_version is None:
-                    self._not_served()
-                    backoff = self.max_backoff
-                else:
-                    log.warning("%s: %s; retrying in %.1fs", self.kind, exc, backoff)
-                self._stop.wait(backoff)
-                backoff = min(self.max_backoff, backoff * 2)
-            except Exception as exc:  # connection reset, server gone: retry from the last version
-                if self._stop.is_set():
-                    break
-                log.warning("%s: watch failed (%s); retrying in %.1fs", self.kind, exc, backoff)
-                self._stop.wait(backoff)
-                backoff = min(self.max_backoff, backoff * 2)
-
-    def _not_served(self) -> None:
-        if self.served:
-            log.warning("%s: not served by the API server (CRD not installed?); will look again", self.kind)
-        self.served = False
-        for change in self.store.replace(self.kind, []):
+    def _listed(self, items: list[dict[str, Any]], why: ListReason) -> None:
+        if why != "unserved":
+            self.on_relist(self.kind)
+        watched = self.resource_version  # how far the watch had come; the list's version is set after
+        changes = self.store.replace(self.kind, items)
+        missed = [c for c in changes if why == "periodic" and delivered_by(c, watched)]
+        if missed:
+            keys = ", ".join(f"{c.type} {c.key.namespace}/{c.key.name}" for c in missed[:MISSED_SHOWN])
+            log.warning("%s: a periodic relist found %d changes its watch should have delivered (it had reached "
+                        "resourceVersion %s): %s%s", self.kind, len(missed), watched, keys,
+                        " ..." if len(missed) > MISSED_SHOWN else "")
+            self.on_missed(self.kind, len(missed))
+        for change in changes:
             self._emit(change)
-        self.synced.set()
 
-    def _relist(self) -> None:
-        items: list = []
-        token = None
-        while True:
-            page = self.client.list(self.resource, self.namespace, limit=self.page_size, fieldSelector=self.field_selector,
-                                    labelSelector=self.label_selector,
-                                    **({"continue": token} if token else {}))
-            # kube-apiserver leaves kind and apiVersion out of a built-in list's items (a watch
-            # event's object has them): set them, as client-go's unstructured lists do
-            items.extend({"kind": self.resource.kind, "apiVersion": self.resource.api_version, **item}
-                         for item in page.get("items") or [])
-            token = metadata(page).get("continue")
-            if not token:
-                break
-        self.lists += 1
-        self.on_relist(self.kind)
-        self.served = True
-        version = metadata(page).get("resourceVersion") or "0"
-        for change in self.store.replace(self.kind, items):
+    def _changed(self, event_type: str, obj: dict[str, Any]) -> None:
+        change = self.store.apply(self.kind, event_type, obj)
+        if change is not None:
             self._emit(change)
-        self.resource_version = version
-        self.synced.set()
-
-    def _watch_once(self) -> None:
-        assert self.resource_version is not None
-        stream = self.client.watch(self.resource, self.namespace, self.resource_version, self.watch_timeout,
-                                   self.field_selector, self.label_selector)
-        self._stream = stream
-        self.watches += 1
-        try:
-            if self._stop.is_set():
-                return
-            for event in stream:
-                if self._stop.is_set():
-                    return
-                self._handle(event)
-        finally:
-            self._stream = None
-            stream.close()
 
     def _emit(self, change: Change) -> None:
         """A failing handler is logged; it must not cost the watch (the store already has the change)."""
@@ -150,17 +83,3 @@ class Informer:
             self.handler(change)
         except Exception:
             log.exception("%s: handler failed on %s %s", self.kind, change.type, change.key)
-
-    def _handle(self, event: dict) -> None:
-        kind, obj = event.get("type"), event.get("object") or {}
-        if kind == "ERROR":
-            raise ApiError(int(obj.get("code") or 500), str(obj.get("reason") or "Unknown"), str(obj.get("message") or ""), obj)
-        version = metadata(obj).get("resourceVersion")
-        if kind in ("ADDED", "MODIFIED", "DELETED"):
-            change = self.store.apply(self.kind, kind, obj)
-            if version:
-                self.resource_version = version
-            if change is not None:
-                self._emit(change)
-        elif kind == "BOOKMARK" and version:
-            self.resource_version = version

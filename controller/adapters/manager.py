@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from batchgate.clock import Clock
-from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, configmap_fix, parse_policy
+from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError
+from batchgate.policy_configmap import configmap_source, invalid_policy_event, policy_from_configmap, rejection
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.appwrappers import AppWrapperReconciler
-from controller.adapters.events import EventRecorder
+from controller.adapters.events import COMPONENT as EVENTS_COMPONENT, EventRecorder
 from controller.adapters.framework_objects import FrameworkObjectReconciler
 from controller.adapters.gang import GangScheduler
 from controller.adapters.informer import Informer
@@ -33,8 +34,11 @@ from controller.adapters.writer import Writer
 from controller.decisions.leader_election import LeaseTiming
 from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.state.cache import Change, ObjectKey
+from kubeapi.events import record_event
+from kubeapi.listwatch import RELIST_SECONDS
 
 log = logging.getLogger(__name__)
+
 
 # Namespaced kinds follow --namespace; cluster-scoped ones are always watched cluster-wide.
 WATCHED_KINDS = (*JOB_KINDS, "Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor",
@@ -51,6 +55,8 @@ class ControllerOptions:
     timing: LeaseTiming = LeaseTiming()
     workers: int = 2  # per reconciler
     watch_timeout: int = 300
+    relist_every: float | None = RELIST_SECONDS
+    """Seconds between full lists of each kind, which catch a change no watch event delivered."""
     policy_configmap: tuple[str, str] = ("batchgate-system", "batchgate-policy")
 
 
@@ -66,9 +72,9 @@ class Controller:
                                          clock=clock, timing=options.timing, on_started=self._on_leading,
                                          on_stopped=self._on_standby)
         self.writer = Writer(client, self.is_leader, on_conflict=self.metrics.status_conflicts.inc)
-        events_client = client.with_limiter(
+        self.events_client = client.with_limiter(
             TokenBucket(client.limiter.qps, client.limiter.burst, clock) if client.limiter is not None else None)
-        self.recorder = EventRecorder(Writer(events_client, self.is_leader), clock, options.identity)
+        self.recorder = EventRecorder(Writer(self.events_client, self.is_leader), clock, options.identity)
         self.jobs = JobReconciler(self.store, self.writer, self.recorder, clock)
         self.appwrappers = AppWrapperReconciler(self.store, self.writer, self.recorder, clock, client,
                                                 lambda: self.policy, self.metrics, synced=self.ready)
@@ -84,28 +90,22 @@ class Controller:
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
-        self.informers = [
-            Informer(client, RESOURCES[kind], self.store, self._on_change,
-                     namespace=options.namespace if RESOURCES[kind].namespaced else None,
-                     watch_timeout=options.watch_timeout,
-                     on_relist=lambda kind: self.metrics.relists.labels(kind).inc())
-            for kind in WATCHED_KINDS
-        ]
+        def informer(kind: str, namespace: str | None = None, **kw: Any) -> Informer:
+            return Informer(client, RESOURCES[kind], self.store, self._on_change, namespace=namespace,
+                            watch_timeout=options.watch_timeout, clock=clock, relist_every=options.relist_every,
+                            on_relist=lambda kind: self.metrics.relists.labels(kind).inc(),
+                            on_missed=lambda kind, changes: self.metrics.missed_changes.labels(kind).inc(changes), **kw)
+
+        self.informers = [informer(kind, options.namespace if RESOURCES[kind].namespaced else None)
+                          for kind in WATCHED_KINDS]
         # Pods cluster-wide: the AppWrapper lifecycle counts the pods carrying its label, and gang
         # placement needs every bound pod's requests to know what is left on each node.
-        self.informers.append(Informer(client, RESOURCES["Pod"], self.store, self._on_change,
-                                       watch_timeout=options.watch_timeout))
-        self.informers.append(Informer(client, RESOURCES["Node"], self.store, self._on_change,
-                                       watch_timeout=options.watch_timeout))
-        self.informers.append(Informer(client, RESOURCES["PodGroup"], self.store, self._on_change,
-                                       namespace=options.namespace, watch_timeout=options.watch_timeout))
+        self.informers += [informer("Pod"), informer("Node"), informer("PodGroup", options.namespace)]
         self.gang = GangScheduler(self.store, self.writer, self.recorder, clock, client, lambda: self.policy,
                                   self.is_leader, metrics=self.metrics)
         policy_ns, policy_name = options.policy_configmap
-        self.informers.append(Informer(client, RESOURCES["ConfigMap"], self.store, self._on_change,
-                                       namespace=policy_ns, field_selector=f"metadata.name={policy_name}",
-                                       watch_timeout=options.watch_timeout))
-        self.informers += self.framework_objects.informers(self._on_change, options.namespace, options.watch_timeout)
+        self.informers.append(informer("ConfigMap", policy_ns, field_selector=f"metadata.name={policy_name}"))
+        self.informers += self.framework_objects.informers(informer, options.namespace)
         self.policy: Policy = DEFAULT_POLICY
         self.change_listeners: list[Callable[[Change], None]] = [self.admission.on_change, self._on_policy,
                                                                 self.gang.on_change]
@@ -115,22 +115,23 @@ class Controller:
         return self.elector.is_leader if self.elector is not None else True
 
     def _on_policy(self, change: Change) -> None:
-        """A new policy ConfigMap: parse it; an invalid one keeps the last good policy (docs/policy.md)."""
+        """A new policy ConfigMap, read as batchgate/policy_configmap.py says: absent, the built-in
+        defaults; without its key or invalid, the last good policy kept, the error logged, counted
+        and recorded as an Event on the ConfigMap."""
         namespace, name = self.options.policy_configmap
         if (change.key.kind, change.key.namespace, change.key.name) != ("ConfigMap", namespace, name):
             return
-        text = ((change.new or {}).get("data") or {}).get(POLICY_KEY)
-        if text is None:
-            self.policy = DEFAULT_POLICY
-        else:
-            try:
-                self.policy = parse_policy(text, f"{namespace}/{name}:{POLICY_KEY}")
-                log.info("policy %s loaded from %s/%s", self.policy.version, namespace, name)
-            except PolicyError as exc:
-                self.metrics.policy_errors.inc()
-                log.error("invalid policy, keeping version %s: %s; %s", self.policy.version, exc,
-                          configmap_fix(namespace, name))
-                return
+        try:
+            self.policy = policy_from_configmap(change.new, namespace, name)
+        except PolicyError as exc:
+            error = rejection(exc, namespace, name)
+            self.metrics.policy_errors.labels(configmap_source(namespace, name)).inc()
+            log.error("invalid policy, keeping version %s: %s", self.policy.version, error)
+            keeps = f"the controller keeps policy {self.policy.version}"
+            record_event(self.events_client, invalid_policy_event(change.new, namespace, name, error, keeps,
+                                                                  EVENTS_COMPONENT, self.clock.now()))
+            return
+        log.info("policy %s loaded from %s", self.policy.version, configmap_source(namespace, name))
         self.admission.apply_policy(self.policy)
         if self.policy.fault_tolerance.node_health.slack_cluster_queue:
             self.slack_loop.queue.add(

@@ -44,13 +44,18 @@ class ControllerMetrics:
             "capacity (Kueue's admission_cycle_preemption_skips)", ["cluster_queue"], registry=r))
         self.relists = Counter("batchgate_informer_relists_total", "Full lists per kind (start and after 410)",
                                ["kind"], registry=r)
+        self.missed_changes = Counter("batchgate_informer_missed_changes_total",
+                                      "Changes a periodic relist found that the watch should already have delivered "
+                                      "(the object's resourceVersion not newer than the watch's), per kind: a watch "
+                                      "that went silent or lost events", ["kind"], registry=r)
         self.queue_depth = Gauge("batchgate_workqueue_depth", "Keys waiting in each reconciler's work queue",
                                  ["controller"], registry=r)
         self.reconciles = Counter("batchgate_reconciles_total", "Reconciles per reconciler, kind and outcome",
                                   ["controller", "kind", "outcome"], registry=r)
         self.leader = Gauge("batchgate_leader", "1 while this process holds the Lease", registry=r)
-        self.policy_errors = Counter("batchgate_policy_errors_total", "Invalid policy ConfigMaps seen (last good kept)",
-                                     registry=r)
+        self.policy_errors = Counter("batchgate_policy_errors_total",
+                                     "Invalid policies seen and rejected (the last good one stayed in force), by "
+                                     "source (the gateway's metric of the same name)", ["source"], registry=r)
         self.kueue = KueueMetrics(r) if kueue_compatible else None
         # project-codeflare/appwrapper internal/metrics/metrics.go: the same name, labels and type.
         self.appwrapper_phase = Counter("appwrapper_phase_total", "AppWrapper phase transitions, per namespace and phase entered",

@@ -278,8 +278,19 @@ def test_the_policy_configmap_is_followed_and_an_invalid_edit_keeps_the_last_goo
         good = controller.policy.version
         client.patch(cm, "batchgate-policy", "batchgate-system",
                      {"data": {"policy.yaml": "faultTolerance:\n  retryLimit: -3\n"}})
-        eventually(lambda: (controller.metrics.registry.get_sample_value("batchgate_policy_errors_total") or 0) >= 1,
-                   what="the invalid policy to be noticed")
+        errors = lambda: controller.metrics.registry.get_sample_value(  # noqa: E731
+            "batchgate_policy_errors_total", {"source": "configmap batchgate-system/batchgate-policy"}) or 0
+        eventually(lambda: errors() >= 1, what="the invalid policy to be noticed")
+        assert controller.policy.version == good
+        event = eventually(lambda: [e for e in client.list(RESOURCES["Event"], "batchgate-system")["items"]
+                                    if e["reason"] == "InvalidPolicy" and e["involvedObject"]["name"] == "batchgate-policy"
+                                    and e["source"]["component"] == "batchgate-controller"], what="the Event")[0]
+        assert "faultTolerance.retryLimit" in event["message"] and "kubectl edit configmap" in event["message"]
+        assert f"the controller keeps policy {good}" in event["message"]
+        # A ConfigMap without the key (here misspelled) is an invalid policy too, not the defaults.
+        client.patch(cm, "batchgate-policy", "batchgate-system",
+                     {"data": {"policy.yaml": None, "policy.yml": "queues:\n  defaultQueueName: other\n"}})
+        eventually(lambda: errors() >= 2, what="the missing key to be noticed")
         assert controller.policy.version == good
     finally:  # the cluster-wide policy of every controller the session starts later: never left behind
         client.delete(cm, "batchgate-policy", "batchgate-system")

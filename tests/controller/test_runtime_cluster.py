@@ -22,6 +22,8 @@ from controller.adapters.store import SharedStore
 from controller.adapters.writer import NotLeader, Writer
 from controller.decisions.leader_election import LeaseTiming
 from controller.state.cache import Change
+from localcluster.runner import LocalCluster
+from tests.kubeapi.lost_events import write_without_event
 from tests.controller.cluster import CONTROLLER_NAMESPACE, ROOT, eventually, kubectl
 
 pytestmark = pytest.mark.timeout(120)
@@ -115,6 +117,31 @@ def test_informer_relists_when_its_version_is_too_old(client: KubeClient, namesp
         assert sum(1 for c in seen if c.type == "ADDED") == 1011, "the relist diff is delivered as changes"
     finally:
         relisting.stop()
+
+
+def test_a_periodic_relist_tells_a_change_no_event_delivered_as_a_change_and_counts_it(tmp_path: Path) -> None:
+    """The guard against a watch that went silent or lost an event (docs/realcluster.md's open
+    finding): the relist's diff reaches the handler like any change, and is counted per kind."""
+    clock = FakeClock()
+    missed: list[tuple[str, int]] = []
+    with LocalCluster(tmp_path / "cluster") as own:  # its own: nothing may write between the lost event's steps
+        kube = KubeClient.from_kubeconfig(str(own.kubeconfig))
+        kube.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}})
+        informer, store, seen = start_informer(kube, "t", watch_timeout=1, clock=clock, relist_every=600,
+                                               on_missed=lambda kind, changes: missed.append((kind, changes)))
+        try:
+            write_without_event(own, configmap("lost", "t"))
+            kube.create(CM, configmap("later", "t"))  # the watch goes on past the lost one, as it did then
+            watches = informer.watches
+            eventually(lambda: informer.watches >= watches + 2, what="two more 1 s watches")
+            assert names(store) == ["later"] and missed == []
+            clock.advance(dt.timedelta(seconds=600))
+            eventually(lambda: names(store) == ["later", "lost"], what="the periodic relist")
+            assert [(c.type, c.key.name) for c in seen] == [("ADDED", "later"), ("ADDED", "lost")]
+            assert missed == [("ConfigMap", 1)]
+        finally:
+            informer.stop()
+            kube.close()
 
 
 def test_status_write_retries_after_a_conflict(client: KubeClient, controller_api: KubeClient, namespace: str) -> None:

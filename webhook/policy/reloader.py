@@ -4,41 +4,34 @@ The only webhook module that talks to the API server, and never on the request p
 gunicorn worker runs these watches in daemon threads (started after fork) and the request
 threads read what they left in the `PolicyStore`.
 
-Each watch lists once, then watches from the list's resourceVersion; when a watch ends it resumes
-from the last version it saw, and when the server answers 410 Gone (the version fell out of its
-history) it lists again. Errors back off exponentially. A ConfigMap with an invalid policy
-keeps the last good policy in force; an absent ConfigMap means the built-in defaults.
+Both watches are kubeapi/listwatch.py's loop: list, watch from the list's resourceVersion,
+resume from the last version seen, list again on 410 Gone and every `RELIST_SECONDS`, back off
+on errors. The ConfigMap means what batchgate/policy_configmap.py says: absent, the built-in
+defaults; without its key or invalid, the last good policy stays in force, and the error is
+logged, counted and recorded as an Event on the ConfigMap.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-from typing import Any, Callable, Mapping, cast
+from typing import Any
 
-from kubernetes import client, config, watch
-from kubernetes.client.rest import ApiException
+from kubernetes import client, config
 
-from batchgate.api.objects import metadata
 from batchgate.clock import Clock, SystemClock
-from batchgate.events import Involved, event_body
-from batchgate.policy import POLICY_KEY, PolicyError, configmap_fix, parse_policy
+from batchgate.policy import PolicyError
+from batchgate.policy_configmap import (configmap_source, invalid_policy_event, policy_from_configmap,
+                                        rejection)
+from kubeapi.client import CONFIGMAPS, NAMESPACES, KubeClient
+from kubeapi.events import record_event
+from kubeapi.listwatch import RELIST_SECONDS, ListReason, ListWatch
 from webhook.policy.store import DEFAULTS, LoadedPolicy, PolicyStore
 
 log = logging.getLogger("batchgate.webhook.policy")
 
-WATCH_SECONDS = 240
-"""Server-side timeout of one watch request; the watch then resumes from its last version."""
-REQUEST_TIMEOUT = (10, WATCH_SECONDS + 30)
-"""(connect, read) seconds: a watch whose server vanished without closing is noticed and redone."""
-BACKOFF_FIRST, BACKOFF_MAX = 0.5, 30.0
-"""Seconds to wait after a failed list or watch, doubling up to the maximum."""
-GONE = 410
-CONFLICT = 409
+BACKOFF_FIRST = 0.5
+"""Seconds to wait after a failed list or watch, doubling up to kubeapi's maximum."""
 EVENT_COMPONENT = "batchgate-webhook"
-EVENT_ERROR_CHARS = 800
-"""An Event message is at most 1 KiB; the error is cut to leave room for what is in force."""
 
 
 def api_client(kubeconfig: str | None) -> client.ApiClient:
@@ -50,73 +43,6 @@ def api_client(kubeconfig: str | None) -> client.ApiClient:
         return client.ApiClient()
     except config.ConfigException:
         return config.new_client_from_config()
-
-
-def policy_from_configmap(configmap: dict[str, Any] | None, source: str) -> LoadedPolicy:
-    """The policy a ConfigMap holds (defaults when it is absent); PolicyError when invalid."""
-    if configmap is None:
-        return DEFAULTS
-    data = configmap.get("data") or {}
-    text = data.get(POLICY_KEY)
-    if text is None:
-        raise PolicyError(source, None, "data", f"ConfigMap has no {POLICY_KEY!r} key")
-    return LoadedPolicy.of(parse_policy(text, source), source)
-
-
-class ListWatch:
-    """List then watch one collection until stopped; `on_list(items)`, `on_event(type, obj)`."""
-
-    def __init__(self, name: str, list_fn: Callable[..., Any], stop: threading.Event,
-                 on_list: Callable[[list[dict[str, Any]]], None],
-                 on_event: Callable[[str, dict[str, Any]], None], *,
-                 watch_seconds: int = WATCH_SECONDS, request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
-                 **selectors: Any):
-        self.name, self.list_fn, self.stop = name, list_fn, stop
-        self.on_list, self.on_event, self.selectors = on_list, on_event, selectors
-        self.watch_seconds, self.request_timeout = watch_seconds, request_timeout
-        self.lists = 0
-        self.expired = 0
-
-    def _list(self) -> str:
-        listing = self.list_fn(**self.selectors, _preload_content=False, _request_timeout=self.request_timeout)
-        body = json.loads(listing.data)
-        self.on_list(body.get("items") or [])
-        self.lists += 1
-        return body.get("metadata", {}).get("resourceVersion", "")
-
-    def run(self) -> None:
-        backoff = BACKOFF_FIRST
-        version = ""
-        while not self.stop.is_set():
-            try:
-                if not version:
-                    version = self._list()
-                    backoff = BACKOFF_FIRST
-                watcher = watch.Watch()
-                for event in watcher.stream(self.list_fn, resource_version=version,
-                                            timeout_seconds=self.watch_seconds, allow_watch_bookmarks=True,
-                                            _request_timeout=self.request_timeout, **self.selectors):
-                    if self.stop.is_set():
-                        watcher.stop()
-                        break
-                    obj = event.get("raw_object") or {}
-                    version = obj.get("metadata", {}).get("resourceVersion", version)
-                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                        self.on_event(event["type"], obj)
-                backoff = BACKOFF_FIRST
-            except ApiException as exc:
-                if exc.status == GONE:
-                    log.info("%s watch expired (410), listing again", self.name)
-                    self.expired += 1
-                    version = ""
-                    continue
-                log.warning("%s list/watch failed (%s %s), retrying in %.1fs", self.name, exc.status, exc.reason, backoff)
-                self.stop.wait(backoff)
-                backoff = min(backoff * 2, BACKOFF_MAX)
-            except Exception as exc:  # noqa: BLE001 - connection errors of every kind: retry
-                log.warning("%s list/watch failed (%s), retrying in %.1fs", self.name, exc, backoff)
-                self.stop.wait(backoff)
-                backoff = min(backoff * 2, BACKOFF_MAX)
 
 
 def _namespace_labels(namespace: Any) -> tuple[str, dict[str, str]] | None:
@@ -136,57 +62,44 @@ class ClusterPolicySource:
         self.store = store
         self.clock = clock or SystemClock()
         self.namespace, self.name = configmap
-        self.source = f"configmap {self.namespace}/{self.name}"
-        self.core = client.CoreV1Api(api or api_client(kubeconfig))
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.source = configmap_source(self.namespace, self.name)
+        self.client = KubeClient(api or api_client(kubeconfig))
         self._labels: dict[str, dict[str, str]] = {}
+        self.watches = (
+            ListWatch(self.client, CONFIGMAPS, self._configmap_listed, self._configmap_event, clock=self.clock,
+                      name="policy configmap", namespace=self.namespace, field_selector=f"metadata.name={self.name}",
+                      relist_every=RELIST_SECONDS, min_backoff=BACKOFF_FIRST),
+            ListWatch(self.client, NAMESPACES, self._namespaces_listed, self._namespace_event, clock=self.clock,
+                      name="namespaces", relist_every=RELIST_SECONDS, min_backoff=BACKOFF_FIRST),
+        )
 
     # --- the policy ConfigMap ---------------------------------------------------------------
     def _apply_configmap(self, configmap: dict[str, Any] | None) -> None:
         """Install what the ConfigMap holds; whatever it holds, the watch goes on."""
         try:
-            loaded = policy_from_configmap(configmap, self.source)
+            policy = policy_from_configmap(configmap, self.namespace, self.name)
         except PolicyError as exc:
             error = str(exc)
         except Exception as exc:  # noqa: BLE001 - a policy we cannot even read must not stop the watch
             log.exception("reading the policy from %s failed", self.source)
             error = f"{self.source}: the policy cannot be read ({type(exc).__name__})"
         else:
-            self.store.install(loaded)
+            self.store.install(DEFAULTS if configmap is None else LoadedPolicy.of(policy, self.source))
             return
-        error = f"{error}; {configmap_fix(self.namespace, self.name)}"
+        error = rejection(error, self.namespace, self.name)
         in_force = self.store.reject(self.source, error)
-        self._report_invalid(configmap or {}, error, in_force)
+        keeps = f"the gateway keeps serving {in_force.source} (policy {in_force.version})"
+        record_event(self.client, invalid_policy_event(configmap, self.namespace, self.name, error, keeps,
+                                                       EVENT_COMPONENT, self.clock.now()))
 
-    def _report_invalid(self, configmap: dict[str, Any], error: str, in_force: LoadedPolicy) -> None:
-        """A Warning Event on the ConfigMap, so `kubectl describe` shows why the edit did not
-        take. Named after the ConfigMap's version and the error, so the gateway's workers and
-        replicas, which all see the same edit, make one Event between them."""
-        meta = metadata(configmap)
-        version = str(meta.get("resourceVersion", ""))
-        message = (f"{error[:EVENT_ERROR_CHARS]}; the gateway keeps serving {in_force.source} "
-                   f"(policy {in_force.version})")
-        involved = Involved("v1", "ConfigMap", self.name, self.namespace, meta.get("uid"), version)
-        event = event_body(self.namespace, involved, "Warning", "InvalidPolicy", message, f"{version}\n{error}",
-                           self.clock.now(), EVENT_COMPONENT)
-        try:
-            # The client serializes a plain dict as it would its CoreV1Event model.
-            self.core.create_namespaced_event(self.namespace, cast(Any, event), _request_timeout=REQUEST_TIMEOUT[0])
-        except ApiException as exc:
-            if exc.status != CONFLICT:  # another worker reported this edit already
-                log.warning("cannot record an Event on %s: %s %s", self.source, exc.status, exc.reason)
-        except Exception as exc:  # noqa: BLE001 - reporting is best effort; the store has the error
-            log.warning("cannot record an Event on %s: %s", self.source, exc)
-
-    def _configmap_listed(self, items: list[dict[str, Any]]) -> None:
+    def _configmap_listed(self, items: list[dict[str, Any]], why: ListReason) -> None:
         self._apply_configmap(items[0] if items else None)
 
     def _configmap_event(self, kind: str, obj: dict[str, Any]) -> None:
         self._apply_configmap(None if kind == "DELETED" else obj)
 
     # --- Namespace labels -------------------------------------------------------------------
-    def _namespaces_listed(self, items: list[dict[str, Any]]) -> None:
+    def _namespaces_listed(self, items: list[dict[str, Any]], why: ListReason) -> None:
         self._labels = dict(entry for entry in map(_namespace_labels, items) if entry)
         self.store.namespace_labels = dict(self._labels)
 
@@ -201,17 +114,10 @@ class ClusterPolicySource:
         self.store.namespace_labels = dict(self._labels)  # a new mapping, swapped whole
 
     def start(self) -> "ClusterPolicySource":
-        watches = (
-            ListWatch("policy configmap", self.core.list_namespaced_config_map, self._stop, self._configmap_listed,
-                      self._configmap_event, namespace=self.namespace, field_selector=f"metadata.name={self.name}"),
-            ListWatch("namespaces", self.core.list_namespace, self._stop, self._namespaces_listed,
-                      self._namespace_event),
-        )
-        for lw in watches:
-            thread = threading.Thread(target=lw.run, name=f"watch-{lw.name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        for watch in self.watches:
+            watch.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
+        for watch in self.watches:
+            watch.stop()

@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +27,8 @@ from localcluster.store import HISTORY_PER_RESOURCE
 from tests.localcluster_fixtures import kubectl, local_cluster  # noqa: F401 - fixtures
 from tests.webhook.server.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, wait_until_every_worker_injects
 from webhook.serving.launch import RunningGateway
-from webhook.policy.reloader import ListWatch, api_client
+from webhook.policy.reloader import ClusterPolicySource, api_client
+from webhook.policy.store import PolicyStore
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -82,34 +82,30 @@ def test_the_gateway_follows_the_policy_configmap_and_namespace_labels(
 
 
 def test_a_watch_resumed_after_its_history_is_gone_lists_again(tmp_path: Path) -> None:
-    """410 Gone: the watch's resourceVersion fell out of the server's bounded history."""
+    """410 Gone: the watch's resourceVersion fell out of the server's bounded history; the policy
+    the list finds is installed, and the watch that follows it sees the next edit."""
     with LocalCluster(tmp_path / "cluster") as cluster:
         core = client.CoreV1Api(api_client(str(cluster.kubeconfig)))
         core.create_namespace({"metadata": {"name": "busy"}})
         core.create_namespaced_config_map("busy", {"metadata": {"name": "policy"}, "data": {"policy.yaml": "{}"}})
-        seen: list[str] = []
-        stop = threading.Event()
-        watch = ListWatch("policy", core.list_namespaced_config_map, stop,
-                          on_list=lambda items: seen.extend(f"list {i['data']['policy.yaml']}" for i in items),
-                          on_event=lambda kind, obj: seen.append(f"{kind} {obj['data']['policy.yaml']}"),
-                          # the client gives up on an idle watch after 1 s, before the server's 3 s
-                          # deadline and its closing bookmark: its resourceVersion stays old
-                          watch_seconds=3, request_timeout=(5, 1.0),
-                          namespace="busy", field_selector="metadata.name=policy")
-        thread = threading.Thread(target=watch.run, daemon=True)
-        thread.start()
+        stale = core.read_namespaced_config_map("policy", "busy").metadata.resource_version
+        noise = [{"metadata": {"name": f"noise-{i}"}} for i in range(HISTORY_PER_RESOURCE + 10)]
+        with ThreadPoolExecutor(8) as pool:  # other ConfigMaps push the policy's version out of history
+            list(pool.map(lambda body: core.create_namespaced_config_map("busy", body), noise))
+        store = PolicyStore()
+        source = ClusterPolicySource(store, ("busy", "policy"), kubeconfig=str(cluster.kubeconfig))
+        watch = source.watches[0]
+        watch.resource_version = stale  # as a watch resumed from where it stood before the noise
+        core.patch_namespaced_config_map("policy", "busy", {"data": {"policy.yaml": policy_text("q-listed")}})
+        source.start()
         try:
-            wait_for(lambda: watch.lists == 1)
-            noise = [{"metadata": {"name": f"noise-{i}"}} for i in range(HISTORY_PER_RESOURCE + 10)]
-            with ThreadPoolExecutor(8) as pool:  # other ConfigMaps push the policy's version out of history
-                list(pool.map(lambda body: core.create_namespaced_config_map("busy", body), noise))
-            wait_for(lambda: watch.expired >= 1 and watch.lists >= 2,
-                     lambda: f"expired={watch.expired} lists={watch.lists}")  # the idle watch broke, 410, listed
-            core.patch_namespaced_config_map("policy", "busy", {"data": {"policy.yaml": "changed"}})
-            wait_for(lambda: seen[-1] == "MODIFIED changed", lambda: f"seen={seen[-3:]}")
+            wait_for(lambda: watch.expired == 1 and watch.lists == 1, lambda: f"expired={watch.expired} lists={watch.lists}")
+            wait_for(lambda: store.current is not None and store.current.policy.queues.default_queue_name == "q-listed")
+            core.patch_namespaced_config_map("policy", "busy", {"data": {"policy.yaml": policy_text("q-watched")}})
+            wait_for(lambda: store.current is not None and store.current.policy.queues.default_queue_name == "q-watched")
+            assert watch.lists == 1, "the edit came by the watch"
         finally:
-            stop.set()
-            thread.join(timeout=10)
+            source.stop()
 
 
 def wait_for(condition: Callable[[], bool], state: Callable[[], str] = lambda: "",

@@ -1,0 +1,252 @@
+"""The one HTTP edge to the API server, shared by the controller, the gateway's policy reloader,
+the certificate keeper and the dashboard: REST calls through the official `kubernetes` client's
+ApiClient.
+
+Every kind is handled as plain JSON dicts (parsed once by the decisions' own models), so the
+API is called by path through the client's configured transport — kubeconfig or in-cluster
+credentials, TLS, bearer tokens — instead of the generated typed methods, whose pydantic models
+cost more than the work itself at 15,000 Workloads and do not cover our custom resources.
+Every request first takes a token from the client rate limiter (`--qps`, `--burst`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Protocol
+from urllib.parse import quote
+
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from batchgate.api.objects import metadata
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON = "application/json"
+# One connection per open watch (a dozen kinds) plus the workers' requests.
+POOL_SIZE = 64
+
+
+class Limiter(Protocol):
+    """A client rate limiter (controller/adapters/ratelimit.py's token bucket)."""
+
+    qps: float
+    burst: int
+
+    def acquire(self) -> None: ...
+
+    def spare(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{quote(name, safe='')}"
+        if subresource:
+            base += f"/{subresource}"
+        return base
+
+
+class ApiError(Exception):
+    """A non-2xx answer, with the metav1.Status reason that tells Conflict from AlreadyExists."""
+
+    def __init__(self, status: int, reason: str, message: str, body: Mapping[str, Any] | None = None) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status, self.reason, self.message, self.body = status, reason, message, body or {}
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409 and self.reason == "Conflict"
+
+    @property
+    def already_exists(self) -> bool:
+        return self.status == 409 and self.reason == "AlreadyExists"
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def forbidden(self) -> bool:
+        return self.status == 403
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+    @property
+    def webhook_unreachable(self) -> bool:
+        """kube-apiserver could not call an admission webhook (failurePolicy Fail): an InternalError
+        whose message says `failed calling webhook`. The write was never judged; it may pass once
+        the webhook answers again."""
+        return self.status == 500 and self.reason == "InternalError" and "failed calling webhook" in self.message
+
+    @classmethod
+    def from_status(cls, http_status: int, text: str) -> "ApiError":
+        try:
+            body = json.loads(text) if text else {}
+        except ValueError:
+            body = {}
+        if not isinstance(body, dict):
+            body = {}
+        return cls(int(body.get("code") or http_status), str(body.get("reason") or "Unknown"),
+                   str(body.get("message") or text[:200]), body)
+
+
+class KubeClient:
+    def __init__(self, api_client: k8s_client.ApiClient, limiter: Limiter | None = None,
+                 request_timeout: float = 30.0) -> None:
+        self.api_client = api_client
+        self.limiter = limiter
+        self.request_timeout = request_timeout
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None, limiter: Limiter | None = None,
+                        pool_size: int = POOL_SIZE) -> "KubeClient":
+        """A kubeconfig file (or $KUBECONFIG / ~/.kube/config), else the in-cluster service account."""
+        configuration = k8s_client.Configuration()
+        try:
+            k8s_config.load_kube_config(config_file=path, client_configuration=configuration)
+        except (k8s_config.ConfigException, OSError, TypeError):
+            if path:
+                raise
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        configuration.connection_pool_maxsize = pool_size
+        return cls(k8s_client.ApiClient(configuration), limiter)
+
+    def with_limiter(self, limiter: Limiter | None) -> "KubeClient":
+        """The same connection pool and credentials behind another rate limiter (client-go gives the
+        event recorder its own client, so Events never delay the writes that carry decisions)."""
+        return KubeClient(self.api_client, limiter, self.request_timeout)
+
+    def spare_capacity(self) -> float:
+        """Requests that could be sent now without waiting (unlimited: infinity)."""
+        return self.limiter.spare() if self.limiter is not None else float("inf")
+
+    def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+              content_type: str | None, timeout: Any) -> Any:
+        if self.limiter is not None:
+            self.limiter.acquire()
+        headers = {"Accept": JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type or JSON
+        params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        request = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=params, header_params=headers,
+            body=body, auth_settings=["BearerToken"],
+        )
+        try:
+            return self.api_client.call_api(*request, _request_timeout=timeout)
+        except ApiException as exc:  # transport-level failures the REST layer reports this way
+            raise ApiError(exc.status or 0, exc.reason or "Unavailable", str(exc)) from None
+
+    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
+                content_type: str | None = None) -> dict[str, Any]:
+        response = self._send(method, path, query, body, content_type, self.request_timeout)
+        text = response.read().decode("utf-8", errors="replace")
+        if not 200 <= response.status <= 299:
+            raise ApiError.from_status(response.status, text)
+        return json.loads(text) if text else {}
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return self.request("GET", res.path(namespace, name))
+
+    def list(self, res: Resource, namespace: str | None = None, **query: Any) -> dict[str, Any]:
+        return self.request("GET", res.path(namespace), query=query)
+
+    def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        namespace = namespace or metadata(obj).get("namespace")
+        return self.request("POST", res.path(namespace), body=dict(obj))
+
+    def replace(self, res: Resource, obj: Mapping[str, Any], subresource: str | None = None) -> dict[str, Any]:
+        meta = metadata(obj)
+        return self.request("PUT", res.path(meta.get("namespace"), meta.get("name"), subresource), body=dict(obj))
+
+    def patch(self, res: Resource, name: str, namespace: str | None, patch: Mapping[str, Any],
+              subresource: str | None = None) -> dict[str, Any]:
+        return self.request("PATCH", res.path(namespace, name, subresource), body=dict(patch), content_type=MERGE_PATCH)
+
+    def delete(self, res: Resource, name: str, namespace: str | None = None,
+               preconditions: Mapping[str, str] | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"propagationPolicy": "Background"}
+        if preconditions:
+            body["preconditions"] = dict(preconditions)
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
+        return self.request("DELETE", res.path(namespace, name), body=body)
+
+    def watch(self, res: Resource, namespace: str | None, resource_version: str | None, timeout_seconds: int,
+              field_selector: str | None = None, label_selector: str | None = None) -> "WatchStream":
+        """Open a watch from `resource_version` (None: from now, the objects there are sent first as
+        ADDED events); an HTTP-level error (e.g. 410) raises ApiError."""
+        query = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
+                 "timeoutSeconds": timeout_seconds, "fieldSelector": field_selector, "labelSelector": label_selector}
+        response = self._send("GET", res.path(namespace), query, None, None, (10, timeout_seconds + 10))
+        if not 200 <= response.status <= 299:
+            raise ApiError.from_status(response.status, response.read().decode("utf-8", errors="replace"))
+        return WatchStream(response.response)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+
+class WatchStream:
+    """Newline-delimited watch events as dicts; `close()` from another thread ends the iteration."""
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        buffer = b""
+        try:
+            for chunk in self._response.stream(amt=None, decode_content=False):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        except Exception:
+            if not self._closed:
+                raise
+        finally:
+            if not self._closed:
+                self._response.release_conn()
+
+    def close(self) -> None:
+        """Unblock a reader and drop the connection (it must not go back to the pool half-read)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._response.shutdown()
+        except Exception:  # the stream already ended and its connection went back to the pool
+            return
+        self._response.close()
+
+
+CONFIGMAPS = Resource("ConfigMap", "", "v1", "configmaps")
+NAMESPACES = Resource("Namespace", "", "v1", "namespaces", namespaced=False)
+SECRETS = Resource("Secret", "", "v1", "secrets")
+EVENTS = Resource("Event", "", "v1", "events")
+MUTATING_WEBHOOK_CONFIGURATIONS = Resource("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "v1",
+                                           "mutatingwebhookconfigurations", namespaced=False)
+VALIDATING_WEBHOOK_CONFIGURATIONS = Resource("ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1",
+                                             "validatingwebhookconfigurations", namespaced=False)
+"""The built-in kinds more than one process lists and watches."""
