@@ -83,7 +83,10 @@ def _ray_cluster(obj: Any, prefix: Location, where: str) -> Iterator[PodSet]:
         yield PodSet(prefix + ("headGroupSpec", "template"), 1)
     for i, _ in enumerate(_list_at(obj, prefix + ("workerGroupSpecs",), where)):
         group: Location = prefix + ("workerGroupSpecs", i)
-        yield PodSet(group + ("template",), _replicas(obj, group + ("replicas",), where))
+        # KubeRay makes numOfHosts pods per replica, and Kueue counts them so; upstream's
+        # AppWrapper inference leaves the hosts out and under-counts a multi-host group.
+        hosts = _replicas(obj, group + ("numOfHosts",), where)
+        yield PodSet(group + ("template",), _replicas(obj, group + ("replicas",), where) * hosts)
 
 
 def _pod(obj: Any, where: str) -> Iterator[PodSet]:
