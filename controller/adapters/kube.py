@@ -10,16 +10,15 @@ Every request first takes a token from the client rate limiter (`--qps`, `--burs
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
-from urllib.parse import quote
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from batchgate import keys
+from batchgate import keys, kinds
 from batchgate.api.objects import metadata
+from batchgate.kinds import Resource
 from controller.adapters.ratelimit import TokenBucket
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -28,38 +27,10 @@ JSON = "application/json"
 POOL_SIZE = 64
 
 
-@dataclass(frozen=True)
-class Resource:
-    kind: str
-    group: str
-    version: str
-    plural: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{quote(name, safe='')}"
-        if subresource:
-            base += f"/{subresource}"
-        return base
-
-
 RESOURCES: dict[str, Resource] = {
     r.kind: r
     for r in (
-        Resource("Job", "batch", "v1", "jobs"),
-        Resource("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs"),
-        Resource("RayJob", "ray.io", "v1", "rayjobs"),
-        Resource("RayCluster", "ray.io", "v1", "rayclusters"),
-        Resource("AppWrapper", keys.APPWRAPPER_GROUP, keys.APPWRAPPER_VERSION, "appwrappers"),
+        *kinds.ALL,
         Resource("Workload", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "workloads"),
         Resource("LocalQueue", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "localqueues"),
         Resource("ClusterQueue", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "clusterqueues", namespaced=False),
@@ -67,7 +38,6 @@ RESOURCES: dict[str, Resource] = {
         Resource("WorkloadPriorityClass", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "workloadpriorityclasses", namespaced=False),
         Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False),
         Resource("Namespace", "", "v1", "namespaces", namespaced=False),
-        Resource("Pod", "", "v1", "pods"),
         Resource("Event", "", "v1", "events"),
         Resource("ConfigMap", "", "v1", "configmaps"),
         Resource("Service", "", "v1", "services"),
@@ -76,8 +46,6 @@ RESOURCES: dict[str, Resource] = {
         Resource("Node", "", "v1", "nodes", namespaced=False),
         Resource("Secret", "", "v1", "secrets"),
         Resource("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims"),
-        Resource("Deployment", "apps", "v1", "deployments"),
-        Resource("StatefulSet", "apps", "v1", "statefulsets"),
     )
 }
 

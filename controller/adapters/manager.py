@@ -31,13 +31,13 @@ from controller.adapters.slack_queue import SlackQueueReconciler
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.leader_election import LeaseTiming
-from controller.decisions.jobs.podsets import JOB_KINDS
+from batchgate.kinds import QUEUED
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
 
 # Namespaced kinds follow --namespace; cluster-scoped ones are always watched cluster-wide.
-WATCHED_KINDS = (*JOB_KINDS, "Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor",
+WATCHED_KINDS = (*QUEUED, "Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor",
                  "WorkloadPriorityClass", "PriorityClass", "Namespace")
 
 
