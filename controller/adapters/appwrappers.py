@@ -21,6 +21,7 @@ from batchgate.api.appwrapper_status import AppWrapperState, read_appwrapper_sta
 from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock
 from batchgate.policy import NodeHealth, Policy
+from batchgate.kinds import APPWRAPPER, QUEUED
 from controller.adapters.discovery import NoMatch, ResourceResolver
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
@@ -46,7 +47,6 @@ from controller.decisions.appwrapper.transition import (
     status_patch,
 )
 from controller.decisions.appwrapper.failure_policy import job_failure
-from batchgate.kinds import APPWRAPPER, QUEUED
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)

@@ -28,6 +28,7 @@ from batchgate.api.node import Node
 from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock, format_time
 from batchgate.policy import Policy
+from batchgate.kinds import QUEUED
 from controller.adapters.cycle_loop import CycleLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
@@ -38,7 +39,6 @@ from controller.decisions.gang import podgroups as pg
 from controller.decisions.gang.completeness import Deactivate, never_complete
 from controller.decisions.gang.placement import Bind, GroupKey, Unschedulable, place
 from controller.decisions.gang.node_fit import PodInfo, parse_pod
-from batchgate.kinds import QUEUED
 from controller.decisions.jobs.workloads import workload_name
 from controller.state.cache import Change, ObjectKey
 

@@ -12,13 +12,13 @@ from typing import Any, Mapping
 
 from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock, format_time
+from batchgate.kinds import JOB, QUEUED, Kind
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.reconcile import DONE, Result
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.jobs import integration as ji
-from batchgate.kinds import JOB, QUEUED, Kind
 from controller.decisions.jobs.workloads import PriorityClasses, owner_kind, workload_name
 from controller.state.cache import Change, ObjectKey
 

@@ -27,10 +27,12 @@ JSON = "application/json"
 POOL_SIZE = 64
 
 
+# The kinds the controller watches or makes. A wrapped kind from an optional operator (JobSet,
+# LeaderWorkerSet) is left to discovery, which says when the cluster does not serve it.
 RESOURCES: dict[str, Resource] = {
     r.kind: r
     for r in (
-        *kinds.ALL,
+        *kinds.QUEUED.values(), kinds.POD, kinds.DEPLOYMENT, kinds.STATEFULSET,
         Resource("Workload", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "workloads"),
         Resource("LocalQueue", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "localqueues"),
         Resource("ClusterQueue", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "clusterqueues", namespaced=False),

@@ -15,6 +15,7 @@ from typing import Callable
 
 from batchgate.clock import Clock
 from batchgate.policy import DEFAULT_POLICY, POLICY_KEY, Policy, PolicyError, configmap_fix, parse_policy
+from batchgate.kinds import QUEUED
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.appwrappers import AppWrapperReconciler
 from controller.adapters.events import EventRecorder
@@ -31,7 +32,6 @@ from controller.adapters.slack_queue import SlackQueueReconciler
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.leader_election import LeaseTiming
-from batchgate.kinds import QUEUED
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)

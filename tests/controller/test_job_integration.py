@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from controller.decisions.jobs import integration as ji
 from batchgate.kinds import QUEUED
+from controller.decisions.jobs import integration as ji
 from controller.decisions.jobs.workloads import PriorityClasses, desired_workload
 from tests.controller.builders import a_job, a_pytorch_appwrapper, a_pytorchjob
 

@@ -15,9 +15,9 @@ from typing import Any, Iterator
 import pytest
 import requests
 
+from batchgate.kinds import QUEUED
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
-from batchgate.kinds import QUEUED
 from controller.decisions.jobs.workloads import workload_name
 from tests.controller.builders import a_job, a_pytorch_appwrapper, stored_sample
 from tests.controller.cluster import controller_kubeconfig, eventually, kubectl, subprocess_env, started_controller

@@ -20,8 +20,8 @@ from batchgate.api.appwrapper import parse_appwrapper
 from batchgate.api.errors import FieldError, child
 from batchgate.policy import Policy
 from batchgate.controller_rights import rights_fix
-from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo, Verdict
 from batchgate.kinds import APPWRAPPER
+from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo, Verdict
 from webhook.rules.scope import classify
 from webhook.rules.validation import allow, deny
 

@@ -22,10 +22,10 @@ from batchgate.api.wire import copy_json
 from batchgate.api.paths import format_steps, get_at
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.policy import Policy
+from batchgate.kinds import APPWRAPPER, QUEUED_BY_QUALIFIED
 from webhook.rules.frameworks import FrameworkSettings, apply_frameworks
 from webhook.rules.identity import identity_labels
 from webhook.rules.review import AdmissionRequest
-from batchgate.kinds import APPWRAPPER, QUEUED_BY_QUALIFIED
 from webhook.rules.scope import Scope
 
 @dataclass(frozen=True)

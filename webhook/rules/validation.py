@@ -11,6 +11,7 @@ from batchgate.api import objects
 from batchgate.api.appwrapper import parse_appwrapper
 from batchgate.api.errors import FieldError
 from batchgate.policy import Policy
+from batchgate.kinds import APPWRAPPER, QUEUED_BY_QUALIFIED
 from webhook.rules import annotation_rules, appwrapper_rules
 from webhook.rules.cluster_queue import cluster_queue_errors
 from webhook.rules.identity import identity_changes, identity_labels
@@ -18,7 +19,6 @@ from webhook.rules.policy_configmap import check_policy_configmap, is_policy_con
 from webhook.rules.queue_rules import queue_escape
 from webhook.rules.ray_rules import RAY_KINDS, ray_shape_errors
 from webhook.rules.review import AdmissionRequest, Verdict
-from batchgate.kinds import APPWRAPPER, QUEUED_BY_QUALIFIED
 from webhook.rules.scope import Scope
 
 

@@ -17,8 +17,8 @@ from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api.conditions import is_true
-from controller.decisions.gang.podgroups import PodGroupInfo, gang_size
 from batchgate.kinds import Kind
+from controller.decisions.gang.podgroups import PodGroupInfo, gang_size
 from controller.decisions.jobs.podsets import PodSetError
 from controller.decisions.quota.admission_status import stop_eviction_patch
 from controller.decisions.quota.outcomes import Evict

@@ -33,9 +33,9 @@ from batchgate import keys
 from batchgate.api import kueue_fields as f
 from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import format_time
+from batchgate.kinds import Kind
 from controller.decisions.gang.placement import GroupSpec
 from controller.decisions.gang.node_fit import PodInfo
-from batchgate.kinds import Kind
 from controller.decisions.jobs.podsets import PodSetError, pod_sets, reclaimable_pods
 
 __all__ = ["PodGroupInfo", "parse_podgroup", "desired_podgroup", "gang_size", "owned_by", "spec_patch", "StatusDecision",

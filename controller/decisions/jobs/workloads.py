@@ -13,8 +13,8 @@ from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api.objects import controller_owner, metadata
-from controller.decisions.jobs.pod_requests import PodSpecError, pod_requests, with_limits_as_requests
 from batchgate.kinds import Kind, QUEUED
+from controller.decisions.jobs.pod_requests import PodSpecError, pod_requests, with_limits_as_requests
 from controller.decisions.jobs.podsets import PodSetError, PodSetSource, pod_sets
 
 WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"

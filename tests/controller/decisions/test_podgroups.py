@@ -13,8 +13,8 @@ from batchgate import keys
 from batchgate.kinds import APPWRAPPER
 from batchgate.api.errors import FieldError
 from batchgate.clock import format_time
-from controller.decisions.gang import podgroups as pg
 from batchgate.kinds import QUEUED
+from controller.decisions.gang import podgroups as pg
 from tests.upstream_corpus import corpus_param
 from tests.controller.decisions.gang_builders import a_pod
 
