@@ -2,8 +2,9 @@
 
 Each module (job.py, pytorchjob.py, raycluster.py, rayjob.py, appwrapper.py, and the kinds an
 AppWrapper wraps) defines one `Kind`: its group/version, plural, suspend path when queued, and
-one function that finds its pod templates and counts their pods. The gateway, the controller,
-`check` and the dashboard read kinds from here only; docs/kinds.md says how to add one.
+one function that finds its pod templates and counts their pods, and for a queued kind Kueue's
+Finished and IsActive. The gateway and the controller (and the dashboard, through the
+controller's RESOURCES) read kinds from here only; docs/kinds.md says how to add one.
 """
 
 from __future__ import annotations

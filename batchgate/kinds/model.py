@@ -68,7 +68,7 @@ class Reader:
     def __init__(self, strict: bool) -> None:
         self.strict = strict
 
-    def _bad(self, obj: Any, steps: Location, where: str, message: str) -> None:
+    def _bad(self, steps: Location, where: str, message: str) -> None:
         if self.strict:
             raise FieldError(_join(where, steps), message)
 
@@ -77,7 +77,7 @@ class Reader:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            self._bad(obj, steps, where, f"must be a non-negative integer, got {value!r}")
+            self._bad(steps, where, f"must be a non-negative integer, got {value!r}")
             return default
         return value
 
@@ -86,14 +86,14 @@ class Reader:
         if value is None:
             return []
         if not isinstance(value, list):
-            self._bad(obj, steps, where, f"must be a list, got {type_name(value)}")
+            self._bad(steps, where, f"must be a list, got {type_name(value)}")
             return []
         return value
 
     def name(self, obj: Any, steps: Location, where: str) -> str:
         value = get_at(obj, steps)
         if not isinstance(value, str) or not value:
-            self._bad(obj, steps, where, "required")
+            self._bad(steps, where, "required")
             return ""
         return value
 
@@ -120,8 +120,8 @@ def never_active(obj: Mapping[str, Any]) -> bool:
 class Kind(Resource):
     """One kind batchgate knows: its API coordinates and how to find its pods.
 
-    `suspend_path` is set (non-empty) for the kinds batchgate queues (they get a Workload, a gang, a suspend);
-    `upstream_infers` says whether the AppWrapper controller infers a wrapped object's podSets (else
+    `suspend_path` is set (non-empty) for the kinds batchgate queues (they get a Workload, a gang,
+    a suspend); `upstream_infers` says whether the AppWrapper controller infers a wrapped object's podSets (else
     an AppWrapper must declare them); `queued_pod_sets` gives Kueue's podSets where they differ
     from the templates' (a RayJob's submitter); `finished` and `active` are Kueue's Finished and
     IsActive for a queued kind: the job's outcome once done, and whether its pods may still hold

@@ -43,11 +43,13 @@ def _finished(job: Mapping[str, Any]) -> Outcome | None:
     state = status.get("jobDeploymentStatus")
     if state not in ("Complete", "Failed"):
         return None
-    return ("Succeeded" if state == "Complete" else "Failed"), status.get("message") or f"RayJob deployment {state.lower()}"
+    outcome = "Succeeded" if state == "Complete" else "Failed"
+    return outcome, status.get("message") or f"RayJob deployment {state.lower()}"
 
 
 def _active(job: Mapping[str, Any]) -> bool:
-    return (job.get("status") or {}).get("jobDeploymentStatus") not in (None, "", "New", "Suspended", "Complete", "Failed")
+    state = (job.get("status") or {}).get("jobDeploymentStatus")
+    return state not in (None, "", "New", "Suspended", "Complete", "Failed")
 
 
 RAYJOB = Kind(kind="RayJob", group=GROUP, version=VERSION, plural="rayjobs", read_pod_sets=_pod_sets,

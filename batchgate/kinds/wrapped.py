@@ -21,7 +21,9 @@ from batchgate.kinds.pytorchjob import PYTORCHJOB, training_job_pod_sets
 from batchgate.kinds.raycluster import RAYCLUSTER
 from batchgate.kinds.rayjob import RAYJOB
 
-WRAPPABLE: tuple[Kind, ...] = (POD, DEPLOYMENT, STATEFULSET, JOB, JOBSET, LEADERWORKERSET, PYTORCHJOB, RAYCLUSTER, RAYJOB)
+WRAPPABLE: tuple[Kind, ...] = (
+    POD, DEPLOYMENT, STATEFULSET, JOB, JOBSET, LEADERWORKERSET, PYTORCHJOB, RAYCLUSTER, RAYJOB,
+)
 
 _BY_API_VERSION_KIND: Mapping[tuple[str, str], Kind] = {(k.api_version, k.kind): k for k in WRAPPABLE}
 
