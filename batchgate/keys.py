@@ -7,16 +7,11 @@ the controller and the manifests.
 from typing import Final
 
 # --- API groups and versions -------------------------------------------------------------
-APPWRAPPER_GROUP: Final = "workload.codeflare.dev"
-APPWRAPPER_VERSION: Final = "v1beta2"
-APPWRAPPER_API_VERSION: Final = f"{APPWRAPPER_GROUP}/{APPWRAPPER_VERSION}"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 KUEUE_VERSION: Final = "v1beta1"
 KUEUE_API_VERSION: Final = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 PODGROUP_GROUP: Final = "scheduling.x-k8s.io"
 PODGROUP_API_VERSION: Final = f"{PODGROUP_GROUP}/v1alpha1"
-KUBEFLOW_API_VERSION: Final = "kubeflow.org/v1"
-RAY_API_VERSION: Final = "ray.io/v1"
 
 # --- Kueue ---------------------------------------------------------------------------------
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"

@@ -22,6 +22,7 @@ from batchgate.api.failure_policy import FailurePolicyRule, parse_failure_policy
 from batchgate.api.located_yaml import LocatedYAMLError, block_offset, line_for, load_located
 from batchgate.api.selectors import LabelSelector, parse_label_selector
 from batchgate.durations import format_duration
+from batchgate.kinds import APPWRAPPER, JOB, PYTORCHJOB, RAYCLUSTER, RAYJOB
 
 DEFAULT_POLICY_CONFIGMAP: tuple[str, str] = ("batchgate-system", "batchgate-policy")
 POLICY_KEY = "policy.yaml"
@@ -115,7 +116,7 @@ class Queues:
     default_queue_name: str = field(default="default-queue", metadata=_wire("defaultQueueName", values.parse_name))
     """LocalQueue injected into AppWrappers that carry no queue label ("" disables injection)."""
     require_queue_for: tuple[str, ...] = field(
-        default=("Job.batch", "PyTorchJob.kubeflow.org", "RayJob.ray.io", "RayCluster.ray.io"),
+        default=tuple(k.qualified for k in (JOB, PYTORCHJOB, RAYJOB, RAYCLUSTER)),
         metadata=_wire("requireQueueFor", values.parse_kinds, list),
     )
     """Top-level kinds denied without a queue label (they would never be admitted)."""
@@ -181,9 +182,8 @@ class AllowedKinds:
 
     top_level: tuple[str, ...] = field(
         default=(
-            "AppWrapper.workload.codeflare.dev", "Job.batch", "PyTorchJob.kubeflow.org",
-            "RayJob.ray.io", "RayCluster.ray.io", "Service", "ConfigMap", "Secret",
-            "PersistentVolumeClaim",
+            *(k.qualified for k in (APPWRAPPER, JOB, PYTORCHJOB, RAYJOB, RAYCLUSTER)),
+            "Service", "ConfigMap", "Secret", "PersistentVolumeClaim",
         ),
         metadata=_wire("topLevel", values.parse_kinds, list),
     )
@@ -191,8 +191,8 @@ class AllowedKinds:
     bare Pod, which would run outside quota (a Pod goes in an AppWrapper, or a queued Job)."""
     wrapped: tuple[str, ...] = field(
         default=(
-            "Job.batch", "Pod", "Deployment.apps", "StatefulSet.apps", "PyTorchJob.kubeflow.org",
-            "RayCluster.ray.io", "RayJob.ray.io", "Service", "ConfigMap", "Secret",
+            JOB.qualified, "Pod", "Deployment.apps", "StatefulSet.apps", PYTORCHJOB.qualified,
+            RAYCLUSTER.qualified, RAYJOB.qualified, "Service", "ConfigMap", "Secret",
             "PersistentVolumeClaim", "PodGroup.scheduling.x-k8s.io",
         ),
         metadata=_wire("wrapped", values.parse_kinds, list),

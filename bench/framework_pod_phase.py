@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate import keys  # noqa: E402
+from batchgate.kinds import APPWRAPPER  # noqa: E402
 from batchgate.policy import DEFAULT_POLICY  # noqa: E402
 from webhook.rules import mutate, validate  # noqa: E402
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo  # noqa: E402
@@ -70,7 +71,7 @@ def _laid_out_jobs(framework: str, pods: int) -> list[dict[str, Any]]:
     servers = max(1, pods // 8)
     jobs = [_job("big-scheduler", 1, "scheduler"), _job("big-server", servers, "server"),
             _job("big-worker", pods - servers - 1, "worker")]
-    aw = admit({"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    aw = admit({"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
                 "metadata": {"name": "big", "namespace": "team-a", "labels": labels},
                 "spec": {"components": [{"template": job} for job in jobs]}})
     return [c["template"] for c in aw["spec"]["components"] if c["template"]["kind"] == "Job"]

@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate import keys  # noqa: E402
+from batchgate.kinds import APPWRAPPER  # noqa: E402
 from batchgate.clock import SystemClock  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from demo.gateway_only import request_for, sample_objects  # noqa: E402
@@ -144,7 +145,7 @@ class HostileReviews:
     def owner_claim(self) -> bytes:
         obj = self._object()
         meta = obj.setdefault("metadata", {})
-        owner = self.rng.choice([("v1", "ConfigMap"), (keys.APPWRAPPER_API_VERSION, "AppWrapper"), ("batch/v1", "Job")])
+        owner = self.rng.choice([("v1", "ConfigMap"), (APPWRAPPER.api_version, "AppWrapper"), ("batch/v1", "Job")])
         meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": "o", "uid": "u", "controller": True}]
         meta.setdefault("labels", {}).update({keys.USER_LABEL: "someone-else", keys.USERID_LABEL: "0"})
         document = _review(obj, self.rng)

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 
 BEHAVIOR_ANNOTATION = "localcluster.batchgate.dev/behavior"
 IMAGE = "quay.io/project-codeflare/busybox:1.36"
@@ -55,7 +56,7 @@ def pytorch_appwrapper(name: str, namespace: str, workers: int, nproc_per_node: 
                     "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}}}}
 
     return {
-        "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+        "apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
         "metadata": {"name": name, "namespace": namespace, "labels": {keys.FRAMEWORK_LABEL: "pytorch"},
                      "annotations": {keys.FRAMEWORK_ARGS_ANNOTATION: json.dumps({"nprocPerNode": str(nproc_per_node)})}},
         "spec": {"components": [role("master", 1), role("worker", workers)]},
@@ -83,7 +84,7 @@ def ray_cluster_appwrapper(name: str, namespace: str, workers: int) -> dict[str,
     """The CodeFlare SDK's default shape: a RayCluster in an AppWrapper (no queue label: the gateway adds it)."""
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
                "spec": ray_cluster_spec(workers)}
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": name, "namespace": namespace}, "spec": {"components": [{"template": cluster}]}}
 
 

@@ -12,15 +12,14 @@ Every request first takes a token from the client rate limiter (`--qps`, `--burs
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Protocol
-from urllib.parse import quote
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from batchgate.api.objects import metadata
+from batchgate.kinds.model import Resource
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
@@ -37,30 +36,6 @@ class Limiter(Protocol):
     def acquire(self) -> None: ...
 
     def spare(self) -> float: ...
-
-
-@dataclass(frozen=True)
-class Resource:
-    kind: str
-    group: str
-    version: str
-    plural: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{quote(name, safe='')}"
-        if subresource:
-            base += f"/{subresource}"
-        return base
 
 
 class ApiError(Exception):

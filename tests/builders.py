@@ -97,9 +97,14 @@ def a_pytorchjob(name: str = "ptj", namespace: str | None = None, workers: int =
     return builder
 
 
-def a_raycluster(name: str = "ray", namespace: str | None = None, workers: tuple[int, ...] = (2,)) -> ObjectBuilder:
+def a_raycluster(name: str = "ray", namespace: str | None = None, workers: tuple[int, ...] = (2,),
+                 hosts: int | None = None) -> ObjectBuilder:
+    """`hosts`: every worker group's numOfHosts (pods per replica), unset by default."""
     builder = ObjectBuilder("ray.io/v1", "RayCluster", name, namespace)
     builder.obj["spec"] = _ray_spec(workers)
+    if hosts is not None:
+        for group in builder.obj["spec"]["workerGroupSpecs"]:
+            group["numOfHosts"] = hosts
     return builder
 
 

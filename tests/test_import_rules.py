@@ -31,13 +31,17 @@ def absolute(path: Path, node: ast.ImportFrom) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Every module `path` imports, relative imports included (so `from ..adapters` counts)."""
+def imported_modules(path: Path, with_names: bool = False) -> set[str]:
+    """Every module `path` imports, relative imports included (so `from ..adapters` counts);
+    `with_names`: as `module.name` for each name imported from it (`from batchgate import keys`
+    is `batchgate.keys`)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and with_names:
+            names.update(f"{absolute(path, node)}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             names.add(absolute(path, node))
     return names
@@ -75,6 +79,17 @@ def test_pure_layers_import_no_io_and_no_adapter(path: Path) -> None:
     bad = offending(path, IO_LIBRARIES)
     bad += sorted(n for n in imported_modules(path) if n.startswith("controller.adapters"))
     assert bad == []
+
+
+KINDS_MAY_IMPORT = ("batchgate.kinds", "batchgate.api.", "batchgate.keys", "__future__.", "dataclasses.", "typing.",
+                    "urllib.parse.")
+
+
+@pytest.mark.parametrize("path", python_files("batchgate/kinds"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_kind_registry_reads_only_the_api_vocabulary(path: Path) -> None:
+    """The registry is read by the gateway, the controller, `check` and the dashboard alike, so it
+    depends on nothing but the wire vocabulary (batchgate/api, keys) and the standard library."""
+    assert sorted(n for n in imported_modules(path, with_names=True) if not n.startswith(KINDS_MAY_IMPORT)) == []
 
 
 KUBERNETES_CLIENT_ADAPTERS = {
@@ -160,4 +175,5 @@ def test_the_wheel_and_the_image_ship_the_product_and_nothing_else() -> None:
 def test_the_rules_are_checking_real_files() -> None:
     assert len(python_files("batchgate")) >= 5
     assert python_files("kubeapi")
+    assert len(python_files("batchgate/kinds")) >= 5
     assert python_files("webhook/rules")

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from batchgate import keys
 from batchgate.api.errors import FieldError, child, type_name
 from batchgate.api.objects import api_version_kind
 from batchgate.api.paths import Location
-from batchgate.api.pod_templates import PodSet, declared_or_inferred, infer_pod_sets
+from batchgate.kinds import APPWRAPPER, PodSet
+from batchgate.kinds.wrapped import declared_or_inferred, infer_pod_sets
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -72,8 +72,8 @@ def parse_appwrapper(obj: Any) -> AppWrapper:
     """Parse an AppWrapper wire dict; raise FieldError with the path of the first problem."""
     if not isinstance(obj, dict):
         raise FieldError("", f"an AppWrapper must be a mapping, got {type_name(obj)}")
-    if api_version_kind(obj) != (keys.APPWRAPPER_API_VERSION, "AppWrapper"):
-        raise FieldError("apiVersion", f"expected {keys.APPWRAPPER_API_VERSION} AppWrapper")
+    if not APPWRAPPER.is_kind_of(obj):
+        raise FieldError("apiVersion", f"expected {APPWRAPPER.api_version} AppWrapper")
     meta = _mapping(obj.get("metadata"), "metadata")
     spec = obj.get("spec")
     if not isinstance(spec, dict):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from batchgate import keys
-
 
 def metadata(obj: Any) -> Mapping[str, Any]:
     meta = obj.get("metadata") if isinstance(obj, Mapping) else None
@@ -30,6 +28,22 @@ def api_version_kind(obj: Any) -> tuple[str, str]:
     return (api_version if isinstance(api_version, str) else "", kind if isinstance(kind, str) else "")
 
 
+class Named:
+    """The two names of a group, version and kind: its `apiVersion` and its `Kind.group`."""
+
+    group: str
+    version: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self) -> str:
+        return qualified_kind(self.api_version, self.kind)
+
+
 def qualified_kind(api_version: str, kind: str) -> str:
     """`Kind.group` as the policy names kinds; core kinds are just `Kind`."""
     group = api_version.rpartition("/")[0]
@@ -45,15 +59,6 @@ def controller_owner(obj: Any) -> Mapping[str, Any] | None:
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             return ref
     return None
-
-
-def owned_by_appwrapper(obj: Any) -> bool:
-    owner = controller_owner(obj)
-    if owner is None:
-        return False
-    api_version = owner.get("apiVersion")
-    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
-    return owner.get("kind") == "AppWrapper" and group == keys.APPWRAPPER_GROUP
 
 
 def labels_for_writing(obj: dict[str, Any]) -> dict[str, Any] | None:

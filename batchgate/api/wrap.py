@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.api.errors import FieldError
 from batchgate.api.objects import metadata
 from batchgate.api.paths import format_steps
-from batchgate.api.pod_templates import find_pod_templates, pod_sets_to_declare
+from batchgate.api.pod_templates import find_pod_templates
+from batchgate.kinds.wrapped import pod_sets_to_declare
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def wrap(documents: Sequence[Any], how: Wrapping) -> tuple[dict[str, Any] | None
         meta["namespace"] = how.namespace
     if how.queue:
         meta["labels"] = {keys.QUEUE_NAME_LABEL: how.queue}
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "metadata": meta,
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "metadata": meta,
             "spec": {"components": components}}, []
 
 

@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER, PYTORCHJOB
 from batchgate.generator.settings import Settings
 
 GENERATOR_VERSION = "1.1.12"
@@ -58,9 +59,9 @@ def generate_appwrapper(s: Settings) -> dict[str, Any]:
     replica_specs = {"Master": _replicas(s, 1)}
     if s.num_pods > 1:  # the chart leaves the Worker out of a one-pod job
         replica_specs["Worker"] = _replicas(s, s.num_pods - 1)
-    job = {"apiVersion": keys.KUBEFLOW_API_VERSION, "kind": "PyTorchJob", "metadata": job_metadata,
+    job = {"apiVersion": PYTORCHJOB.api_version, "kind": "PyTorchJob", "metadata": job_metadata,
            "spec": {"pytorchReplicaSpecs": replica_specs}}
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "metadata": metadata,
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "metadata": metadata,
             "spec": {"components": [{"template": job}]}}
 
 

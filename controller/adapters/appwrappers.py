@@ -21,6 +21,7 @@ from batchgate.api.appwrapper_status import AppWrapperState, read_appwrapper_sta
 from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock
 from batchgate.policy import NodeHealth, Policy
+from batchgate.kinds import APPWRAPPER, QUEUED
 from controller.adapters.discovery import NoMatch, ResourceResolver
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
@@ -46,7 +47,6 @@ from controller.decisions.appwrapper.transition import (
     status_patch,
 )
 from controller.decisions.appwrapper.failure_policy import job_failure
-from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.state.cache import Change, ObjectKey
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ _NOTHING_DEPLOYED = (keys.PHASE_EMPTY, keys.PHASE_SUSPENDED, keys.PHASE_RESUMING
 _FINALIZER_ATTEMPTS = 5  # as the Writer's status retries: a conflict means one racing writer, rarely more
 _WAIT_FOR_SYNC = _dt.timedelta(milliseconds=200)  # a first list takes well under a second; look again soon
 # Component kinds the manager's informers already keep in the store (assumed right after creation).
-_CACHED = {kind: RESOURCES[kind] for kind in JOB_KINDS if kind != "AppWrapper"}
+_CACHED = {kind: RESOURCES[kind] for kind in QUEUED if kind != APPWRAPPER.kind}
 
 
 class AppWrapperReconciler:

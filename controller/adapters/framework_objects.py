@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from batchgate import keys
 from batchgate.api.objects import controller_owner
+from batchgate.kinds import JOB
 from controller.adapters.events import EventRecorder
 from controller.adapters.informer import Informer
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
@@ -47,7 +48,7 @@ class FrameworkObjectReconciler:
             return [change.key]
         if change.key.kind in _JOB_KINDS:
             ref = controller_owner(change.new or change.old or {})
-            if ref is not None and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1":
+            if ref is not None and (ref.get("apiVersion"), ref.get("kind")) == (JOB.api_version, JOB.kind):
                 return [ObjectKey("Job", change.key.namespace, str(ref.get("name")))]
         return []
 

@@ -28,6 +28,7 @@ from batchgate.api.node import Node
 from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock, format_time
 from batchgate.policy import Policy
+from batchgate.kinds import QUEUED
 from controller.adapters.cycle_loop import CycleLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
@@ -38,7 +39,6 @@ from controller.decisions.gang import podgroups as pg
 from controller.decisions.gang.completeness import Deactivate, never_complete
 from controller.decisions.gang.placement import Bind, GroupKey, Unschedulable, place
 from controller.decisions.gang.node_fit import PodInfo, parse_pod
-from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.decisions.jobs.workloads import workload_name
 from controller.state.cache import Change, ObjectKey
 
@@ -76,7 +76,7 @@ class GangScheduler:
     def on_change(self, change: Change) -> None:
         kind = change.key.kind
         with self._lock:
-            if kind in JOB_KINDS:
+            if kind in QUEUED:
                 self._dirty_jobs.add(change.key)
             elif kind == "PodGroup":
                 self._dirty_groups.add((change.key.namespace, change.key.name))
@@ -92,7 +92,7 @@ class GangScheduler:
     def resync(self) -> None:
         """On becoming leader: every workload and PodGroup is looked at once."""
         with self._lock:
-            for kind in JOB_KINDS:
+            for kind in QUEUED:
                 self._dirty_jobs.update(ObjectKey(kind, *_ns_name(o)) for o in self.store.list(kind))
             self._dirty_groups.update(_ns_name(o) for o in self.store.list("PodGroup"))
         self.wake()
@@ -196,7 +196,7 @@ class GangScheduler:
         if job is None:
             return  # a deleted workload's PodGroup goes with it (owner reference)
         try:
-            desired = pg.desired_podgroup(job, JOB_KINDS[key.kind], self.policy().scheduling.gang_timeout)
+            desired = pg.desired_podgroup(job, QUEUED[key.kind], self.policy().scheduling.gang_timeout)
         except pg.PodSetError as exc:
             log.info("%s: no PodGroup (%s)", key, exc)  # the job integration reports the bad template
             return
@@ -253,7 +253,7 @@ class GangScheduler:
 
     def _release_if_never_complete(self, info: pg.PodGroupInfo, raw: Mapping[str, Any], now: _dt.datetime) -> None:
         """A gang its workload can never complete: reported, and the workload deactivated (its quota released)."""
-        for kind in JOB_KINDS.values():
+        for kind in QUEUED.values():
             job = self.store.get(kind.kind, info.namespace, info.name)
             if job is None:
                 continue
@@ -271,7 +271,7 @@ class GangScheduler:
     def _owner(self, podgroup: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The cached workload that controls `podgroup`, if it is a kind we watch."""
         ref = controller_owner(podgroup)
-        if ref is None or ref.get("kind") not in JOB_KINDS:
+        if ref is None or ref.get("kind") not in QUEUED:
             return None
         return self.store.get(str(ref["kind"]), _ns_name(podgroup)[0], str(ref.get("name") or ""))
 

@@ -12,13 +12,13 @@ from typing import Any, Mapping
 
 from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import Clock, format_time
+from batchgate.kinds import JOB, QUEUED, Kind
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.reconcile import DONE, Result
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.jobs import integration as ji
-from controller.decisions.jobs.podsets import JOB_KINDS, JobKind
 from controller.decisions.jobs.workloads import PriorityClasses, owner_kind, workload_name
 from controller.state.cache import Change, ObjectKey
 
@@ -37,7 +37,7 @@ class JobReconciler:
     @staticmethod
     def keys_for(change: Change) -> list[ObjectKey]:
         """Which jobs a change concerns: the job itself, or the owner of a Workload."""
-        if change.key.kind in JOB_KINDS:
+        if change.key.kind in QUEUED:
             return [change.key]
         if change.key.kind == "Workload":
             obj = change.new or change.old or {}
@@ -52,7 +52,7 @@ class JobReconciler:
         default = next((o["metadata"]["name"] for o in self.store.list("PriorityClass") if o.get("globalDefault")), None)
         return PriorityClasses(workload, pod, default)
 
-    def _decide(self, job: Mapping[str, Any], kind: JobKind, workload: Mapping[str, Any] | None) -> list[ji.Action]:
+    def _decide(self, job: Mapping[str, Any], kind: Kind, workload: Mapping[str, Any] | None) -> list[ji.Action]:
         owner = None
         ref = controller_owner(job)
         if ref is not None and owner_kind(ref) is not None:
@@ -62,7 +62,7 @@ class JobReconciler:
                                 now=format_time(self.clock.now()))
 
     def reconcile(self, key: ObjectKey) -> Result:
-        kind = JOB_KINDS.get(key.kind)
+        kind = QUEUED.get(key.kind)
         job = self.store.get(key.kind, key.namespace, key.name) if kind is not None else None
         if kind is None or job is None:
             return DONE  # deleted: its Workload goes with it (ownerReference garbage collection)
@@ -72,7 +72,7 @@ class JobReconciler:
             self._apply(action, job, kind, workload)
         return DONE
 
-    def _apply(self, action: ji.Action, job: Mapping[str, Any], kind: JobKind,
+    def _apply(self, action: ji.Action, job: Mapping[str, Any], kind: Kind,
                workload: Mapping[str, Any] | None) -> None:
         res = RESOURCES[kind.kind]
         if isinstance(action, ji.CreateWorkload):
@@ -97,7 +97,7 @@ class JobReconciler:
             self.store.assume(kind.kind, written)
             self.recorder.normal(job, action.reason, action.message)
         elif isinstance(action, ji.RestoreJob):
-            if kind.kind == "Job" and (job.get("status") or {}).get("startTime"):
+            if kind is JOB and (job.get("status") or {}).get("startTime"):
                 # Kubernetes lets a suspended Job's scheduling directives change only once it has not started.
                 job = self.writer.update_status(res, job, lambda cur: {"status": {"startTime": None}}
                                                 if (cur.get("status") or {}).get("startTime") else None) or job

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from batchgate import keys
+from batchgate import keys, kinds
 # The controller's modules take the client's names from here, beside its kinds.
 from kubeapi.client import CONFIGMAPS, EVENTS, NAMESPACES, SECRETS, Resource
 from kubeapi.client import ApiError as ApiError, KubeClient as KubeClient, WatchStream as WatchStream
 
+# The kinds the controller watches or makes. A wrapped kind from an optional operator (JobSet,
+# LeaderWorkerSet) is left to discovery, which says when the cluster does not serve it.
 RESOURCES: dict[str, Resource] = {
     r.kind: r
     for r in (
-        Resource("Job", "batch", "v1", "jobs"),
-        Resource("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs"),
-        Resource("RayJob", "ray.io", "v1", "rayjobs"),
-        Resource("RayCluster", "ray.io", "v1", "rayclusters"),
-        Resource("AppWrapper", keys.APPWRAPPER_GROUP, keys.APPWRAPPER_VERSION, "appwrappers"),
+        *kinds.QUEUED.values(), kinds.POD, kinds.DEPLOYMENT, kinds.STATEFULSET,
         Resource("Workload", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "workloads"),
         Resource("LocalQueue", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "localqueues"),
         Resource("ClusterQueue", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "clusterqueues", namespaced=False),
@@ -22,7 +20,6 @@ RESOURCES: dict[str, Resource] = {
         Resource("WorkloadPriorityClass", keys.KUEUE_GROUP, keys.KUEUE_VERSION, "workloadpriorityclasses", namespaced=False),
         Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False),
         NAMESPACES,
-        Resource("Pod", "", "v1", "pods"),
         EVENTS,
         CONFIGMAPS,
         Resource("Service", "", "v1", "services"),
@@ -31,7 +28,5 @@ RESOURCES: dict[str, Resource] = {
         Resource("Node", "", "v1", "nodes", namespaced=False),
         SECRETS,
         Resource("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims"),
-        Resource("Deployment", "apps", "v1", "deployments"),
-        Resource("StatefulSet", "apps", "v1", "statefulsets"),
     )
 }

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from batchgate.clock import Clock
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError
 from batchgate.policy_configmap import configmap_source, invalid_policy_event, policy_from_configmap, rejection
+from batchgate.kinds import QUEUED
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.appwrappers import AppWrapperReconciler
 from controller.adapters.events import COMPONENT as EVENTS_COMPONENT, EventRecorder
@@ -32,7 +33,6 @@ from controller.adapters.slack_queue import SlackQueueReconciler
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.leader_election import LeaseTiming
-from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.state.cache import Change, ObjectKey
 from kubeapi.events import record_event
 from kubeapi.listwatch import RELIST_SECONDS
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 
 # Namespaced kinds follow --namespace; cluster-scoped ones are always watched cluster-wide.
-WATCHED_KINDS = (*JOB_KINDS, "Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor",
+WATCHED_KINDS = (*QUEUED, "Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor",
                  "WorkloadPriorityClass", "PriorityClass", "Namespace")
 
 

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.api.appwrapper import DeclaredPodSet
 from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus, read_appwrapper_state
 from batchgate.api.conditions import Condition
@@ -21,7 +22,7 @@ from batchgate.api.conditions import Condition
 T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
 DEPLOYED = Condition(keys.COND_RESOURCES_DEPLOYED, "True", "Created", "", T0)
 WIRE: dict[str, Any] = {
-    "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    "apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
     "metadata": {"name": "aw", "namespace": "team-a", "uid": "u1", "finalizers": [keys.APPWRAPPER_FINALIZER],
                  "annotations": {"a": "b"}, "deletionTimestamp": "2026-01-01T00:00:00Z"},
     "spec": {"suspend": True, "managedBy": "someone-else", "components": []},

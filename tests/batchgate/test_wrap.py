@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from batchgate.api.errors import FieldError
-from batchgate.api.pod_templates import find_pod_templates, pod_sets_to_declare
+from batchgate.api.pod_templates import find_pod_templates
+from batchgate.kinds.wrapped import pod_sets_to_declare
 from batchgate.api.paths import format_steps
 from batchgate.api.wrap import Wrapping, component, default_name, stated_namespace, wrap
 from tests.builders import a_job, a_pod, a_pytorchjob, a_service, pod_template

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
@@ -60,7 +61,7 @@ def an_appwrapper(ns: str, name: str, *, pods: int = 2, run_for: str | None = "1
             "metadata": {"annotations": {BEHAVIOR: json.dumps(behavior)}},
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [
                 {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": name, "namespace": ns, "labels": {keys.QUEUE_NAME_LABEL: "default-queue"}},
             "spec": {"suspend": True, "components": [{"template": job}]}}
 
@@ -206,7 +207,7 @@ def a_pod_appwrapper(ns: str, name: str, *, grace: str) -> dict[str, Any]:
                                                           "annotations": {BEHAVIOR: json.dumps({"startAfter": "0s"})}},
            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 300, "containers": [
                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": name, "namespace": ns, "annotations": {keys.FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION: grace}},
             "spec": {"components": [{"template": pod}]}}
 
@@ -295,7 +296,7 @@ def test_a_component_a_previous_leader_created_before_its_status_write_is_adopte
     eventually(lambda: phase(live_client, ns, "again") == keys.PHASE_SUSPENDED, what="Suspended")
     job = json.loads(json.dumps(aw["spec"]["components"][0]["template"]))
     job["metadata"] = {"name": "again-job", "namespace": ns, "labels": {keys.APPWRAPPER_LABEL: "again"},
-                       "ownerReferences": [{"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+                       "ownerReferences": [{"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
                                             "name": "again", "uid": created["metadata"]["uid"], "controller": True,
                                             "blockOwnerDeletion": True}]}
     orphan = live_client.create(JOBS, job)

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import pytest
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.clock import SystemClock
 from batchgate.policy import parse_policy
 from controller.adapters.events import EventRecorder
@@ -248,13 +249,13 @@ def test_a_terminal_podgroup_starts_over_when_its_appwrapper_deploys_again(
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "reset-job"}, "spec": {"template": {
         "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}
     aw = client.create(aw_res, {  # managed elsewhere, so only its phase, set below, speaks for it
-        "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "metadata": {"name": "reset", "namespace": ns},
+        "apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "metadata": {"name": "reset", "namespace": ns},
         "spec": {"managedBy": "example.com/elsewhere", "suspend": True, "components": [{"template": job}]}})
     client.patch(aw_res, "reset", ns, {"status": {"phase": aw_phase}}, subresource="status")
     client.create(PODGROUPS, {
         "apiVersion": keys.PODGROUP_API_VERSION, "kind": "PodGroup", "metadata": {
             "name": "reset", "namespace": ns, "ownerReferences": [{
-                "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "reset",
+                "apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "name": "reset",
                 "uid": aw["metadata"]["uid"], "controller": True}]},
         "spec": {"minMember": 2}})
     eventually(lambda: phase(client, ns, "reset") == "Pending", what="the new PodGroup Pending")

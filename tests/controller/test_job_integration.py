@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from batchgate.kinds import QUEUED
 from controller.decisions.jobs import integration as ji
-from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.decisions.jobs.workloads import PriorityClasses, desired_workload
 from tests.controller.builders import a_job, a_pytorch_appwrapper, a_pytorchjob
 
@@ -21,7 +21,7 @@ FLAVORS = {
 
 
 def workload_for(job: dict[str, Any], *conditions: tuple[str, str, str], flavor: str = "a100") -> dict[str, Any]:
-    wl = desired_workload(job, JOB_KINDS[job["kind"]], PriorityClasses())
+    wl = desired_workload(job, QUEUED[job["kind"]], PriorityClasses())
     wl["status"] = {"conditions": [{"type": t, "status": s, "reason": r, "message": f"{t} {r}",
                                     "lastTransitionTime": "2025-12-31T00:00:00Z"} for t, s, r in conditions]}
     if any(t == "QuotaReserved" and s == "True" for t, s, _ in conditions):
@@ -48,7 +48,7 @@ def done(job: dict[str, Any], type_: str) -> dict[str, Any]:
 
 
 def decide(job: dict[str, Any], workload: dict[str, Any] | None, **kw: Any) -> list[ji.Action]:
-    return ji.reconcile_job(job, JOB_KINDS[job["kind"]], workload, owner=kw.get("owner"),
+    return ji.reconcile_job(job, QUEUED[job["kind"]], workload, owner=kw.get("owner"),
                             classes=PriorityClasses(), flavors=kw.get("flavors", FLAVORS), now=NOW)
 
 
@@ -217,7 +217,7 @@ def queued(obj: dict[str, Any], queue: str, **suspend: Any) -> dict[str, Any]:
     meta.setdefault("namespace", "team-a")
     meta.setdefault("uid", f"uid-{meta['name']}")
     meta.setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = queue
-    path = JOB_KINDS[obj["kind"]].suspend_path
+    path = QUEUED[obj["kind"]].suspend_path
     target = obj
     for step in path[:-1]:
         target = target.setdefault(step, {})

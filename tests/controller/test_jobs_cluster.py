@@ -15,9 +15,9 @@ from typing import Any, Iterator
 import pytest
 import requests
 
+from batchgate.kinds import QUEUED
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
-from controller.decisions.jobs.podsets import JOB_KINDS
 from controller.decisions.jobs.workloads import workload_name
 from tests.controller.builders import a_job, a_pytorch_appwrapper, stored_sample
 from tests.controller.cluster import controller_kubeconfig, eventually, kubectl, subprocess_env, started_controller
@@ -45,7 +45,7 @@ def controller(cluster: Any) -> Iterator[Controller]:
 def workload_of(client: KubeClient, kind: str, obj: dict[str, Any]) -> dict[str, Any] | None:
     meta = obj["metadata"]
     try:
-        return client.get(WL, workload_name(JOB_KINDS[kind], meta["name"], meta["uid"]), meta["namespace"])
+        return client.get(WL, workload_name(QUEUED[kind], meta["name"], meta["uid"]), meta["namespace"])
     except ApiError as exc:
         if exc.not_found:
             return None

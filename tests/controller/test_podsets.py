@@ -6,13 +6,14 @@ from typing import Any
 
 import pytest
 
-from controller.decisions.jobs.podsets import JOB_KINDS, PodSetError, pod_sets
+from batchgate.kinds import QUEUED
+from controller.decisions.jobs.podsets import PodSetError, pod_sets
 from tests.controller.builders import a_job, a_pytorch_appwrapper, a_pytorchjob, stored_sample
 from tests.upstream_corpus import corpus_param
 
 
 def shape(obj: dict[str, Any]) -> list[tuple[str, int, str]]:
-    sets = pod_sets(obj, JOB_KINDS[obj["kind"]])
+    sets = pod_sets(obj, QUEUED[obj["kind"]])
     return [(ps.name, ps.count, ".".join(map(str, ps.path or ("<default>",)))) for ps in sets]
 
 
@@ -71,13 +72,13 @@ def test_pod_sets(obj: dict[str, Any], expected: list[tuple[str, int, str]]) -> 
     "obj,message",
     [
         pytest.param({"kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {}}},
-                     "spec.pytorchReplicaSpecs: no replica specs", id="a PyTorchJob without replicas is refused"),
+                     "spec.pytorchReplicaSpecs: no pod templates", id="a PyTorchJob without replicas is refused"),
         pytest.param({"kind": "Job", "spec": {"parallelism": -1, "template": {"spec": {}}}},
                      "spec.parallelism: must be a non-negative integer, got -1", id="a negative parallelism is refused"),
         pytest.param({"kind": "Job", "spec": {}}, "spec.template: no pod template", id="a Job without a template is refused"),
         pytest.param({"kind": "AppWrapper", "metadata": {"name": "aw"}, "spec": {"components": [
             {"template": {"apiVersion": "v1", "kind": "Service"}}]}},
-                     "spec.components: contains no podspecs", id="an AppWrapper without pods is refused"),
+                     "spec.components: no pod templates", id="an AppWrapper without pods is refused"),
         pytest.param({"kind": "AppWrapper", "metadata": {"name": "aw"}, "spec": {"components": [
             {"template": {"apiVersion": "x/v1", "kind": "X", "spec": {}}, "podSets": [{"path": "template.spec.pods[0]"}]}]}},
                      "spec.components[0].template.spec.pods[0]: no pod template",
@@ -89,7 +90,7 @@ def test_pod_sets(obj: dict[str, Any], expected: list[tuple[str, int, str]]) -> 
 )
 def test_bad_jobs_name_the_field(obj: dict[str, Any], message: str | None) -> None:
     with pytest.raises(PodSetError) as info:
-        pod_sets(obj, JOB_KINDS[obj["kind"]])
+        pod_sets(obj, QUEUED[obj["kind"]])
     if message is not None:
         assert str(info.value) == message
     else:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controller.decisions.jobs.podsets import JOB_KINDS
+from batchgate.kinds import QUEUED
 from controller.decisions.jobs.workloads import (
     PriorityClasses,
     WorkloadError,
@@ -24,17 +24,17 @@ def test_workload_name_follows_kueue() -> None:
     import hashlib
 
     expected = hashlib.sha1(b"Job\nbatch\ntrain\nuid-1").hexdigest()[:5]
-    assert workload_name(JOB_KINDS["Job"], "train", "uid-1") == f"job-train-{expected}"
+    assert workload_name(QUEUED["Job"], "train", "uid-1") == f"job-train-{expected}"
 
 
 def test_a_very_long_job_name_is_cut_to_fit_253_characters() -> None:
-    name = workload_name(JOB_KINDS["AppWrapper"], "x" * 300, "u")
+    name = workload_name(QUEUED["AppWrapper"], "x" * 300, "u")
     assert len(name) == 253 and name.startswith("appwrapper-xxx")
 
 
 def test_a_job_workload_is_owned_by_the_job_and_carries_queue_and_podsets() -> None:
     job = a_job(parallelism=3, cpu="2")
-    wl = desired_workload(job, JOB_KINDS["Job"], CLASSES)
+    wl = desired_workload(job, QUEUED["Job"], CLASSES)
     assert wl["metadata"]["ownerReferences"] == [
         {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "uid-train",
          "controller": True, "blockOwnerDeletion": True}]
@@ -46,7 +46,7 @@ def test_a_job_workload_is_owned_by_the_job_and_carries_queue_and_podsets() -> N
 
 
 def test_an_appwrapper_workload_has_one_podset_per_component_podset() -> None:
-    wl = desired_workload(a_pytorch_appwrapper(), JOB_KINDS["AppWrapper"], CLASSES)
+    wl = desired_workload(a_pytorch_appwrapper(), QUEUED["AppWrapper"], CLASSES)
     assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("resnet-ddp-0", 1), ("resnet-ddp-1", 2)]
 
 
@@ -73,7 +73,7 @@ def with_pod_class(job: dict[str, Any], name: str) -> dict[str, Any]:
     ],
 )
 def test_priority(job: dict[str, Any], classes: PriorityClasses, expected: tuple[Any, ...]) -> None:
-    spec = desired_workload(job, JOB_KINDS["Job"], classes)["spec"]
+    spec = desired_workload(job, QUEUED["Job"], classes)["spec"]
     assert (spec["priority"], spec.get("priorityClassName"), spec.get("priorityClassSource")) == expected
 
 
@@ -90,7 +90,7 @@ def test_priority(job: dict[str, Any], classes: PriorityClasses, expected: tuple
 )
 def test_jobs_that_cannot_have_a_workload_say_why(job: dict[str, Any], message: str) -> None:
     with pytest.raises(WorkloadError) as info:
-        desired_workload(job, JOB_KINDS["Job"], CLASSES)
+        desired_workload(job, QUEUED["Job"], CLASSES)
     assert str(info.value) == message
 
 

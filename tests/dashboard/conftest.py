@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from dashboard.server import Server, serve
@@ -87,7 +88,7 @@ def an_appwrapper(ns: str, name: str, *, pods: int = 2, run_for: str = "4s", gpu
                 {"name": "main", "image": "busybox",
                  "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)},
                                "limits": {"nvidia.com/gpu": str(gpus)}}}]}}}}
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": name, "namespace": ns, "labels": {keys.QUEUE_NAME_LABEL: "default-queue"}},
             "spec": {"suspend": True, "components": [{"template": job}]}}
 

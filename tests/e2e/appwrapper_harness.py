@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import yaml
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from demo.kubectl import Kubectl
@@ -269,7 +270,7 @@ def appwrapper(name: str, components: Sequence[Mapping[str, Any]], annotations: 
         metadata["annotations"] = dict(annotations)
     if labels:
         metadata["labels"] = dict(labels)
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "metadata": metadata,
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "metadata": metadata,
             "spec": {"components": [{"template": dict(c)} for c in components]}}
 
 
@@ -468,7 +469,7 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
     watch = Watch.start(stack.kubectl, namespace)
     # kubectl needs a moment before its watch stands; an AppWrapper no controller of ours manages
     # (the admin's, so unqueued, and managed by someone else) shows when it does.
-    sentinel = {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    sentinel = {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
                 "metadata": {"name": WATCH_SENTINEL, "namespace": namespace},
                 "spec": {"managedBy": "example.com/nobody", "components": [{"template": {
                     "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": WATCH_SENTINEL}}}]}}

@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER, PYTORCHJOB
 from batchgate.clock import SystemClock
 from controller.adapters.kube import KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
@@ -96,14 +97,14 @@ def pytorchjob(name: str, workers: int, nproc_per_node: str) -> dict[str, Any]:
         return {"replicas": count, "restartPolicy": "Never",
                 "template": {"metadata": {"annotations": RUNNING}, "spec": {"containers": [container("pytorch")]}}}
 
-    return {"apiVersion": keys.KUBEFLOW_API_VERSION, "kind": "PyTorchJob", "metadata": {"name": name},
+    return {"apiVersion": PYTORCHJOB.api_version, "kind": "PyTorchJob", "metadata": {"name": name},
             "spec": {"nprocPerNode": nproc_per_node,
                      "pytorchReplicaSpecs": {"Master": replicas(1), "Worker": replicas(workers)}}}
 
 
 def appwrapper(name: str, framework: str, *components: dict[str, Any]) -> dict[str, Any]:
     """What alice writes: the framework label and her components; no queue, env, Service or hostfile."""
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": name, "namespace": NAMESPACE, "labels": {keys.FRAMEWORK_LABEL: framework}},
             "spec": {"components": [{"template": c} for c in components]}}
 

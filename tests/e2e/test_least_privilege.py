@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER, PYTORCHJOB
 from batchgate.clock import SystemClock
 from demo import ray_scene
 from demo.samples_scene import SAMPLES
@@ -204,7 +205,7 @@ def job(name: str, seconds: int, pods: int = 1, gpus: int = 0) -> dict[str, Any]
 
 
 def appwrapper(name: str, *components: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": name, "namespace": TEAM, "labels": labels or {}},
             "spec": {"components": [{"template": c} for c in components]}}
 
@@ -213,7 +214,7 @@ def pytorchjob(name: str, seconds: int) -> dict[str, Any]:
     def replicas(count: int) -> dict[str, Any]:
         return {"replicas": count, "restartPolicy": "Never",
                 "template": {"metadata": running_for(seconds), "spec": {"containers": [container("pytorch")]}}}
-    return {"apiVersion": keys.KUBEFLOW_API_VERSION, "kind": "PyTorchJob", "metadata": {"name": name},
+    return {"apiVersion": PYTORCHJOB.api_version, "kind": "PyTorchJob", "metadata": {"name": name},
             "spec": {"pytorchReplicaSpecs": {"Master": replicas(1), "Worker": replicas(1)}}}
 
 

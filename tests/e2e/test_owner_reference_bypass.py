@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from tests.e2e.stack import NAMESPACE, ROOT, USER, Kubectl, Stack, running_stack
 
 pytestmark = pytest.mark.timeout(120)
@@ -38,7 +39,7 @@ def owners(stack: Stack) -> dict[str, dict[str, Any]]:
     uid = stack.kubectl("get", "configmap", "innocent", "-n", NAMESPACE, "-o", "jsonpath={.metadata.uid}").stdout
     return {
         "configmap": {"apiVersion": "v1", "kind": "ConfigMap", "name": "innocent", "uid": uid, "controller": True},
-        "appwrapper": {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "ghost",
+        "appwrapper": {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "name": "ghost",
                        "uid": "00000000-0000-0000-0000-000000000001", "controller": True},
     }
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from batchgate import kinds
 from batchgate.controller_rights import IN_OPTIONAL_COMPONENT, OPTIONAL_COMPONENT
 from batchgate.policy import DEFAULT_POLICY
 from controller.adapters.kube import RESOURCES
@@ -58,6 +59,14 @@ def test_the_controller_may_manage_every_default_wrapped_kind(kind: str) -> None
     assert resource.group == group, f"{kind} resolves to the wrong group"
     missing = LIFECYCLE_VERBS - granted().get((group, resource.plural), set())
     assert not missing, f"controller roles lack {sorted(missing)} on {resource.plural}.{group} in a team namespace"
+
+
+@pytest.mark.parametrize("kind", kinds.QUEUED.values(), ids=lambda k: k.qualified)
+def test_the_controller_may_watch_and_suspend_every_queued_kind(kind: kinds.Kind) -> None:
+    """A kind added to the registry (docs/kinds.md) needs its rights in the controller's role too:
+    it is watched for its Workload, and un-suspended and suspended by update."""
+    missing = {"list", "watch", "update"} - cluster_wide().get((kind.group, kind.plural), set())
+    assert not missing, f"the controller's ClusterRole lacks {sorted(missing)} on {kind.plural}.{kind.group}"
 
 
 def test_the_controller_holds_no_right_over_secrets_cluster_wide() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from batchgate.policy import DEFAULT_POLICY
+from batchgate import kinds
 from localcluster.apiserver.admission_match import AdmissionAttributes, webhook_matches
 from tests.manifests.kustomize import webhook_documents
 
@@ -68,13 +68,10 @@ def test_a_namespace_that_has_not_opted_in_is_never_policed() -> None:
     assert not sent("apps", "v1", "deployments", namespace="monitoring", team=False)
 
 
-def test_every_default_top_level_kind_that_runs_pods_is_policed() -> None:
-    plural = {"AppWrapper": "appwrappers", "Job": "jobs", "PyTorchJob": "pytorchjobs", "RayJob": "rayjobs",
-              "RayCluster": "rayclusters"}
-    for entry in DEFAULT_POLICY.allowed_kinds.top_level:
-        kind, _, group = entry.partition(".")
-        if kind in plural:
-            assert sent(group, "v1", plural[kind]), entry
+@pytest.mark.parametrize("kind", kinds.QUEUED.values(), ids=lambda k: k.qualified)
+def test_every_queued_kind_is_policed_on_create_and_update(kind: kinds.Kind) -> None:
+    """A kind added to the registry (docs/kinds.md) needs its rule in the gateway's webhook too."""
+    assert sent(kind.group, kind.version, kind.plural, "CREATE") and sent(kind.group, kind.version, kind.plural, "UPDATE")
 
 
 def pods_sent(operation: str) -> bool:

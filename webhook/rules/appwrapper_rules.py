@@ -19,7 +19,7 @@ from batchgate.api.errors import FieldError, child
 from batchgate.api.objects import qualified_kind
 from batchgate.api.paths import format_steps, parse_podset_path, resolve
 from batchgate.api.pod_spec import check_pod_spec
-from batchgate.api.pod_templates import APPWRAPPER
+from batchgate.kinds import APPWRAPPER
 from batchgate.policy import Policy
 from webhook.rules.ray_rules import ray_shape_errors
 
@@ -53,10 +53,9 @@ def _check_component(
     where = component.where
     template_at = child(where, "template")
     errors: list[FieldError] = []
-    gvk = (component.api_version, component.kind)
     if not component.kind or not component.api_version:
         return 0, [FieldError(template_at, "must have apiVersion and kind")]
-    if gvk == APPWRAPPER:  # 1.
+    if APPWRAPPER.is_kind_of(component.template):  # 1.
         return 0, [FieldError(template_at, "Nested AppWrappers are forbidden")]
     meta = component.template.get("metadata")
     other_ns = meta.get("namespace") if isinstance(meta, dict) else None
@@ -64,7 +63,7 @@ def _check_component(
         errors.append(
             FieldError(f"{template_at}.metadata.namespace", "AppWrappers cannot create objects in other namespaces")
         )
-    kind = qualified_kind(*gvk)
+    kind = qualified_kind(component.api_version, component.kind)
     if kind not in policy.allowed_kinds.wrapped:
         errors.append(FieldError(child(template_at, "kind"), f"{kind} is not in allowedKinds.wrapped"))
     errors.extend(ray_shape_errors(kind, component.template, f"{template_at}."))

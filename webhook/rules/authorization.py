@@ -20,8 +20,9 @@ from batchgate.api.appwrapper import parse_appwrapper
 from batchgate.api.errors import FieldError, child
 from batchgate.policy import Policy
 from batchgate.controller_rights import rights_fix
+from batchgate.kinds import APPWRAPPER
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo, Verdict
-from webhook.rules.scope import APPWRAPPER, classify
+from webhook.rules.scope import classify
 from webhook.rules.validation import allow, deny
 
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
@@ -99,7 +100,7 @@ def access_plan(
     controllers = policy.controllers.app_wrapper
     if not checks.user_rbac_check and not controllers:
         return None
-    if request.operation != "CREATE" or request.sub_resource or request.kind.qualified != APPWRAPPER:
+    if request.operation != "CREATE" or request.sub_resource or request.kind.qualified != APPWRAPPER.qualified:
         return None
     if classify(request, policy, namespace_labels, request.object) in ("exempt", "unmanaged"):
         return None

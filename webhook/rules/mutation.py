@@ -22,10 +22,11 @@ from batchgate.api.wire import copy_json
 from batchgate.api.paths import format_steps, get_at
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.policy import Policy
+from batchgate.kinds import APPWRAPPER, QUEUED_BY_QUALIFIED
 from webhook.rules.frameworks import FrameworkSettings, apply_frameworks
 from webhook.rules.identity import identity_labels
 from webhook.rules.review import AdmissionRequest
-from webhook.rules.scope import APPWRAPPER, SUSPEND_AT, WORKLOAD_KINDS, Scope
+from webhook.rules.scope import Scope
 
 @dataclass(frozen=True)
 class MutationContext:
@@ -41,7 +42,7 @@ class MutationContext:
 
     @property
     def is_workload(self) -> bool:
-        return self.scope == "top-level" and self.kind in WORKLOAD_KINDS
+        return self.scope == "top-level" and self.kind in QUEUED_BY_QUALIFIED
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def _set_label(obj: dict[str, Any], key: str, value: str) -> list[str]:
 def queue_name(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
     """1. An AppWrapper without a queue label gets the default queue."""
     default = ctx.policy.queues.default_queue_name
-    if ctx.kind != APPWRAPPER or ctx.scope != "top-level" or not default:
+    if ctx.kind != APPWRAPPER.qualified or ctx.scope != "top-level" or not default:
         return StepResult()
     if objects.labels(obj).get(keys.QUEUE_NAME_LABEL):
         return StepResult()
@@ -155,7 +156,7 @@ def suspend(obj: dict[str, Any], ctx: MutationContext) -> StepResult:
         return StepResult()
     if not objects.labels(obj).get(keys.QUEUE_NAME_LABEL):
         return StepResult()
-    steps = SUSPEND_AT[ctx.kind]
+    steps = QUEUED_BY_QUALIFIED[ctx.kind].suspend_path
     if get_at(obj, steps) is True:
         return StepResult()
     parent: Any = obj

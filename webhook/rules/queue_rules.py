@@ -16,10 +16,10 @@ from typing import Any
 from batchgate import keys
 from batchgate.api import objects
 from batchgate.api.errors import FieldError
-from batchgate.api.paths import format_steps, get_at
+from batchgate.api.paths import format_steps
+from batchgate.kinds import QUEUED_BY_QUALIFIED
 from batchgate.policy import Policy
 from webhook.rules.review import AdmissionRequest
-from webhook.rules.scope import SUSPEND_AT
 
 QUEUE_FIELD = f"metadata.labels[{keys.QUEUE_NAME_LABEL}]"
 
@@ -29,13 +29,13 @@ def queue_name(obj: Any) -> str:
 
 
 def is_suspended(obj: Any, kind: str) -> bool:
-    return get_at(obj, SUSPEND_AT[kind]) is True
+    return QUEUED_BY_QUALIFIED[kind].is_suspended(obj)
 
 
 def queue_escape(request: AdmissionRequest, policy: Policy) -> tuple[str, FieldError] | None:
     """(reason, error) for an UPDATE of a top-level queued kind that would leave the queue, else None."""
     kind = request.kind.qualified
-    if request.operation != "UPDATE" or kind not in SUSPEND_AT:
+    if request.operation != "UPDATE" or kind not in QUEUED_BY_QUALIFIED:
         return None
     old, new = request.old_object, request.object
     if queue_name(old) != queue_name(new) and not is_suspended(new, kind):
@@ -45,6 +45,6 @@ def queue_escape(request: AdmissionRequest, policy: Policy) -> tuple[str, FieldE
         return "QueueRequired", FieldError(QUEUE_FIELD, f"{request.kind.kind} needs a LocalQueue label")
     if queue_name(old) and is_suspended(old, kind) and not is_suspended(new, kind):
         return "UnsuspendRefused", FieldError(
-            format_steps(SUSPEND_AT[kind]),
+            format_steps(QUEUED_BY_QUALIFIED[kind].suspend_path),
             f"a queued {request.kind.kind} is un-suspended by the batchgate controller once its Workload is admitted")
     return None

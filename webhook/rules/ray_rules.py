@@ -14,8 +14,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from batchgate.api.errors import FieldError
+from batchgate.api.paths import format_steps, get_at
+from batchgate.kinds import RAYCLUSTER, RAYJOB, raycluster, rayjob
 
-RAY_KINDS = {"RayCluster.ray.io": ("spec",), "RayJob.ray.io": ("spec", "rayClusterSpec")}
+RAY_KINDS = {RAYCLUSTER.qualified: raycluster.CLUSTER, RAYJOB.qualified: rayjob.CLUSTER}
+"""Where each Ray kind keeps its cluster spec."""
 INT32_MAX = 2**31 - 1
 
 
@@ -24,12 +27,10 @@ def ray_shape_errors(kind: str, obj: Any, prefix: str = "") -> list[FieldError]:
     path = RAY_KINDS.get(kind)
     if path is None or not isinstance(obj, Mapping):
         return []
-    spec: Any = obj
-    for step in path:
-        spec = spec.get(step) if isinstance(spec, Mapping) else None
-    if kind == "RayJob.ray.io" and spec is None and _selects(obj):
+    spec = get_at(obj, path)
+    if kind == RAYJOB.qualified and spec is None and _selects(obj):
         return []  # runs on a cluster someone else made
-    where = prefix + ".".join(path)
+    where = prefix + format_steps(path)
     if not isinstance(spec, Mapping):
         return [FieldError(where, "a Ray cluster spec is required")]
     errors: list[FieldError] = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from batchgate.api.objects import Named
+
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
 
@@ -19,19 +21,10 @@ class UserInfo:
 
 
 @dataclass(frozen=True)
-class GroupVersionKind:
+class GroupVersionKind(Named):
     group: str
     version: str
     kind: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def qualified(self) -> str:
-        """`Kind.group` as the policy names kinds; core kinds are just `Kind`."""
-        return f"{self.kind}.{self.group}" if self.group else self.kind
 
     @classmethod
     def from_api_version(cls, api_version: str, kind: str) -> "GroupVersionKind":

@@ -6,30 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping
 
-from batchgate import keys
 from batchgate.api import objects
+from batchgate.kinds.appwrapper import owned_by_appwrapper
 from batchgate.policy import Policy
 from webhook.rules.review import AdmissionRequest
 
 Scope = Literal["exempt", "unmanaged", "top-level", "wrapped", "other"]
-
-APPWRAPPER = f"AppWrapper.{keys.APPWRAPPER_GROUP}"
-JOB = "Job.batch"
-PYTORCHJOB = "PyTorchJob.kubeflow.org"
-RAYJOB = "RayJob.ray.io"
-RAYCLUSTER = "RayCluster.ray.io"
-
-WORKLOAD_KINDS = frozenset({APPWRAPPER, JOB, PYTORCHJOB, RAYJOB, RAYCLUSTER})
-"""Top-level kinds that are queued workloads: they get identity, priority, gang and suspend."""
-
-SUSPEND_AT: Mapping[str, tuple[str, ...]] = {
-    APPWRAPPER: ("spec", "suspend"),
-    JOB: ("spec", "suspend"),
-    PYTORCHJOB: ("spec", "runPolicy", "suspend"),
-    RAYJOB: ("spec", "suspend"),
-    RAYCLUSTER: ("spec", "suspend"),
-}
-"""Where each queued kind is told not to run yet."""
 
 
 def is_exempt(request: AdmissionRequest, policy: Policy) -> bool:
@@ -78,7 +60,7 @@ def made_by(request: AdmissionRequest, policy: Policy, obj: Any) -> Scope:
         return "top-level"
     sender = request.user.username
     if sender in policy.controllers.app_wrapper:
-        return "wrapped" if objects.owned_by_appwrapper(obj) else "other"
+        return "wrapped" if owned_by_appwrapper(obj) else "other"
     if sender in policy.controllers.workloads:
         return "other"
     return "top-level"

@@ -11,6 +11,7 @@ from batchgate.api import objects
 from batchgate.api.appwrapper import parse_appwrapper
 from batchgate.api.errors import FieldError
 from batchgate.policy import Policy
+from batchgate.kinds import APPWRAPPER, QUEUED_BY_QUALIFIED
 from webhook.rules import annotation_rules, appwrapper_rules
 from webhook.rules.cluster_queue import cluster_queue_errors
 from webhook.rules.identity import identity_changes, identity_labels
@@ -18,7 +19,7 @@ from webhook.rules.policy_configmap import check_policy_configmap, is_policy_con
 from webhook.rules.queue_rules import queue_escape
 from webhook.rules.ray_rules import RAY_KINDS, ray_shape_errors
 from webhook.rules.review import AdmissionRequest, Verdict
-from webhook.rules.scope import APPWRAPPER, WORKLOAD_KINDS, Scope
+from webhook.rules.scope import Scope
 
 
 def allow(reason: str = "Allowed") -> Verdict:
@@ -57,14 +58,14 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
     kind = request.kind.qualified
     top_level = scope == "top-level"
     if scope == "other":
-        updating_a_workload = kind in WORKLOAD_KINDS and request.operation == "UPDATE"
+        updating_a_workload = kind in QUEUED_BY_QUALIFIED and request.operation == "UPDATE"
         return (_check_identity(request, policy) if updating_a_workload else None) or allow()
     if request.operation == "CREATE":
         allowed = policy.allowed_kinds.top_level if top_level else policy.allowed_kinds.wrapped
         if kind not in allowed:
             which = "allowedKinds.topLevel" if top_level else "allowedKinds.wrapped"
             return deny("KindNotAllowed", [FieldError("kind", f"{kind} is not in {which}")])
-    if kind in WORKLOAD_KINDS and (top_level or request.operation == "UPDATE"):
+    if kind in QUEUED_BY_QUALIFIED and (top_level or request.operation == "UPDATE"):
         verdict = _check_identity(request, policy) or (
             (_check_queue(request, policy) or _check_queue_escape(request, policy)) if top_level else None)
         if verdict:
@@ -73,7 +74,7 @@ def check_policed(request: AdmissionRequest, policy: Policy, scope: Scope) -> Ve
         ray_errors = ray_shape_errors(kind, request.object)
         if ray_errors:
             return deny("InvalidRayCluster", ray_errors)
-    if kind == APPWRAPPER:
+    if kind == APPWRAPPER.qualified:
         return _check_appwrapper(request, policy)
     return allow()
 

@@ -17,6 +17,7 @@ from prometheus_client import multiprocess
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from batchgate.kinds import QUEUED_BY_QUALIFIED
 from batchgate.policy import Policy
 from certs.authority import CA_CERT, TLS_CERT
 
@@ -27,9 +28,8 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1
 
 
 ROUTED_KINDS = frozenset({
-    "AppWrapper.workload.codeflare.dev", "Job.batch", "CronJob.batch", "Pod", "ReplicationController",
-    "Deployment.apps", "StatefulSet.apps", "DaemonSet.apps", "ReplicaSet.apps", "PyTorchJob.kubeflow.org",
-    "RayJob.ray.io", "RayCluster.ray.io", "JobSet.jobset.x-k8s.io", "LeaderWorkerSet.leaderworkerset.x-k8s.io",
+    *QUEUED_BY_QUALIFIED, "CronJob.batch", "Pod", "ReplicationController", "Deployment.apps", "StatefulSet.apps",
+    "DaemonSet.apps", "ReplicaSet.apps", "JobSet.jobset.x-k8s.io", "LeaderWorkerSet.leaderworkerset.x-k8s.io",
     "ClusterQueue.kueue.x-k8s.io", "ConfigMap",
 })
 """The kinds the shipped webhook configurations send us (manifests/webhook)."""

@@ -15,6 +15,7 @@ import copy
 from typing import Any, Mapping
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.api.appwrapper import DeclaredPodSet, effective_pod_sets, inferred_pod_sets, parse_appwrapper
 from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus
 from batchgate.api.errors import FieldError, type_name
@@ -201,7 +202,7 @@ def _owned_by(existing: Any, name: str, uid: str, where: str) -> list[dict[str, 
             raise ComponentError(
                 f"{where}: the template already names a controller ({ref.get('kind')} {ref.get('name')})", fatal=True
             )
-    owner = {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": name, "uid": uid,
+    owner = {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "name": name, "uid": uid,
              "controller": True, "blockOwnerDeletion": True}
     return [r for r in refs if r.get("uid") != uid] + [owner]
 

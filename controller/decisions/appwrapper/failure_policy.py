@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
 from batchgate import keys
+from batchgate.kinds import JOB, PYTORCHJOB, RAYJOB
 from batchgate.api.failure_policy import FailurePolicyRule
 from controller.decisions.appwrapper.timing import Timing
 
 FAILED = "Failed"
 # Wrapped kinds whose condition Failed=True means the component failed (upstream checks these two).
-_FAILURE_CONDITION_KINDS = {("batch/v1", "Job"), (keys.KUBEFLOW_API_VERSION, "PyTorchJob")}
+_FAILURE_CONDITION_KINDS = (JOB, PYTORCHJOB)
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,9 @@ def job_failure(job: Mapping[str, Any]) -> tuple[str, str] | None:
     disabled (unsure Failed is terminal); in KubeRay it is, once the RayJob's own backoffLimit
     retries are spent, and without it a failed RayJob would hold its quota until someone noticed.
     """
-    if (job.get("apiVersion"), job.get("kind")) == (keys.RAY_API_VERSION, "RayJob"):
+    if RAYJOB.is_kind_of(job):
         return _rayjob_failure(job.get("status"))
-    if (job.get("apiVersion"), job.get("kind")) not in _FAILURE_CONDITION_KINDS:
+    if not any(kind.is_kind_of(job) for kind in _FAILURE_CONDITION_KINDS):
         return None
     status = job.get("status")
     conditions = status.get("conditions") if isinstance(status, Mapping) else None

@@ -17,8 +17,9 @@ from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api.conditions import is_true
+from batchgate.kinds import Kind
 from controller.decisions.gang.podgroups import PodGroupInfo, gang_size
-from controller.decisions.jobs.podsets import JobKind, PodSetError, is_suspended
+from controller.decisions.jobs.podsets import PodSetError
 from controller.decisions.quota.admission_status import stop_eviction_patch
 from controller.decisions.quota.outcomes import Evict
 
@@ -36,7 +37,7 @@ class Deactivate:
     reason: str = REASON
 
 
-def never_complete(group: PodGroupInfo, job: Mapping[str, Any], kind: JobKind, workload: Mapping[str, Any] | None,
+def never_complete(group: PodGroupInfo, job: Mapping[str, Any], kind: Kind, workload: Mapping[str, Any] | None,
                    now: _dt.datetime, *, ours: bool) -> Deactivate | None:
     """Deactivate when `job` holds quota, runs, and will never make `group.min_member` pods of the group.
 
@@ -44,7 +45,7 @@ def never_complete(group: PodGroupInfo, job: Mapping[str, Any], kind: JobKind, w
     """
     if ours or workload is None or not is_true(workload, keys.COND_QUOTA_RESERVED) or is_true(workload, keys.COND_EVICTED):
         return None
-    if is_suspended(job, kind) or (workload.get("spec") or {}).get("active") is False:
+    if kind.is_suspended(job) or (workload.get("spec") or {}).get("active") is False:
         return None
     try:
         size = gang_size(job, kind, group.name)

@@ -33,9 +33,10 @@ from batchgate import keys
 from batchgate.api import kueue_fields as f
 from batchgate.api.objects import controller_owner, metadata
 from batchgate.clock import format_time
+from batchgate.kinds import Kind
 from controller.decisions.gang.placement import GroupSpec
 from controller.decisions.gang.node_fit import PodInfo
-from controller.decisions.jobs.podsets import JobKind, PodSetError, pod_sets, reclaimable_pods
+from controller.decisions.jobs.podsets import PodSetError, pod_sets, reclaimable_pods
 
 __all__ = ["PodGroupInfo", "parse_podgroup", "desired_podgroup", "gang_size", "owned_by", "spec_patch", "StatusDecision",
            "decide_status", "redeploys", "PodSetError", "PENDING", "SCHEDULING", "RUNNING", "FINISHED", "FAILED"]
@@ -82,7 +83,7 @@ def parse_podgroup(raw: Mapping[str, Any]) -> PodGroupInfo:
     )
 
 
-def desired_podgroup(job: Mapping[str, Any], kind: JobKind, timeout: _dt.timedelta) -> dict[str, Any] | None:
+def desired_podgroup(job: Mapping[str, Any], kind: Kind, timeout: _dt.timedelta) -> dict[str, Any] | None:
     """The PodGroup a top-level workload needs, or None (owned by another object, or no labelled pods).
 
     Raises PodSetError when the workload's pod templates cannot be read.
@@ -103,7 +104,7 @@ def desired_podgroup(job: Mapping[str, Any], kind: JobKind, timeout: _dt.timedel
     }
 
 
-def gang_size(job: Mapping[str, Any], kind: JobKind, group: str) -> int:
+def gang_size(job: Mapping[str, Any], kind: Kind, group: str) -> int:
     """The pods of `job` in gang `group` still to run: its podSets whose templates carry the
     group's label, less the pods that finished for good (the Workload's reclaimablePods), so a
     partly finished Job's gang is the pods it will still make. Raises PodSetError."""

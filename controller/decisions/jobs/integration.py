@@ -14,9 +14,11 @@ from typing import Any, Mapping, Union
 from batchgate import keys
 from batchgate.api.conditions import Condition, condition_of, conditions_of, is_true, merge, to_wire
 from batchgate.api.objects import metadata
+from batchgate.api.paths import get_at
 from batchgate.clock import parse_time
+from batchgate.kinds import APPWRAPPER, Kind
 from controller.decisions.quota.admission_status import release_patch
-from controller.decisions.jobs.podsets import JobKind, PodSetSource, get_path, is_suspended, reclaimable_pods
+from controller.decisions.jobs.podsets import PodSetSource, reclaimable_pods
 from controller.decisions.jobs.workloads import (
     PriorityClasses,
     WorkloadError,
@@ -119,49 +121,6 @@ class PodSetInfo:
     tolerations: tuple[Mapping[str, Any], ...]
 
 
-def finished(job: Mapping[str, Any], kind: JobKind) -> tuple[str, str] | None:
-    """(Succeeded|Failed, message) once the job is done; RayClusters never finish."""
-    status = job.get("status") or {}
-    if kind.kind == "Job":
-        for type_, reason in (("Complete", "Succeeded"), ("Failed", "Failed")):
-            cond = condition_of(job, type_)
-            if cond and cond.status == "True":
-                return reason, cond.message or ("Job finished successfully" if reason == "Succeeded" else "Job failed")
-    elif kind.kind == "PyTorchJob":
-        for type_ in ("Succeeded", "Failed"):
-            cond = condition_of(job, type_)
-            if cond and cond.status == "True":
-                return type_, cond.message or f"PyTorchJob {type_.lower()}"
-    elif kind.kind == "RayJob":
-        state = status.get("jobDeploymentStatus")
-        if state in ("Complete", "Failed"):
-            reason = "Succeeded" if state == "Complete" else "Failed"
-            return reason, status.get("message") or f"RayJob deployment {state.lower()}"
-    elif kind.kind == "AppWrapper":
-        # A Failed AppWrapper still deleting its components (or holding them for debugging) is not
-        # finished yet: its quota is released only once nothing of it is deployed (docs/appwrapper.md, "Quota").
-        phase = status.get("phase")
-        if phase == keys.PHASE_SUCCEEDED or (phase == keys.PHASE_FAILED and not is_true(job, keys.COND_RESOURCES_DEPLOYED)):
-            return phase, f"AppWrapper {phase.lower()}"
-    return None
-
-
-def has_running_pods(job: Mapping[str, Any], kind: JobKind) -> bool:
-    """Whether pods may still hold the quota (Kueue's IsActive, per kind)."""
-    status = job.get("status") or {}
-    if kind.kind == "Job":
-        return bool(status.get("active") or status.get("terminating"))
-    if kind.kind == "PyTorchJob":
-        return any((rs or {}).get("active") for rs in (status.get("replicaStatuses") or {}).values())
-    if kind.kind == "RayJob":
-        return status.get("jobDeploymentStatus") not in (None, "", "New", "Suspended", "Complete", "Failed")
-    if kind.kind == "RayCluster":
-        return status.get("state") not in (None, "", "suspended")
-    if kind.kind == "AppWrapper":
-        return is_true(job, keys.COND_QUOTA_RESERVED)  # upstream's IsActive
-    return False
-
-
 def pod_set_infos(workload: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]]) -> dict[str, PodSetInfo]:
     """Node labels and tolerations of the flavors assigned to each podSet."""
     admission = (workload.get("status") or {}).get("admission") or {}
@@ -186,18 +145,18 @@ def _set_path(obj: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
     obj[path[-1]] = value
 
 
-def started(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource], infos: Mapping[str, PodSetInfo]) -> dict[str, Any]:
+def started(job: Mapping[str, Any], kind: Kind, sets: list[PodSetSource], infos: Mapping[str, PodSetInfo]) -> dict[str, Any]:
     """The job un-suspended with each podSet's node selector and tolerations merged in."""
     out = copy.deepcopy(dict(job))
     _set_path(out, kind.suspend_path, False)
-    if kind.kind == "AppWrapper":
+    if kind is APPWRAPPER:
         _write_appwrapper_infos(out, sets, infos)
         return out
     for ps in sets:
         info = infos.get(ps.name)
         if info is None or ps.path is None:
             continue
-        spec = get_path(out, (*ps.path, "spec"))
+        spec = get_at(out, (*ps.path, "spec"))
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **info.node_selector}
         existing = list(spec.get("tolerations") or [])
         spec["tolerations"] = existing + [t for t in info.tolerations if t not in existing]
@@ -225,7 +184,7 @@ def _write_appwrapper_infos(aw: dict[str, Any], sets: list[PodSetSource], infos:
             component["podSetInfos"] = per_component[index]
 
 
-def stopped(job: Mapping[str, Any], kind: JobKind) -> dict[str, Any]:
+def stopped(job: Mapping[str, Any], kind: Kind) -> dict[str, Any]:
     """The job suspended. Templates are restored in a later step: Kubernetes accepts node selector
     and toleration changes only on a job that is already suspended (Kueue stops in the same order)."""
     out = copy.deepcopy(dict(job))
@@ -233,11 +192,11 @@ def stopped(job: Mapping[str, Any], kind: JobKind) -> dict[str, Any]:
     return out
 
 
-def restored(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource],
+def restored(job: Mapping[str, Any], kind: Kind, sets: list[PodSetSource],
              workload: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The job's templates with the submitted node selectors and tolerations; None if already so."""
     out = copy.deepcopy(dict(job))
-    if kind.kind == "AppWrapper":
+    if kind is APPWRAPPER:
         for component in out["spec"]["components"]:
             component.pop("podSetInfos", None)
         return out if out != job else None
@@ -245,7 +204,7 @@ def restored(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource],
     for ps in sets:
         if ps.path is None or ps.name not in originals:
             continue
-        spec = get_path(out, (*ps.path, "spec"))
+        spec = get_at(out, (*ps.path, "spec"))
         original = originals[ps.name].get("spec") or {}
         for field in ("nodeSelector", "tolerations"):
             if original.get(field):
@@ -265,7 +224,7 @@ def finish_patch(workload: Mapping[str, Any], reason: str, message: str, now: st
     return {"status": {"conditions": to_wire(merge(conditions_of(workload), [finished], parse_time(now)))}}
 
 
-def reclaimable_patch(job: Mapping[str, Any], kind: JobKind, workload: Mapping[str, Any]) -> dict[str, Any] | None:
+def reclaimable_patch(job: Mapping[str, Any], kind: Kind, workload: Mapping[str, Any]) -> dict[str, Any] | None:
     """`status.reclaimablePods` as the job's progress says, or None when the Workload already says so."""
     wanted = [{"name": name, "count": count} for name, count in sorted(reclaimable_pods(job, kind).items())]
     current = (workload.get("status") or {}).get("reclaimablePods") or []
@@ -276,7 +235,7 @@ def reclaimable_patch(job: Mapping[str, Any], kind: JobKind, workload: Mapping[s
 
 def reconcile_job(
     job: Mapping[str, Any],
-    kind: JobKind,
+    kind: Kind,
     workload: Mapping[str, Any] | None,
     *,
     owner: Mapping[str, Any] | None,
@@ -292,8 +251,8 @@ def reconcile_job(
         desired = desired_workload(job, kind, classes)
     except WorkloadError as exc:
         return [Invalid(str(exc))]
-    suspended = is_suspended(job, kind)
-    done = finished(job, kind)
+    suspended = kind.is_suspended(job)
+    done = kind.finished(job)
     if done is not None:
         if workload is None or is_true(workload, keys.COND_FINISHED):
             return []
@@ -315,7 +274,7 @@ def reconcile_job(
     return [*shrink, *_admitted_or_not(job, kind, sets, desired, workload, suspended, flavors, now)]
 
 
-def _admitted_or_not(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource], desired: Mapping[str, Any],
+def _admitted_or_not(job: Mapping[str, Any], kind: Kind, sets: list[PodSetSource], desired: Mapping[str, Any],
                      workload: Mapping[str, Any], suspended: bool, flavors: Mapping[str, Mapping[str, Any]],
                      now: str) -> list[Action]:
     """Run, stop, restore or release a job whose Workload exists and is not finished."""
@@ -328,7 +287,7 @@ def _admitted_or_not(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSou
         if not suspended:
             return [StopJob(stopped(job, kind), evicted.message or "Workload evicted")]
         actions = [*moved, *_restore(job, kind, sets, workload)]
-        if reserved and not has_running_pods(job, kind):
+        if reserved and not kind.active(job):
             name = workload["metadata"]["name"]
             actions.append(ReleaseQuota(name, release_quota_patch(workload, now), "Quota released: the job's pods are gone"))
         return actions
@@ -358,6 +317,6 @@ def _moved(workload: Mapping[str, Any], desired: Mapping[str, Any]) -> list[Acti
     return [MoveWorkload(meta["name"], patch, f'Workload moved from LocalQueue "{old}" to "{new}"')]
 
 
-def _restore(job: Mapping[str, Any], kind: JobKind, sets: list[PodSetSource], workload: Mapping[str, Any]) -> list[Action]:
+def _restore(job: Mapping[str, Any], kind: Kind, sets: list[PodSetSource], workload: Mapping[str, Any]) -> list[Action]:
     back = restored(job, kind, sets, workload)
     return [RestoreJob(back)] if back is not None else []

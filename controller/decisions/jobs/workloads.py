@@ -13,8 +13,9 @@ from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api.objects import controller_owner, metadata
+from batchgate.kinds import Kind, QUEUED
 from controller.decisions.jobs.pod_requests import PodSpecError, pod_requests, with_limits_as_requests
-from controller.decisions.jobs.podsets import JOB_KINDS, JobKind, PodSetError, PodSetSource, pod_sets
+from controller.decisions.jobs.podsets import PodSetError, PodSetSource, pod_sets
 
 WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
 POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
@@ -50,8 +51,8 @@ def queue_name(job: Mapping[str, Any]) -> str | None:
     return name or None
 
 
-def owner_kind(ref: Mapping[str, Any]) -> JobKind | None:
-    kind = JOB_KINDS.get(str(ref.get("kind")))
+def owner_kind(ref: Mapping[str, Any]) -> Kind | None:
+    kind = QUEUED.get(str(ref.get("kind")))
     return kind if kind and kind.api_version == ref.get("apiVersion") else None
 
 
@@ -69,7 +70,7 @@ def is_queued(job: Mapping[str, Any], owner: Mapping[str, Any] | None) -> bool:
     return owner is not None and queue_name(owner) is None
 
 
-def workload_name(kind: JobKind, job_name: str, job_uid: str) -> str:
+def workload_name(kind: Kind, job_name: str, job_uid: str) -> str:
     """`<kind>-<job name>-<5 hex>`, the hash over kind, group, name and uid as Kueue computes it."""
     digest = hashlib.sha1(f"{kind.kind}\n{kind.group}\n{job_name}\n{job_uid}".encode()).hexdigest()
     prefix = f"{kind.kind.lower()}-{job_name}"[: MAX_NAME_LENGTH - HASH_LENGTH - 1]
@@ -95,7 +96,7 @@ def resolve_priority(job: Mapping[str, Any], sets: list[PodSetSource], classes: 
     return Priority(0)
 
 
-def job_pod_sets(job: Mapping[str, Any], kind: JobKind) -> list[PodSetSource]:
+def job_pod_sets(job: Mapping[str, Any], kind: Kind) -> list[PodSetSource]:
     """The job's podSets, with every pod spec checked to have readable resources."""
     try:
         sets = pod_sets(job, kind)
@@ -114,7 +115,7 @@ def _template_for_workload(template: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def desired_workload(
-    job: Mapping[str, Any], kind: JobKind, classes: PriorityClasses
+    job: Mapping[str, Any], kind: Kind, classes: PriorityClasses
 ) -> dict[str, Any]:
     """The Workload object for a queued job; WorkloadError says why there can be none."""
     meta = metadata(job)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.clock import format_time
 from batchgate.policy import FaultTolerance
 from controller.decisions.appwrapper.pods import PodCounts
@@ -43,7 +44,7 @@ def a_job_template(name: str, replicas: int) -> dict[str, Any]:
 class AppWrapperBuilder:
     def __init__(self, name: str = "aw", replicas: tuple[int, ...] = (2,)) -> None:
         self.obj: dict[str, Any] = {
-            "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+            "apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}", "finalizers": []},
             "spec": {"suspend": False, "components": [
                 {"template": a_job_template(f"{name}-{i}", n)} for i, n in enumerate(replicas)]},

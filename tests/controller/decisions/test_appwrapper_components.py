@@ -18,6 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.api.appwrapper_status import read_appwrapper_state as state
 from batchgate.api.pod_templates import pod_template_locations
 from batchgate.api.paths import get_at, parse_podset_path
@@ -52,7 +53,7 @@ def an_appwrapper(*templates: dict[str, Any], infos: list[dict[str, Any]] | None
         if infos is not None:
             component["podSetInfos"] = infos
         components.append(component)
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": "aw", "namespace": "team-a", "uid": "uid-aw"},
             "spec": {"components": components}}
 
@@ -125,7 +126,7 @@ def test_every_component_is_built_with_admissions_pod_set_infos(aw: dict[str, An
         assert obj["metadata"]["labels"][keys.APPWRAPPER_LABEL] == user_labels.get(keys.APPWRAPPER_LABEL, aw["metadata"]["name"])
         assert obj["metadata"]["namespace"] == aw["metadata"]["namespace"]
         assert obj["metadata"]["ownerReferences"] == [{
-            "apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": aw["metadata"]["name"],
+            "apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "name": aw["metadata"]["name"],
             "uid": "uid-aw", "controller": True, "blockOwnerDeletion": True}]
         for path in (p.path for p in statuses[index].pod_sets):
             steps = parse_podset_path(path, "")[1:]

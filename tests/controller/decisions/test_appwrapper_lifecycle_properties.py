@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.api.appwrapper_status import read_appwrapper_state as state
 from batchgate.clock import format_time
 from batchgate.policy import DEFAULT_POLICY
@@ -309,7 +310,7 @@ def new_world(shapes: list[str], retry_limit: int, suspend: bool, grace: dict[st
     """An AppWrapper of "gpu pod" / "job of 2" components with these fault-tolerance annotations."""
     annotations = {FT + "retryLimit": str(retry_limit), **{FT + k: v for k, v in grace.items()}, **(extra or {})}
     templates = [pod_component(f"c{i}") if s == "gpu pod" else job_component(f"c{i}", 2) for i, s in enumerate(shapes)]
-    aw = {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    aw = {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
           "metadata": {"name": "aw", "namespace": "ns", "uid": "uid-1", "annotations": annotations},
           "spec": {"suspend": suspend, "components": [{"template": t} for t in templates]}}
     return World(aw, [s == "gpu pod" for s in shapes], [1 if s == "gpu pod" else 2 for s in shapes], retry_limit,

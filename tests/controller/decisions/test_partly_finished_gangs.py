@@ -15,14 +15,15 @@ import pytest
 
 from batchgate import keys
 from batchgate.api.kueue import Workload
+from batchgate.kinds import QUEUED
 from controller.decisions.gang import podgroups as pg
 from controller.decisions.gang.completeness import never_complete
 from controller.decisions.jobs import integration as ji
-from controller.decisions.jobs.podsets import JOB_KINDS, reclaimable_pods
+from controller.decisions.jobs.podsets import reclaimable_pods
 from controller.decisions.jobs.workloads import PriorityClasses, desired_workload
 from tests.controller.builders import a_job
 
-JOB_KIND = JOB_KINDS["Job"]
+JOB_KIND = QUEUED["Job"]
 NOW = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
 
 

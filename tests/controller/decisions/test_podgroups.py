@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.api.errors import FieldError
 from batchgate.clock import format_time
+from batchgate.kinds import QUEUED
 from controller.decisions.gang import podgroups as pg
-from controller.decisions.jobs.podsets import JOB_KINDS
 from tests.upstream_corpus import corpus_param
 from tests.controller.decisions.gang_builders import a_pod
 
@@ -30,7 +31,7 @@ def a_job(name: str = "train", *, parallelism: int = 4, completions: int | None 
           owner: bool = False) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": "team-a", "uid": f"uid-{name}"}
     if owner:
-        meta["ownerReferences"] = [{"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "aw",
+        meta["ownerReferences"] = [{"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "name": "aw",
                                     "uid": "uid-aw", "controller": True}]
     spec: dict[str, Any] = {"parallelism": parallelism, "template": labelled(
         {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}, group or name)}
@@ -48,14 +49,14 @@ def a_pytorchjob(name: str = "pt", workers: int = 3) -> dict[str, Any]:
 
 
 def an_appwrapper(name: str, jobs: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    return {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
             "metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}"},
             "spec": {"components": [{"template": {k: v for k, v in job.items() if k != "metadata"}
                                      | {"metadata": {"name": job["metadata"]["name"]}}} for job in jobs]}}
 
 
 def min_member(job: dict[str, Any]) -> int | None:
-    desired = pg.desired_podgroup(job, JOB_KINDS[job["kind"]], TIMEOUT)
+    desired = pg.desired_podgroup(job, QUEUED[job["kind"]], TIMEOUT)
     return None if desired is None else desired["spec"]["minMember"]
 
 
@@ -75,7 +76,7 @@ def test_which_workloads_get_a_podgroup_and_how_big(job: dict[str, Any], expecte
 
 
 def test_the_podgroup_is_named_like_the_label_owned_by_the_workload_and_times_out_by_policy() -> None:
-    desired = pg.desired_podgroup(a_job("train"), JOB_KINDS["Job"], _dt.timedelta(minutes=2))
+    desired = pg.desired_podgroup(a_job("train"), QUEUED["Job"], _dt.timedelta(minutes=2))
     assert desired == {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
         "metadata": {"name": "train", "namespace": "team-a", "ownerReferences": [{

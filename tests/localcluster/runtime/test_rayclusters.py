@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from batchgate.kinds import RAYCLUSTER
 from localcluster.sim.rayclusters import head_service, reconcile_raycluster, worker_groups
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -66,6 +67,17 @@ def workers(count: int, **kw: Any) -> list[dict[str, Any]]:
 ])
 def test_desired_workers(cluster: dict[str, Any], expected: int) -> None:
     assert worker_groups(cluster["spec"])[0].desired == expected
+
+
+@pytest.mark.parametrize("cluster", [
+    pytest.param(a_cluster(3), id="single-host workers"),
+    pytest.param(a_cluster(2, hosts=4), id="multi-host workers"),
+])
+def test_the_pods_made_are_the_pods_the_kind_registry_counts(cluster: dict[str, Any]) -> None:
+    """The quota and gang of a RayCluster (batchgate/kinds/raycluster.py) are for the pods KubeRay makes.
+    (Unset replicas never reach either: the CRD defaults them to 0.)"""
+    counted = sum(pod_set.replicas for pod_set in RAYCLUSTER.pod_sets(cluster))
+    assert len(reconcile_raycluster(cluster, [], [], NOW).create_pods) == counted
 
 
 def test_a_new_cluster_gets_its_head_its_workers_and_the_head_service() -> None:

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.policy import DEFAULT_POLICY, parse_policy
 from webhook.rules import mutate, validate
 from webhook.rules.mutation import framework_settings
@@ -34,7 +35,7 @@ def test_a_pytorch_appwrapper_is_laid_out_and_its_pods_get_the_rendezvous_env() 
     aw = admitted(appwrapper("train", pytorchjob("train-ptj", masters=1, workers=2), framework="pytorch"))
     assert aw["spec"]["suspend"] is True
     wrapped = aw["spec"]["components"][0]["template"]
-    wrapped["metadata"]["ownerReferences"] = [{"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    wrapped["metadata"]["ownerReferences"] = [{"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
                                                "name": "train", "uid": "u", "controller": True}]
     wrapped = admitted(wrapped, user=APPWRAPPER_CONTROLLER)
     pods = [admitted({"apiVersion": "v1", "kind": "Pod", **pod}, user="system:serviceaccount:kubeflow:training-operator")

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import pytest
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.policy import DEFAULT_POLICY
 from webhook import rules
 from webhook.rules.ray_rules import ray_shape_errors
@@ -85,11 +86,11 @@ def test_alice_is_refused_a_raycluster_kuberay_cannot_run_as_counted() -> None:
 
 
 def test_a_wrapped_raycluster_is_checked_at_its_component_path() -> None:
-    aw = {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+    aw = {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
           "metadata": {"name": "aw", "namespace": "team-a"},
           "spec": {"components": [{"template": {**a_raycluster(lambda s: s.pop("headGroupSpec")),
                                                 "metadata": {"name": "rc"}}}]}}
-    mutated = rules.mutate(request(aw, keys.APPWRAPPER_GROUP, "AppWrapper"), DEFAULT_POLICY).object
-    verdict = rules.validate(request(mutated, keys.APPWRAPPER_GROUP, "AppWrapper"), DEFAULT_POLICY)
+    mutated = rules.mutate(request(aw, APPWRAPPER.group, "AppWrapper"), DEFAULT_POLICY).object
+    verdict = rules.validate(request(mutated, APPWRAPPER.group, "AppWrapper"), DEFAULT_POLICY)
     assert not verdict.allowed
     assert "spec.components[0].template.spec.headGroupSpec.template.spec.containers" in verdict.message

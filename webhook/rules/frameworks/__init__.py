@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER, JOB
 
 from ..review import GroupVersionKind
 from batchgate.frameworks.errors import FrameworkError
@@ -26,7 +27,7 @@ __all__ = [
     "apply_frameworks",
 ]
 
-_WORKLOAD_KINDS = {(keys.APPWRAPPER_GROUP, "AppWrapper"), ("batch", "Job")}
+_WORKLOAD_KINDS = {(k.group, k.kind) for k in (APPWRAPPER, JOB)}
 
 
 @dataclass(frozen=True)

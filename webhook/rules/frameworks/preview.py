@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER, JOB, PYTORCHJOB
 from batchgate.api.pod_templates import pod_template_locations
 
 from batchgate.frameworks.env import EnvList, framework_env
 from batchgate.frameworks.errors import FrameworkError
 from batchgate.frameworks.layout import Layout, Place, parse_layout
 
-_WORKLOADS = {(keys.APPWRAPPER_API_VERSION, "AppWrapper"), ("batch/v1", "Job")}
+_WORKLOADS = (APPWRAPPER, JOB)
 
 BATCHGATE = "batchgate"
 TRAINING_OPERATOR = "training operator"
@@ -56,12 +57,12 @@ def workload_layout(obj: dict[str, Any]) -> Layout | None:
 
 def operator_prefixes(obj: dict[str, Any]) -> frozenset[str]:
     """The host prefixes of the pods of an AppWrapper's PyTorchJobs, whose env the operator sets."""
-    spec = obj.get("spec") if obj.get("kind") == "AppWrapper" else None
+    spec = obj.get("spec") if obj.get("kind") == APPWRAPPER.kind else None
     components = spec.get("components") if isinstance(spec, dict) else None
     prefixes = set()
     for component in components if isinstance(components, list) else []:
         template = component.get("template") if isinstance(component, dict) else None
-        if isinstance(template, dict) and template.get("kind") == "PyTorchJob":
+        if isinstance(template, dict) and template.get("kind") == PYTORCHJOB.kind:
             for at in pod_template_locations(template):
                 prefix = _annotation(at.template, keys.HOST_PREFIX_ANNOTATION)
                 if isinstance(prefix, str):
@@ -92,7 +93,7 @@ def workload_pod_previews(obj: Any) -> list[dict[str, Any]]:
 
     Anything else, or a layout that does not parse (validation denies it), previews no pods.
     """
-    if not isinstance(obj, dict) or (obj.get("apiVersion"), obj.get("kind")) not in _WORKLOADS:
+    if not isinstance(obj, dict) or not any(kind.is_kind_of(obj) for kind in _WORKLOADS):
         return []
     try:
         layout = workload_layout(obj)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchgate import keys
+from batchgate.kinds import JOB, PYTORCHJOB
 
 from batchgate.frameworks.errors import FrameworkError
 from .fields import check_metadata, mapping_at, string_at
@@ -200,12 +201,12 @@ def appwrapper_topology(aw: dict[str, Any]) -> Topology:
         component = _map(component, f"spec.components[{i}]")
         template = _map(component.get("template"), base[:-1])
         kind = string_at(template, "kind", f"{base}kind")
-        api_version = string_at(template, "apiVersion", f"{base}apiVersion")
-        if kind == "Job" and api_version == "batch/v1":
+        string_at(template, "apiVersion", f"{base}apiVersion")  # must be a string
+        if JOB.is_kind_of(template):
             group, job_fills = indexed_job_group(template, base)
             groups.append(group)
             fills += job_fills
-        elif kind == "PyTorchJob" and api_version == keys.KUBEFLOW_API_VERSION:
+        elif PYTORCHJOB.is_kind_of(template):
             groups += pytorchjob_groups(template, base)
         elif kind in _POD_MAKING_KINDS or component.get("podSets"):
             raise FrameworkError(

@@ -12,12 +12,13 @@ import json
 from typing import Any
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER, PYTORCHJOB
 from webhook.rules.frameworks import FrameworkOutcome, FrameworkSettings, apply_frameworks
 from webhook.rules.review import GroupVersionKind
 
 POD = GroupVersionKind("", "v1", "Pod")
 JOB = GroupVersionKind("batch", "v1", "Job")
-APPWRAPPER = GroupVersionKind(keys.APPWRAPPER_GROUP, keys.APPWRAPPER_VERSION, "AppWrapper")
+APPWRAPPER = GroupVersionKind(APPWRAPPER.group, APPWRAPPER.version, "AppWrapper")
 
 SETTINGS = FrameworkSettings(
     pytorch_port=23456,
@@ -67,7 +68,7 @@ def pytorchjob(name: str, *, masters: int | None = 1, workers: int | None = 3) -
     for rtype, count in (("Master", masters), ("Worker", workers)):
         if count is not None:
             specs[rtype] = {"replicas": count, "template": pod_template(container="pytorch")}
-    return {"apiVersion": keys.KUBEFLOW_API_VERSION, "kind": "PyTorchJob", "metadata": {"name": name},
+    return {"apiVersion": PYTORCHJOB.api_version, "kind": "PyTorchJob", "metadata": {"name": name},
             "spec": {"pytorchReplicaSpecs": specs}}
 
 
@@ -75,7 +76,7 @@ def appwrapper(
     name: str, *components: dict[str, Any], framework: str | None = None, args: dict[str, Any] | str | None = None
 ) -> dict[str, Any]:
     aw: dict[str, Any] = {
-        "apiVersion": keys.APPWRAPPER_API_VERSION,
+        "apiVersion": APPWRAPPER.api_version,
         "kind": "AppWrapper",
         "metadata": {"name": name, "namespace": "team1"},
         "spec": {"components": [{"template": copy.deepcopy(c)} for c in components]},

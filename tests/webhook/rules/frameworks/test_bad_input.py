@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from tests.webhook.rules.frameworks.builders import (
     APPWRAPPER,
     JOB,
@@ -263,7 +264,7 @@ def test_a_job_the_appwrapper_controller_creates_is_not_laid_out_again() -> None
     wrapped = copy.deepcopy(aw["spec"]["components"][1]["template"])
     wrapped["metadata"]["labels"] = {keys.FRAMEWORK_LABEL: "pytorch", keys.ROLE_LABEL: "worker"}
     wrapped["metadata"]["ownerReferences"] = [
-        {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "aw", "uid": "u", "controller": True}
+        {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "name": "aw", "uid": "u", "controller": True}
     ]
     before = copy.deepcopy(wrapped)
     outcome = admit(wrapped, JOB, top_level=False)
@@ -274,7 +275,7 @@ def test_a_job_the_appwrapper_controller_creates_is_not_laid_out_again() -> None
 def test_a_job_that_only_names_an_appwrapper_owner_is_laid_out_as_its_own() -> None:
     job = indexed_job("j", 2, framework="pytorch")
     job["metadata"]["ownerReferences"] = [
-        {"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper", "name": "aw", "uid": "u", "controller": True}
+        {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper", "name": "aw", "uid": "u", "controller": True}
     ]
     outcome = admit(job, JOB)  # a user's request: the claimed owner changes nothing
     assert outcome.error is None and outcome.changes

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from batchgate import keys
+from batchgate.kinds import APPWRAPPER
 from batchgate.policy import DEFAULT_POLICY, parse_policy
 from tests.builders import APPWRAPPER_CONTROLLER, JOB_CONTROLLER, a_request
 from tests.upstream_corpus import corpus, upstream
@@ -57,7 +58,7 @@ def wrapped_children(aw: dict[str, Any]) -> list[dict[str, Any]]:
     for component in aw["spec"]["components"]:
         child = copy.deepcopy(component["template"])
         child["metadata"]["namespace"] = "team1"
-        child["metadata"]["ownerReferences"] = [{"apiVersion": keys.APPWRAPPER_API_VERSION, "kind": "AppWrapper",
+        child["metadata"]["ownerReferences"] = [{"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
                                                   "name": aw["metadata"]["name"], "uid": "aw-uid", "controller": True}]
         children.append(child)
     return children
