@@ -36,7 +36,12 @@ def _alt_name(name: str) -> x509.GeneralName:
 
 
 def self_signed(directory: Path, names: list[str], now: dt.datetime) -> ServingPair:
-    """Write `<directory>/serving.crt` and `serving.key`: a fresh ECDSA P-256 certificate for `names`."""
+    """`<directory>/serving.crt` and `serving.key`: kept when a pair there is still valid for `names`
+    (kube-apiserver keeps its `--cert-dir` pair, so a server restarted on the same directory is
+    trusted by the clients it had), else a fresh ECDSA P-256 certificate written there."""
+    pair = ServingPair(directory / "serving.crt", directory / "serving.key")
+    if _still_serves(pair, names, now):
+        return pair
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{names[0]}@{int(now.timestamp())}")])
     builder = x509.CertificateBuilder(
@@ -53,9 +58,21 @@ def self_signed(directory: Path, names: list[str], now: dt.datetime) -> ServingP
     )
     cert = builder.sign(key, hashes.SHA256())
     directory.mkdir(parents=True, exist_ok=True)
-    pair = ServingPair(directory / "serving.crt", directory / "serving.key")
     pair.key.touch(mode=0o600)
     pair.key.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return pair
+
+
+def _still_serves(pair: ServingPair, names: list[str], now: dt.datetime) -> bool:
+    try:
+        cert = x509.load_pem_x509_certificate(pair.cert.read_bytes())
+        key = serialization.load_pem_private_key(pair.key.read_bytes(), password=None)
+    except (OSError, ValueError):
+        return False
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    covered = all(_alt_name(name) in san for name in names)
+    matches = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo) \
+        == cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return covered and matches and cert.not_valid_before_utc <= now < cert.not_valid_after_utc - CLOCK_SKEW
