@@ -40,6 +40,9 @@ READY_SECONDS = 180.0  # Kueue bootstraps its certificates before it serves; slo
 KUBECTL_SECONDS = 120.0
 TOKEN_SECONDS = 24 * 3600
 APPWRAPPER_WEBHOOK_PORT = 9443  # fixed in the AppWrapper controller's main.go, not configurable
+# ... as is its webhook server's cert dir: controller-runtime's default under os.TempDir(), so the
+# controller gets a TMPDIR of its own and its cert rotator is pointed at the same directory
+SERVING_CERTS = Path("k8s-webhook-server") / "serving-certs"
 KUEUE_INTEGRATIONS = ("batch/job", "workload.codeflare.dev/appwrapper")
 NOT_INSTALLED = ("Deployment", "APIService", "ConfigMap")
 
@@ -218,13 +221,15 @@ class Peers:
                             "always serves its webhooks there; stop what holds it (another AppWrapper controller?)")
         objects = self._render(APPWRAPPER)
         ports = Ports(APPWRAPPER_WEBHOOK_PORT, free_port(), free_port())
-        cert_dir = self.workdir / "appwrapper" / "certs"
+        tmp = self.workdir / "appwrapper" / "tmp"
+        cert_dir = tmp / SERVING_CERTS
         config = appwrapper_config(upstream_config(objects, APPWRAPPER), ports, cert_dir)
         self._install([*installed_objects(objects, APPWRAPPER, f"127.0.0.1:{ports.webhook}"),
                        config_map(APPWRAPPER, config)])
         argv = [str(self.binaries["appwrapper"]), f"--config={APPWRAPPER.config_map}",
                 *upstream_args(objects, APPWRAPPER), f"--kubeconfig={self._kubeconfig(APPWRAPPER)}"]
-        return self._start(APPWRAPPER, objects, argv, ports, cert_dir, {"NAMESPACE": APPWRAPPER.namespace})
+        return self._start(APPWRAPPER, objects, argv, ports, cert_dir,
+                           {"NAMESPACE": APPWRAPPER.namespace, "TMPDIR": str(tmp)})
 
     def stop(self) -> None:
         for name in list(self.running)[::-1]:

@@ -53,8 +53,9 @@ _CAUSES = (
 
 
 def cause(log_tail: str) -> str:
-    """The one line of a failed program's log that says why, with a known cause named."""
-    lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
+    """The one line of a failed program's log that says why, with a known cause named. The frames
+of a Go stack trace (an indented file line, or a function name with no space) are not reasons."""
+    lines = [line.strip() for line in log_tail.splitlines() if " " in line.strip() and not line[:1].isspace()]
     for pattern, meaning in _CAUSES:
         for line in reversed(lines):
             if pattern.search(line):
