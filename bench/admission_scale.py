@@ -308,11 +308,17 @@ def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burs
                     scrapes)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def scenario_arguments(doc: str | None) -> argparse.ArgumentParser:
+    """The scenario's shape on the command line, for every runner of it."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cohorts", type=int, default=5)
     parser.add_argument("--queues", type=int, default=6, help="ClusterQueues per cohort")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of each class's workload count")
+    return parser
+
+
+def main() -> int:
+    parser = scenario_arguments(__doc__)
     parser.add_argument("--qps", type=float, default=50)
     parser.add_argument("--burst", type=int, default=100)
     args = parser.parse_args()

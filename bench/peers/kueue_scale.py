@@ -21,7 +21,6 @@ or does not start ends the run with one line; a run that does not finish says so
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import platform
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.admission_scale import (BASELINE, Run, follow, generate, mean_usage, proc_cpu_seconds,  # noqa: E402
-                                   proc_peak_rss_mb, setup)
+                                   proc_peak_rss_mb, scenario_arguments, setup)
 from controller.adapters.kube import RESOURCES, KubeClient  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
@@ -76,10 +75,7 @@ def own_requests(cluster: RealCluster) -> Counter[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cohorts", type=int, default=5)
-    parser.add_argument("--queues", type=int, default=6, help="ClusterQueues per cohort")
-    parser.add_argument("--scale", type=float, default=1.0, help="fraction of each class's workload count")
+    parser = scenario_arguments(__doc__)
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before the run counts as unfinished")
     args = parser.parse_args()
     control_plane = toolchain.locate()

@@ -164,38 +164,43 @@ def _admitted(workloads: dict[str, Any]) -> bool:
                for w in workloads["items"] for c in (w.get("status") or {}).get("conditions") or [])
 
 
-@pytest.mark.realcluster
-@pytest.mark.timeout(900)
-def test_kueue_admits_a_suspended_job_of_its_local_queue_and_unsuspends_it(
-        peer_cluster: tuple[RealCluster, Kubectl]) -> None:
-    _, kubectl = peer_cluster
-    namespace = _queues(kubectl)
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "train", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "team"}},
-           "spec": {"suspend": True, "template": {"spec": _pod_spec()}}}
-    kubectl("apply", "-f", "-", input=yaml.safe_dump(job))
-    eventually(lambda: _admitted(_get(kubectl, "workloads.v1beta1.kueue.x-k8s.io", "-n", namespace)),
-               "Kueue admits the Job's Workload", 120)
-    eventually(lambda: _get(kubectl, "job", "train", "-n", namespace)["spec"]["suspend"] is False,
-               "Kueue unsuspends the admitted Job", 60)
+def _job(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "train", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+            "spec": {"suspend": True, "template": {"spec": _pod_spec()}}}
+
+
+def _appwrapper(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+            "metadata": {"name": "wrapped", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+            "spec": {"components": [{"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "worker"},
+                                                  "spec": _pod_spec()}}]}}
+
+
+def _unsuspended(kubectl: Kubectl, namespace: str) -> bool:
+    return _get(kubectl, "job", "train", "-n", namespace)["spec"]["suspend"] is False
+
+
+def _running(kubectl: Kubectl, namespace: str) -> bool:
+    return (_get(kubectl, "appwrapper", "wrapped", "-n", namespace).get("status") or {}).get("phase") == "Running"
 
 
 @pytest.mark.realcluster
 @pytest.mark.timeout(900)
-def test_the_appwrapper_controller_runs_an_appwrapper_that_kueue_admits(
-        peer_cluster: tuple[RealCluster, Kubectl]) -> None:
+@pytest.mark.parametrize("make, then, what, seconds", [
+    (_job, _unsuspended, "Kueue unsuspends the admitted Job", 60),
+    (_appwrapper, _running, "the AppWrapper controller brings the admitted AppWrapper to Running", 180),
+], ids=["Kueue admits a suspended Job of its LocalQueue and unsuspends it",
+        "the AppWrapper controller runs an AppWrapper that Kueue admits"])
+def test_what_a_local_queue_is_given_kueue_admits_and_its_controller_runs(
+        peer_cluster: tuple[RealCluster, Kubectl], make: Callable[[str], dict[str, Any]],
+        then: Callable[[Kubectl, str], bool], what: str, seconds: float) -> None:
     _, kubectl = peer_cluster
     namespace = _queues(kubectl)
-    wrapper = {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
-               "metadata": {"name": "wrapped", "namespace": namespace,
-                            "labels": {"kueue.x-k8s.io/queue-name": "team"}},
-               "spec": {"components": [{"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "worker"},
-                                                     "spec": _pod_spec()}}]}}
-    kubectl("apply", "-f", "-", input=yaml.safe_dump(wrapper))
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(make(namespace)))
     eventually(lambda: _admitted(_get(kubectl, "workloads.v1beta1.kueue.x-k8s.io", "-n", namespace)),
-               "Kueue admits the AppWrapper's Workload", 120)
-    eventually(lambda: (_get(kubectl, "appwrapper", "wrapped", "-n", namespace).get("status") or {}).get(
-        "phase") == "Running", "the AppWrapper controller brings it to Running", 180)
+               "Kueue admits the Workload", 120)
+    eventually(lambda: then(kubectl, namespace), what, seconds)
 
 
 @pytest.mark.realcluster
