@@ -18,6 +18,7 @@ from localcluster.sim.endpoints import ADDRESS_ANNOTATION
 from realcluster import peers
 from realcluster.cluster import RealCluster
 from realcluster.peers import KUEUE, PeerError, Ports
+from realcluster.processes import port_taken
 from tests.e2e.test_install import eventually
 from tests.realcluster_fixtures import PEERS, PEERS_NOT_BUILT, new_real_cluster
 
@@ -115,6 +116,8 @@ def peer_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Rea
     AppWrapper controller and then Kueue started on it."""
     if PEERS is None:
         pytest.skip(PEERS_NOT_BUILT)
+    if port_taken(peers.APPWRAPPER_WEBHOOK_PORT):  # another run's AppWrapper controller on this machine
+        pytest.skip(f"port {peers.APPWRAPPER_WEBHOOK_PORT} is taken, where the AppWrapper controller must serve")
     with new_real_cluster(tmp_path_factory.mktemp("peers")) as cluster, peers.Peers(cluster, PEERS) as running:
         running.start_appwrapper()
         running.start_kueue()
