@@ -175,7 +175,6 @@ class RunningPeer:
     layout: Layout
     version: str
     ports: Ports
-    webhooks: list[tuple[str, str]]
 
 
 class Peers:
@@ -195,6 +194,7 @@ class Peers:
         self.binaries = found
         self.workdir = cluster.workdir / "peers"
         self.running: dict[str, RunningPeer] = {}
+        self.webhooks: list[tuple[str, str]] = []  # every one installed, removed at stop
 
     def __enter__(self) -> Peers:
         return self
@@ -213,7 +213,7 @@ class Peers:
         self._install(installed_objects(objects, KUEUE, f"127.0.0.1:{ports.webhook}"))
         argv = [str(self.binaries["kueue"]), f"--config={config_file}", *upstream_args(objects, KUEUE),
                 f"--kubeconfig={self._kubeconfig(KUEUE)}"]
-        return self._start(KUEUE, objects, argv, ports, cert_dir, {})
+        return self._start(KUEUE, argv, ports, cert_dir, {})
 
     def start_appwrapper(self) -> RunningPeer:
         if port_taken(APPWRAPPER_WEBHOOK_PORT):
@@ -228,15 +228,17 @@ class Peers:
                        config_map(APPWRAPPER, config)])
         argv = [str(self.binaries["appwrapper"]), f"--config={APPWRAPPER.config_map}",
                 *upstream_args(objects, APPWRAPPER), f"--kubeconfig={self._kubeconfig(APPWRAPPER)}"]
-        return self._start(APPWRAPPER, objects, argv, ports, cert_dir,
+        return self._start(APPWRAPPER, argv, ports, cert_dir,
                            {"NAMESPACE": APPWRAPPER.namespace, "TMPDIR": str(tmp)})
 
     def stop(self) -> None:
+        """Stop every peer, then remove every webhook configuration installed (also those of a peer
+        that did not start): with failurePolicy Fail they would refuse the cluster's writes."""
         for name in list(self.running)[::-1]:
-            peer = self.running.pop(name)
-            peer.program.stop()
-            for kind, webhook in peer.webhooks:
-                self._kubectl("delete", kind.lower(), webhook, "--ignore-not-found", "--wait=false")
+            self.running.pop(name).program.stop()
+        while self.webhooks:
+            kind, webhook = self.webhooks.pop()
+            self._kubectl("delete", kind.lower(), webhook, "--ignore-not-found", "--wait=false")
 
     # steps
 
@@ -251,6 +253,7 @@ class Peers:
 
     def _install(self, install: Sequence[Mapping[str, Any]]) -> None:
         """Server-side apply, as a user installs it; every CRD Established before the peer starts."""
+        self.webhooks += webhook_configurations(install)
         self._kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
                       input=yaml.safe_dump_all(install, sort_keys=False))
         crds = [f"crd/{o['metadata']['name']}" for o in install if o["kind"] == "CustomResourceDefinition"]
@@ -267,18 +270,18 @@ class Peers:
             raise PeerError(f"no token for {layout.namespace}/{layout.account}: {err}") from None
         return cluster.write_kubeconfig(layout.program, token)
 
-    def _start(self, layout: Layout, objects: Sequence[Mapping[str, Any]], argv: list[str], ports: Ports,
-               cert_dir: Path, env: Mapping[str, str]) -> RunningPeer:
+    def _start(self, layout: Layout, argv: list[str], ports: Ports, cert_dir: Path,
+               env: Mapping[str, str]) -> RunningPeer:
         program = self.programs[layout.program]
         process = Program(layout.program, argv, self.cluster.workdir / "logs" / f"{layout.program}.log",
                           f"http://127.0.0.1:{ports.health}/readyz", env={**toolchain.without_cluster_env(), **env})
-        peer = RunningPeer(process, layout, program.version, ports, webhook_configurations(objects))
+        peer = RunningPeer(process, layout, program.version, ports)
         self.running[layout.program] = peer
         process.start()
         try:
             self._mount_certificates(process, layout, cert_dir)
             process.wait_ready(READY_SECONDS)
-        except StartError as err:
+        except (StartError, SetupError) as err:
             raise PeerError(f"{layout.program} {program.version} did not start: {err}") from None
         return peer
 
