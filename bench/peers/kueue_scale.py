@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
-import re
 import shutil
 import ssl
 import sys
@@ -34,6 +33,8 @@ import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -58,9 +59,10 @@ def scrape(url: str, token: str, ca_file: str) -> str:
 def by_label(metrics: str, name: str, label: str) -> Counter[str]:
     """A counter's samples summed by one of its labels."""
     out: Counter[str] = Counter()
-    for labels, value in re.findall(rf"^{name}{{([^}}]*)}} (\S+)$", metrics, re.M):
-        found = re.search(rf'(?:^|,){label}="([^"]*)"', labels)
-        out[found.group(1) if found else ""] += float(value)
+    for family in text_string_to_metric_families(metrics):
+        for sample in family.samples:
+            if sample.name == name:
+                out[sample.labels.get(label, "")] += sample.value
     return out
 
 
