@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Go's usual home, for shells that did not put it on the PATH
 export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:,)$(PATH)
 
-.PHONY: demo test bench clean test-tools kube
+.PHONY: demo test bench clean test-tools kube peers
 
 # The editable install maps the product's packages (pyproject's include, what the wheel ships);
 # batchgate-checkout.pth puts the checkout itself on the path for the rest: the local cluster, the
@@ -40,6 +40,14 @@ test-tools:
 kube: $(STAMP)
 	@if command -v go >/dev/null 2>&1; then $(BIN)/python -m realcluster.toolchain; \
 	else echo "realcluster: Go is not installed, so the real control plane is not built: its tests are skipped and the demo runs on the stand-in (install Go 1.25+)"; fi
+
+# The peers that the benchmarks and differential tests run beside batchgate (docs/realcluster.md,
+# "Peers"): Kueue's manager and the AppWrapper controller from their Go modules at the versions in
+# realcluster/versions.env, into the same cache. Test tools only: not in the image, and not a
+# prerequisite of `make test` (a cold build takes minutes); their tests are skipped until built.
+peers: $(STAMP)
+	@command -v go >/dev/null 2>&1 || { echo "peers: Go is not installed, so Kueue and the AppWrapper controller cannot be built (install Go 1.26+)"; exit 2; }
+	$(BIN)/python -m realcluster.toolchain --peers
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

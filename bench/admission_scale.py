@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient  # noqa: E402
+from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
 from demo.kubectl import KUBECTL  # noqa: E402
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
@@ -121,15 +121,16 @@ def setup(client: KubeClient, cohorts: int, queues: int) -> list[str]:
     return names
 
 
-def workload(name: str, lq: str, cls: WorkloadClass) -> dict[str, Any]:
-    return {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name, "namespace": NAMESPACE,
+def workload(name: str, lq: str, cls: WorkloadClass, api: Resource = WL) -> dict[str, Any]:
+    return {"apiVersion": api.api_version, "kind": "Workload", "metadata": {"name": name, "namespace": NAMESPACE,
                                                                  "labels": {"bench/class": cls.name}},
             "spec": {"queueName": lq, "priority": cls.priority, "podSets": [{"name": "main", "count": 1, "template": {
                 "spec": {"restartPolicy": "Never", "containers": [
                     {"name": "c", "image": "pause", "resources": {"requests": {"cpu": str(cls.cpu)}}}]}}}]}}
 
 
-def generate(client: KubeClient, run: Run, queues: list[str], scale: float, t0: float) -> None:
+def generate(client: KubeClient, run: Run, queues: list[str], scale: float, t0: float, api: Resource = WL) -> None:
+    """Create the Workloads on the scenario's schedule (in `api`'s version)."""
     schedule = sorted(((i * cls.interval_ms / 1000, q, cls, i) for q in queues for cls in BASELINE
                        for i in range(max(1, round(cls.count * scale)))), key=lambda item: (item[0], item[1], item[3]))
     with ThreadPoolExecutor(4) as pool:
@@ -140,11 +141,11 @@ def generate(client: KubeClient, run: Run, queues: list[str], scale: float, t0: 
             name = f"{q}-{cls.name}-{i}"
             with run.lock:
                 run.tracked[name] = Tracked(cls, q, time.monotonic())
-            pool.submit(client.create, WL, workload(name, q, cls))
+            pool.submit(client.create, api, workload(name, q, cls, api))
 
 
-def follow(client: KubeClient, run: Run, total: int, done: threading.Event) -> None:
-    """Watch Workloads; finish each one its runtime after admission."""
+def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api: Resource = WL) -> None:
+    """Watch Workloads; finish each one its runtime after admission (reads and writes in `api`'s version)."""
     finisher = ThreadPoolExecutor(4)
 
     def finish(name: str, generation: int) -> None:
@@ -155,18 +156,19 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event) -> N
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         for _ in range(5):
             try:
-                current = client.get(WL, name, NAMESPACE)
+                current = client.get(api, name, NAMESPACE)
                 if not (current.get("status") or {}).get("admission"):
                     return
                 conditions = [c for c in current["status"].get("conditions", []) if c["type"] != "Finished"]
                 conditions.append({"type": "Finished", "status": "True", "reason": "Succeeded",
                                    "message": "bench", "lastTransitionTime": stamp})
-                client.patch(WL, name, NAMESPACE, {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                client.patch(api, name, NAMESPACE, {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
                                                    "status": {"conditions": conditions}}, subresource="status")
                 break
             except ApiError as exc:
-                if not exc.conflict:
-                    raise
+                if not exc.conflict:  # said, not raised: the finisher pool would swallow it
+                    print(f"finish {name}: {exc}", file=sys.stderr)
+                    return
         with run.lock:
             tracked.finished = time.monotonic()
             tracked.running = False
@@ -198,7 +200,7 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event) -> N
         timer.start()
 
     def relist() -> str:
-        listed = client.list(WL, NAMESPACE)
+        listed = client.list(api, NAMESPACE)
         for obj in listed["items"]:
             handle(obj)
         return listed["metadata"]["resourceVersion"]
@@ -206,7 +208,7 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event) -> N
     version = relist()
     while not done.is_set():
         try:
-            for event in client.watch(WL, NAMESPACE, version, 30):
+            for event in client.watch(api, NAMESPACE, version, 30):
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     raise ApiError(int(obj.get("code") or 500), str(obj.get("reason")), str(obj.get("message")))
@@ -306,11 +308,17 @@ def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burs
                     scrapes)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def scenario_arguments(doc: str | None) -> argparse.ArgumentParser:
+    """The scenario's shape on the command line, for every runner of it."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cohorts", type=int, default=5)
     parser.add_argument("--queues", type=int, default=6, help="ClusterQueues per cohort")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of each class's workload count")
+    return parser
+
+
+def main() -> int:
+    parser = scenario_arguments(__doc__)
     parser.add_argument("--qps", type=float, default=50)
     parser.add_argument("--burst", type=int, default=100)
     args = parser.parse_args()

@@ -14,7 +14,7 @@ from realcluster.cluster import RealCluster, RealClusterError
 
 def serve(args: argparse.Namespace, nodes: list[Any]) -> int:
     try:
-        binaries = toolchain.build(toolchain.load_versions(), toolchain.cache_root(),
+        binaries = toolchain.build(toolchain.programs(toolchain.load_versions()), toolchain.cache_root(),
                                    lambda line: print(line, flush=True))
         cluster = RealCluster(args.workdir, port=args.port, users_file=args.users_file, nodes=nodes,
                               run_images=args.run_image, binaries=binaries)

@@ -227,9 +227,13 @@ class RealCluster:
 
     def _component_kubeconfig(self, name: str) -> Path:
         assert self.pki is not None
+        return self.write_kubeconfig(name, self.pki.tokens[name])
+
+    def write_kubeconfig(self, name: str, token: str) -> Path:
+        """A kubeconfig (mode 0600) for one identity of this cluster, for a program run beside it."""
         path = self.workdir / "components" / f"{name}.kubeconfig"
         path.parent.mkdir(parents=True, exist_ok=True)
-        config = kubeconfig(self.url, self.ca_file.read_bytes(), {name: self.pki.tokens[name]}, current=name)
+        config = kubeconfig(self.url, self.ca_file.read_bytes(), {name: token}, current=name)
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         path.chmod(0o600)
         return path

@@ -16,7 +16,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,8 +53,9 @@ _CAUSES = (
 
 
 def cause(log_tail: str) -> str:
-    """The one line of a failed program's log that says why, with a known cause named."""
-    lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
+    """The one line of a failed program's log that says why, with a known cause named. The frames
+of a Go stack trace (an indented file line, or a function name with no space) are not reasons."""
+    lines = [line.strip() for line in log_tail.splitlines() if " " in line.strip() and not line[:1].isspace()]
     for pattern, meaning in _CAUSES:
         for line in reversed(lines):
             if pattern.search(line):
@@ -71,13 +72,15 @@ class Program:
     health_url: str
     ca_file: Path | None = None  # verify the health endpoint against this CA; None: no TLS check
     token: str = ""
+    env: Mapping[str, str] | None = None  # its whole environment; None: this process's
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> Program:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(list(self.argv), stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+                                            stdin=subprocess.DEVNULL, start_new_session=True,
+                                            env=None if self.env is None else dict(self.env))
         return self
 
     def running(self) -> bool:

@@ -1,6 +1,8 @@
 """Builds the real control plane's programs from their Go modules, once, into a cache outside the
 repository: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
-`k8s.io/kubernetes`, etcd from `go.etcd.io/etcd/server/v3`, at the versions in `versions.env`.
+`k8s.io/kubernetes`, etcd from `go.etcd.io/etcd/server/v3`, at the versions in `versions.env`; and,
+on request, the peers the benchmarks and differential tests run beside batchgate: Kueue's manager
+(`sigs.k8s.io/kueue`) and the AppWrapper controller (`github.com/project-codeflare/appwrapper`).
 
 Neither module can be `go install`ed: both replace their sibling modules with directories of
 their own repository. A small tools module per release requires the upstream module and points
@@ -9,7 +11,8 @@ the upstream go.mod, so a version bump is one line in `versions.env`. Binaries a
 their version (an unstamped one reports v0.0.0-master, which clients that parse it reject), and
 a cached binary is trusted only if it reports the version it was built for.
 
-`python -m realcluster.toolchain` builds what is missing, a progress line per program.
+`python -m realcluster.toolchain` builds what is missing, a progress line per program;
+`--peers` builds the peers instead (`make peers`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +32,8 @@ VERSIONS_FILE = Path(__file__).with_name("versions.env")
 CACHE_ENV = "BATCHGATE_CACHE"
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
+KUEUE_MODULE = "sigs.k8s.io/kueue"
+APPWRAPPER_MODULE = "github.com/project-codeflare/appwrapper"
 BUILD_DATE = "2026-01-01T00:00:00Z"  # fixed, so two builds of one release are the same program
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 MODULE_DOWNLOAD_SECONDS = 600
@@ -43,13 +48,15 @@ class ToolchainError(Exception):
 class Versions:
     kubernetes: str
     etcd: str
+    kueue: str
+    appwrapper: str
 
     def minor(self) -> str:
         """Kubernetes' minor version: '35' for v1.35.4."""
         return self.kubernetes.split(".")[1]
 
 
-_KEYS = {"KUBERNETES": "kubernetes", "ETCD": "etcd"}
+_KEYS = {"KUBERNETES": "kubernetes", "ETCD": "etcd", "KUEUE": "kueue", "APPWRAPPER": "appwrapper"}
 _SEMVER = re.compile(r"^v\d+\.\d+\.\d+$")
 
 
@@ -84,29 +91,54 @@ def load_versions(path: Path = VERSIONS_FILE) -> Versions:
 
 @dataclass(frozen=True)
 class Program:
-    """One binary of the control plane: where it is built from and how it proves its version."""
+    """One binary to build: where it is built from, what its build stamps, how it proves its version."""
 
     name: str
     module: str
     version: str
     package: str
     version_args: tuple[str, ...]
-    reports: str  # what `name version_args` prints when it is this version
+    reports: str  # a line of what `name version_args` prints contains this when it is this version
     family: str  # the release it belongs to: its cache directory is FAMILY-VERSION
+    stamps: tuple[str, ...] = ()  # `-X package.variable=value` link flags that record the version
 
     def key(self) -> str:
         return f"{self.family}-{self.version}"
 
 
+def kubernetes_stamps(version: str) -> tuple[str, ...]:
+    """The release in component-base's and client-go's version variables."""
+    major, minor = version.removeprefix("v").split(".")[:2]
+    return tuple(f"{package}.{name}={value}" for package in VERSION_PACKAGES for name, value in (
+        ("gitVersion", version), ("gitMajor", major), ("gitMinor", minor),
+        ("gitTreeState", "clean"), ("buildDate", BUILD_DATE)))
+
+
 def programs(versions: Versions) -> tuple[Program, ...]:
+    """The control plane's programs."""
+    stamps = kubernetes_stamps(versions.kubernetes)
     kube = [Program(name, KUBERNETES_MODULE, versions.kubernetes, f"{KUBERNETES_MODULE}/cmd/{name}", ("--version",),
-                    f"Kubernetes {versions.kubernetes}", "kubernetes")
+                    f"Kubernetes {versions.kubernetes}", "kubernetes", stamps)
             for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")]
     kubectl = Program("kubectl", KUBERNETES_MODULE, versions.kubernetes, f"{KUBERNETES_MODULE}/cmd/kubectl",
-                      ("version", "--client"), f"Client Version: {versions.kubernetes}", "kubernetes")
+                      ("version", "--client"), f"Client Version: {versions.kubernetes}", "kubernetes", stamps)
     etcd = Program("etcd", ETCD_MODULE, versions.etcd, ETCD_MODULE, ("--version",),
                    f"etcd Version: {versions.etcd.removeprefix('v')}", "etcd")
     return (*kube, kubectl, etcd)
+
+
+def peer_programs(versions: Versions) -> tuple[Program, ...]:
+    """The peers. Neither has a version flag: each logs its stamped version as it starts and then
+    stops for want of a cluster (Kueue: --kubeconfig names an empty file) or of a namespace (the
+    AppWrapper controller without NAMESPACE), so that start is its version check."""
+    kueue = Program("kueue", KUEUE_MODULE, versions.kueue, f"{KUEUE_MODULE}/cmd/kueue", ("--kubeconfig", os.devnull),
+                    f'"gitVersion":"{versions.kueue}"', "kueue",
+                    (f"{KUEUE_MODULE}/pkg/version.GitVersion={versions.kueue}",
+                     f"{KUEUE_MODULE}/pkg/version.BuildDate={BUILD_DATE}"))
+    appwrapper = Program("appwrapper", APPWRAPPER_MODULE, versions.appwrapper, f"{APPWRAPPER_MODULE}/cmd", (),
+                         f'"version": "{versions.appwrapper}"', "appwrapper",
+                         (f"main.BuildVersion={versions.appwrapper}", f"main.BuildDate={BUILD_DATE}"))
+    return (kueue, appwrapper)
 
 
 def cache_root(environ: Mapping[str, str] = os.environ) -> Path:
@@ -175,14 +207,8 @@ def parse_go_version(text: str) -> tuple[int, int, int]:
 
 
 def ldflags(program: Program) -> str:
-    """Strip symbols and stamp the release into component-base's and client-go's version."""
-    if program.module != KUBERNETES_MODULE:
-        return "-s -w"
-    major, minor = program.version.removeprefix("v").split(".")[:2]
-    stamps = [f"-X {package}.{name}={value}" for package in VERSION_PACKAGES for name, value in (
-        ("gitVersion", program.version), ("gitMajor", major), ("gitMinor", minor),
-        ("gitTreeState", "clean"), ("buildDate", BUILD_DATE))]
-    return " ".join(["-s", "-w", *stamps])
+    """Strip symbols and stamp the release where the program reports it."""
+    return " ".join(["-s", "-w", *(f"-X {stamp}" for stamp in program.stamps)])
 
 
 # running Go ---------------------------------------------------------------------------------------
@@ -207,58 +233,81 @@ def _run_go(go: str, args: list[str], cwd: Path, env: Mapping[str, str], timeout
     return subprocess.run([go, *args], cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout)
 
 
-def upstream_go_mod(go: str, module: str, version: str, workdir: Path, env: Mapping[str, str]) -> str:
-    """The go.mod of `module@version`, from the module proxy (kept in GOMODCACHE)."""
+def _download(go: str, module: str, version: str, workdir: Path, env: Mapping[str, str], field: str) -> Path:
+    """`field` (GoMod or Dir) of `module@version` fetched from the module proxy into GOMODCACHE."""
     done = _run_go(go, ["mod", "download", "-json", f"{module}@{version}"], workdir, env, MODULE_DOWNLOAD_SECONDS)
     try:
         info = json.loads(done.stdout or "{}")
     except json.JSONDecodeError:
         info = {}
-    if done.returncode != 0 or info.get("Error") or not info.get("GoMod"):
+    if done.returncode != 0 or info.get("Error") or not info.get(field):
         why = (str(info.get("Error") or "").strip() or done.stderr.strip() or "no answer").splitlines()[0]
         raise ToolchainError(f"the Go module proxy did not give {module}@{version} ({why}): "
                              f"set a served version in {VERSIONS_FILE.name} (`go list -m -versions {module}`)")
-    return Path(info["GoMod"]).read_text()
+    return Path(info[field])
+
+
+def upstream_go_mod(go: str, module: str, version: str, workdir: Path, env: Mapping[str, str]) -> str:
+    """The go.mod of `module@version`, from the module proxy (kept in GOMODCACHE)."""
+    return _download(go, module, version, workdir, env, "GoMod").read_text()
+
+
+def module_source(program: Program, cache: Path) -> Path:
+    """The read-only source tree of a program's module in GOMODCACHE (its manifests live there)."""
+    return _download(go_binary(), program.module, program.version, _module_dir(cache, program.module, program.version),
+                     go_env(), "Dir")
+
+
+_CLUSTER_ENV = ("KUBECONFIG", "NAMESPACE", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+
+
+def without_cluster_env(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """This environment less what would point a peer at a cluster or namespace other than the one
+    it is given (a version check must reach none)."""
+    return {k: v for k, v in environ.items() if k not in _CLUSTER_ENV}
 
 
 def reported_version(path: Path, program: Program) -> str:
-    """What a binary says its version is; '' if it does not run."""
+    """The line of a binary's output that states its version (its first line if none does);
+    '' if it does not run."""
     try:
         done = subprocess.run([str(path), *program.version_args], capture_output=True, text=True,
-                              timeout=VERSION_CHECK_SECONDS)
+                              timeout=VERSION_CHECK_SECONDS, env=without_cluster_env(), stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr).strip() else ""
+    lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    return next((line for line in lines if program.reports in line), lines[0] if lines else "")
 
 
 def is_current(path: Path, program: Program) -> bool:
-    return path.exists() and reported_version(path, program).startswith(program.reports)
+    return path.exists() and program.reports in reported_version(path, program)
 
 
-def missing(versions: Versions, cache: Path) -> list[Program]:
-    """Programs not yet built at these versions (a cached binary of another version counts)."""
-    return [p for p in programs(versions) if not is_current(binary_path(p, cache), p)]
+def missing(chosen: Sequence[Program], cache: Path) -> list[Program]:
+    """Programs not yet built at their versions (a cached binary of another version counts)."""
+    return [p for p in chosen if not is_current(binary_path(p, cache), p)]
 
 
-def locate(versions: Versions | None = None, cache: Path | None = None) -> dict[str, Path] | None:
-    """Every program's cached binary, or None if any is missing or of another version."""
-    versions = versions or load_versions()
+def locate(versions: Versions | None = None, cache: Path | None = None,
+           which: Callable[[Versions], tuple[Program, ...]] = programs) -> dict[str, Path] | None:
+    """Every chosen program's cached binary (the control plane's unless `which` says otherwise),
+    or None if any is missing or of another version."""
+    chosen = which(versions or load_versions())
     cache = cache or cache_root()
-    if missing(versions, cache):
+    if missing(chosen, cache):
         return None
-    return {p.name: binary_path(p, cache) for p in programs(versions)}
+    return {p.name: binary_path(p, cache) for p in chosen}
 
 
-def build(versions: Versions, cache: Path, say: Callable[[str], None] = print) -> dict[str, Path]:
-    """Build every program that is missing; the path of each. A ToolchainError on bad input."""
-    todo = missing(versions, cache)
-    every = programs(versions)
-    for program in every:
+def build(chosen: Sequence[Program], cache: Path, say: Callable[[str], None] = print) -> dict[str, Path]:
+    """Build every chosen program that is missing; the path of each. A ToolchainError on bad input."""
+    todo = missing(chosen, cache)
+    for program in chosen:
         if program not in todo:
             say(f"realcluster: {program.name} {program.version} is cached ({binary_path(program, cache)})")
     if todo:
         go = go_binary()
-        check_go(go, versions, cache)
+        check_go(go, todo, cache)
     for index, program in enumerate(todo, start=1):
         path = binary_path(program, cache)
         if path.exists():
@@ -269,14 +318,14 @@ def build(versions: Versions, cache: Path, say: Callable[[str], None] = print) -
         started = time.monotonic()
         _build_one(go, program, cache)
         say(f"realcluster: {program.name} built in {time.monotonic() - started:.0f} s")
-    return {p.name: binary_path(p, cache) for p in every}
+    return {p.name: binary_path(p, cache) for p in chosen}
 
 
-def check_go(go: str, versions: Versions, cache: Path) -> None:
+def check_go(go: str, todo: Sequence[Program], cache: Path) -> None:
     """Go must be at least what every module to build asks for."""
     done = subprocess.run([go, "version"], capture_output=True, text=True, timeout=VERSION_CHECK_SECONDS)
     have = parse_go_version(done.stdout)
-    for module, version in ((KUBERNETES_MODULE, versions.kubernetes), (ETCD_MODULE, versions.etcd)):
+    for module, version in sorted({(p.module, p.version) for p in todo}):
         workdir = _module_dir(cache, module, version)
         require_go(have, minimum_go(upstream_go_mod(go, module, version, workdir, go_env())), f"{module}@{version}")
 
@@ -318,12 +367,16 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         versions = load_versions()
+        if args not in ([], ["--check"], ["--peers"]):
+            raise ToolchainError(f"unknown arguments {' '.join(args)!r}: give none (the control plane), "
+                                 "--check, or --peers (Kueue and the AppWrapper controller)")
         if args == ["--check"]:
-            absent = missing(versions, cache_root())
+            absent = missing(programs(versions), cache_root())
             for program in absent:
                 print(f"realcluster: {program.name} {program.version} is not built (make test builds it)")
             return 1 if absent else 0
-        build(versions, cache_root(), lambda line: print(line, flush=True))
+        chosen = peer_programs(versions) if args == ["--peers"] else programs(versions)
+        build(chosen, cache_root(), lambda line: print(line, flush=True))
     except ToolchainError as err:
         print(f"realcluster: {err}", file=sys.stderr)
         return 2

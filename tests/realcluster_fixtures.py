@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,8 @@ from realcluster.cluster import RealCluster
 
 BINARIES = toolchain.locate()
 NOT_BUILT = "the real control plane is not built (make test builds it; it needs Go 1.25+)"
+PEERS = toolchain.locate(which=toolchain.peer_programs)
+PEERS_NOT_BUILT = "Kueue and the AppWrapper controller are not built (make peers builds them; it needs Go 1.26+)"
 MARK = "realcluster"
 NODES = """
 - name: gpu
@@ -37,11 +40,16 @@ def real_kubectl() -> str:
     return str(BINARIES["kubectl"])
 
 
-@pytest.fixture(scope="session")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+def new_real_cluster(workdir: Path) -> RealCluster:
+    """A real cluster with the suite's nodes (not started); skips the test where it is not built."""
     if BINARIES is None:
         pytest.skip(NOT_BUILT)
-    with RealCluster(tmp_path_factory.mktemp("realcluster"), nodes=parse_nodes_file(NODES), binaries=BINARIES) as cluster:
+    return RealCluster(workdir, nodes=parse_nodes_file(NODES), binaries=BINARIES)
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    with new_real_cluster(tmp_path_factory.mktemp("realcluster")) as cluster:
         yield cluster
 
 

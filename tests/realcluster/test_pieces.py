@@ -34,7 +34,12 @@ def test_the_token_file_gives_each_user_its_uid_and_groups_without_authenticated
     ("I0101 one\nE0101 error: unable to load server certificate\nI0101 two\n",
      "E0101 error: unable to load server certificate"),
     ("", "no output"),
-], ids=["a taken port is named", "a locked etcd data dir is named", "else the last error line", "an empty log"])
+    ('2026-11-29T07:51:23Z\tERROR\tsetup\tproblem starting manager\t{"error": "open /tmp/x/tls.crt: no such file"}\n'
+     "sigs.k8s.io/controller-runtime/pkg/log.(*delegatingLogSink).Error\n\t/go/pkg/mod/log/deleg.go:142\n"
+     "github.com/go-logr/logr.Logger.Error\nmain.main\n",
+     '2026-11-29T07:51:23Z\tERROR\tsetup\tproblem starting manager\t{"error": "open /tmp/x/tls.crt'),
+], ids=["a taken port is named", "a locked etcd data dir is named", "else the last error line", "an empty log",
+        "a Go stack trace after the error is not the reason"])
 def test_a_failed_program_is_explained_by_one_line_of_its_log(log: str, expected: str) -> None:
     assert cause(log).startswith(expected)
 

@@ -12,7 +12,9 @@ import pytest
 from realcluster import toolchain
 from realcluster.toolchain import ToolchainError, Versions
 
-GOOD = "# comment\nKUBERNETES=v1.35.4\n\nETCD=v3.6.16  # trailing comment\n"
+GOOD = "# comment\nKUBERNETES=v1.35.4\n\nETCD=v3.6.16  # trailing comment\nKUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\n"
+VERSIONS = Versions("v1.35.4", "v3.6.16", "v0.17.0", "v1.2.2")
+PEERS = "KUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\n"
 
 
 def test_the_versions_file_in_the_repo_parses() -> None:
@@ -21,16 +23,20 @@ def test_the_versions_file_in_the_repo_parses() -> None:
 
 
 def test_versions_are_read_with_comments_and_blank_lines() -> None:
-    assert toolchain.parse_versions(GOOD, "v.env") == Versions("v1.35.4", "v3.6.16")
+    assert toolchain.parse_versions(GOOD, "v.env") == VERSIONS
 
 
 @pytest.mark.parametrize("text, message", [
-    ("KUBERNETES=v1.35.4\n", "v.env: no ETCD= line"),
+    ("KUBERNETES=v1.35.4\n" + PEERS, "v.env: no ETCD= line"),
+    ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=v0.17.0\n", "v.env: no APPWRAPPER= line"),
     ("KUBERNETES=1.35.4\nETCD=v3.6.16\n", "v.env:1: KUBERNETES must be a release such as v1.35.4, got '1.35.4'"),
+    ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=0.17\n", "v.env:3: KUEUE must be a release such as v1.35.4, got '0.17'"),
     ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUBERNETES=v1.34.0\n", "v.env:3: KUBERNETES is given twice"),
-    ("KUBE=v1.35.4\n", "v.env:1: expected one of KUBERNETES=vX.Y.Z, ETCD=vX.Y.Z, got 'KUBE=v1.35.4'"),
-    ("KUBERNETES=v2.0.0\nETCD=v3.6.16\n", "v.env: KUBERNETES must be a v1.x release, got v2.0.0"),
-], ids=["a missing key is named", "a version without its v is refused with the line",
+    ("KUBE=v1.35.4\n", "v.env:1: expected one of KUBERNETES=vX.Y.Z, ETCD=vX.Y.Z, KUEUE=vX.Y.Z, APPWRAPPER=vX.Y.Z, "
+                       "got 'KUBE=v1.35.4'"),
+    ("KUBERNETES=v2.0.0\nETCD=v3.6.16\n" + PEERS, "v.env: KUBERNETES must be a v1.x release, got v2.0.0"),
+], ids=["a missing key is named", "a missing peer is named", "a version without its v is refused with the line",
+        "a peer's version without its v is refused with the line",
         "a key given twice is refused at its second line", "an unknown key is refused with the line",
         "a Kubernetes that is not 1.x is refused"])
 def test_bad_versions_files_are_one_line_each(text: str, message: str) -> None:
@@ -81,18 +87,32 @@ def test_sibling_versions(module: str, version: str, sibling: str) -> None:
 
 
 def test_kubernetes_programs_are_stamped_with_their_release_in_both_version_packages() -> None:
-    apiserver = next(p for p in toolchain.programs(Versions("v1.35.4", "v3.6.16")) if p.name == "kube-apiserver")
+    apiserver = next(p for p in toolchain.programs(VERSIONS) if p.name == "kube-apiserver")
     flags = toolchain.ldflags(apiserver)
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
         assert f"-X {package}.gitVersion=v1.35.4" in flags
         assert f"-X {package}.gitMajor=1" in flags and f"-X {package}.gitMinor=35" in flags
 
 
+@pytest.mark.parametrize("name, stamp", [
+    ("kueue", "-X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.17.0"),
+    ("appwrapper", "-X main.BuildVersion=v1.2.2"),
+], ids=["Kueue's manager is stamped where it logs its gitVersion",
+        "the AppWrapper controller is stamped where it logs its build version"])
+def test_peers_are_stamped_with_their_release(name: str, stamp: str) -> None:
+    peer = next(p for p in toolchain.peer_programs(VERSIONS) if p.name == name)
+    assert stamp in toolchain.ldflags(peer)
+    assert toolchain.ldflags(peer).startswith("-s -w")
+
+
 def test_each_program_has_its_own_cache_path_keyed_by_its_release(tmp_path: Path) -> None:
-    paths = {p.name: toolchain.binary_path(p, tmp_path) for p in toolchain.programs(Versions("v1.35.4", "v3.6.16"))}
+    paths = {p.name: toolchain.binary_path(p, tmp_path)
+             for p in toolchain.programs(VERSIONS) + toolchain.peer_programs(VERSIONS)}
     assert paths["kube-apiserver"] == tmp_path / "realcluster" / "kubernetes-v1.35.4" / "kube-apiserver"
     assert paths["kubectl"].parent == paths["kube-apiserver"].parent
     assert paths["etcd"] == tmp_path / "realcluster" / "etcd-v3.6.16" / "etcd"
+    assert paths["kueue"] == tmp_path / "realcluster" / "kueue-v0.17.0" / "kueue"
+    assert paths["appwrapper"] == tmp_path / "realcluster" / "appwrapper-v1.2.2" / "appwrapper"
 
 
 @pytest.mark.parametrize("environ, expected", [
@@ -132,15 +152,26 @@ def _fake_binary(path: Path, prints: str) -> None:
 
 
 def test_a_cached_binary_of_another_version_counts_as_missing(tmp_path: Path) -> None:
-    versions = Versions("v1.35.4", "v3.6.16")
-    by_name = {p.name: p for p in toolchain.programs(versions)}
+    chosen = toolchain.programs(VERSIONS)
+    by_name = {p.name: p for p in chosen}
     for program in by_name.values():
         _fake_binary(toolchain.binary_path(program, tmp_path), program.reports)
-    assert toolchain.missing(versions, tmp_path) == []
-    assert toolchain.locate(versions, tmp_path) is not None
+    assert toolchain.missing(chosen, tmp_path) == []
+    assert toolchain.locate(VERSIONS, tmp_path) is not None
     _fake_binary(toolchain.binary_path(by_name["kube-apiserver"], tmp_path), "Kubernetes v1.34.0")
-    assert [p.name for p in toolchain.missing(versions, tmp_path)] == ["kube-apiserver"]
-    assert toolchain.locate(versions, tmp_path) is None
+    assert [p.name for p in toolchain.missing(chosen, tmp_path)] == ["kube-apiserver"]
+    assert toolchain.locate(VERSIONS, tmp_path) is None
+
+
+def test_a_peer_is_current_when_a_line_of_its_start_log_names_its_version(tmp_path: Path) -> None:
+    kueue, appwrapper = toolchain.peer_programs(VERSIONS)
+    path = toolchain.binary_path(kueue, tmp_path)
+    _fake_binary(path, '{"level":"info","msg":"Initializing","gitVersion":"v0.17.0"}')
+    path.write_text(path.read_text().replace("#!/bin/sh\n", "#!/bin/sh\necho 'flag parsing'\n"))
+    assert toolchain.reported_version(path, kueue) == '{"level":"info","msg":"Initializing","gitVersion":"v0.17.0"}'
+    _fake_binary(toolchain.binary_path(appwrapper, tmp_path), 'INFO setup Build info {"version": "v1.2.1"}')
+    assert toolchain.missing((kueue, appwrapper), tmp_path) == [appwrapper]
+    assert toolchain.locate(VERSIONS, tmp_path, toolchain.peer_programs) is None
 
 
 @pytest.mark.skipif(toolchain.shutil.which("go") is None, reason="needs Go and the module proxy")
@@ -163,3 +194,10 @@ def test_check_reports_each_missing_program_in_one_line(tmp_path: Path, capsys: 
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 5
     assert all(line.startswith("realcluster: ") and line.endswith("is not built (make test builds it)") for line in lines)
+
+
+def test_unknown_arguments_are_one_line_that_names_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    assert toolchain.main(["--peer"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("realcluster: unknown arguments '--peer': give none (the control plane), --check, "
+                   "or --peers (Kueue and the AppWrapper controller)\n")
