@@ -5,14 +5,16 @@ A cycle is `admission_cycle` — the same code `batchgate simulate` runs: it tak
 decides, and records the outcome in the state (each admission *assumed* at once, so the next
 cycle cannot hand the same quota out again; victims marked Evicted; flavor progress kept). This
 loop only turns the returned Effects into writes to the Workloads' `/status`; an admission whose
-write fails is forgotten (its quota released, the workload queued again). Until an admission is
+write fails is forgotten (its quota released, the workload queued again). A wake-up finds
+nothing to do while the state is settled (`QuotaState.settled`: no change since a cycle that
+changed nothing), so echoes of the loop's own writes and ticks cost no cycle. Until an admission is
 seen coming back, a watch event of its Workload older than the write (the echo of a pending
 reason written just before, delivered late) is held back: fed to the state, it would undo the
 assumption and hand the quota out twice (as in Kueue, a pending-to-pending update leaves the
 cache's assumed workload alone). Victims keep their
 quota until their job is stopped and its pods are gone (the job integration then clears the
 admission); a Workload without an owner has no pods to wait for, so its quota is released here
-at once.
+with the write that evicts it, or when its eviction is observed.
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ class AdmissionLoop:
                         self._all_dirty = self._all_dirty or changed
                     elif self.state.is_pending(key := f"{change.key.namespace}/{change.key.name}"):
                         self._dirty.add(key)
+                    else:
+                        self._release_if_ownerless(key, obj)
             self._bad.discard((kind, str(change.key)))
         except FieldError as exc:
             if (kind, str(change.key)) not in self._bad and obj is not None:
@@ -170,6 +174,8 @@ class AdmissionLoop:
         now = self.clock.now()
         started = self.clock.monotonic()
         with self._lock:
+            if self.state.settled:
+                return False
             effects = admission_cycle(self.state, now)
             self._admitting.update((admission.admit.workload, None) for admission in effects.admitted)
             self._dirty.update(effects.requeued)
@@ -192,7 +198,6 @@ class AdmissionLoop:
         for evict, cluster_queue in drained:
             self.metrics.evicted(cluster_queue, evict.reason)
         self._carry_out(effects, now)
-        self._release_ownerless(now)
         return effects.changed
 
     def _carry_out(self, effects: Effects, now: Any) -> None:
@@ -317,14 +322,13 @@ class AdmissionLoop:
             return
         self.metrics.kueue.reserved_and_admitted(admit.cluster_queue, waited)
 
-    def _release_ownerless(self, now: Any) -> None:
-        with self._lock:
-            evicted = [key for key, held in self.state.admitted.items() if held.evicted]
-        for key in evicted:
-            observed = self._observed(key)
-            if (observed is not None and controller_owner(observed) is None and is_true(observed, keys.COND_EVICTED)
-                    and (observed.get("status") or {}).get("admission")):
-                self.writes.submit(key, URGENT, partial(self._write_release, key, now))
+    def _release_if_ownerless(self, key: str, observed: Mapping[str, Any]) -> None:
+        """Under the lock: a victim without an owner, its eviction on the API, has no pods to wait
+        for: its release is written now (a release already written makes no second write)."""
+        held = self.state.admitted.get(key)
+        if (held is not None and held.evicted and controller_owner(observed) is None
+                and is_true(observed, keys.COND_EVICTED) and (observed.get("status") or {}).get("admission")):
+            self.writes.submit(key, URGENT, partial(self._write_release, key, self.clock.now()))
 
     def _write_cluster_queues(self, now: Any, floor: float) -> None:
         with self._lock:
