@@ -47,6 +47,7 @@ from controller.state.quota_state import QUOTA_KINDS, QuotaState
 log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
 URGENT = float("-inf")  # evictions and releases go first: a preemptor is waiting for them
+BACKOFF = (0.001, 0.1)  # Kueue's scheduler: after a cycle admitting nothing, 1 ms doubling to 100 ms
 NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message before a cycle looked at it
 
 
@@ -74,6 +75,7 @@ class AdmissionLoop:
         self._admitting: dict[str, int | None] = {}
         self._late: dict[str, Mapping[str, Any]] = {}
         self.writes = WritePool("admission-write", writers)
+        self._backoff = 0.0  # the pause after the last cycle; none after an admission
         self._loop = CycleLoop("admission", self.cycle, is_leader, wait=lambda: tick)
         self._flusher = CycleLoop("status-flush", self._flush, is_leader, wait=lambda: status_interval)
 
@@ -184,6 +186,9 @@ class AdmissionLoop:
             preemptions = kueue_metrics.preemptions(self.state, effects) if self.metrics.kueue else {}
             drained = [(evict, self.state.admitted[evict.workload].cluster_queue) for evict in effects.drained]
         took = self.clock.monotonic() - started
+        self._backoff = 0.0 if effects.admitted else min(BACKOFF[1], max(BACKOFF[0], 2 * self._backoff))
+        if self._backoff:
+            self._loop.hold_off(self._backoff)
         self.metrics.cycle_duration.observe(took)
         kueue = self.metrics.kueue  # None with --no-kueue-metrics
         if kueue is not None and (result := kueue_metrics.attempt_result(effects)) is not None:
