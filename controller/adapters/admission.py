@@ -5,14 +5,16 @@ A cycle is `admission_cycle` — the same code `batchgate simulate` runs: it tak
 decides, and records the outcome in the state (each admission *assumed* at once, so the next
 cycle cannot hand the same quota out again; victims marked Evicted; flavor progress kept). This
 loop only turns the returned Effects into writes to the Workloads' `/status`; an admission whose
-write fails is forgotten (its quota released, the workload queued again). Until an admission is
+write fails is forgotten (its quota released, the workload queued again). A wake-up finds
+nothing to do while the state is settled (`QuotaState.settled`: no change since a cycle that
+changed nothing), so echoes of the loop's own writes and ticks cost no cycle. Until an admission is
 seen coming back, a watch event of its Workload older than the write (the echo of a pending
 reason written just before, delivered late) is held back: fed to the state, it would undo the
 assumption and hand the quota out twice (as in Kueue, a pending-to-pending update leaves the
 cache's assumed workload alone). Victims keep their
 quota until their job is stopped and its pods are gone (the job integration then clears the
 admission); a Workload without an owner has no pods to wait for, so its quota is released here
-at once.
+with the write that evicts it, or when its eviction is observed.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from controller.state.quota_state import QUOTA_KINDS, QuotaState
 log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
 URGENT = float("-inf")  # evictions and releases go first: a preemptor is waiting for them
+BACKOFF = (0.001, 0.1)  # Kueue's scheduler: after a cycle admitting nothing, 1 ms doubling to 100 ms
 NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message before a cycle looked at it
 
 
@@ -72,6 +75,7 @@ class AdmissionLoop:
         self._admitting: dict[str, int | None] = {}
         self._late: dict[str, Mapping[str, Any]] = {}
         self.writes = WritePool("admission-write", writers)
+        self._backoff = 0.0  # the pause after the last cycle; none after an admission
         self._loop = CycleLoop("admission", self.cycle, is_leader, wait=lambda: tick)
         self._flusher = CycleLoop("status-flush", self._flush, is_leader, wait=lambda: status_interval)
 
@@ -93,6 +97,8 @@ class AdmissionLoop:
                         self._all_dirty = self._all_dirty or changed
                     elif self.state.is_pending(key := f"{change.key.namespace}/{change.key.name}"):
                         self._dirty.add(key)
+                    else:
+                        self._release_if_ownerless(key, obj)
             self._bad.discard((kind, str(change.key)))
         except FieldError as exc:
             if (kind, str(change.key)) not in self._bad and obj is not None:
@@ -170,6 +176,8 @@ class AdmissionLoop:
         now = self.clock.now()
         started = self.clock.monotonic()
         with self._lock:
+            if self.state.settled:
+                return False
             effects = admission_cycle(self.state, now)
             self._admitting.update((admission.admit.workload, None) for admission in effects.admitted)
             self._dirty.update(effects.requeued)
@@ -178,6 +186,9 @@ class AdmissionLoop:
             preemptions = kueue_metrics.preemptions(self.state, effects) if self.metrics.kueue else {}
             drained = [(evict, self.state.admitted[evict.workload].cluster_queue) for evict in effects.drained]
         took = self.clock.monotonic() - started
+        self._backoff = 0.0 if effects.admitted else min(BACKOFF[1], max(BACKOFF[0], 2 * self._backoff))
+        if self._backoff:
+            self._loop.hold_off(self._backoff)
         self.metrics.cycle_duration.observe(took)
         kueue = self.metrics.kueue  # None with --no-kueue-metrics
         if kueue is not None and (result := kueue_metrics.attempt_result(effects)) is not None:
@@ -192,7 +203,6 @@ class AdmissionLoop:
         for evict, cluster_queue in drained:
             self.metrics.evicted(cluster_queue, evict.reason)
         self._carry_out(effects, now)
-        self._release_ownerless(now)
         return effects.changed
 
     def _carry_out(self, effects: Effects, now: Any) -> None:
@@ -317,14 +327,13 @@ class AdmissionLoop:
             return
         self.metrics.kueue.reserved_and_admitted(admit.cluster_queue, waited)
 
-    def _release_ownerless(self, now: Any) -> None:
-        with self._lock:
-            evicted = [key for key, held in self.state.admitted.items() if held.evicted]
-        for key in evicted:
-            observed = self._observed(key)
-            if (observed is not None and controller_owner(observed) is None and is_true(observed, keys.COND_EVICTED)
-                    and (observed.get("status") or {}).get("admission")):
-                self.writes.submit(key, URGENT, partial(self._write_release, key, now))
+    def _release_if_ownerless(self, key: str, observed: Mapping[str, Any]) -> None:
+        """Under the lock: a victim without an owner, its eviction on the API, has no pods to wait
+        for: its release is written now (a release already written makes no second write)."""
+        held = self.state.admitted.get(key)
+        if (held is not None and held.evicted and controller_owner(observed) is None
+                and is_true(observed, keys.COND_EVICTED) and (observed.get("status") or {}).get("admission")):
+            self.writes.submit(key, URGENT, partial(self._write_release, key, self.clock.now()))
 
     def _write_cluster_queues(self, now: Any, floor: float) -> None:
         with self._lock:

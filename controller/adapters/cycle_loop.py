@@ -2,13 +2,16 @@
 
 A loop is one thread that runs its `step` when woken, or when `wait()` seconds pass, and only
 while this process leads. A step that reports a change runs again at once (back to back, as
-Kueue's scheduler loop does); a step that fails is logged and retried after `retry_after`.
+Kueue's scheduler loop does) unless it asked the loop to `hold_off` (Kueue's backoff after a
+cycle that admitted nothing: the events of the pause are then taken in one step); a step that
+fails is logged and retried after `retry_after`.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Callable
 
 from controller.adapters.writer import NotLeader
@@ -24,9 +27,14 @@ class CycleLoop:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._not_before = 0.0  # time.monotonic() before which no step starts
 
     def wake(self) -> None:
         self._wake.set()
+
+    def hold_off(self, seconds: float) -> None:
+        """The next step starts no sooner than `seconds` from now (called from a step)."""
+        self._not_before = time.monotonic() + seconds
 
     @property
     def stopped(self) -> bool:
@@ -49,7 +57,7 @@ class CycleLoop:
             if self._stop.is_set() or not self.is_leader():
                 continue
             try:
-                while self.step() and not self._stop.is_set():
+                while not self._pause() and self.step() and not self._stop.is_set():
                     pass
             except NotLeader:
                 continue
@@ -57,3 +65,8 @@ class CycleLoop:
                 log.exception("%s step failed; retrying in %.1fs", self.name, self.retry_after)
                 self._stop.wait(self.retry_after)
                 self._wake.set()
+
+    def _pause(self) -> bool:
+        """Wait out a hold-off; True if the loop was stopped meanwhile."""
+        delay = self._not_before - time.monotonic()
+        return delay > 0 and self._stop.wait(delay)

@@ -114,6 +114,12 @@ class PendingQueues:
         elif queue.preemptor == workload:
             queue.preemptor = None
 
+    def preemption_of(self, workload: str) -> tuple[str | None, bool]:
+        """The preemptor of `workload`'s queue and whether it is sticky: what orders its next heads."""
+        cq = self.where.get(workload)
+        queue = self.queues.get(cq) if cq is not None else None
+        return (None, False) if queue is None else (queue.preemptor, queue.sticky)
+
     def is_preemptor(self, workload: str) -> bool:
         cq = self.where.get(workload)
         return cq is not None and self.queues[cq].preemptor == workload

@@ -4,6 +4,11 @@ It is fed object by object (as a watch would feed it) and by the effects of deci
 (`assume`, `mark_evicted`, `release`). Every quota-freeing event moves the parked workloads of
 the affected cohort back into their heaps, as Kueue's queue manager does. Nothing here decides
 who gets quota; `controller.decisions.quota.admission` does, reading this state.
+
+`settled` tells whether another cycle would repeat the last one exactly: a cycle that changed
+none of its own inputs marks the state settled (`mark_settled`), and any change made from outside
+a cycle (an object observed, a release, a policy switch) unsettles it, so a loop can run cycles
+only when one may decide something new.
 """
 
 from __future__ import annotations
@@ -98,6 +103,18 @@ class QuotaState:
     draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
     generation: dict[str, int] = field(default_factory=dict)  # per ClusterQueue, for FlavorProgress
     flavor_progress: dict[str, FlavorProgress] = field(default_factory=dict)
+    # the fair-sharing policy the last cycle ran under, if it changed nothing; None once anything changed
+    _settled_under: FairSharing | None = None
+
+    # --- whether a cycle can decide anything new -----------------------------------------------
+    @property
+    def settled(self) -> bool:
+        """Nothing changed since a cycle that changed none of its inputs: another would repeat it."""
+        return self._settled_under == self.fair_sharing
+
+    def mark_settled(self, settled: bool) -> None:
+        """Called once per cycle by `apply_cycle`: whether that cycle left its inputs as they were."""
+        self._settled_under = self.fair_sharing if settled else None
 
     # --- lookups -----------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -177,11 +194,12 @@ class QuotaState:
             raise FieldError("kind", f"must be one of {', '.join(QUOTA_KINDS)}, got {kind!r}")
 
     # Each put returns early (False) when the spec it models is unchanged (a status update, a
-    # resync), so only real changes bump generations and move parked workloads back.
+    # resync), so only real changes bump generations, move parked workloads back and unsettle.
     def put_namespace(self, name: str, labels: Mapping[str, str]) -> bool:
         if self.namespaces.get(name) == dict(labels):
             return False
         self.namespaces[name] = dict(labels)
+        self._settled_under = None
         self._unpark_all()
         return True
 
@@ -189,6 +207,7 @@ class QuotaState:
         if self.flavors.get(flavor.name) == flavor:
             return False
         self.flavors[flavor.name] = flavor
+        self._settled_under = None
         self._inactive.clear()
         self._unpark_all()
         return True
@@ -197,6 +216,7 @@ class QuotaState:
         if self.priority_classes.get(wpc.name) == wpc:
             return False
         self.priority_classes[wpc.name] = wpc
+        self._settled_under = None
         return True
 
     def put_cluster_queue(self, cq: ClusterQueue) -> bool:
@@ -204,6 +224,7 @@ class QuotaState:
         if old == cq:
             return False
         self.cluster_queues[cq.name] = cq
+        self._settled_under = None
         self._inactive.clear()
         self._track_draining()
         self.book.set_cluster_queue(cq)
@@ -223,6 +244,7 @@ class QuotaState:
         if self.local_queues.get((lq.namespace, lq.name)) == lq:
             return False
         self.local_queues[(lq.namespace, lq.name)] = lq
+        self._settled_under = None
         self._track_draining()
         for key in [k for k, info in self.workloads.items()
                     if (info.namespace, info.queue_name) == (lq.namespace, lq.name) and self.is_pending(k)]:
@@ -239,13 +261,19 @@ class QuotaState:
         info = self._info(wl)
         finished = wl.is_true(keys.COND_FINISHED)
         held = None if finished or not wl.holds_quota else self._held_from(wl, info)
+        if previous == info and finished and wl.key in self.finished:
+            return False  # still finished
         if previous == info and not finished and wl.key not in self.finished:
             old = self.admitted.get(wl.key)
             if held is None and old is None:
                 return False  # still pending where it waits
             if held is not None and old is not None and (held.cluster_queue, held.usage) == (old.cluster_queue, old.usage):
-                self._set_held(replace(held, evicted=held.evicted or old.evicted))
+                held = replace(held, evicted=held.evicted or old.evicted)
+                self._set_held(held)
+                if held != old:  # what preemption reads (eviction, reservation time) changed
+                    self._settled_under = None
                 return held.evicted and not old.evicted
+        self._settled_under = None
         if previous is not None:
             self.forget(wl.key)
         self.workloads[wl.key] = info
@@ -289,6 +317,7 @@ class QuotaState:
     def assume(self, workload: str, cluster_queue: str, usage: Mapping[tuple[str, str], int],
                flavors: Mapping[str, Mapping[str, str]], now: _dt.datetime) -> None:
         """Record an admission; the caller writes it to the API and calls `forget` on failure."""
+        self._settled_under = None
         if workload in self.admitted:
             raise ValueError(f"workload {workload} already holds quota")
         self.pending.remove(workload)
@@ -300,6 +329,7 @@ class QuotaState:
 
     def mark_evicted(self, workload: str) -> bool:
         """Evicted=True: it still holds quota until its pods are gone. False if already so."""
+        self._settled_under = None
         held = self.admitted[workload]
         if held.evicted:
             return False
@@ -308,6 +338,7 @@ class QuotaState:
 
     def release(self, workload: str, *, requeue: bool) -> None:
         """Quota is freed (eviction completed, finished, deleted); the cohort's parked work returns."""
+        self._settled_under = None
         held = self.admitted.pop(workload, None)
         self.flavor_progress.pop(workload, None)
         if held is not None:
@@ -320,6 +351,7 @@ class QuotaState:
             self._route(workload)
 
     def finish(self, workload: str) -> None:
+        self._settled_under = None
         self.release(workload, requeue=False)
         self.pending.remove(workload)
         self.blocked.pop(workload, None)
@@ -328,6 +360,7 @@ class QuotaState:
 
     def forget(self, workload: str) -> None:
         """The workload is gone (deleted, or replaced by a newer observation)."""
+        self._settled_under = None
         self.release(workload, requeue=False)
         self.flavor_progress.pop(workload, None)
         self.pending.remove(workload)
@@ -343,6 +376,7 @@ class QuotaState:
         return progress
 
     def set_progress(self, workload: str, progress: FlavorProgress | None) -> None:
+        self._settled_under = None
         if progress is None:
             self.flavor_progress.pop(workload, None)
         else:
@@ -355,6 +389,7 @@ class QuotaState:
         """Where a head that was not admitted waits; one that issued preemptions is its queue's
         preemptor (and, in a BestEffortFIFO queue, stays the head) until admitted or requeued for
         another reason."""
+        self._settled_under = None
         self.messages[workload] = message
         cq = self.cluster_queues.get(self.pending.where.get(workload, ""))
         self.pending.set_preemptor(workload, preempting, cq is not None and cq.queueing_strategy != "StrictFIFO")
@@ -363,6 +398,7 @@ class QuotaState:
 
     # --- queue movement ----------------------------------------------------------------------
     def unpark_cohort(self, cluster_queue: str) -> None:
+        self._settled_under = None
         for member in list(self.book.cohort_members(cluster_queue)):
             self._unpark(member)
         self._unpark(cluster_queue)

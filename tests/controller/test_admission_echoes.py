@@ -24,7 +24,7 @@ from batchgate.clock import FakeClock
 from batchgate.policy import DEFAULT_POLICY
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.events import EventRecorder
-from controller.adapters.kube import ApiError
+from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
@@ -137,3 +137,31 @@ def test_an_admission_whose_write_failed_is_forgotten_and_the_workload_waits_aga
     w.cycle()
     assert w.admitted() == []
     assert w.loop.state.is_pending("ns/w") and "ns/w" not in w.loop.state.admitted
+
+
+def test_the_echoes_of_the_loops_own_writes_cost_no_cycle(world: Callable[..., HeldWatch]) -> None:
+    """Issue 29: a wake-up that finds the state settled runs no cycle; a change that may make a
+    head admissible (here a new workload) runs one."""
+    w = world()
+    w.api.put(workload("big", cpu=8, created=2))  # can never fit: parked
+    while w.loop.cycle():
+        assert w.loop.writes.join(timeout=30)
+    w.loop.write_status(w.clock.now())  # the pending reasons and queue status, echoed back
+    assert w.loop.writes.join(timeout=30)
+    cycles = w.loop.cycles
+    for _ in range(3):
+        w.cycle()
+    assert w.admitted() == ["w"] and w.loop.cycles == cycles
+    w.api.put(workload("small", cpu=0, created=3))
+    w.cycle()
+    assert w.loop.cycles == cycles + 1
+
+
+def test_an_ownerless_workload_seen_evicted_while_holding_quota_is_released_without_a_cycle(
+        world: Callable[..., HeldWatch]) -> None:
+    w = world()
+    w.api.put(workload("old", cpu=1, created=0, admitted_to="cq", evicted=True))
+    assert w.loop.writes.join(timeout=30)
+    released = w.api.get(RESOURCES["Workload"], "old", "ns")
+    assert not (released.get("status") or {}).get("admission") and w.loop.cycles == 0
+    assert "ns/old" not in w.loop.state.admitted

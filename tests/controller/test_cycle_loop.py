@@ -4,6 +4,7 @@ steps back to back while they change something, only while leading, and again af
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable, Iterator
 
 import pytest
@@ -56,6 +57,28 @@ def test_one_wake_runs(running: Callable[..., CycleLoop], script: list[object], 
     eventually(lambda: step.taken >= steps, what=f"{steps} steps")
     loop.stop()
     assert step.taken == steps
+
+
+def test_a_step_that_holds_off_runs_again_only_after_the_pause() -> None:
+    """Kueue's backoff after a cycle that admitted nothing: the next step waits, a wake does not cut it short."""
+    started: list[float] = []
+
+    def step() -> bool:
+        started.append(time.monotonic())
+        if len(started) == 1:
+            loop.hold_off(0.3)
+        return len(started) == 1
+
+    loop = CycleLoop("test", step, lambda: True, wait=lambda: QUIET)
+    loop.start()
+    try:
+        loop.wake()
+        eventually(lambda: len(started) >= 1, what="the first step")
+        loop.wake()
+        eventually(lambda: len(started) >= 2, what="the step after the pause")
+        assert started[1] - started[0] >= 0.3
+    finally:
+        loop.stop()
 
 
 def test_nothing_runs_while_another_process_leads() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from controller.decisions.quota.flavor_assignment import FIT, NO_FIT, PREEMPT, FlavorAssignment, assign_flavors
 from controller.decisions.quota.outcomes import Admit, CycleResult, Preempt, PreemptionTarget, QueueName, Requeue
@@ -108,12 +109,21 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
         entry.cause = NAMESPACE_MISMATCH
         return entry
 
+    searched: dict[tuple[tuple[tuple[tuple[str, str], int], ...], frozenset[tuple[str, str]]], list[PreemptionTarget]] = {}
+
+    def targets_for(usage: Mapping[tuple[str, str], int], needs: frozenset[tuple[str, str]]) -> list[PreemptionTarget]:
+        """A search leaves the view as it found it, so one nomination makes each search once (the
+        oracle's single-resource search is most often the one the preemption needs again)."""
+        key = (tuple(sorted(usage.items())), needs)
+        if key not in searched:
+            searched[key] = get_targets(info, cq, usage, needs, state, view, now)
+        return list(searched[key])
+
     def reclaim_possible(fr: tuple[str, str], value: int) -> bool:
         """Kueue's preemption oracle: room can be made without touching this queue's own work."""
         if view.borrowing_with(cq.name, fr, value):
             return False
-        targets = get_targets(info, cq, {fr: value}, frozenset({fr}), state, view, now)
-        return all(t.cluster_queue != cq.name for t in targets)
+        return all(t.cluster_queue != cq.name for t in targets_for({fr: value}, frozenset({fr})))
 
     fair = state.fair_sharing.enable
     entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair,
@@ -123,8 +133,7 @@ def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime
     if fair and entry.assignment.mode != NO_FIT:
         entry.share = view.dominant_resource_share(cq.name, entry.assignment.usage)
     if entry.assignment.mode == PREEMPT:
-        entry.targets = get_targets(info, cq, entry.assignment.usage, entry.assignment.needs_preemption,
-                                    state, view, now)
+        entry.targets = targets_for(entry.assignment.usage, entry.assignment.needs_preemption)
     return entry
 
 

@@ -6,6 +6,10 @@ active ClusterQueue, runs Kueue's cycle (`run_cycle`, which only reads) and then
 which records the outcome in the in-memory state — admissions assumed, victims marked Evicted,
 where flavor assignment resumes, where each head waits — and returns the `Effects` the caller
 carries out: the controller writes them to the API, the simulation reports them. No I/O here.
+
+A cycle that leaves every input of the next one as it found it (nothing admitted, evicted or
+parked; flavor progress and preemptors unchanged) marks the state settled: until something else
+changes it, another cycle would decide exactly the same, so the controller runs none.
 """
 
 from __future__ import annotations
@@ -70,14 +74,18 @@ def apply_cycle(state: QuotaState, result: CycleResult, now: _dt.datetime, drain
         for target in preempt.targets:
             if state.mark_evicted(target.workload):
                 preempted.append(Preemption(target, preempt.preemptor, uid))
-    resumed = False
+    resumed = moved = False
     for key, progress in result.flavor_progress.items():
         resumed = resumed or (progress is not None and progress.pending_flavors)
+        moved = moved or state.flavor_progress.get(key) != progress
         state.set_progress(key, progress)
     parked = False
     for requeue in result.requeue:
-        before = state.pending.state_of(requeue.workload)
+        before = state.pending.state_of(requeue.workload), state.pending.preemption_of(requeue.workload)
         state.requeue(requeue.workload, requeue.queue, requeue.reason, preempting=requeue.preempting)
-        parked = parked or (before == "active" and requeue.queue == "inadmissible")
+        parked = parked or (before[0] == "active" and requeue.queue == "inadmissible")
+        moved = moved or before != (state.pending.state_of(requeue.workload), state.pending.preemption_of(requeue.workload))
+    changed = bool(admitted or preempted or drained or parked or resumed)
+    state.mark_settled(not (changed or moved))
     return Effects(tuple(admitted), tuple(preempted), drained, tuple(r.workload for r in result.requeue),
-                   result.skipped_preemptions, bool(admitted or preempted or drained or parked or resumed))
+                   result.skipped_preemptions, changed)

@@ -20,21 +20,27 @@ RESOURCES = ("cpu", "nvidia.com/gpu")
 
 
 @st.composite
-def queue_specs(draw: st.DrawFn, name: str) -> dict:
+def queue_specs(draw: st.DrawFn, name: str, flavors: tuple[str, ...] = ("default",),
+                nominals: st.SearchStrategy[int] = st.integers(0, 10)) -> dict:
+    """A ClusterQueue with quota in each of `flavors` (several: flavor assignment goes on to the next)."""
     in_cohort = draw(st.booleans())
-    quotas = {}
-    for res in RESOURCES:
-        nominal = draw(st.integers(0, 10))
-        borrow = draw(st.one_of(st.none(), st.integers(0, 10))) if in_cohort else None
-        lend = draw(st.one_of(st.none(), st.integers(0, nominal))) if in_cohort else None
-        quotas[res] = quota(nominal, borrow=borrow, lend=lend)
+    quotas: dict[str, dict] = {}
+    for name_of_flavor in flavors:
+        quotas[name_of_flavor] = {}
+        for res in RESOURCES:
+            nominal = draw(nominals)
+            borrow = draw(st.one_of(st.none(), st.integers(0, 10))) if in_cohort else None
+            lend = draw(st.one_of(st.none(), st.integers(0, nominal))) if in_cohort else None
+            quotas[name_of_flavor][res] = quota(nominal, borrow=borrow, lend=lend)
     reclaim = draw(st.sampled_from(["Never", "LowerPriority", "Any"])) if in_cohort else "Never"
     return cluster_queue(
-        name, group({"default": quotas}), cohort="c" if in_cohort else "",
+        name, group(quotas), cohort="c" if in_cohort else "",
         strategy=draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
         within=draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
         reclaim=reclaim,
         borrow_within=draw(st.sampled_from(["Never", "LowerPriority"])) if reclaim != "Never" else None,
+        when_can_borrow=draw(st.sampled_from([None, "TryNextFlavor"])) if len(flavors) > 1 else None,
+        when_can_preempt=draw(st.sampled_from([None, "TryNextFlavor"])) if len(flavors) > 1 else None,
     )
 
 
