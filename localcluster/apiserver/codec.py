@@ -27,19 +27,11 @@ CUSTOM_PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 
-_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
-_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
-
-
-def parse_bool(value: str | None, name: str) -> bool:
-    """Go's strconv.ParseBool; an empty or absent value is false."""
-    if value is None or value == "":
-        return False
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax (query parameter {name})')
+def parse_bool(value: str | None) -> bool:
+    """A boolean query parameter as apimachinery converts one (Convert_Slice_string_To_bool): absent,
+    "0" or "false" (any case) is false, every other value, the empty one included, true. Never an
+    error: kube-apiserver takes `?watch=maybe` for a watch."""
+    return value is not None and value != "0" and value.lower() != "false"
 
 
 def parse_int(value: str | None, name: str) -> int | None:

@@ -78,7 +78,7 @@ class ApiServer:
         if method == "GET":
             if target.subresource == "log":
                 return await pod_logs.serve(self, ctx)
-            if not target.subresource and reads.is_watch(ctx):
+            if not target.name and not target.subresource and reads.is_watch(ctx):  # a GET of one object ignores ?watch
                 return await watching.watch(self, ctx)
             if not target.name:
                 return reads.list_objects(self, ctx)
