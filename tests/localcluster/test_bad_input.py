@@ -53,7 +53,6 @@ CM_PATH = "/api/v1/namespaces/default/configmaps"
     pytest.param("GET", "/apis/nope.example.com/v1", None, None, 404, "NotFound", id="an unknown group"),
     pytest.param("GET", CM_PATH + "?watch=true&resourceVersion=abc", None, None, 400, "BadRequest",
                  id="a garbage watch resourceVersion"),
-    pytest.param("GET", CM_PATH + "?watch=maybe", None, None, 400, "BadRequest", id="a watch flag Go cannot parse"),
     pytest.param("GET", CM_PATH + "?labelSelector=a%20in%20b", None, None, 400, "BadRequest", id="a malformed label selector"),
     pytest.param("GET", CM_PATH + "?fieldSelector=spec.nodeName%3Dx", None, None, 400, "BadRequest",
                  id="a field selector the resource does not support"),
@@ -142,24 +141,40 @@ def test_a_watch_from_a_version_the_server_never_reached_is_told_it_is_too_large
     assert event["object"]["message"].startswith("Too large resource version: 999999999, current: ")
 
 
-def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
+@pytest.mark.parametrize(("seconds", "expected"), [
+    pytest.param(4, ["BOOKMARK"], id="a watch of 4 s gets a bookmark 2 s before its end"),
+    pytest.param(1, [], id="a watch of 1 s ends before any bookmark is due"),
+])
+def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: LocalCluster, namespace: str,
+                                      seconds: int, expected: list[str]) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     listed = http.get(url(local_cluster, path), timeout=TIMEOUT).json()
-    reply = http.get(url(local_cluster, f"{path}?watch=true&allowWatchBookmarks=true&timeoutSeconds=1"
+    reply = http.get(url(local_cluster, f"{path}?watch=true&allowWatchBookmarks=true&timeoutSeconds={seconds}"
                                         f"&resourceVersion={listed['metadata']['resourceVersion']}"), timeout=TIMEOUT)
     events = [json.loads(line) for line in reply.text.splitlines()]
-    assert [e["type"] for e in events] == ["BOOKMARK"]
-    assert events[0]["object"]["kind"] == "ConfigMap" and events[0]["object"]["metadata"]["resourceVersion"]
+    assert [e["type"] for e in events] == expected
+    assert all(e["object"]["kind"] == "ConfigMap" and e["object"]["metadata"]["resourceVersion"] for e in events)
 
 
-def test_a_watch_on_one_object_sees_only_that_object(http: requests.Session, local_cluster: LocalCluster,
-                                                    namespace: str) -> None:
+def test_a_watch_on_one_object_is_a_field_selected_watch_and_watch_on_its_url_is_a_get(
+        http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     for name in ("one", "other"):
         http.post(url(local_cluster, path), json={"metadata": {"name": name}}, timeout=TIMEOUT)
-    reply = http.get(url(local_cluster, f"{path}/one?watch=true&timeoutSeconds=1"), timeout=TIMEOUT)
+    reply = http.get(url(local_cluster, f"{path}?watch=true&timeoutSeconds=1&fieldSelector=metadata.name%3Done"),
+                     timeout=TIMEOUT)
     assert [(json.loads(line)["type"], json.loads(line)["object"]["metadata"]["name"])
             for line in reply.text.splitlines()] == [("ADDED", "one")]
+    got = http.get(url(local_cluster, f"{path}/one?watch=true"), timeout=TIMEOUT).json()
+    assert (got["kind"], got["metadata"]["name"]) == ("ConfigMap", "one")
+
+
+def test_any_watch_flag_but_false_or_0_starts_a_watch(http: requests.Session, local_cluster: LocalCluster) -> None:
+    """Query booleans convert as apimachinery's do: `watch=maybe` is a watch, not a bad request."""
+    watched = http.get(url(local_cluster, f"{CM_PATH}?watch=maybe&timeoutSeconds=1"), timeout=TIMEOUT)
+    assert watched.status_code == 200 and all(json.loads(line)["type"] == "ADDED" for line in watched.text.splitlines())
+    listed = http.get(url(local_cluster, f"{CM_PATH}?watch=False"), timeout=TIMEOUT).json()
+    assert listed["kind"] == "ConfigMapList"
 
 
 def test_lists_page_with_limit_and_continue(http: requests.Session, local_cluster: LocalCluster, namespace: str) -> None:
@@ -213,7 +228,7 @@ content_types = st.sampled_from(["application/json", "application/yaml", "applic
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(method=st.sampled_from(["POST", "PUT", "PATCH", "DELETE", "GET"]), path=paths, content_type=content_types,
-       body=json_values, query=st.sampled_from(["", "?dryRun=All", "?watch=1&timeoutSeconds=0", "?fieldManager=fuzz",
+       body=json_values, query=st.sampled_from(["", "?dryRun=All", "?watch=1&timeoutSeconds=1", "?fieldManager=fuzz",
                                                 "?fieldValidation=Strict", "?limit=1"]))
 def test_no_request_is_answered_with_a_server_error(http: requests.Session, local_cluster: LocalCluster, method: str,
                                                     path: str, content_type: str, body: object, query: str) -> None:
