@@ -73,9 +73,13 @@ def _protobuf(body: bytes) -> Any:
         from localcluster.apiserver import protobuf
     except ImportError:
         raise unsupported_media_type(PROTOBUF, [JSON, YAML]) from None
+    if not body.startswith(protobuf.MAGIC):  # not protobuf at all: kube-apiserver's decoder refuses it, 400
+        summary = body[:30].hex() + (" ..." if len(body) > 30 else "")  # as its summarizeData shows a body
+        raise bad_request("the object provided is unrecognized: provided data does not appear to be a protobuf "
+                          f"message, expected prefix [107 56 115 0] ({summary})")
     try:
         return protobuf.decode(body)
-    except protobuf.ProtobufError as exc:
+    except protobuf.ProtobufError as exc:  # protobuf the stand-in cannot read (a kind it does not decode)
         raise ApiError(415, "UnsupportedMediaType",
                        f"the body of the request was in an unknown format - accepted media types include: "
                        f"{JSON}, {YAML}, {PROTOBUF}: {exc}") from None

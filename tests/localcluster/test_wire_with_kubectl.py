@@ -318,7 +318,8 @@ def test_a_server_dry_run_of_each_verb_is_admitted_as_dry_and_changes_nothing(
         kubectl: Kubectl, namespace: str, stub: WebhookStub, webhooks: Callable[..., None], tmp_path: Any,
         args: list[str], stdin: str | None, operation: str) -> None:
     kubectl("-n", namespace, "create", "configmap", "cm", "--from-literal=a=1")
-    kubectl("-n", namespace, "create", "service", "clusterip", "api", "--tcp=80:8080")
+    # A LoadBalancer: kube-apiserver refuses loadBalancer status on any other type of Service
+    kubectl("-n", namespace, "create", "service", "loadbalancer", "api", "--tcp=80:8080")
     kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx", "--replicas=0")
     (tmp_path / "cm.yaml").write_text(json.dumps(CONFIGMAP))
     (tmp_path / "kustomization.yaml").write_text(f"namespace: {namespace}\nresources: [cm.yaml]\n")
@@ -381,14 +382,16 @@ def test_webhooks_see_the_impersonated_user(kubectl: Kubectl, namespace: str, st
 
 
 def test_server_side_apply_of_status_through_the_subresource(kubectl: Kubectl, namespace: str) -> None:
-    kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx")
-    status = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-              "spec": {"replicas": 7}, "status": {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1}}
+    # A LoadBalancer Service: no controller writes its status on a control plane without a cloud provider
+    # (a Deployment's is rewritten by kube-controller-manager's at once)
+    kubectl("-n", namespace, "create", "service", "loadbalancer", "web", "--tcp=80:8080")
+    status = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+              "spec": {"sessionAffinity": "ClientIP"}, "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.9"}]}}}
     kubectl("-n", namespace, "apply", "--server-side", "--subresource=status", "--field-manager=fake-controller",
             "-f", "-", input=json.dumps(status))
-    obj = json.loads(kubectl("-n", namespace, "get", "deployment", "web", "-o", "json",
+    obj = json.loads(kubectl("-n", namespace, "get", "service", "web", "-o", "json",
                              "--show-managed-fields").stdout)
-    assert (obj["spec"]["replicas"], obj["status"]["readyReplicas"]) == (1, 1)
+    assert (obj["spec"]["sessionAffinity"], obj["status"]["loadBalancer"]) == ("None", {"ingress": [{"ip": "10.0.0.9"}]})
     entry = next(e for e in obj["metadata"]["managedFields"] if e["manager"] == "fake-controller")
     assert (entry["operation"], entry["subresource"], set(entry["fieldsV1"])) == ("Apply", "status", {"f:status"})
 
