@@ -90,6 +90,7 @@ async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
     initial: list[tuple[str, Entry]] = []
     error: ApiError | None = None
     # No await between reading the state and registering: no event can fall in between.
+    start = store.rv if since is None else since  # a BOOKMARK must carry a later version than this
     if since is None:
         for entry in store.list(key, ctx.target.namespace):
             initial += accepts(Event("ADDED", entry.rv, entry, None))
@@ -136,7 +137,8 @@ async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
                 watcher.events.clear()
                 await response.write(b"".join(encoder.event(kind, entry) for kind, entry in batch))
             if bookmarks and loop.time() >= next_bookmark:
-                await response.write(encoder.bookmark(store.rv))
+                if store.rv > start:  # the watch cache sends none that would not move the client on
+                    await response.write(encoder.bookmark(store.rv))
                 next_bookmark = _next_bookmark(loop.time(), deadline, server.bookmark_interval)
     except (ConnectionResetError, RuntimeError):
         pass  # the client went away; a cancelled handler (server stopping) propagates after the finally

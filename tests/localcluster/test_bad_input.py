@@ -163,19 +163,23 @@ def test_a_watch_from_a_version_the_server_never_reached_is_told_it_is_too_large
     assert event["object"]["message"].startswith("Too large resource version: 999999999, current: ")
 
 
-@pytest.mark.parametrize(("seconds", "expected"), [
-    pytest.param(4, ["BOOKMARK"], id="a watch of 4 s gets a bookmark 2 s before its end"),
-    pytest.param(1, [], id="a watch of 1 s ends before any bookmark is due"),
+@pytest.mark.parametrize(("seconds", "elsewhere", "expected"), [
+    pytest.param(4, True, ["BOOKMARK"], id="a watch of 4 s gets a bookmark 2 s before its end"),
+    pytest.param(4, False, [], id="no bookmark while the version has not moved"),
+    pytest.param(1, True, [], id="a watch of 1 s ends before any bookmark is due"),
 ])
 def test_watch_bookmarks_and_timeouts(http: requests.Session, local_cluster: LocalCluster, namespace: str,
-                                      seconds: int, expected: list[str]) -> None:
+                                      seconds: int, elsewhere: bool, expected: list[str]) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     listed = http.get(url(local_cluster, path), timeout=TIMEOUT).json()
+    if elsewhere:  # a write the watch does not see moves the version a bookmark carries
+        http.post(url(local_cluster, CM_PATH), json={"metadata": {"generateName": "elsewhere-"}}, timeout=TIMEOUT)
     reply = http.get(url(local_cluster, f"{path}?watch=true&allowWatchBookmarks=true&timeoutSeconds={seconds}"
                                         f"&resourceVersion={listed['metadata']['resourceVersion']}"), timeout=TIMEOUT)
     events = [json.loads(line) for line in reply.text.splitlines()]
     assert [e["type"] for e in events] == expected
-    assert all(e["object"]["kind"] == "ConfigMap" and e["object"]["metadata"]["resourceVersion"] for e in events)
+    assert all(e["object"]["kind"] == "ConfigMap" and int(e["object"]["metadata"]["resourceVersion"]) >
+               int(listed["metadata"]["resourceVersion"]) for e in events)
 
 
 def test_a_watch_on_one_object_is_a_field_selected_watch_and_watch_on_its_url_is_a_get(
@@ -278,6 +282,8 @@ subresource_sets = st.sampled_from([None, {}, {"status": {}}, {"status": {}, "sc
 schema_bodies = st.just({"type": "object", "x-kubernetes-preserve-unknown-fields": True}) | json_values
 
 
+@pytest.mark.standin_only("kube-apiserver itself answers 500 to the scale subresource of a custom resource whose "
+                          "spec is not an object (`value cannot be set because .spec is not a map[string]interface{}`)")
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(schema=schema_bodies, columns=printer_columns, subresources=subresource_sets, instance=json_values)
 def test_odd_crds_and_their_objects_never_cause_a_server_error(http: requests.Session, local_cluster: LocalCluster,
@@ -296,7 +302,7 @@ def test_odd_crds_and_their_objects_never_cause_a_server_error(http: requests.Se
     crd_url = url(local_cluster, f"{CRD_PATH}/oddities.fuzz.example.com")
     if replies[0].status_code == 201:  # kube-apiserver serves the objects once the CRD is Established
         wait_until(lambda: any(c["type"] == "Established" and c["status"] == "True" for c in
-                               http.get(crd_url, timeout=TIMEOUT).json().get("status", {}).get("conditions", [])))
+                               http.get(crd_url, timeout=TIMEOUT).json()["status"].get("conditions") or []))
     path = "/apis/fuzz.example.com/v1/namespaces/default/oddities"
     body = {"apiVersion": "fuzz.example.com/v1", "kind": "Oddity", "metadata": {"name": "o1"}, "spec": instance}
     replies.append(http.post(url(local_cluster, path), json=body, timeout=TIMEOUT))
