@@ -19,6 +19,7 @@ import yaml
 
 from demo.kubectl import KUBECTL
 from localcluster.runner import LocalCluster
+from realcluster.cluster import RealCluster
 
 
 
@@ -39,7 +40,6 @@ def skip_standin_only(item: pytest.Item) -> None:
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     if ON_REAL:
-        from realcluster.cluster import RealCluster
         with RealCluster(tmp_path_factory.mktemp("realcluster")) as real:
             yield real  # type: ignore[misc]
         return
@@ -72,13 +72,13 @@ def kubectl(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactor
     return kubectl_runner(local_cluster, tmp_path_factory.mktemp("kubectl-cache"))
 
 
-def kubectl_runner(cluster: LocalCluster, cache: Path, default_timeout: float = 30) -> Callable[..., subprocess.CompletedProcess[str]]:
+def kubectl_runner(cluster: LocalCluster | RealCluster, cache: Path, default_timeout: float = 30) -> Callable[..., subprocess.CompletedProcess[str]]:
     """The real kubectl against `cluster`, failing the test with what kubectl printed unless check=False.
 
     `run.command` is the argv prefix, for tests that start a long-running kubectl (get -w, wait).
     """
     # On the real control plane, the kubectl of its release: the user's may be more than one minor away
-    binary = str(cluster.binaries["kubectl"]) if ON_REAL else KUBECTL  # type: ignore[attr-defined]
+    binary = str(cluster.binaries["kubectl"]) if isinstance(cluster, RealCluster) else KUBECTL
     command = [binary, "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(cache)]
 
     def run(*args: str, input: str | None = None, check: bool = True,
