@@ -69,13 +69,6 @@ def _parse_rv(text: str) -> int | None:
     return value
 
 
-def _next_bookmark(now: float, deadline: float, interval: float) -> float:
-    """When the watch cache sends its next BOOKMARK: after `interval`, or 2 s before the watch's
-    deadline if that comes first; never once that moment has passed (a watch of 1 s gets none)."""
-    due = min(now + interval, deadline - 2.0)
-    return due if due >= now else float("inf")
-
-
 async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
     rt = ctx.target.rt
     store = server.store
@@ -121,7 +114,7 @@ async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
         low, high = server.watch_timeout_range
         # timeoutSeconds=0 is no timeout at all: kube-apiserver's default applies, as when absent
         deadline = loop.time() + (timeout if timeout else random.uniform(low, high))
-        next_bookmark = _next_bookmark(loop.time(), deadline, server.bookmark_interval)
+        next_bookmark = loop.time() + server.bookmark_interval
         while not watcher.closed:
             now = loop.time()
             if now >= deadline:
@@ -139,7 +132,7 @@ async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
             if bookmarks and loop.time() >= next_bookmark:
                 if store.rv > start:  # the watch cache sends none that would not move the client on
                     await response.write(encoder.bookmark(store.rv))
-                next_bookmark = _next_bookmark(loop.time(), deadline, server.bookmark_interval)
+                next_bookmark = loop.time() + server.bookmark_interval
     except (ConnectionResetError, RuntimeError):
         pass  # the client went away; a cancelled handler (server stopping) propagates after the finally
     finally:
