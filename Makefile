@@ -37,7 +37,7 @@ kube: $(STAMP)
 	@if command -v go >/dev/null 2>&1; then $(BIN)/python -m realcluster.toolchain; \
 	else echo "realcluster: Go is not installed, so the real control plane is not built: its tests are skipped and the demo runs on the stand-in (install Go 1.25+)"; fi
 
-# The stand-in's kubectl and client tests against Kubernetes' own API server (about 12 minutes on
+# The stand-in's kubectl and client tests against Kubernetes' own API server (about 2.5 minutes on
 # 2 cores; docs/localcluster-wire.md, "Measured against Kubernetes' own API server", has the figures).
 CONFORMANCE_TESTS := $(addprefix tests/localcluster/,test_kubectl.py test_client_api.py test_wire_with_kubectl.py \
 	test_server_side_apply.py test_strategic_merge.py test_discovery.py test_bad_input.py test_owner_references.py \
