@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Go's usual home, for shells that did not put it on the PATH
 export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:,)$(PATH)
 
-.PHONY: demo test bench clean test-tools kube peers
+.PHONY: demo test bench clean test-tools kube peers conformance
 
 # The editable install maps the product's packages (pyproject's include, what the wheel ships);
 # batchgate-checkout.pth puts the checkout itself on the path for the rest: the local cluster, the
@@ -48,6 +48,14 @@ kube: $(STAMP)
 peers: $(STAMP)
 	@command -v go >/dev/null 2>&1 || { echo "peers: Go is not installed, so Kueue and the AppWrapper controller cannot be built (install Go 1.26+)"; exit 2; }
 	$(BIN)/python -m realcluster.toolchain --peers
+
+# The stand-in's kubectl and client tests against Kubernetes' own API server (about 2.5 minutes on
+# 2 cores; docs/localcluster-wire.md, "Measured against Kubernetes' own API server", has the figures).
+CONFORMANCE_TESTS := $(addprefix tests/localcluster/,test_kubectl.py test_client_api.py test_wire_with_kubectl.py \
+	test_server_side_apply.py test_strategic_merge.py test_discovery.py test_bad_input.py test_owner_references.py \
+	test_cel.py test_crd_rules.py test_rbac_cluster.py test_protobuf.py test_admission_wiring.py test_wire_with_gateway.py)
+conformance: $(STAMP) kube
+	BATCHGATE_STANDIN_TESTS_ON=real $(BIN)/python -m pytest -q -p no:randomly -rs $(PYTEST_ARGS) $(CONFORMANCE_TESTS)
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

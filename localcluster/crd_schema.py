@@ -352,7 +352,7 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
             errors.append(FieldError("Required", f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"))
         else:
             errors += crd_rules.rule_compile_errors(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
-        errors += _printer_column_errors(version.get("additionalPrinterColumns"), f"spec.versions[{i}].additionalPrinterColumns")
+        errors += _printer_column_errors(version.get("additionalPrinterColumns"), _columns_path(versions, i))
         subresources = version.get("subresources")
         if subresources is not None and not isinstance(subresources, dict):
             errors.append(FieldError("Invalid", f"spec.versions[{i}].subresources", "must be an object", subresources))
@@ -383,6 +383,14 @@ def _scale_errors(scale: Any, path: str) -> list[FieldError]:
 
 
 _COLUMN_TYPES = ("integer", "number", "string", "boolean", "date")
+
+
+def _columns_path(versions: list[Any], i: int) -> str:
+    """Where kube-apiserver reports version i's printer columns: it converts a v1 CRD whose versions
+    all have the same columns to one top-level list first, so its errors name spec.additionalPrinterColumns."""
+    first = versions[0].get("additionalPrinterColumns") if isinstance(versions[0], dict) else None
+    same = all(isinstance(v, dict) and v.get("additionalPrinterColumns") == first for v in versions)
+    return "spec.additionalPrinterColumns" if same else f"spec.versions[{i}].additionalPrinterColumns"
 
 
 def _printer_column_errors(columns: Any, path: str) -> list[FieldError]:

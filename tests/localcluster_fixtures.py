@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,13 +19,27 @@ import yaml
 
 from demo.kubectl import KUBECTL
 from localcluster.runner import LocalCluster
+from realcluster.cluster import RealCluster
 
+
+
+ON_REAL = os.environ.get("BATCHGATE_STANDIN_TESTS_ON") == "real"
+"""The stand-in's tests run against Kubernetes' own API server (the conformance comparison: `make conformance`)."""
+
+
+def skip_standin_only(item: pytest.Item) -> None:
+    """On the real API server, skip a test marked `standin_only(reason)`, with that reason."""
+    marker = item.get_closest_marker("standin_only")
+    if marker is None or not ON_REAL:
+        return
+    if not marker.args:
+        raise pytest.UsageError(f"{item.nodeid}: standin_only needs a reason: standin_only(\"why\")")
+    pytest.skip(f"stand-in only: {marker.args[0]}")
 
 
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    if os.environ.get("BATCHGATE_STANDIN_TESTS_ON") == "real":
-        from realcluster.cluster import RealCluster
+    if ON_REAL:
         with RealCluster(tmp_path_factory.mktemp("realcluster")) as real:
             yield real  # type: ignore[misc]
         return
@@ -57,12 +72,14 @@ def kubectl(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactor
     return kubectl_runner(local_cluster, tmp_path_factory.mktemp("kubectl-cache"))
 
 
-def kubectl_runner(cluster: LocalCluster, cache: Path, default_timeout: float = 30) -> Callable[..., subprocess.CompletedProcess[str]]:
+def kubectl_runner(cluster: LocalCluster | RealCluster, cache: Path, default_timeout: float = 30) -> Callable[..., subprocess.CompletedProcess[str]]:
     """The real kubectl against `cluster`, failing the test with what kubectl printed unless check=False.
 
     `run.command` is the argv prefix, for tests that start a long-running kubectl (get -w, wait).
     """
-    command = [KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(cache)]
+    # On the real control plane, the kubectl of its release: the user's may be more than one minor away
+    binary = str(cluster.binaries["kubectl"]) if isinstance(cluster, RealCluster) else KUBECTL
+    command = [binary, "--kubeconfig", str(cluster.kubeconfig), "--cache-dir", str(cache)]
 
     def run(*args: str, input: str | None = None, check: bool = True,
             timeout: float = default_timeout) -> subprocess.CompletedProcess[str]:
@@ -110,6 +127,16 @@ def namespace(local_cluster: LocalCluster, kubectl: Callable[..., subprocess.Com
     kubectl("create", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n"
             "---\n" + role_binding(name, "edit", SHARED_USERS))
     return name
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll `check` until it holds. The bound is generous: kube-controller-manager's garbage collector
+    and namespace controller take seconds where the stand-in's take milliseconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
 
 
 def repo_root() -> Path:

@@ -27,19 +27,11 @@ CUSTOM_PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 
-_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
-_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
-
-
-def parse_bool(value: str | None, name: str) -> bool:
-    """Go's strconv.ParseBool; an empty or absent value is false."""
-    if value is None or value == "":
-        return False
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax (query parameter {name})')
+def parse_bool(value: str | None) -> bool:
+    """A boolean query parameter as apimachinery converts one (Convert_Slice_string_To_bool): absent,
+    "0" or "false" (any case) is false, every other value, the empty one included, true. Never an
+    error: kube-apiserver takes `?watch=maybe` for a watch."""
+    return value is not None and value != "0" and value.lower() != "false"
 
 
 def parse_int(value: str | None, name: str) -> int | None:
@@ -81,9 +73,13 @@ def _protobuf(body: bytes) -> Any:
         from localcluster.apiserver import protobuf
     except ImportError:
         raise unsupported_media_type(PROTOBUF, [JSON, YAML]) from None
+    if not body.startswith(protobuf.MAGIC):  # not protobuf at all: kube-apiserver's decoder refuses it, 400
+        summary = body[:30].hex() + (" ..." if len(body) > 30 else "")  # as its summarizeData shows a body
+        raise bad_request("the object provided is unrecognized: provided data does not appear to be a protobuf "
+                          f"message, expected prefix [107 56 115 0] ({summary})")
     try:
         return protobuf.decode(body)
-    except protobuf.ProtobufError as exc:
+    except protobuf.ProtobufError as exc:  # protobuf the stand-in cannot read (a kind it does not decode)
         raise ApiError(415, "UnsupportedMediaType",
                        f"the body of the request was in an unknown format - accepted media types include: "
                        f"{JSON}, {YAML}, {PROTOBUF}: {exc}") from None

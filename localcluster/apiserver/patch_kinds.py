@@ -65,7 +65,7 @@ def _server_side_apply(ctx: Context, live: dict[str, Any] | None, body: dict[str
     not declare is refused whatever fieldValidation says, as kube-apiserver refuses it when it
     types the patch (an apply is never pruned)."""
     manager = _field_manager(ctx, required=True)
-    force = codec.parse_bool(ctx.query.get("force"), "force")
+    force = codec.parse_bool(ctx.query.get("force"))
     rt = ctx.target.rt
     meta = lifecycle.check_type(rt, body)["metadata"]
     typed_error = (f"failed to create typed patch object ({meta.get('namespace', '')}/{meta.get('name', '')}; "

@@ -17,7 +17,7 @@ async def serve(server: ServerState, ctx: Context) -> web.StreamResponse:
     if entry is None:
         raise not_found("", "pods", t.name)
     pod = entry.obj
-    previous = parse_bool(ctx.query.get("previous"), "previous")
+    previous = parse_bool(ctx.query.get("previous"))
     try:
         container = container_logs.container_name(pod, ctx.query.get("container"))
         log = container_logs.read(server.pod_logs_dir, pod, container, server.clock.now(), previous=previous,
@@ -25,7 +25,7 @@ async def serve(server: ServerState, ctx: Context) -> web.StreamResponse:
                                   limit=parse_int(ctx.query.get("limitBytes"), "limitBytes"))
     except container_logs.LogError as err:
         raise bad_request(str(err)) from None
-    if log.path is None or not parse_bool(ctx.query.get("follow"), "follow"):
+    if log.path is None or not parse_bool(ctx.query.get("follow")):
         return web.Response(body=log.data, content_type="text/plain")
     response = web.StreamResponse(headers={"Content-Type": "text/plain"})
     await response.prepare(ctx.request)

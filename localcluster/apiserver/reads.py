@@ -19,7 +19,7 @@ from localcluster.store import Entry
 
 
 def is_watch(ctx: Context) -> bool:
-    return parse_bool(ctx.query.get("watch"), "watch")
+    return parse_bool(ctx.query.get("watch"))
 
 
 def view_bytes(rt: ResourceType, entry: Entry) -> bytes:

@@ -69,6 +69,11 @@ class ApiServer:
         self.authorizer.check(user, request_attributes(request.method, path, request.query))
         if not acceptable(request.headers.get("Accept", "")):
             raise not_acceptable(["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])
+        group = path.split("/")[2] if path.startswith("/apis/") else ""
+        if group and discovery.api_group(self.registry, group) is None:
+            # no handler claims an unknown group: Go's http.NotFound answers, in plain text, not a Status
+            return web.Response(status=404, text="404 page not found\n", charset="utf-8",
+                                headers={"X-Content-Type-Options": "nosniff"})
         target = resolve(self.registry, path)
         if target is None:
             return self._non_resource(request, path)
@@ -78,7 +83,7 @@ class ApiServer:
         if method == "GET":
             if target.subresource == "log":
                 return await pod_logs.serve(self, ctx)
-            if not target.subresource and reads.is_watch(ctx):
+            if not target.name and not target.subresource and reads.is_watch(ctx):  # a GET of one object ignores ?watch
                 return await watching.watch(self, ctx)
             if not target.name:
                 return reads.list_objects(self, ctx)

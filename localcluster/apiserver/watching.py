@@ -29,7 +29,6 @@ from localcluster.store import Entry, Event, TooOld, Watcher, dumps
 def _transitions(ctx: Context) -> Any:
     """An Event -> [(type, entry)] filter for this watch's namespace and selectors."""
     namespace = ctx.target.namespace
-    name = ctx.target.name  # a watch on one object (`.../configmaps/NAME?watch=1`)
     rt = ctx.target.rt
     match = selector(ctx)
     plain = views.is_plain(rt)
@@ -38,8 +37,6 @@ def _transitions(ctx: Context) -> Any:
         if obj is None:
             return False
         if namespace is not None and obj["metadata"].get("namespace", "") != namespace:
-            return False
-        if name and obj["metadata"]["name"] != name:
             return False
         if match is None:
             return True
@@ -78,7 +75,7 @@ async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
     key = views.storage_key(rt)
     since = _parse_rv(ctx.query.get("resourceVersion", ""))
     timeout = parse_int(ctx.query.get("timeoutSeconds"), "timeoutSeconds")
-    bookmarks = parse_bool(ctx.query.get("allowWatchBookmarks"), "allowWatchBookmarks")
+    bookmarks = parse_bool(ctx.query.get("allowWatchBookmarks"))
     as_table = wants_table(ctx.accept)
     include = ctx.query.get("includeObject", "Metadata")
     accepts = _transitions(ctx)
@@ -86,6 +83,7 @@ async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
     initial: list[tuple[str, Entry]] = []
     error: ApiError | None = None
     # No await between reading the state and registering: no event can fall in between.
+    start = store.rv if since is None else since  # a BOOKMARK must carry a later version than this
     if since is None:
         for entry in store.list(key, ctx.target.namespace):
             initial += accepts(Event("ADDED", entry.rv, entry, None))
@@ -114,7 +112,8 @@ async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
             await response.write(b"".join(encoder.event(kind, entry) for kind, entry in initial))
         loop = asyncio.get_running_loop()
         low, high = server.watch_timeout_range
-        deadline = loop.time() + (timeout if timeout is not None and timeout >= 0 else random.uniform(low, high))
+        # timeoutSeconds=0 is no timeout at all: kube-apiserver's default applies, as when absent
+        deadline = loop.time() + (timeout if timeout else random.uniform(low, high))
         next_bookmark = loop.time() + server.bookmark_interval
         while not watcher.closed:
             now = loop.time()
@@ -131,10 +130,9 @@ async def watch(server: ServerState, ctx: Context) -> web.StreamResponse:
                 watcher.events.clear()
                 await response.write(b"".join(encoder.event(kind, entry) for kind, entry in batch))
             if bookmarks and loop.time() >= next_bookmark:
-                await response.write(encoder.bookmark(store.rv))
+                if store.rv > start:  # the watch cache sends none that would not move the client on
+                    await response.write(encoder.bookmark(store.rv))
                 next_bookmark = loop.time() + server.bookmark_interval
-        if bookmarks and not watcher.closed:
-            await response.write(encoder.bookmark(store.rv))
     except (ConnectionResetError, RuntimeError):
         pass  # the client went away; a cancelled handler (server stopping) propagates after the finally
     finally:

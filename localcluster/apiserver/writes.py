@@ -96,7 +96,7 @@ def _delete_options(ctx: Context) -> dict[str, Any]:
         if key not in options and ctx.query.get(key) is not None:
             options[key] = ctx.query.get(key)
     if "orphanDependents" not in options and ctx.query.get("orphanDependents") is not None:
-        options["orphanDependents"] = codec.parse_bool(ctx.query.get("orphanDependents"), "orphanDependents")
+        options["orphanDependents"] = codec.parse_bool(ctx.query.get("orphanDependents"))
     if "dryRun" not in options and ctx.query.getall("dryRun", []):
         options["dryRun"] = list(ctx.query.getall("dryRun"))
     dry_run(ctx, options)  # an unsupported directive is refused before anything is looked up

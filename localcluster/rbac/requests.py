@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from localcluster.apiserver.codec import parse_bool
 from localcluster.rbac.rules import Attributes
 
 _VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -50,7 +51,7 @@ def request_attributes(method: str, path: str, query: Mapping[str, str]) -> Attr
     subresource = rest[2] if len(rest) > 2 else ""
     if not name:
         if verb == "get":
-            verb = "watch" if query.get("watch", "").lower() in ("1", "true") else "list"
+            verb = "watch" if parse_bool(query.get("watch")) else "list"  # as the server decides to serve it
         elif verb == "delete":
             verb = "deletecollection"
         if verb in ("list", "watch"):

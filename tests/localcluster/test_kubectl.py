@@ -1,4 +1,5 @@
-"""The real kubectl v1.32 against the local cluster, the way users drive a real one."""
+"""The real kubectl against the local cluster, the way users drive a real one (the user's kubectl, v1.32, on the
+stand-in; the kubectl of its own release on Kubernetes' API server: tests/localcluster_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ kind: Job
 metadata:
   name: trainer
 spec:
+  suspend: true  # no pods: on a real control plane, kube-controller-manager's Job controller would make them
   template:
     spec:
       restartPolicy: Never
@@ -132,11 +134,13 @@ def test_wait_for_a_condition_set_through_the_status_subresource(kubectl: Kubect
 
     kubectl("-n", namespace, "apply", "-f", "-", input=JOB)
     batch = client.BatchV1Api(kube_api)
-    waiter = subprocess.Popen([*kubectl.command, "-n", namespace, "wait", "--for=condition=Complete", "job/trainer",
+    waiter = subprocess.Popen([*kubectl.command, "-n", namespace, "wait", "--for=condition=Reviewed", "job/trainer",
                                "--timeout=10s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(0.5)
+    # A condition of the user's own: kube-apiserver refuses a Complete one without the status that goes
+    # with it (completionTime, SuccessCriteriaMet), and the Job controller manages the others.
     batch.patch_namespaced_job_status("trainer", namespace, {"status": {"conditions": [
-        {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+        {"type": "Reviewed", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
     out, err = waiter.communicate(timeout=15)
     assert waiter.returncode == 0, err
     assert "condition met" in out

@@ -275,15 +275,14 @@ def _without_fields(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _conflict_error(conflicts: list[tuple[Path, dict[str, Any]]]) -> ApplyConflict:
-    """Worded as kube-apiserver's NewConflictError."""
+    """Worded as kube-apiserver's NewConflictError. It names a manager by its identifier, which
+    never holds the time (BuildManagerIdentifier drops it), so no "at <time>" is ever printed."""
     def who(entry: dict[str, Any]) -> str:
         text = json.dumps(entry.get("manager", ""))
         if entry.get("subresource"):
             text += f" with subresource {json.dumps(entry['subresource'])}"
         if entry.get("operation") == "Update":
             text += f" using {entry.get('apiVersion', '')}"
-            if entry.get("time"):
-                text += f" at {entry['time']}"
         return text
 
     if len(conflicts) == 1:
