@@ -55,12 +55,14 @@ def apiserver_names(service_ip: str) -> list[str]:
 
 
 def token_csv(users: list[User], tokens: dict[str, str]) -> str:
-    """kube-apiserver's --token-auth-file: token,user,uid,"group,group"."""
+    """kube-apiserver's --token-auth-file: token,user,uid[,"group,group"]. A user without groups
+    gets three columns: kube-apiserver splits a fourth, empty one into the group ""."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     for user in users:
         groups = [g for g in user.groups if g != AUTHENTICATED]
-        writer.writerow([tokens[user.name], user.username, user.uid or user.username, ",".join(groups)])
+        row = [tokens[user.name], user.username, user.uid or user.username]
+        writer.writerow(row + [",".join(groups)] if groups else row)
     return out.getvalue()
 
 

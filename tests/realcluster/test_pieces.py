@@ -22,7 +22,7 @@ def test_the_token_file_gives_each_user_its_uid_and_groups_without_authenticated
     tokens = {u.name: f"t-{u.name}" for u in users}
     rows = token_csv(users, tokens).splitlines()
     assert rows[0] == "t-admin,admin,admin-uid,system:masters"
-    assert rows[1] == "t-alice,alice,1001,"
+    assert rows[1] == "t-alice,alice,1001", "no fourth column: an empty one is the group \"\" to kube-apiserver"
     assert "t-kubelet,system:node:localcluster-kubelets,system:node:localcluster-kubelets,system:nodes" in rows
 
 
