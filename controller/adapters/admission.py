@@ -19,6 +19,7 @@ with the write that evicts it, or when its eviction is observed.
 
 from __future__ import annotations
 
+import datetime as _dt
 import logging
 from functools import partial
 import threading
@@ -36,11 +37,12 @@ from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.store import SharedStore
 from controller.adapters.write_pool import WritePool
-from controller.adapters.writer import NotLeader, Writer
+from controller.adapters.writer import NotLeader, PatchFn, Writer
 from batchgate.api.objects import controller_owner
 from controller.decisions.quota import admission_status as status
 from controller.decisions.quota import kueue_metrics, queue_status
-from controller.decisions.quota.cycle import Admission, Effects, admission_cycle
+from controller.decisions.quota.cycle import Admission, Effects, Preemption, admission_cycle
+from controller.decisions.quota.outcomes import Evict
 from controller.state.cache import Change
 from controller.state.quota_state import QUOTA_KINDS, QuotaState
 
@@ -205,7 +207,7 @@ class AdmissionLoop:
         self._carry_out(effects, now)
         return effects.changed
 
-    def _carry_out(self, effects: Effects, now: Any) -> None:
+    def _carry_out(self, effects: Effects, now: _dt.datetime) -> None:
         # Writes run later on the pool: each is bound to its own values with partial, not a loop variable.
         for admission in effects.admitted:
             self.writes.submit(admission.admit.workload, -admission.info.priority,
@@ -215,17 +217,17 @@ class AdmissionLoop:
         for evict in effects.drained:
             self.writes.submit(evict.workload, URGENT, partial(self._write_drain, evict, now))
 
-    def _write_preemption(self, preemption: Any, now: Any) -> None:
+    def _write_preemption(self, preemption: Preemption, now: _dt.datetime) -> None:
         target = preemption.target
         self._write(target.workload, lambda wl: status.released_at_once(
             wl, status.preemption_patch(wl, target, preemption.preemptor_uid, now), now),
             ("Normal", "Preempted", keys.COND_PREEMPTED))
 
-    def _write_drain(self, evict: Any, now: Any) -> None:
+    def _write_drain(self, evict: Evict, now: _dt.datetime) -> None:
         self._write(evict.workload, lambda wl: status.released_at_once(wl, status.stop_eviction_patch(wl, evict, now), now),
                     ("Normal", "Evicted", keys.COND_EVICTED))
 
-    def _write_release(self, key: str, now: Any) -> None:
+    def _write_release(self, key: str, now: _dt.datetime) -> None:
         self._write(key, lambda wl: status.release_patch(wl, now), ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
 
     def _note_reasons(self) -> None:
@@ -249,7 +251,7 @@ class AdmissionLoop:
             figures = [kueue_metrics.cluster_queue_figures(self.state, name) for name in self.state.cluster_queues]
         self.metrics.show_cluster_queues(figures)
 
-    def write_status(self, now: Any) -> None:
+    def write_status(self, now: _dt.datetime) -> None:
         """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
         floor = max(1.0, self.reserve)
         with self._lock:
@@ -272,7 +274,7 @@ class AdmissionLoop:
         namespace, _, name = key.partition("/")
         return self.store.get("Workload", namespace, name)
 
-    def _write(self, key: str, compute: Callable[[Mapping[str, Any]], Any], event: tuple[str, str, str]) -> bool:
+    def _write(self, key: str, compute: PatchFn, event: tuple[str, str, str]) -> bool:
         """Patch a Workload's status; record `event` = (type, reason, condition whose message it tells)."""
         observed = self._observed(key)
         if observed is None:
@@ -289,7 +291,7 @@ class AdmissionLoop:
             self.recorder.record(written, type_, reason, told.message if (told := condition_of(written, told_by)) else "")
         return True
 
-    def _write_admission(self, admission: Admission, now: Any) -> None:
+    def _write_admission(self, admission: Admission, now: _dt.datetime) -> None:
         admit = admission.admit
         with self._lock:
             held = self.state.admitted.get(admit.workload)
@@ -335,7 +337,7 @@ class AdmissionLoop:
                 and is_true(observed, keys.COND_EVICTED) and (observed.get("status") or {}).get("admission")):
             self.writes.submit(key, URGENT, partial(self._write_release, key, self.clock.now()))
 
-    def _write_cluster_queues(self, now: Any, floor: float) -> None:
+    def _write_cluster_queues(self, now: _dt.datetime, floor: float) -> None:
         with self._lock:
             wanted = {name: queue_status.cluster_queue_status(self.state, name) for name in self.state.cluster_queues}
         for name, cq_status in wanted.items():
@@ -355,7 +357,7 @@ class AdmissionLoop:
             if written is not None:
                 self.store.assume("ClusterQueue", written)
 
-    def _write_local_queues(self, now: Any, floor: float) -> None:
+    def _write_local_queues(self, now: _dt.datetime, floor: float) -> None:
         with self._lock:
             wanted = {key: queue_status.local_queue_status(self.state, *key) for key in self.state.local_queues}
         for (namespace, name), lq_status in wanted.items():
@@ -387,9 +389,9 @@ def _version(obj: Mapping[str, Any] | None) -> int | None:
     return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
 
-def _pending_patch(message: str, now: Any, workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _pending_patch(message: str, now: _dt.datetime, workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return status.pending_patch(workload, message, now)
 
 
-def _status_patch(wanted: Any, now: Any, current: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _status_patch(wanted: Mapping[str, Any], now: _dt.datetime, current: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return status.status_patch(current, wanted, now)
