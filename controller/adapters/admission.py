@@ -43,8 +43,8 @@ from controller.decisions.quota import admission_status as status
 from controller.decisions.quota import kueue_metrics, queue_status
 from controller.decisions.quota.cycle import Admission, Effects, Preemption, admission_cycle
 from controller.decisions.quota.outcomes import Evict
-from controller.state.cache import Change
-from controller.state.quota_state import QUOTA_KINDS, QuotaState
+from controller.state.cache import Change, ObjectKey
+from controller.state.quota_state import QUOTA_KINDS, QuotaState, workload_key, workload_object_key
 
 log = logging.getLogger(__name__)
 WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
@@ -71,7 +71,7 @@ class AdmissionLoop:
         # and only from the rate limiter's spare capacity, so they never delay an admission.
         self.spare_capacity, self.reserve = spare_capacity, reserve
         self._reasons: dict[str, str] = {}
-        self._bad: set[tuple[str, str]] = set()
+        self._bad: set[ObjectKey] = set()  # objects whose invalid field was already told once
         # Admissions decided but not yet seen in a watch event: the resourceVersion the write made
         # (None while in flight), and the latest event held back meanwhile.
         self._admitting: dict[str, int | None] = {}
@@ -86,25 +86,25 @@ class AdmissionLoop:
         kind = change.key.kind
         if kind not in QUOTA_KINDS:
             return
-        obj = change.new
+        obj, key = change.new, workload_key(change.key)
         try:
             with self._lock:
                 if obj is None:
                     self._remove(change)
-                elif kind == "Workload" and self._held_back(f"{change.key.namespace}/{change.key.name}", obj):
+                elif kind == "Workload" and self._held_back(key, obj):
                     return
                 else:
                     changed = self.state.observe(obj, self.clock.now())
                     if kind != "Workload":
                         self._all_dirty = self._all_dirty or changed
-                    elif self.state.is_pending(key := f"{change.key.namespace}/{change.key.name}"):
+                    elif self.state.is_pending(key):
                         self._dirty.add(key)
                     else:
                         self._release_if_ownerless(key, obj)
-            self._bad.discard((kind, str(change.key)))
+            self._bad.discard(change.key)
         except FieldError as exc:
-            if (kind, str(change.key)) not in self._bad and obj is not None:
-                self._bad.add((kind, str(change.key)))
+            if change.key not in self._bad and obj is not None:
+                self._bad.add(change.key)
                 log.warning("%s %s: %s", kind, change.key, exc)
                 self.recorder.warning(obj, "InvalidObject", f"{exc}")
         self.wake()
@@ -141,7 +141,7 @@ class AdmissionLoop:
 
     def _remove(self, change: Change) -> None:
         if change.key.kind == "Workload":
-            key = f"{change.key.namespace}/{change.key.name}"
+            key = workload_key(change.key)
             self._admitting.pop(key, None)
             self._late.pop(key, None)
             self.state.forget(key)
@@ -271,8 +271,8 @@ class AdmissionLoop:
 
     # --- writes ------------------------------------------------------------------------------
     def _observed(self, key: str) -> Mapping[str, Any] | None:
-        namespace, _, name = key.partition("/")
-        return self.store.get("Workload", namespace, name)
+        cached = workload_object_key(key)
+        return self.store.get(cached.kind, cached.namespace, cached.name)
 
     def _write(self, key: str, compute: PatchFn, event: tuple[str, str, str]) -> bool:
         """Patch a Workload's status; record `event` = (type, reason, condition whose message it tells)."""
