@@ -19,6 +19,7 @@ with the write that evicts it, or when its eviction is observed.
 
 from __future__ import annotations
 
+import datetime as _dt
 import logging
 from functools import partial
 import threading
@@ -34,18 +35,20 @@ from controller.adapters.cycle_loop import CycleLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.queue_status import Statuses, wanted_statuses
 from controller.adapters.store import SharedStore
 from controller.adapters.write_pool import WritePool
-from controller.adapters.writer import NotLeader, Writer
+from controller.adapters.writer import NotLeader, PatchFn, Writer
 from batchgate.api.objects import controller_owner
 from controller.decisions.quota import admission_status as status
-from controller.decisions.quota import kueue_metrics, queue_status
-from controller.decisions.quota.cycle import Admission, Effects, admission_cycle
-from controller.state.cache import Change
-from controller.state.quota_state import QUOTA_KINDS, QuotaState
+from controller.decisions.quota import kueue_metrics
+from controller.decisions.quota.cycle import Admission, Effects, Preemption, admission_cycle
+from controller.decisions.quota.outcomes import Evict
+from controller.state.cache import Change, ObjectKey
+from controller.state.quota_state import QUOTA_KINDS, QuotaState, workload_key, workload_object_key
 
 log = logging.getLogger(__name__)
-WORKLOADS, CLUSTER_QUEUES, LOCAL_QUEUES = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
+WORKLOADS = RESOURCES["Workload"]
 URGENT = float("-inf")  # evictions and releases go first: a preemptor is waiting for them
 BACKOFF = (0.001, 0.1)  # Kueue's scheduler: after a cycle admitting nothing, 1 ms doubling to 100 ms
 NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message before a cycle looked at it
@@ -63,13 +66,12 @@ class AdmissionLoop:
         self._lock = threading.RLock()
         self._dirty: set[str] = set()  # workloads whose pending condition may need a write
         self._all_dirty = False  # a queue, flavor or namespace changed: any pending reason may have
-        self._written_cq: dict[str, Mapping[str, Any]] = {}
-        self._written_lq: dict[tuple[str, str], Mapping[str, Any]] = {}
-        # Reasons and queue status are informative: they are flushed at most every `status_interval`
-        # and only from the rate limiter's spare capacity, so they never delay an admission.
+        # Reasons (and queue status, `QueueStatusReconciler`) are informative: they are flushed at most
+        # every `status_interval` and only from the rate limiter's spare capacity (`has_spare`), so they
+        # never delay an admission.
         self.spare_capacity, self.reserve = spare_capacity, reserve
         self._reasons: dict[str, str] = {}
-        self._bad: set[tuple[str, str]] = set()
+        self._bad: set[ObjectKey] = set()  # objects whose invalid field was already told once
         # Admissions decided but not yet seen in a watch event: the resourceVersion the write made
         # (None while in flight), and the latest event held back meanwhile.
         self._admitting: dict[str, int | None] = {}
@@ -84,25 +86,25 @@ class AdmissionLoop:
         kind = change.key.kind
         if kind not in QUOTA_KINDS:
             return
-        obj = change.new
+        obj, key = change.new, workload_key(change.key)
         try:
             with self._lock:
                 if obj is None:
                     self._remove(change)
-                elif kind == "Workload" and self._held_back(f"{change.key.namespace}/{change.key.name}", obj):
+                elif kind == "Workload" and self._held_back(key, obj):
                     return
                 else:
                     changed = self.state.observe(obj, self.clock.now())
                     if kind != "Workload":
                         self._all_dirty = self._all_dirty or changed
-                    elif self.state.is_pending(key := f"{change.key.namespace}/{change.key.name}"):
+                    elif self.state.is_pending(key):
                         self._dirty.add(key)
                     else:
                         self._release_if_ownerless(key, obj)
-            self._bad.discard((kind, str(change.key)))
+            self._bad.discard(change.key)
         except FieldError as exc:
-            if (kind, str(change.key)) not in self._bad and obj is not None:
-                self._bad.add((kind, str(change.key)))
+            if change.key not in self._bad and obj is not None:
+                self._bad.add(change.key)
                 log.warning("%s %s: %s", kind, change.key, exc)
                 self.recorder.warning(obj, "InvalidObject", f"{exc}")
         self.wake()
@@ -139,7 +141,7 @@ class AdmissionLoop:
 
     def _remove(self, change: Change) -> None:
         if change.key.kind == "Workload":
-            key = f"{change.key.namespace}/{change.key.name}"
+            key = workload_key(change.key)
             self._admitting.pop(key, None)
             self._late.pop(key, None)
             self.state.forget(key)
@@ -205,7 +207,7 @@ class AdmissionLoop:
         self._carry_out(effects, now)
         return effects.changed
 
-    def _carry_out(self, effects: Effects, now: Any) -> None:
+    def _carry_out(self, effects: Effects, now: _dt.datetime) -> None:
         # Writes run later on the pool: each is bound to its own values with partial, not a loop variable.
         for admission in effects.admitted:
             self.writes.submit(admission.admit.workload, -admission.info.priority,
@@ -215,17 +217,17 @@ class AdmissionLoop:
         for evict in effects.drained:
             self.writes.submit(evict.workload, URGENT, partial(self._write_drain, evict, now))
 
-    def _write_preemption(self, preemption: Any, now: Any) -> None:
+    def _write_preemption(self, preemption: Preemption, now: _dt.datetime) -> None:
         target = preemption.target
         self._write(target.workload, lambda wl: status.released_at_once(
             wl, status.preemption_patch(wl, target, preemption.preemptor_uid, now), now),
             ("Normal", "Preempted", keys.COND_PREEMPTED))
 
-    def _write_drain(self, evict: Any, now: Any) -> None:
+    def _write_drain(self, evict: Evict, now: _dt.datetime) -> None:
         self._write(evict.workload, lambda wl: status.released_at_once(wl, status.stop_eviction_patch(wl, evict, now), now),
                     ("Normal", "Evicted", keys.COND_EVICTED))
 
-    def _write_release(self, key: str, now: Any) -> None:
+    def _write_release(self, key: str, now: _dt.datetime) -> None:
         self._write(key, lambda wl: status.release_patch(wl, now), ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
 
     def _note_reasons(self) -> None:
@@ -240,8 +242,17 @@ class AdmissionLoop:
 
     def _flush(self) -> bool:
         self.show_metrics()
-        self.write_status(self.clock.now())
+        self.write_reasons(self.clock.now())
         return False
+
+    def has_spare(self) -> bool:
+        """Whether the rate limiter can spare a request for status (keeping `reserve` for admissions)."""
+        return self.spare_capacity() >= max(1.0, self.reserve)
+
+    def queue_statuses(self) -> Statuses:
+        """What the queues' status should say, read under the lock (for `QueueStatusReconciler`)."""
+        with self._lock:
+            return wanted_statuses(self.state)
 
     def show_metrics(self) -> None:
         """The per-ClusterQueue gauges, from the state as it is now (every status interval)."""
@@ -249,13 +260,12 @@ class AdmissionLoop:
             figures = [kueue_metrics.cluster_queue_figures(self.state, name) for name in self.state.cluster_queues]
         self.metrics.show_cluster_queues(figures)
 
-    def write_status(self, now: Any) -> None:
-        """Pending reasons, then ClusterQueue and LocalQueue status, from the limiter's spare capacity only."""
-        floor = max(1.0, self.reserve)
+    def write_reasons(self, now: _dt.datetime) -> None:
+        """The pending reasons that changed, from the limiter's spare capacity only."""
         with self._lock:
             self._note_reasons()
         while True:
-            if self.spare_capacity() < floor:
+            if not self.has_spare():
                 return
             with self._lock:
                 if not self._reasons:
@@ -264,15 +274,13 @@ class AdmissionLoop:
                 if not self.state.is_pending(key):
                     continue
             self._write(key, partial(_pending_patch, message, now), ("Warning", "Pending", keys.COND_QUOTA_RESERVED))
-        self._write_cluster_queues(now, floor)
-        self._write_local_queues(now, floor)
 
     # --- writes ------------------------------------------------------------------------------
     def _observed(self, key: str) -> Mapping[str, Any] | None:
-        namespace, _, name = key.partition("/")
-        return self.store.get("Workload", namespace, name)
+        cached = workload_object_key(key)
+        return self.store.get(cached.kind, cached.namespace, cached.name)
 
-    def _write(self, key: str, compute: Callable[[Mapping[str, Any]], Any], event: tuple[str, str, str]) -> bool:
+    def _write(self, key: str, compute: PatchFn, event: tuple[str, str, str]) -> bool:
         """Patch a Workload's status; record `event` = (type, reason, condition whose message it tells)."""
         observed = self._observed(key)
         if observed is None:
@@ -289,7 +297,7 @@ class AdmissionLoop:
             self.recorder.record(written, type_, reason, told.message if (told := condition_of(written, told_by)) else "")
         return True
 
-    def _write_admission(self, admission: Admission, now: Any) -> None:
+    def _write_admission(self, admission: Admission, now: _dt.datetime) -> None:
         admit = admission.admit
         with self._lock:
             held = self.state.admitted.get(admit.workload)
@@ -335,46 +343,6 @@ class AdmissionLoop:
                 and is_true(observed, keys.COND_EVICTED) and (observed.get("status") or {}).get("admission")):
             self.writes.submit(key, URGENT, partial(self._write_release, key, self.clock.now()))
 
-    def _write_cluster_queues(self, now: Any, floor: float) -> None:
-        with self._lock:
-            wanted = {name: queue_status.cluster_queue_status(self.state, name) for name in self.state.cluster_queues}
-        for name, cq_status in wanted.items():
-            if self._written_cq.get(name) == cq_status:
-                continue
-            if self.spare_capacity() < floor:
-                return
-            observed = self.store.get("ClusterQueue", "", name)
-            if observed is None:
-                continue
-            try:
-                written = self.writer.update_status(CLUSTER_QUEUES, observed, partial(_status_patch, cq_status, now))
-            except ApiError as exc:
-                log.warning("ClusterQueue %s status: %s", name, exc)
-                continue
-            self._written_cq[name] = cq_status
-            if written is not None:
-                self.store.assume("ClusterQueue", written)
-
-    def _write_local_queues(self, now: Any, floor: float) -> None:
-        with self._lock:
-            wanted = {key: queue_status.local_queue_status(self.state, *key) for key in self.state.local_queues}
-        for (namespace, name), lq_status in wanted.items():
-            if self._written_lq.get((namespace, name)) == lq_status:
-                continue
-            if self.spare_capacity() < floor:
-                return
-            observed = self.store.get("LocalQueue", namespace, name)
-            if observed is None:
-                continue
-            try:
-                written = self.writer.update_status(LOCAL_QUEUES, observed, partial(_status_patch, lq_status, now))
-            except ApiError as exc:
-                log.warning("LocalQueue %s/%s status: %s", namespace, name, exc)
-                continue
-            self._written_lq[(namespace, name)] = lq_status
-            if written is not None:
-                self.store.assume("LocalQueue", written)
-
 
 def _holds_quota(workload: Mapping[str, Any]) -> bool:
     return bool((workload.get("status") or {}).get("admission")) and is_true(workload, keys.COND_QUOTA_RESERVED)
@@ -387,9 +355,6 @@ def _version(obj: Mapping[str, Any] | None) -> int | None:
     return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
 
-def _pending_patch(message: str, now: Any, workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _pending_patch(message: str, now: _dt.datetime, workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return status.pending_patch(workload, message, now)
 
-
-def _status_patch(wanted: Any, now: Any, current: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return status.status_patch(current, wanted, now)

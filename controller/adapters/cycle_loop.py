@@ -1,4 +1,4 @@
-"""The runtime of the controller's cycle loops (quota admission, its status flush, gang placement).
+"""The runtime of the controller's cycle loops (quota admission, its status flush, queue status, gang placement).
 
 A loop is one thread that runs its `step` when woken, or when `wait()` seconds pass, and only
 while this process leads. A step that reports a change runs again at once (back to back, as

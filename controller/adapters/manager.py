@@ -27,6 +27,7 @@ from controller.adapters.jobs import JobReconciler
 from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.leader import LeaderElector
 from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.queue_status import QueueStatusReconciler
 from controller.adapters.ratelimit import TokenBucket
 from controller.adapters.reconcile import ReconcileLoop, Reconciler
 from controller.adapters.slack_queue import SlackQueueReconciler
@@ -90,6 +91,8 @@ class Controller:
         self.admission = AdmissionLoop(self.store, self.writer, self.recorder, clock, self.metrics, self.is_leader,
                                        spare_capacity=client.spare_capacity,
                                        reserve=client.limiter.burst / 2 if client.limiter is not None else 0.0)
+        self.queue_status = QueueStatusReconciler(self.store, self.writer, clock, self.admission.queue_statuses,
+                                                  self.admission.has_spare, self.is_leader)
         def informer(kind: str, namespace: str | None = None, **kw: Any) -> Informer:
             return Informer(client, RESOURCES[kind], self.store, self._on_change, namespace=namespace,
                             watch_timeout=options.watch_timeout, clock=clock, relist_every=options.relist_every,
@@ -149,6 +152,7 @@ class Controller:
         for loop in self.loops:
             loop.start()
         self.admission.start()
+        self.queue_status.start()
         self.gang.start()
         if self.elector is not None:
             self.elector.start()
@@ -161,6 +165,7 @@ class Controller:
             self.elector.stop(release=True)
         for loop in self.loops:
             loop.stop()
+        self.queue_status.stop()
         self.admission.stop()
         self.gang.stop()
         for informer in self.informers:

@@ -26,12 +26,24 @@ from batchgate.api.kueue_fields import string_map
 from batchgate.api.node_affinity import NodeAffinity
 from batchgate.api.objects import metadata
 from batchgate.policy import FairSharing
+from controller.state.cache import ObjectKey
 from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
 """The kinds quota admission reads, in the order a trace applies them."""
+
+
+def workload_key(key: ObjectKey) -> str:
+    """The state's (and its decisions') name for the Workload a cache key names: `Workload.key`."""
+    return f"{key.namespace}/{key.name}"
+
+
+def workload_object_key(workload: str) -> ObjectKey:
+    """The cache key of the Workload the state calls `workload`: the inverse of `workload_key`."""
+    namespace, _, name = workload.partition("/")
+    return ObjectKey("Workload", namespace, name)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from controller.adapters.admission import AdmissionLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
 from controller.adapters.metrics import ControllerMetrics
+from controller.adapters.queue_status import QueueStatusReconciler
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from tests.controller.decisions.trace_builders import T0, basic, workload
@@ -47,6 +48,8 @@ class HeldWatch:
         writer = Writer(self.api, lambda: True)  # type: ignore[arg-type]
         self.loop = AdmissionLoop(self.store, writer, EventRecorder(writer, clock, "echoes"), clock,
                                   ControllerMetrics(), lambda: True, writers=2)
+        self.queue_status = QueueStatusReconciler(self.store, writer, clock, self.loop.queue_statuses,
+                                                  self.loop.has_spare, lambda: True)
         self.loop.apply_policy(replace(DEFAULT_POLICY))
         self.loop.writes.start()
         self.clock = clock
@@ -146,7 +149,8 @@ def test_the_echoes_of_the_loops_own_writes_cost_no_cycle(world: Callable[..., H
     w.api.put(workload("big", cpu=8, created=2))  # can never fit: parked
     while w.loop.cycle():
         assert w.loop.writes.join(timeout=30)
-    w.loop.write_status(w.clock.now())  # the pending reasons and queue status, echoed back
+    w.loop.write_reasons(w.clock.now())  # the pending reasons and queue status, echoed back
+    w.queue_status.write(w.clock.now())
     assert w.loop.writes.join(timeout=30)
     cycles = w.loop.cycles
     for _ in range(3):

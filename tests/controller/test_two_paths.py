@@ -121,7 +121,7 @@ class LiveWorld:
     def take_report(self) -> StepReport:
         """Admissions and preemptions as the loop wrote them this step; pending workloads as the
         API shows them (the reason is the QuotaReserved message the loop wrote)."""
-        self.loop.write_status(self.clock.now())
+        self.loop.write_reasons(self.clock.now())
         report = StepReport()
         workloads = self.api.find("Workload")
         by_uid = {wl["metadata"].get("uid") or name_of(wl): name_of(wl) for wl in workloads}
