@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Go's usual home, for shells that did not put it on the PATH
 export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:,)$(PATH)
 
-.PHONY: demo test bench clean test-tools kube peers
+.PHONY: demo test bench clean test-tools kube peers operators
 
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,12 @@ kube: $(STAMP)
 peers: $(STAMP)
 	@command -v go >/dev/null 2>&1 || { echo "peers: Go is not installed, so Kueue and the AppWrapper controller cannot be built (install Go 1.26+)"; exit 2; }
 	$(BIN)/python -m realcluster.toolchain --peers
+
+# The upstream operators that `RealCluster(operators="upstream")` runs in place of the stand-ins
+# (docs/realcluster.md, "Operators"): KubeRay's operator and the training operator, built like the peers.
+operators: $(STAMP)
+	@command -v go >/dev/null 2>&1 || { echo "operators: Go is not installed, so KubeRay's and the training operator cannot be built (install Go 1.26+)"; exit 2; }
+	$(BIN)/python -m realcluster.toolchain --operators
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done
