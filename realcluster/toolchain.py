@@ -288,10 +288,11 @@ def without_cluster_env(environ: Mapping[str, str] = os.environ) -> dict[str, st
 
 
 def recorded_module(path: Path, module: str) -> str:
-    """'MODULE VERSION' as Go's build info in the binary records the dependency; '' if it does not."""
+    """'MODULE VERSION' as Go's build info in the binary records the module of its main package
+    (its `mod` line); '' if it records another."""
     try:
         with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            start = data.find(f"\ndep\t{module}\t".encode())
+            start = data.find(f"\nmod\t{module}\t".encode())
             if start < 0:
                 return ""
             line = data[start + 1:data.find(b"\n", start + 1)].decode(errors="replace")

@@ -189,11 +189,12 @@ def _binary_recording(path: Path, build_info: str) -> None:
 def test_an_operator_is_current_when_its_binary_records_the_module_version_it_was_built_from(tmp_path: Path) -> None:
     kuberay, training = toolchain.operator_programs(VERSIONS)
     path = toolchain.binary_path(kuberay, tmp_path)
-    _binary_recording(path, "path\tgithub.com/ray-project/kuberay/ray-operator\nmod\tbatchgate.dev/realcluster-tools\n"
-                            "dep\tgithub.com/ray-project/kuberay/ray-operator\tv1.5.0\th1:abc=\n")
+    _binary_recording(path, "path\tgithub.com/ray-project/kuberay/ray-operator\n"
+                            "mod\tgithub.com/ray-project/kuberay/ray-operator\tv1.5.0\th1:abc=\n"
+                            "dep\tgithub.com/beorn7/perks\tv1.0.1\th1:def=\n")
     assert toolchain.reported_version(path, kuberay) == "github.com/ray-project/kuberay/ray-operator v1.5.0"
     _binary_recording(toolchain.binary_path(training, tmp_path),
-                      "dep\tgithub.com/kubeflow/training-operator\tv1.7.0\th1:abc=\n")
+                      "mod\tgithub.com/kubeflow/training-operator\tv1.7.0\th1:abc=\n")
     assert toolchain.missing((kuberay, training), tmp_path) == [training]
     assert toolchain.reported_version(tmp_path / "absent", training) == ""
 
