@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from demo.kubectl import KUBECTL, Kubectl
 from localcluster.controllers import DEFAULT_CONTROLLERS
@@ -54,14 +54,16 @@ class Kube:
 
     def make(self, workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (),
              run_images: Sequence[str] = (), speed: float = 1.0,
-             record_requests: bool = False) -> tuple[LocalCluster | RealCluster, Kubectl]:
+             record_requests: bool = False,
+             operators: bool | Literal["upstream"] = True) -> tuple[LocalCluster | RealCluster, Kubectl]:
         """The cluster, not started yet, and kubectl as its users. `speed` is the stand-in's only:
         the real control plane runs on real time (its `speed` is 1). `record_requests`: every
-        request recorded (kube-apiserver's audit log, or the stand-in's authorizer)."""
+        request recorded (kube-apiserver's audit log, or the stand-in's authorizer). `operators`
+        the real control plane's only: "upstream" runs KubeRay's and the training operator."""
         made: LocalCluster | RealCluster
         if self.binaries is not None:
             made = RealCluster(workdir, users_file=users_file, nodes=nodes, run_images=run_images,
-                               binaries=self.binaries, audit=record_requests)
+                               binaries=self.binaries, audit=record_requests, operators=operators)
         else:
             made = LocalCluster(workdir, users_file=users_file, speed=speed, controllers=DEFAULT_CONTROLLERS,
                                 nodes=nodes, run_images=run_images, record_requests=record_requests)

@@ -1,6 +1,7 @@
 """Which cluster an end-to-end test runs on: as the demo chooses (demo/kube.py), the real control
 plane when it is built (CI builds it: realcluster/), else the stand-in; BATCHGATE_TEST_KUBE=local
-or =real chooses. Both offer the same kubeconfig (users admin, alice, bob), nodes and process pods
+or =real chooses; on the real one BATCHGATE_TEST_OPERATORS=upstream runs KubeRay's and the training
+operator in place of the stand-in operators (docs/realcluster.md, "Operators"). Both offer the same kubeconfig (users admin, alice, bob), nodes and process pods
 of the product's image, so a test is written once."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -20,6 +21,7 @@ from realcluster.cluster import RealCluster
 from tests.realcluster_fixtures import BINARIES, NOT_BUILT
 
 CHOICE = "BATCHGATE_TEST_KUBE"
+OPERATORS = "BATCHGATE_TEST_OPERATORS"
 
 
 def _wanted() -> str:
@@ -34,6 +36,14 @@ def _chosen(wanted: str) -> Kube:
         return choose(wanted or _wanted(), BINARIES)
     except KubeChoiceError:
         pytest.skip(NOT_BUILT)
+
+
+def _operators() -> bool | Literal["upstream"]:
+    """The real control plane's workload operators: the stand-ins, or upstream's."""
+    wanted = os.environ.get(OPERATORS, "")
+    if wanted not in ("", "standin", "upstream"):
+        raise pytest.UsageError(f"{OPERATORS}={wanted!r}: expected standin or upstream")
+    return "upstream" if wanted == "upstream" else True
 
 
 def kube() -> Kube:
@@ -56,7 +66,7 @@ def make(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] 
     kube-apiserver's audit log on the real control plane (`RealCluster.read_audit`), by the
     stand-in's authorizer on the stand-in."""
     return _chosen(kube).make(workdir, users_file=users_file, nodes=nodes, run_images=run_images, speed=speed,
-                              record_requests=record_requests)
+                              record_requests=record_requests, operators=_operators())
 
 
 @contextmanager

@@ -1,0 +1,156 @@
+"""The upstream operators of the workloads batchgate wraps, KubeRay's operator and Kubeflow's
+training operator (built by `python -m realcluster.toolchain --operators`), run as local processes
+beside a `RealCluster` in place of the local cluster's stand-ins (`RealCluster(operators="upstream")`).
+
+Installed the way the peers are (realcluster/peers.py, whose steps this reuses): upstream's own
+kustomize output from the module (CRDs, RBAC, Services, the training operator's webhook
+configuration and Secret) less the Deployment, and the process runs as the service account that
+Deployment names, with the Deployment's arguments and environment, and loopback ports.
+
+What differs from upstream's install, and why:
+- KubeRay's config/default installs into `default`; batchgate's policy trusts the identity its
+  Helm chart and docs use, ray-system/kuberay-operator, so it goes there (what `kustomize edit set
+  namespace ray-system` does).
+- the training operator writes its webhook certificates to a fixed /tmp path (its cert
+  controller's certDir is a constant), so one runs on a machine at a time: a lock says which.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from realcluster import toolchain
+from realcluster.cluster import RealCluster
+from realcluster.peers import (READY_SECONDS, Layout, PeerError, Peers, Ports, RunningPeer, installed_objects,
+                               upstream_args)
+from realcluster.processes import Program, StartError, free_port
+
+RAY_NAMESPACE = "ray-system"  # the namespace of the KubeRay identity batchgate's policy trusts
+KUBERAY = Layout("kuberay-operator", RAY_NAMESPACE, "kuberay-operator", "kuberay-operator", "", "")
+TRAINING = Layout("training-operator", "kubeflow", "training-operator", "training-operator",
+                  "training-operator-webhook-cert", "", "manifests/overlays/standalone")
+TRAINING_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # a constant in the training operator
+TRAINING_LOCK = Path("/tmp/batchgate-training-operator.lock")
+
+
+class OperatorError(PeerError):
+    """An upstream operator cannot be built, installed or started; one line that names the fix."""
+
+
+def into_namespace(objects: Sequence[Mapping[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    """Upstream's install moved to `namespace`, as `kustomize edit set namespace` moves it: every
+    namespaced object and every service-account subject of a binding; the Namespace first."""
+    source = {o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")}
+    if len(source) > 1:
+        raise OperatorError(f"upstream's install spans namespaces {sorted(source)}: update realcluster/operators.py")
+    out: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}]
+    for obj in objects:
+        if obj.get("kind") == "Namespace":
+            continue
+        copy = dict(obj)
+        if obj["metadata"].get("namespace"):
+            copy["metadata"] = {**obj["metadata"], "namespace": namespace}
+        if obj.get("subjects"):
+            copy["subjects"] = [{**s, "namespace": namespace} if s.get("namespace") in source else dict(s)
+                                for s in obj["subjects"]]
+        out.append(copy)
+    return out
+
+
+def deployment_env(objects: Sequence[Mapping[str, Any]], layout: Layout) -> dict[str, str]:
+    """The environment upstream's Deployment gives the manager, its downward-API values
+    (metadata.namespace, metadata.name) filled in as kubelet fills them for a pod."""
+    deployment = next(o for o in objects if o.get("kind") == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    fields = {"metadata.namespace": layout.namespace, "metadata.name": layout.program}
+    out: dict[str, str] = {}
+    for item in container.get("env") or []:
+        if "value" in item:
+            out[item["name"]] = str(item["value"])
+            continue
+        path = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
+        if path not in fields:
+            raise OperatorError(f"upstream's Deployment sets {item['name']} from {path or 'a source'} that a local "
+                                "process has no value for: update realcluster/operators.py")
+        out[item["name"]] = fields[path]
+    return out
+
+
+class Operators(Peers):
+    """Starts the upstream operators on one RealCluster and stops them (and the training
+    operator's webhook configuration) at exit."""
+
+    which = staticmethod(toolchain.operator_programs)
+
+    def __init__(self, cluster: RealCluster, binaries: Mapping[str, Path] | None = None,
+                 cache: Path | None = None) -> None:
+        cache = cache or toolchain.cache_root()
+        chosen = toolchain.operator_programs(toolchain.load_versions())
+        found = dict(binaries) if binaries is not None else {
+            p.name: toolchain.binary_path(p, cache) for p in chosen if not toolchain.missing([p], cache)}
+        super().__init__(cluster, found, cache)
+        self.workdir = cluster.workdir / "operators"
+        self._lock: IO[bytes] | None = None
+
+    def built(self, name: str) -> bool:
+        return name in self.binaries
+
+    def start_kuberay(self) -> RunningPeer:
+        if not self.built(KUBERAY.program):
+            raise OperatorError("KubeRay's operator is not built: run `make operators` (needs Go 1.26+)")
+        objects = into_namespace(self._render(KUBERAY), RAY_NAMESPACE)
+        ports = Ports(0, free_port(), free_port())
+        self._install(installed_objects(objects, KUBERAY, f"127.0.0.1:{ports.metrics}"))
+        argv = [str(self.binaries[KUBERAY.program]), *upstream_args(objects, KUBERAY),
+                f"--metrics-addr=127.0.0.1:{ports.metrics}", f"--health-probe-bind-address=127.0.0.1:{ports.health}",
+                "--enable-leader-election=false", f"--kubeconfig={self._kubeconfig(KUBERAY)}"]
+        return self._run(KUBERAY, argv, ports, deployment_env(objects, KUBERAY), [])
+
+    def start_training_operator(self) -> RunningPeer:
+        if not self.built(TRAINING.program):
+            raise OperatorError("the training operator is not built: run `make operators` (needs Go 1.26+)")
+        self._take_training_lock()
+        objects = self._render(TRAINING)
+        ports = Ports(free_port(), free_port(), free_port())
+        self._install(installed_objects(objects, TRAINING, f"127.0.0.1:{ports.webhook}"))
+        argv = [str(self.binaries[TRAINING.program]), *upstream_args(objects, TRAINING),
+                f"--webhook-server-port={ports.webhook}", f"--metrics-bind-address=127.0.0.1:{ports.metrics}",
+                f"--health-probe-bind-address=127.0.0.1:{ports.health}", "--leader-elect=false",
+                f"--kubeconfig={self._kubeconfig(TRAINING)}"]
+        webhooks = [(o["kind"], o["metadata"]["name"]) for o in objects
+                    if o.get("kind") == "ValidatingWebhookConfiguration"]
+        return self._run(TRAINING, argv, ports, deployment_env(objects, TRAINING), webhooks)
+
+    def stop(self) -> None:
+        super().stop()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def _take_training_lock(self) -> None:
+        handle = open(TRAINING_LOCK, "ab")  # noqa: SIM115 - held while the operator runs
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise OperatorError(f"another training operator runs on this machine ({TRAINING_LOCK} is locked): it "
+                                f"keeps its certificates in the fixed {TRAINING_CERT_DIR}; stop it first") from None
+        self._lock = handle
+
+    def _run(self, layout: Layout, argv: list[str], ports: Ports, env: Mapping[str, str],
+             webhooks: list[tuple[str, str]]) -> RunningPeer:
+        program = self.programs[layout.program]
+        process = Program(layout.program, argv, self.cluster.workdir / "logs" / f"{layout.program}.log",
+                          f"http://127.0.0.1:{ports.health}/readyz",
+                          env={**toolchain.without_cluster_env(), **env})
+        peer = RunningPeer(process, layout, program.version, ports, webhooks)
+        self.running[layout.program] = peer
+        process.start()
+        try:
+            process.wait_ready(READY_SECONDS)
+        except StartError as err:
+            raise OperatorError(f"{layout.program} {program.version} did not start: {err}") from None
+        return peer
