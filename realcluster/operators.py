@@ -11,13 +11,16 @@ What differs from upstream's install, and why:
 - KubeRay's config/default installs into `default`; batchgate's policy trusts the identity its
   Helm chart and docs use, ray-system/kuberay-operator, so it goes there (what `kustomize edit set
   namespace ray-system` does).
-- the training operator writes its webhook certificates to a fixed /tmp path (its cert
-  controller's certDir is a constant), so one runs on a machine at a time: a lock says which.
+- the training operator reads its webhook certificates from a fixed /tmp path (its cert
+  controller's certDir is a constant) once its Secret is mounted there: the Secret's pair is
+  copied there as kubelet's secret volume would (as for the peers), and, the path being one per
+  machine, one training operator runs on a machine at a time: a lock says which.
 """
 
 from __future__ import annotations
 
 import fcntl
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -107,12 +110,13 @@ class Operators(Peers):
         argv = [str(self.binaries[KUBERAY.program]), *upstream_args(objects, KUBERAY),
                 f"--metrics-addr=127.0.0.1:{ports.metrics}", f"--health-probe-bind-address=127.0.0.1:{ports.health}",
                 "--enable-leader-election=false", f"--kubeconfig={self._kubeconfig(KUBERAY)}"]
-        return self._run(KUBERAY, argv, ports, deployment_env(objects, KUBERAY), [])
+        return self._run(KUBERAY, argv, ports, deployment_env(objects, KUBERAY), [], None)
 
     def start_training_operator(self) -> RunningPeer:
         if not self.built(TRAINING.program):
             raise OperatorError("the training operator is not built: run `make operators` (needs Go 1.26+)")
         self._take_training_lock()
+        shutil.rmtree(TRAINING_CERT_DIR, ignore_errors=True)  # another run's pair would pass its mount check
         objects = self._render(TRAINING)
         ports = Ports(free_port(), free_port(), free_port())
         self._install(installed_objects(objects, TRAINING, f"127.0.0.1:{ports.webhook}"))
@@ -122,7 +126,7 @@ class Operators(Peers):
                 f"--kubeconfig={self._kubeconfig(TRAINING)}"]
         webhooks = [(o["kind"], o["metadata"]["name"]) for o in objects
                     if o.get("kind") == "ValidatingWebhookConfiguration"]
-        return self._run(TRAINING, argv, ports, deployment_env(objects, TRAINING), webhooks)
+        return self._run(TRAINING, argv, ports, deployment_env(objects, TRAINING), webhooks, TRAINING_CERT_DIR)
 
     def stop(self) -> None:
         super().stop()
@@ -141,7 +145,7 @@ class Operators(Peers):
         self._lock = handle
 
     def _run(self, layout: Layout, argv: list[str], ports: Ports, env: Mapping[str, str],
-             webhooks: list[tuple[str, str]]) -> RunningPeer:
+             webhooks: list[tuple[str, str]], cert_dir: Path | None) -> RunningPeer:
         program = self.programs[layout.program]
         process = Program(layout.program, argv, self.cluster.workdir / "logs" / f"{layout.program}.log",
                           f"http://127.0.0.1:{ports.health}/readyz",
@@ -150,6 +154,8 @@ class Operators(Peers):
         self.running[layout.program] = peer
         process.start()
         try:
+            if cert_dir is not None:
+                self._mount_certificates(process, layout, cert_dir)
             process.wait_ready(READY_SECONDS)
         except StartError as err:
             raise OperatorError(f"{layout.program} {program.version} did not start: {err}") from None
