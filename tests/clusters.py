@@ -21,6 +21,7 @@ from realcluster.cluster import RealCluster
 from tests.realcluster_fixtures import BINARIES, NOT_BUILT
 
 CHOICE = "BATCHGATE_TEST_KUBE"
+CRDS = Path(__file__).resolve().parents[1] / "manifests" / "crds"
 OPERATORS = "BATCHGATE_TEST_OPERATORS"
 
 
@@ -78,3 +79,11 @@ def cluster(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[An
                          record_requests=record_requests)
     with made:
         yield made, kubectl
+
+
+def development_crds(made: LocalCluster | RealCluster) -> Path:
+    """The kustomization of CRDs a test applies before the product: all of manifests/crds, less the
+    third-party stubs where upstream's operators installed their own CRDs (a stub over KubeRay's
+    drops its defaults: a worker group's numOfHosts is then 0 and KubeRay makes no workers)."""
+    upstream = isinstance(made, RealCluster) and made.operators == "upstream"
+    return CRDS / "batchgate" if upstream else CRDS

@@ -6,7 +6,6 @@ the training operator."""
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from realcluster import operators, toolchain
 from realcluster.cluster import RealCluster, RealClusterError
 from realcluster.operators import KUBERAY, TRAINING, OperatorError
 from tests.e2e.test_install import eventually
-from tests.realcluster_fixtures import BINARIES, NODES, NOT_BUILT
+from tests.realcluster_fixtures import BINARIES, NODES, NOT_BUILT, admin_kubectl, get_object
 
 Kubectl = Callable[..., str]
 BUILT = {p.name for p in toolchain.operator_programs(toolchain.load_versions())
@@ -93,20 +92,7 @@ def upstream_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
         pytest.skip(KUBERAY_NOT_BUILT)
     workdir = tmp_path_factory.mktemp("operators")
     with RealCluster(workdir, nodes=parse_nodes_file(NODES), binaries=BINARIES, operators="upstream") as cluster:
-        cache = tmp_path_factory.mktemp("operators-kubectl-cache")
-
-        def kubectl(*args: str, input: str | None = None) -> str:
-            done = subprocess.run([str(cluster.binaries["kubectl"]), "--kubeconfig", str(cluster.kubeconfig),
-                                   "--cache-dir", str(cache), "--context", "admin", *args],
-                                  input=input, capture_output=True, text=True, timeout=60)
-            assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-            return done.stdout
-
-        yield cluster, kubectl
-
-
-def _get(kubectl: Kubectl, *args: str) -> dict[str, Any]:
-    return dict(json.loads(kubectl("get", *args, "-o", "json")))
+        yield cluster, admin_kubectl(cluster, tmp_path_factory.mktemp("operators-kubectl-cache"))
 
 
 def _namespace(kubectl: Kubectl) -> str:
@@ -134,9 +120,9 @@ def test_kuberay_makes_a_raycluster_ready_on_the_real_control_plane(
                                             "rayStartParams": {}, "template": {"spec": {
                                                 "containers": [_container("ray-worker", image)]}}}]}}
     kubectl("apply", "-f", "-", input=yaml.safe_dump(raycluster))
-    eventually(lambda: (_get(kubectl, "raycluster", "rc", "-n", namespace).get("status") or {}).get("state") == "ready",
+    eventually(lambda: (get_object(kubectl, "raycluster", "rc", "-n", namespace).get("status") or {}).get("state") == "ready",
                "KubeRay reports the RayCluster ready", 180)
-    pods = _get(kubectl, "pods", "-n", namespace, "-l", "ray.io/cluster=rc")["items"]
+    pods = get_object(kubectl, "pods", "-n", namespace, "-l", "ray.io/cluster=rc")["items"]
     assert sorted(p["metadata"]["labels"]["ray.io/node-type"] for p in pods) == ["head", "worker", "worker"]
 
 
@@ -159,7 +145,7 @@ def test_the_training_operator_runs_a_pytorchjob_to_success_on_the_real_control_
     kubectl("apply", "-f", "-", input=yaml.safe_dump(job))
 
     def condition(kind: str) -> bool:
-        status = _get(kubectl, "pytorchjob", "pj", "-n", namespace).get("status") or {}
+        status = get_object(kubectl, "pytorchjob", "pj", "-n", namespace).get("status") or {}
         return any(c["type"] == kind and c["status"] == "True" for c in status.get("conditions") or [])
 
     eventually(lambda: condition("Running"), "the training operator reports the PyTorchJob Running", 180)
