@@ -13,14 +13,17 @@ What differs from upstream's install, and why:
   namespace ray-system` does).
 - the training operator reads its webhook certificates from a fixed /tmp path (its cert
   controller's certDir is a constant) once its Secret is mounted there: the Secret's pair is
-  copied there as kubelet's secret volume would (as for the peers), and, the path being one per
-  machine, one training operator runs on a machine at a time: a lock says which.
+  copied there as kubelet's secret volume would (as for the peers). So that concurrent clusters'
+  operators do not share that path, each runs in a mount namespace of its own in which the path
+  is its cluster's cert dir; where this process may not make one (not root), one training
+  operator runs on the machine at a time, and a lock says which.
 """
 
 from __future__ import annotations
 
 import fcntl
 import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -82,6 +85,26 @@ def deployment_env(objects: Sequence[Mapping[str, Any]], layout: Layout) -> dict
     return out
 
 
+def in_private_cert_dir(argv: Sequence[str], cert_dir: Path) -> list[str]:
+    """`argv` run in a mount namespace of its own in which the training operator's fixed cert
+    dir is `cert_dir` (the process stays the one started: unshare and sh exec it)."""
+    script = 'mkdir -p "$1" && mount --bind "$2" "$1" && shift 2 && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(TRAINING_CERT_DIR),
+            str(cert_dir), *argv]
+
+
+def private_mounts() -> bool:
+    """Whether this process may make a mount namespace (util-linux's unshare, as root)."""
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True,
+                              timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 class Operators(Peers):
     """Starts the upstream operators on one RealCluster and stops them (and the training
     operator's webhook configuration) at exit."""
@@ -115,8 +138,13 @@ class Operators(Peers):
     def start_training_operator(self) -> RunningPeer:
         if not self.built(TRAINING.program):
             raise OperatorError("the training operator is not built: run `make operators` (needs Go 1.26+)")
-        self._take_training_lock()
-        shutil.rmtree(TRAINING_CERT_DIR, ignore_errors=True)  # another run's pair would pass its mount check
+        cert_dir = self.workdir / TRAINING.program / "certs"
+        private = private_mounts()
+        if not private:
+            self._take_training_lock()
+            shutil.rmtree(TRAINING_CERT_DIR, ignore_errors=True)  # another run's pair would pass its mount check
+            cert_dir = TRAINING_CERT_DIR
+        cert_dir.mkdir(parents=True, exist_ok=True)
         objects = self._render(TRAINING)
         ports = Ports(free_port(), free_port(), free_port())
         self._install(installed_objects(objects, TRAINING, f"127.0.0.1:{ports.webhook}"))
@@ -126,7 +154,9 @@ class Operators(Peers):
                 f"--kubeconfig={self._kubeconfig(TRAINING)}"]
         webhooks = [(o["kind"], o["metadata"]["name"]) for o in objects
                     if o.get("kind") == "ValidatingWebhookConfiguration"]
-        return self._run(TRAINING, argv, ports, deployment_env(objects, TRAINING), webhooks, TRAINING_CERT_DIR)
+        if private:
+            argv = in_private_cert_dir(argv, cert_dir)
+        return self._run(TRAINING, argv, ports, deployment_env(objects, TRAINING), webhooks, cert_dir)
 
     def stop(self) -> None:
         super().stop()

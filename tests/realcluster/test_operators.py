@@ -6,6 +6,7 @@ the training operator."""
 from __future__ import annotations
 
 import json
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -150,3 +151,21 @@ def test_the_training_operator_runs_a_pytorchjob_to_success_on_the_real_control_
 
     eventually(lambda: condition("Running"), "the training operator reports the PyTorchJob Running", 180)
     eventually(lambda: condition("Succeeded"), "the training operator reports the PyTorchJob Succeeded", 180)
+
+
+def test_the_training_operator_runs_with_its_fixed_cert_dir_bound_to_its_clusters_own(tmp_path: Path) -> None:
+    argv = operators.in_private_cert_dir(["/bin/training-operator", "--leader-elect=false"], tmp_path)
+    assert argv[:4] == ["unshare", "--mount", "--propagation", "private"]
+    assert argv[-4:] == [str(operators.TRAINING_CERT_DIR), str(tmp_path), "/bin/training-operator",
+                         "--leader-elect=false"]
+
+
+@pytest.mark.skipif(not operators.private_mounts(), reason="needs a mount namespace (unshare, as root)")
+def test_in_its_namespace_the_fixed_cert_dir_shows_the_clusters_own_and_outside_nothing_changes(tmp_path: Path) -> None:
+    outside = operators.TRAINING_CERT_DIR / "tls.crt"
+    before = outside.read_bytes() if outside.exists() else None
+    (tmp_path / "tls.crt").write_text("this cluster's pair")
+    shown = subprocess.run(operators.in_private_cert_dir(["cat", str(outside)], tmp_path), capture_output=True,
+                           text=True, timeout=30)
+    assert shown.stdout == "this cluster's pair", shown.stderr
+    assert (outside.read_bytes() if outside.exists() else None) == before
