@@ -30,9 +30,8 @@ from typing import IO, Any
 
 from realcluster import toolchain
 from realcluster.cluster import RealCluster
-from realcluster.peers import (READY_SECONDS, Layout, PeerError, Peers, Ports, RunningPeer, installed_objects,
-                               upstream_args)
-from realcluster.processes import Program, StartError, free_port
+from realcluster.peers import Layout, PeerError, Peers, Ports, RunningPeer, installed_objects, upstream_args
+from realcluster.processes import free_port
 
 RAY_NAMESPACE = "ray-system"  # the namespace of the KubeRay identity batchgate's policy trusts
 KUBERAY = Layout("kuberay-operator", RAY_NAMESPACE, "kuberay-operator", "kuberay-operator", "", "")
@@ -133,7 +132,7 @@ class Operators(Peers):
         argv = [str(self.binaries[KUBERAY.program]), *upstream_args(objects, KUBERAY),
                 f"--metrics-addr=127.0.0.1:{ports.metrics}", f"--health-probe-bind-address=127.0.0.1:{ports.health}",
                 "--enable-leader-election=false", f"--kubeconfig={self._kubeconfig(KUBERAY)}"]
-        return self._run(KUBERAY, argv, ports, deployment_env(objects, KUBERAY), [], None)
+        return self._start(KUBERAY, objects, argv, ports, self.workdir, deployment_env(objects, KUBERAY))
 
     def start_training_operator(self) -> RunningPeer:
         if not self.built(TRAINING.program):
@@ -152,11 +151,9 @@ class Operators(Peers):
                 f"--webhook-server-port={ports.webhook}", f"--metrics-bind-address=127.0.0.1:{ports.metrics}",
                 f"--health-probe-bind-address=127.0.0.1:{ports.health}", "--leader-elect=false",
                 f"--kubeconfig={self._kubeconfig(TRAINING)}"]
-        webhooks = [(o["kind"], o["metadata"]["name"]) for o in objects
-                    if o.get("kind") == "ValidatingWebhookConfiguration"]
         if private:
             argv = in_private_cert_dir(argv, cert_dir)
-        return self._run(TRAINING, argv, ports, deployment_env(objects, TRAINING), webhooks, cert_dir)
+        return self._start(TRAINING, objects, argv, ports, cert_dir, deployment_env(objects, TRAINING))
 
     def stop(self) -> None:
         super().stop()
@@ -173,20 +170,3 @@ class Operators(Peers):
             raise OperatorError(f"another training operator runs on this machine ({TRAINING_LOCK} is locked): it "
                                 f"keeps its certificates in the fixed {TRAINING_CERT_DIR}; stop it first") from None
         self._lock = handle
-
-    def _run(self, layout: Layout, argv: list[str], ports: Ports, env: Mapping[str, str],
-             webhooks: list[tuple[str, str]], cert_dir: Path | None) -> RunningPeer:
-        program = self.programs[layout.program]
-        process = Program(layout.program, argv, self.cluster.workdir / "logs" / f"{layout.program}.log",
-                          f"http://127.0.0.1:{ports.health}/readyz",
-                          env={**toolchain.without_cluster_env(), **env})
-        peer = RunningPeer(process, layout, program.version, ports, webhooks)
-        self.running[layout.program] = peer
-        process.start()
-        try:
-            if cert_dir is not None:
-                self._mount_certificates(process, layout, cert_dir)
-            process.wait_ready(READY_SECONDS)
-        except StartError as err:
-            raise OperatorError(f"{layout.program} {program.version} did not start: {err}") from None
-        return peer

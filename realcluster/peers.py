@@ -276,7 +276,8 @@ class Peers:
         self.running[layout.program] = peer
         process.start()
         try:
-            self._mount_certificates(process, layout, cert_dir)
+            if layout.secret:  # a peer without webhooks has no certificates to mount
+                self._mount_certificates(process, layout, cert_dir)
             process.wait_ready(READY_SECONDS)
         except StartError as err:
             raise PeerError(f"{layout.program} {program.version} did not start: {err}") from None
