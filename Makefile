@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Go's usual home, for shells that did not put it on the PATH
 export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:,)$(PATH)
 
-.PHONY: demo test bench clean test-tools kube peers conformance
+.PHONY: demo test bench clean test-tools kube peers conformance operators
 
 # The editable install maps the product's packages (pyproject's include, what the wheel ships);
 # batchgate-checkout.pth puts the checkout itself on the path for the rest: the local cluster, the
@@ -56,6 +56,12 @@ CONFORMANCE_TESTS := $(addprefix tests/localcluster/,test_kubectl.py test_client
 	test_cel.py test_crd_rules.py test_rbac_cluster.py test_protobuf.py test_admission_wiring.py test_wire_with_gateway.py)
 conformance: $(STAMP) kube
 	BATCHGATE_STANDIN_TESTS_ON=real $(BIN)/python -m pytest -q -p no:randomly -rs $(PYTEST_ARGS) $(CONFORMANCE_TESTS)
+
+# The upstream operators that `RealCluster(operators="upstream")` runs in place of the stand-ins
+# (docs/realcluster.md, "Operators"): KubeRay's operator and the training operator, built like the peers.
+operators: $(STAMP)
+	@command -v go >/dev/null 2>&1 || { echo "operators: Go is not installed, so KubeRay's and the training operator cannot be built (install Go 1.26+)"; exit 2; }
+	$(BIN)/python -m realcluster.toolchain --operators
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

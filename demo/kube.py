@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from demo.kubectl import KUBECTL, Kubectl
 from localcluster.controllers import DEFAULT_CONTROLLERS
@@ -55,15 +55,18 @@ class Kube:
 
     def make(self, workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] = (),
              run_images: Sequence[str] = (), speed: float = 1.0, record_requests: bool = False,
-             kubelet_sync: dt.timedelta = KUBELET_SYNC) -> tuple[LocalCluster | RealCluster, Kubectl]:
+             kubelet_sync: dt.timedelta = KUBELET_SYNC,
+             operators: bool | Literal["upstream"] = True) -> tuple[LocalCluster | RealCluster, Kubectl]:
         """The cluster, not started yet, and kubectl as its users. `speed` is the stand-in's only:
         the real control plane runs on real time (its `speed` is 1). `record_requests`: every
         request recorded (kube-apiserver's audit log, or the stand-in's authorizer). `kubelet_sync`:
-        how often the local kubelets (on either) bring process pods' volumes up to date."""
+        how often the local kubelets (on either) bring process pods' volumes up to date. `operators`
+        the real control plane's only: "upstream" runs KubeRay's and the training operator."""
         made: LocalCluster | RealCluster
         if self.binaries is not None:
             made = RealCluster(workdir, users_file=users_file, nodes=nodes, run_images=run_images,
-                               binaries=self.binaries, audit=record_requests, kubelet_sync=kubelet_sync)
+                               binaries=self.binaries, audit=record_requests, operators=operators,
+                               kubelet_sync=kubelet_sync)
         else:
             made = LocalCluster(workdir, users_file=users_file, speed=speed, controllers=DEFAULT_CONTROLLERS,
                                 nodes=nodes, run_images=run_images, record_requests=record_requests,

@@ -1,7 +1,8 @@
 """`RealCluster`: Kubernetes' own etcd, kube-apiserver, kube-controller-manager and kube-scheduler
 (built by `realcluster.toolchain`) on loopback, with nodes whose kubelets are the local cluster's
 (the product's pods run as real processes, every other pod simulated), and the workload operators
-the stand-in simulates (PyTorchJob, RayCluster, RayJob) as clients of the real API server.
+the stand-in simulates (PyTorchJob, RayCluster, RayJob) as clients of the real API server; or, with
+`operators="upstream"`, KubeRay's operator and the training operator themselves (realcluster/operators.py).
 
 It has what a real cluster enforces: RBAC and the Node authorizer, service-account tokens signed
 by its own issuer, the default admission plugins (PodSecurity, ResourceQuota, the webhook ones),
@@ -27,7 +28,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
@@ -40,11 +41,17 @@ from realcluster.pki import COMPONENTS, KUBELET, Pki, write_pki
 from realcluster.processes import Program, StartError, free_port, port_taken
 from realcluster.setup import apply_objects, get_json, operator_objects, request_token
 
+if TYPE_CHECKING:
+    from realcluster.operators import Operators
+
 log = logging.getLogger("realcluster")
 READY_SECONDS = 60.0
 NODES_READY_SECONDS = 60.0
 SERVICE_ISSUER = "https://kubernetes.default.svc.cluster.local"
 OPERATOR_TOKEN_SECONDS = 24 * 3600
+# each stand-in operator (a component of localcluster's runtime) and the CRD it serves (localcluster/crds)
+STANDIN_CRDS = {"pytorchjob-controller": "pytorchjobs.kubeflow.org", "raycluster-controller": "rayclusters.ray.io",
+                "rayjob-controller": "rayjobs.ray.io"}
 
 
 class RealClusterError(RuntimeError):
@@ -60,8 +67,8 @@ def service_range(rng: random.Random) -> ipaddress.IPv4Network:
 class RealCluster:
     def __init__(self, workdir: Path | None = None, *, port: int = 0, users_file: Path | None = None,
                  nodes: Sequence[Any] = (), run_images: Sequence[str] = (),
-                 binaries: Mapping[str, Path] | None = None, operators: bool = True, audit: bool = False,
-                 kubelet_sync: dt.timedelta = KUBELET_SYNC) -> None:
+                 binaries: Mapping[str, Path] | None = None, operators: bool | Literal["upstream"] = True,
+                 audit: bool = False, kubelet_sync: dt.timedelta = KUBELET_SYNC) -> None:
         found = dict(binaries) if binaries is not None else toolchain.locate()
         if found is None:
             raise RealClusterError("the real control plane is not built: run `make test` or "
@@ -75,8 +82,11 @@ class RealCluster:
         self.users: list[User] = load_users(users_file)
         self.nodes = tuple(nodes)
         self.run_images = tuple(run_images)
+        # True: the stand-in operators; False: none; "upstream": KubeRay's and the training operator
         self.operators = operators
         self.kubelet_sync = kubelet_sync  # how often process pods' Secret/ConfigMap volumes follow their objects
+        self.upstream: Operators | None = None
+        self.standins = self._standins()
         # audit: kube-apiserver logs every request (level Metadata) in audit_dir, read by `read_audit`
         self.audit_dir = self.workdir / "audit" if audit else None
         self.services = service_range(random.SystemRandom())
@@ -106,6 +116,7 @@ class RealCluster:
             self._start_apiserver()
             self._write_kubeconfigs()
             self._bootstrap()
+            self._start_upstream_operators()
             self._start_controllers()
             self._start_runtime()
             self._wait_for_nodes()
@@ -115,6 +126,8 @@ class RealCluster:
         return self
 
     def stop(self) -> None:
+        if self.upstream is not None:
+            self.upstream.stop()
         self._stop_runtime()
         for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
             program = self.programs.pop(name, None)
@@ -245,19 +258,49 @@ class RealCluster:
         assert self.pki is not None
         objects: list[dict[str, Any]] = [
             bootstrap.cluster_role_binding("localcluster:kubelets", "system:node", [bootstrap.group(KUBELET.groups[0])])]
-        if self.operators:
-            objects += operator_objects()
-            objects += [yaml.safe_load(p.read_text()) for p in sorted(CRDS_DIR.glob("*.yaml"))]
+        objects += operator_objects(self.standins)
+        objects += [yaml.safe_load((CRDS_DIR / f"{STANDIN_CRDS[c]}.yaml").read_text()) for c in self.standins]
         apply_objects(self.url, str(self.ca_file), self.pki.tokens["testbed"], objects)
 
     def _operator_tokens(self) -> dict[str, str]:
         assert self.pki is not None
         tokens = {KUBELET.name: self.pki.tokens[KUBELET.name]}
-        if self.operators:
-            for component, (namespace, account) in bootstrap.OPERATOR_ACCOUNTS.items():
-                tokens[component] = request_token(self.url, str(self.ca_file), self.pki.tokens["testbed"], namespace,
-                                                  account, OPERATOR_TOKEN_SECONDS)
+        for component in self.standins:
+            namespace, account = bootstrap.OPERATOR_ACCOUNTS[component]
+            tokens[component] = request_token(self.url, str(self.ca_file), self.pki.tokens["testbed"], namespace,
+                                              account, OPERATOR_TOKEN_SECONDS)
         return tokens
+
+    # the operators
+
+    def _standins(self) -> list[str]:
+        """The stand-in operators this cluster runs: all, none, or with the upstream operators
+        those not built (PyTorchJobs stay with the stand-in while the training operator is not
+        built). KubeRay's binary always runs its RayJob controller beside its RayCluster one (no
+        flag turns it off), so under it RayJobs are KubeRay's too: the stand-in would fight it."""
+        if self.operators is True:
+            return list(STANDIN_CRDS)
+        if self.operators is False:
+            return []
+        if self.operators != "upstream":
+            raise RealClusterError(f"operators={self.operators!r}: expected True (the stand-ins), False (none) "
+                                   "or 'upstream' (KubeRay's and the training operator, `make operators`)")
+        from realcluster.operators import KUBERAY, TRAINING, Operators
+
+        self.upstream = Operators(self)
+        if not self.upstream.built(KUBERAY.program):
+            raise RealClusterError("KubeRay's operator is not built: run `make operators` (needs Go 1.26+), "
+                                   "or use the stand-in operators (operators=True)")
+        return [] if self.upstream.built(TRAINING.program) else ["pytorchjob-controller"]
+
+    def _start_upstream_operators(self) -> None:
+        from realcluster.operators import TRAINING
+
+        if self.upstream is None:
+            return
+        self.upstream.start_kuberay()
+        if self.upstream.built(TRAINING.program):
+            self.upstream.start_training_operator()
 
     # the runtime: kubelets, kube-proxy, the operators' stand-ins
 
@@ -272,8 +315,9 @@ class RealCluster:
 
         assert self.pki is not None
         kinds: list[Any] = [Kubelets, KubeletServer, ServiceProxy]
-        if self.operators:
-            kinds += [PyTorchJobController, RayClusterController, RayJobController]
+        standins = {"pytorchjob-controller": PyTorchJobController, "raycluster-controller": RayClusterController,
+                    "rayjob-controller": RayJobController}
+        kinds += [standins[c] for c in self.standins]
         context = ControllerContext(self.url, self.ca_file, self.pki.tokens["testbed"], "localcluster:testbed", 1.0,
                                     ScaledClock(1.0), self.workdir, {}, self.nodes, self.run_images,
                                     self._operator_tokens(), node_address="127.0.0.1", kubelet_port=free_port(),

@@ -20,6 +20,7 @@ What a process outside a pod needs instead, and nothing else changed:
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,6 +46,7 @@ APPWRAPPER_WEBHOOK_PORT = 9443  # fixed in the AppWrapper controller's main.go, 
 SERVING_CERTS = Path("k8s-webhook-server") / "serving-certs"
 KUEUE_INTEGRATIONS = ("batch/job", "workload.codeflare.dev/appwrapper")
 NOT_INSTALLED = ("Deployment", "APIService", "ConfigMap")
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's where PyYAML has it: 7x faster
 
 
 class PeerError(RuntimeError):
@@ -62,6 +64,7 @@ class Layout:
     service: str
     secret: str
     config_map: str
+    kustomize: str = "config/default"  # the kustomization in the module that is upstream's install
 
 
 KUEUE = Layout("kueue", "kueue-system", "kueue-controller-manager", "kueue-webhook-service",
@@ -181,14 +184,15 @@ class Peers:
     """Starts peers on one RealCluster and stops them (and their webhook configurations) at exit.
     Give each peer its own cluster: its CRDs replace any other kueue.x-k8s.io ones there."""
 
+    which = staticmethod(toolchain.peer_programs)  # the programs this runs (realcluster/operators.py: others)
+
     def __init__(self, cluster: RealCluster, binaries: Mapping[str, Path] | None = None,
                  cache: Path | None = None) -> None:
         self.cluster = cluster
         self.cache = cache or toolchain.cache_root()
         self.versions = toolchain.load_versions()
-        self.programs = {p.name: p for p in toolchain.peer_programs(self.versions)}
-        found = dict(binaries) if binaries is not None else toolchain.locate(
-            self.versions, self.cache, toolchain.peer_programs)
+        self.programs = {p.name: p for p in self.which(self.versions)}
+        found = dict(binaries) if binaries is not None else toolchain.locate(self.versions, self.cache, self.which)
         if found is None:
             raise PeerError("Kueue and the AppWrapper controller are not built: run `make peers` (needs Go 1.26+)")
         self.binaries = found
@@ -248,14 +252,15 @@ class Peers:
             source = toolchain.module_source(self.programs[layout.program], self.cache)
         except toolchain.ToolchainError as err:
             raise PeerError(str(err)) from None
-        out = self._kubectl("kustomize", str(source / "config" / "default"))
-        return [doc for doc in yaml.safe_load_all(out) if doc]
+        out = self._kubectl("kustomize", str(source / layout.kustomize))
+        return [doc for doc in yaml.load_all(out, Loader=SAFE_LOADER) if doc]
 
     def _install(self, install: Sequence[Mapping[str, Any]]) -> None:
-        """Server-side apply, as a user installs it; every CRD Established before the peer starts."""
+        """Server-side apply, as a user installs it; every CRD Established before the peer starts.
+        Sent as one JSON List: KubeRay's CRDs are 3 MB, which YAML takes minutes to write and read."""
         self.webhooks += webhook_configurations(install)
         self._kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
-                      input=yaml.safe_dump_all(install, sort_keys=False))
+                      input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(install)}))
         crds = [f"crd/{o['metadata']['name']}" for o in install if o["kind"] == "CustomResourceDefinition"]
         if crds:
             self._kubectl("wait", "--for=condition=Established", "--timeout=60s", *crds)
@@ -279,7 +284,8 @@ class Peers:
         self.running[layout.program] = peer
         process.start()
         try:
-            self._mount_certificates(process, layout, cert_dir)
+            if layout.secret:  # a peer without webhooks has no certificates to mount
+                self._mount_certificates(process, layout, cert_dir)
             process.wait_ready(READY_SECONDS)
         except (StartError, SetupError) as err:
             raise PeerError(f"{layout.program} {program.version} did not start: {err}") from None

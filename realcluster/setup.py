@@ -9,6 +9,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from typing import Any
 
 from localcluster.rbac import bootstrap
@@ -83,10 +84,10 @@ def apply_objects(url: str, ca_file: str, token: str, objects: list[dict[str, An
             time.sleep(0.1)
 
 
-def operator_objects() -> list[dict[str, Any]]:
-    """The operators' namespaces, service accounts, roles and bindings, from the same table the
-    stand-in bootstraps them from (localcluster/rbac/bootstrap.py)."""
-    accounts = sorted(set(bootstrap.OPERATOR_ACCOUNTS.values()))
+def operator_objects(components: Iterable[str] = tuple(bootstrap.OPERATOR_ACCOUNTS)) -> list[dict[str, Any]]:
+    """The stand-in operators' (all, or those of `components`) namespaces, service accounts, roles
+    and bindings, from the same table the stand-in bootstraps them from (localcluster/rbac/bootstrap.py)."""
+    accounts = sorted({bootstrap.OPERATOR_ACCOUNTS[c] for c in components})
     out: list[dict[str, Any]] = []
     for namespace in sorted({ns for ns, _ in accounts}):
         out.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})

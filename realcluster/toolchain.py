@@ -2,7 +2,9 @@
 repository: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
 `k8s.io/kubernetes`, etcd from `go.etcd.io/etcd/server/v3`, at the versions in `versions.env`; and,
 on request, the peers the benchmarks and differential tests run beside batchgate: Kueue's manager
-(`sigs.k8s.io/kueue`) and the AppWrapper controller (`github.com/project-codeflare/appwrapper`).
+(`sigs.k8s.io/kueue`) and the AppWrapper controller (`github.com/project-codeflare/appwrapper`); and the upstream operators of the workloads batchgate
+wraps: KubeRay's (`github.com/ray-project/kuberay/ray-operator`) and Kubeflow's training operator
+(`github.com/kubeflow/training-operator`).
 
 Neither module can be `go install`ed: both replace their sibling modules with directories of
 their own repository. A small tools module per release requires the upstream module and points
@@ -12,12 +14,13 @@ their version (an unstamped one reports v0.0.0-master, which clients that parse 
 a cached binary is trusted only if it reports the version it was built for.
 
 `python -m realcluster.toolchain` builds what is missing, a progress line per program;
-`--peers` builds the peers instead (`make peers`).
+`--peers` builds the peers instead (`make peers`), `--operators` the operators (`make operators`).
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 import shutil
@@ -34,6 +37,8 @@ KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
 KUEUE_MODULE = "sigs.k8s.io/kueue"
 APPWRAPPER_MODULE = "github.com/project-codeflare/appwrapper"
+KUBERAY_MODULE = "github.com/ray-project/kuberay/ray-operator"
+TRAINING_MODULE = "github.com/kubeflow/training-operator"
 BUILD_DATE = "2026-01-01T00:00:00Z"  # fixed, so two builds of one release are the same program
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 MODULE_DOWNLOAD_SECONDS = 600
@@ -50,13 +55,16 @@ class Versions:
     etcd: str
     kueue: str
     appwrapper: str
+    kuberay: str
+    training_operator: str
 
     def minor(self) -> str:
         """Kubernetes' minor version: '35' for v1.35.4."""
         return self.kubernetes.split(".")[1]
 
 
-_KEYS = {"KUBERNETES": "kubernetes", "ETCD": "etcd", "KUEUE": "kueue", "APPWRAPPER": "appwrapper"}
+_KEYS = {"KUBERNETES": "kubernetes", "ETCD": "etcd", "KUEUE": "kueue", "APPWRAPPER": "appwrapper",
+         "KUBERAY": "kuberay", "TRAINING_OPERATOR": "training_operator"}
 _SEMVER = re.compile(r"^v\d+\.\d+\.\d+$")
 
 
@@ -101,6 +109,7 @@ class Program:
     reports: str  # a line of what `name version_args` prints contains this when it is this version
     family: str  # the release it belongs to: its cache directory is FAMILY-VERSION
     stamps: tuple[str, ...] = ()  # `-X package.variable=value` link flags that record the version
+    build_info: bool = False  # prints no version: the module version Go records in the binary is checked
 
     def key(self) -> str:
         return f"{self.family}-{self.version}"
@@ -139,6 +148,17 @@ def peer_programs(versions: Versions) -> tuple[Program, ...]:
                          f'"version": "{versions.appwrapper}"', "appwrapper",
                          (f"main.BuildVersion={versions.appwrapper}", f"main.BuildDate={BUILD_DATE}"))
     return (kueue, appwrapper)
+
+
+def operator_programs(versions: Versions) -> tuple[Program, ...]:
+    """KubeRay's operator and the training operator. Neither prints or logs its version, so the
+    check reads what Go records in every binary: the module and version it was built from."""
+    kuberay = Program("kuberay-operator", KUBERAY_MODULE, versions.kuberay, KUBERAY_MODULE, (),
+                      f"{KUBERAY_MODULE} {versions.kuberay}", "kuberay", build_info=True)
+    training = Program("training-operator", TRAINING_MODULE, versions.training_operator,
+                       f"{TRAINING_MODULE}/cmd/training-operator.v1", (),
+                       f"{TRAINING_MODULE} {versions.training_operator}", "training-operator", build_info=True)
+    return (kuberay, training)
 
 
 def cache_root(environ: Mapping[str, str] = os.environ) -> Path:
@@ -267,9 +287,25 @@ def without_cluster_env(environ: Mapping[str, str] = os.environ) -> dict[str, st
     return {k: v for k, v in environ.items() if k not in _CLUSTER_ENV}
 
 
+def recorded_module(path: Path, module: str) -> str:
+    """'MODULE VERSION' as Go's build info in the binary records the module of its main package
+    (its `mod` line); '' if it records another."""
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            start = data.find(f"\nmod\t{module}\t".encode())
+            if start < 0:
+                return ""
+            line = data[start + 1:data.find(b"\n", start + 1)].decode(errors="replace")
+    except (OSError, ValueError):
+        return ""
+    return " ".join(line.split("\t")[1:3])
+
+
 def reported_version(path: Path, program: Program) -> str:
     """The line of a binary's output that states its version (its first line if none does);
-    '' if it does not run."""
+    '' if it does not run. A program that prints none: its module version as Go recorded it."""
+    if program.build_info:
+        return recorded_module(path, program.module)
     try:
         done = subprocess.run([str(path), *program.version_args], capture_output=True, text=True,
                               timeout=VERSION_CHECK_SECONDS, env=without_cluster_env(), stdin=subprocess.DEVNULL)
@@ -367,15 +403,17 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         versions = load_versions()
-        if args not in ([], ["--check"], ["--peers"]):
+        if args not in ([], ["--check"], ["--peers"], ["--operators"]):
             raise ToolchainError(f"unknown arguments {' '.join(args)!r}: give none (the control plane), "
-                                 "--check, or --peers (Kueue and the AppWrapper controller)")
+                                 "--check, --peers (Kueue and the AppWrapper controller) or --operators "
+                                 "(KubeRay's and the training operator)")
         if args == ["--check"]:
             absent = missing(programs(versions), cache_root())
             for program in absent:
                 print(f"realcluster: {program.name} {program.version} is not built (make test builds it)")
             return 1 if absent else 0
-        chosen = peer_programs(versions) if args == ["--peers"] else programs(versions)
+        chosen = {"--peers": peer_programs, "--operators": operator_programs}.get(
+            args[0] if args else "", programs)(versions)
         build(chosen, cache_root(), lambda line: print(line, flush=True))
     except ToolchainError as err:
         print(f"realcluster: {err}", file=sys.stderr)

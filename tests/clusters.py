@@ -1,6 +1,7 @@
 """Which cluster an end-to-end test runs on: as the demo chooses (demo/kube.py), the real control
 plane when it is built (CI builds it: realcluster/), else the stand-in; BATCHGATE_TEST_KUBE=local
-or =real chooses. Both offer the same kubeconfig (users admin, alice, bob), nodes and process pods
+or =real chooses; on the real one BATCHGATE_TEST_OPERATORS=upstream runs KubeRay's and the training
+operator in place of the stand-in operators (docs/realcluster.md, "Operators"). Both offer the same kubeconfig (users admin, alice, bob), nodes and process pods
 of the product's image, so a test is written once."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -22,6 +23,8 @@ from realcluster.cluster import RealCluster
 from tests.realcluster_fixtures import BINARIES, NOT_BUILT
 
 CHOICE = "BATCHGATE_TEST_KUBE"
+CRDS = Path(__file__).resolve().parents[1] / "manifests" / "crds"
+OPERATORS = "BATCHGATE_TEST_OPERATORS"
 
 
 def _wanted() -> str:
@@ -36,6 +39,14 @@ def _chosen(wanted: str) -> Kube:
         return choose(wanted or _wanted(), BINARIES)
     except KubeChoiceError:
         pytest.skip(NOT_BUILT)
+
+
+def _operators() -> bool | Literal["upstream"]:
+    """The real control plane's workload operators: the stand-ins, or upstream's."""
+    wanted = os.environ.get(OPERATORS, "")
+    if wanted not in ("", "standin", "upstream"):
+        raise pytest.UsageError(f"{OPERATORS}={wanted!r}: expected standin or upstream")
+    return "upstream" if wanted == "upstream" else True
 
 
 def kube() -> Kube:
@@ -59,7 +70,7 @@ def make(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[Any] 
     kube-apiserver's audit log on the real control plane (`RealCluster.read_audit`), by the
     stand-in's authorizer on the stand-in."""
     return _chosen(kube).make(workdir, users_file=users_file, nodes=nodes, run_images=run_images, speed=speed,
-                              record_requests=record_requests, kubelet_sync=kubelet_sync)
+                              record_requests=record_requests, kubelet_sync=kubelet_sync, operators=_operators())
 
 
 @contextmanager
@@ -71,3 +82,11 @@ def cluster(workdir: Path, *, users_file: Path | None = None, nodes: Sequence[An
                          record_requests=record_requests, kubelet_sync=kubelet_sync)
     with made:
         yield made, kubectl
+
+
+def development_crds(made: LocalCluster | RealCluster) -> Path:
+    """The kustomization of CRDs a test applies before the product: all of manifests/crds, less the
+    third-party stubs where upstream's operators installed their own CRDs (a stub over KubeRay's
+    drops its defaults: a worker group's numOfHosts is then 0 and KubeRay makes no workers)."""
+    upstream = isinstance(made, RealCluster) and made.operators == "upstream"
+    return CRDS / "batchgate" if upstream else CRDS

@@ -8,9 +8,11 @@ them are skipped with one reason, and the run's summary says in one line how man
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,6 +72,23 @@ def real_kubectl_run(real_cluster: RealCluster,
         return done
 
     return run
+
+
+def admin_kubectl(cluster: RealCluster, cache: Path) -> Callable[..., str]:
+    """kubectl(*args, input=None) as admin on a cluster of a test's own: its output; a failure fails the test."""
+    def kubectl(*args: str, input: str | None = None) -> str:
+        done = subprocess.run([str(cluster.binaries["kubectl"]), "--kubeconfig", str(cluster.kubeconfig),
+                               "--cache-dir", str(cache), "--context", "admin", *args],
+                              input=input, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    return kubectl
+
+
+def get_object(kubectl: Callable[..., str], *args: str) -> dict[str, Any]:
+    """`kubectl get ARGS -o json`, read."""
+    return dict(json.loads(kubectl("get", *args, "-o", "json")))
 
 
 def uses_real_cluster(item: pytest.Item) -> bool:

@@ -190,7 +190,7 @@ def start_stack(workdir: Path) -> AwStack:
     cluster.start()
     gateway: RunningGateway | None = None
     try:
-        kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "crds"))
+        kubectl.run("apply", "-k", str(clusters.development_crds(cluster)))
         kubectl.run("create", "namespace", SYSTEM_NAMESPACE)
         kubectl.run("apply", "-k", str(REPO_ROOT / "manifests" / "rbac"))  # the product's and the users' roles
         kubectl.run("apply", "-f", "-", stdin=policy_configmap())

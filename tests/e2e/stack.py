@@ -107,7 +107,7 @@ def running_stack(tmp: Path, *, policy_text: str = POLICY, nodes: str = NODES) -
 
         run("create", "namespace", NAMESPACE)
         run("label", "namespace", NAMESPACE, "mlbatch-team-namespace=true")  # a team namespace opts in
-        run("apply", "-k", str(ROOT / "manifests" / "crds"))
+        run("apply", "-k", str(clusters.development_crds(cluster)))
         run("apply", "-k", str(ROOT / "manifests" / "rbac"))
         run("apply", "-f", "-", input=role_binding(NAMESPACE, "edit", SHARED_USERS) + "---\n"
             + role_binding(NAMESPACE, "batchgate-team", SHARED_USERS))

@@ -4,8 +4,6 @@ and run as local processes on their own real cluster: what is changed from upstr
 
 from __future__ import annotations
 
-import json
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ from realcluster.cluster import RealCluster
 from realcluster.peers import KUEUE, PeerError, Ports
 from realcluster.processes import port_taken
 from tests.e2e.test_install import eventually
-from tests.realcluster_fixtures import PEERS, PEERS_NOT_BUILT, new_real_cluster
+from tests.realcluster_fixtures import PEERS, PEERS_NOT_BUILT, admin_kubectl, get_object, new_real_cluster
 
 Kubectl = Callable[..., str]
 PORTS = Ports(webhook=40001, health=40002, metrics=40003)
@@ -121,16 +119,7 @@ def peer_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Rea
     with new_real_cluster(tmp_path_factory.mktemp("peers")) as cluster, peers.Peers(cluster, PEERS) as running:
         running.start_appwrapper()
         running.start_kueue()
-        cache = tmp_path_factory.mktemp("peers-kubectl-cache")
-
-        def kubectl(*args: str, input: str | None = None) -> str:
-            done = subprocess.run([str(cluster.binaries["kubectl"]), "--kubeconfig", str(cluster.kubeconfig),
-                                   "--cache-dir", str(cache), "--context", "admin", *args],
-                                  input=input, capture_output=True, text=True, timeout=60)
-            assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-            return done.stdout
-
-        yield cluster, kubectl
+        yield cluster, admin_kubectl(cluster, tmp_path_factory.mktemp("peers-kubectl-cache"))
 
 
 def _queues(kubectl: Kubectl) -> str:
@@ -158,10 +147,6 @@ def _pod_spec() -> dict[str, Any]:
          "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
 
 
-def _get(kubectl: Kubectl, *args: str) -> dict[str, Any]:
-    return dict(json.loads(kubectl("get", *args, "-o", "json")))
-
-
 def _admitted(workloads: dict[str, Any]) -> bool:
     return any(c["type"] == "Admitted" and c["status"] == "True"
                for w in workloads["items"] for c in (w.get("status") or {}).get("conditions") or [])
@@ -181,11 +166,11 @@ def _appwrapper(namespace: str) -> dict[str, Any]:
 
 
 def _unsuspended(kubectl: Kubectl, namespace: str) -> bool:
-    return _get(kubectl, "job", "train", "-n", namespace)["spec"]["suspend"] is False
+    return get_object(kubectl, "job", "train", "-n", namespace)["spec"]["suspend"] is False
 
 
 def _running(kubectl: Kubectl, namespace: str) -> bool:
-    return (_get(kubectl, "appwrapper", "wrapped", "-n", namespace).get("status") or {}).get("phase") == "Running"
+    return (get_object(kubectl, "appwrapper", "wrapped", "-n", namespace).get("status") or {}).get("phase") == "Running"
 
 
 @pytest.mark.realcluster
@@ -201,7 +186,7 @@ def test_what_a_local_queue_is_given_kueue_admits_and_its_controller_runs(
     _, kubectl = peer_cluster
     namespace = _queues(kubectl)
     kubectl("apply", "-f", "-", input=yaml.safe_dump(make(namespace)))
-    eventually(lambda: _admitted(_get(kubectl, "workloads.v1beta1.kueue.x-k8s.io", "-n", namespace)),
+    eventually(lambda: _admitted(get_object(kubectl, "workloads.v1beta1.kueue.x-k8s.io", "-n", namespace)),
                "Kueue admits the Workload", 120)
     eventually(lambda: then(kubectl, namespace), what, seconds)
 

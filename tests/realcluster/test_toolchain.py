@@ -12,9 +12,11 @@ import pytest
 from realcluster import toolchain
 from realcluster.toolchain import ToolchainError, Versions
 
-GOOD = "# comment\nKUBERNETES=v1.35.4\n\nETCD=v3.6.16  # trailing comment\nKUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\n"
-VERSIONS = Versions("v1.35.4", "v3.6.16", "v0.17.0", "v1.2.2")
-PEERS = "KUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\n"
+OPERATORS = "KUBERAY=v1.5.0\nTRAINING_OPERATOR=v1.8.1\n"
+GOOD = ("# comment\nKUBERNETES=v1.35.4\n\nETCD=v3.6.16  # trailing comment\nKUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\n"
+        + OPERATORS)
+VERSIONS = Versions("v1.35.4", "v3.6.16", "v0.17.0", "v1.2.2", "v1.5.0", "v1.8.1")
+PEERS = "KUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\n" + OPERATORS
 
 
 def test_the_versions_file_in_the_repo_parses() -> None:
@@ -28,14 +30,16 @@ def test_versions_are_read_with_comments_and_blank_lines() -> None:
 
 @pytest.mark.parametrize("text, message", [
     ("KUBERNETES=v1.35.4\n" + PEERS, "v.env: no ETCD= line"),
-    ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=v0.17.0\n", "v.env: no APPWRAPPER= line"),
+    ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=v0.17.0\n" + OPERATORS, "v.env: no APPWRAPPER= line"),
+    ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\nKUBERAY=v1.5.0\n",
+     "v.env: no TRAINING_OPERATOR= line"),
     ("KUBERNETES=1.35.4\nETCD=v3.6.16\n", "v.env:1: KUBERNETES must be a release such as v1.35.4, got '1.35.4'"),
     ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=0.17\n", "v.env:3: KUEUE must be a release such as v1.35.4, got '0.17'"),
     ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUBERNETES=v1.34.0\n", "v.env:3: KUBERNETES is given twice"),
     ("KUBE=v1.35.4\n", "v.env:1: expected one of KUBERNETES=vX.Y.Z, ETCD=vX.Y.Z, KUEUE=vX.Y.Z, APPWRAPPER=vX.Y.Z, "
-                       "got 'KUBE=v1.35.4'"),
+                       "KUBERAY=vX.Y.Z, TRAINING_OPERATOR=vX.Y.Z, got 'KUBE=v1.35.4'"),
     ("KUBERNETES=v2.0.0\nETCD=v3.6.16\n" + PEERS, "v.env: KUBERNETES must be a v1.x release, got v2.0.0"),
-], ids=["a missing key is named", "a missing peer is named", "a version without its v is refused with the line",
+], ids=["a missing key is named", "a missing peer is named", "a missing operator is named", "a version without its v is refused with the line",
         "a peer's version without its v is refused with the line",
         "a key given twice is refused at its second line", "an unknown key is refused with the line",
         "a Kubernetes that is not 1.x is refused"])
@@ -106,13 +110,15 @@ def test_peers_are_stamped_with_their_release(name: str, stamp: str) -> None:
 
 
 def test_each_program_has_its_own_cache_path_keyed_by_its_release(tmp_path: Path) -> None:
-    paths = {p.name: toolchain.binary_path(p, tmp_path)
-             for p in toolchain.programs(VERSIONS) + toolchain.peer_programs(VERSIONS)}
+    paths = {p.name: toolchain.binary_path(p, tmp_path) for p in toolchain.programs(VERSIONS)
+             + toolchain.peer_programs(VERSIONS) + toolchain.operator_programs(VERSIONS)}
     assert paths["kube-apiserver"] == tmp_path / "realcluster" / "kubernetes-v1.35.4" / "kube-apiserver"
     assert paths["kubectl"].parent == paths["kube-apiserver"].parent
     assert paths["etcd"] == tmp_path / "realcluster" / "etcd-v3.6.16" / "etcd"
     assert paths["kueue"] == tmp_path / "realcluster" / "kueue-v0.17.0" / "kueue"
     assert paths["appwrapper"] == tmp_path / "realcluster" / "appwrapper-v1.2.2" / "appwrapper"
+    assert paths["kuberay-operator"] == tmp_path / "realcluster" / "kuberay-v1.5.0" / "kuberay-operator"
+    assert paths["training-operator"] == tmp_path / "realcluster" / "training-operator-v1.8.1" / "training-operator"
 
 
 @pytest.mark.parametrize("environ, expected", [
@@ -174,6 +180,25 @@ def test_a_peer_is_current_when_a_line_of_its_start_log_names_its_version(tmp_pa
     assert toolchain.locate(VERSIONS, tmp_path, toolchain.peer_programs) is None
 
 
+def _binary_recording(path: Path, build_info: str) -> None:
+    """A file laid out as a Go binary around its build info (module lines between other bytes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x7fELF" + b"\0" * 64 + build_info.encode() + b"\0" * 64)
+
+
+def test_an_operator_is_current_when_its_binary_records_the_module_version_it_was_built_from(tmp_path: Path) -> None:
+    kuberay, training = toolchain.operator_programs(VERSIONS)
+    path = toolchain.binary_path(kuberay, tmp_path)
+    _binary_recording(path, "path\tgithub.com/ray-project/kuberay/ray-operator\n"
+                            "mod\tgithub.com/ray-project/kuberay/ray-operator\tv1.5.0\th1:abc=\n"
+                            "dep\tgithub.com/beorn7/perks\tv1.0.1\th1:def=\n")
+    assert toolchain.reported_version(path, kuberay) == "github.com/ray-project/kuberay/ray-operator v1.5.0"
+    _binary_recording(toolchain.binary_path(training, tmp_path),
+                      "mod\tgithub.com/kubeflow/training-operator\tv1.7.0\th1:abc=\n")
+    assert toolchain.missing((kuberay, training), tmp_path) == [training]
+    assert toolchain.reported_version(tmp_path / "absent", training) == ""
+
+
 @pytest.mark.skipif(toolchain.shutil.which("go") is None, reason="needs Go and the module proxy")
 def test_a_version_the_module_proxy_refuses_names_the_versions_file(tmp_path: Path) -> None:
     with pytest.raises(ToolchainError) as caught:
@@ -200,4 +225,5 @@ def test_unknown_arguments_are_one_line_that_names_the_choices(capsys: pytest.Ca
     assert toolchain.main(["--peer"]) == 2
     err = capsys.readouterr().err
     assert err == ("realcluster: unknown arguments '--peer': give none (the control plane), --check, "
-                   "or --peers (Kueue and the AppWrapper controller)\n")
+                   "--peers (Kueue and the AppWrapper controller) or --operators (KubeRay's and the training "
+                   "operator)\n")
