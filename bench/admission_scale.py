@@ -24,6 +24,7 @@ import argparse
 import os
 import platform
 import re
+import shutil
 import signal
 import ssl
 import subprocess
@@ -33,6 +34,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -44,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from batchgate.quantity import parse_quantity  # noqa: E402
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
 from demo.kubectl import KUBECTL  # noqa: E402
 from realcluster import toolchain  # noqa: E402
@@ -214,16 +217,23 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
         timer.daemon = True
         timer.start()
 
+    keep_watching(client, api, NAMESPACE, handle, done)
+
+
+def keep_watching(client: KubeClient, api: Resource, namespace: str | None, handle: Callable[[dict[str, Any]], None],
+                  done: threading.Event) -> None:
+    """List, then watch until `done`, relisting after a broken or expired watch; `handle` gets
+    every object listed, added or modified."""
     def relist() -> str:
-        listed = client.list(api, NAMESPACE)
+        listed = client.list(api, namespace)
         for obj in listed["items"]:
             handle(obj)
-        return listed["metadata"]["resourceVersion"]
+        return str(listed["metadata"]["resourceVersion"])
 
     version = relist()
     while not done.is_set():
         try:
-            for event in client.watch(api, NAMESPACE, version, 30):
+            for event in client.watch(api, namespace, version, 30):
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     raise ApiError(int(obj.get("code") or 500), str(obj.get("reason")), str(obj.get("message")))
@@ -235,6 +245,29 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
         except Exception as exc:  # a broken or expired watch: catch up from a fresh list
             print(f"watch: {exc}; relisting", file=sys.stderr)
             version = relist()
+
+
+def follow_queues(client: KubeClient, samples: dict[str, list[tuple[float, float]]], done: threading.Event) -> None:
+    """Record every ClusterQueue event as Kueue's harness recorder does: its time and the CPU
+    the ClusterQueue's own status says is in use (first flavor's first resource)."""
+    def handle(obj: dict[str, Any]) -> None:
+        usage = (((obj.get("status") or {}).get("flavorsUsage") or [{}])[0].get("resources") or [{}])[0]
+        samples.setdefault(obj["metadata"]["name"], []).append(
+            (time.monotonic(), float(parse_quantity(usage.get("total", "0")))))
+
+    keep_watching(client, CQ, None, handle, done)
+
+
+def harness_usage(samples: dict[str, list[tuple[float, float]]], nominal: float = 20) -> float:
+    """Mean ClusterQueue usage in % as Kueue's harness checker computes it: each ClusterQueue's
+    status usage integrated between its events, summed over the ClusterQueues, divided by their
+    summed nominal quota times the span from the first ClusterQueue event to the last."""
+    events = [at for series in samples.values() for at, _ in series]
+    span = max(events) - min(events) if events else 0.0
+    if not span:
+        return float("nan")
+    used = sum(prev * (at - last) for series in samples.values() for (last, prev), (at, _) in zip(series, series[1:]))
+    return 100 * used / (nominal * len(samples) * span)
 
 
 def mean_usage(run: Run, queues: list[str], t0: float, t1: float, nominal: int = 20) -> float:
@@ -307,13 +340,14 @@ class Measured:
     wall: float  # seconds from the first create to the last finish (or the timeout)
     cpu: float  # controller CPU seconds over the wall
     rss: float  # controller peak RSS, MB
-    usage: float  # mean ClusterQueue usage, %
+    usage: float  # mean ClusterQueue usage, %: the runner's, from the admissions it saw over the wall
     evictions: int
     by_class: dict[str, list[float]]
     metrics: str = ""  # the controller's /metrics at the end (batchgate's only)
     scrapes: int = 0
     served: Counter[str] = field(default_factory=Counter)  # API server's requests by verb (real control plane)
     own: Counter[str] = field(default_factory=Counter)  # the controller's, by `verb resource` (audit log)
+    harness_usage: float = float("nan")  # mean ClusterQueue usage, %, as Kueue's harness checker computes it
 
     @property
     def admitted(self) -> int:
@@ -331,12 +365,14 @@ def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, 
     before = (requests.served(), requests.own()) if requests else (Counter[str](), Counter[str]())
     cpu0 = proc_cpu_seconds(pid)
     total = sum(len(queues) * max(1, round(c.count * scale)) for c in BASELINE)
-    run, done = Run(), done or threading.Event()
+    run, done, queue_samples = Run(), done or threading.Event(), dict[str, list[tuple[float, float]]]()
+    threading.Thread(target=follow_queues, args=(client, queue_samples, done), daemon=True).start()
     t0 = time.monotonic()
     threading.Thread(target=follow, args=(client, run, total, done, api), daemon=True).start()
     generate(client, run, queues, scale, t0, api)
     finished = done.wait(timeout)
     t1 = time.monotonic()
+    time.sleep(2)  # the last ClusterQueue status writes, for the harness's usage
     done.set()
     cpu, rss = proc_cpu_seconds(pid) - cpu0, proc_peak_rss_mb(pid)
     served, own = (requests.served() - before[0], requests.own() - before[1]) if requests else before
@@ -345,7 +381,7 @@ def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, 
         if t.admitted is not None:
             by_class.setdefault(t.cls.name, []).append(t.admitted - t.created)
     return Measured(total, finished, t1 - t0, cpu, rss, mean_usage(run, queues, t0, t1), run.evictions, by_class,
-                    served=served, own=own)
+                    served=served, own=own, harness_usage=harness_usage(dict(queue_samples)))
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -410,6 +446,10 @@ def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burs
         m = run_scenario(client, queues, controller.pid, scale, timeout, requests, done=done)
         m.metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
         m.scrapes = scrapes
+    if m.finished:  # an unfinished run keeps its cluster's logs
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"the cluster's files are kept in {work}", file=sys.stderr)
     return m
 
 
@@ -438,7 +478,8 @@ def main() -> int:
     if not m.finished:
         print(f"NOT FINISHED within {args.timeout:.0f} s")
         return 1
-    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} %   preemptions seen: {m.evictions}")
+    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
+          f"(Kueue's harness)   preemptions seen: {m.evictions}")
     for name in ("large", "medium", "small"):
         values = m.by_class.get(name, [])
         mean = sum(values) / len(values) if values else float("nan")

@@ -81,7 +81,8 @@ def main() -> int:
               f"(logs kept in {workdir / 'logs'})")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
-    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} %   evictions seen: {m.evictions}")
+    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
+          f"(Kueue's harness)   evictions seen: {m.evictions}")
     for name in ("large", "medium", "small"):
         values = m.by_class.get(name, [])
         mean = sum(values) / len(values) if values else float("nan")

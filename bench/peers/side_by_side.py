@@ -3,9 +3,10 @@
 Runs alternate Kueue, batchgate, Kueue, batchgate, ... (`--rounds` each), every run on a fresh
 real control plane with its audit log on: Kueue v0.17 as bench/peers/kueue_scale.py runs it,
 batchgate's controller as bench/admission_scale.py `--kube real` does. One table: per run the
-wall time, mean time to admission per class, mean ClusterQueue usage (as Kueue's harness computes
-it), the controller's CPU (user+sys) and peak RSS, the API server's requests by verb (all clients,
-from its /metrics), the controller's own writes per admitted Workload (audit log) and evictions;
+wall time, mean time to admission per class, mean ClusterQueue usage (as Kueue's harness
+computes it from the ClusterQueues' status, and as the runner sees it from the admissions), the
+controller's CPU (user+sys) and peak RSS, the API server's requests by verb (all clients, from
+its /metrics), the controller's own writes per admitted Workload (audit log) and evictions;
 then each side's means over its finished runs and the ratio batchgate/Kueue. The load average is
 printed before each run: other work on the machine skews every figure.
 
@@ -35,13 +36,13 @@ from realcluster.peers import PeerError  # noqa: E402
 SIDES = ("kueue", "batchgate")
 CLASSES = ("large", "medium", "small")
 VERBS = ("GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "APPLY", "DELETE")
-COLUMNS = ("wall s", *(f"adm {c} s" for c in CLASSES), "usage %", "CPU s", "RSS MB", *VERBS, "writes/adm", "evictions")
+COLUMNS = ("wall s", *(f"adm {c} s" for c in CLASSES), "usage % (harness)", "usage % (runner)", "CPU s", "RSS MB", *VERBS, "writes/adm", "evictions")
 
 
 def row(m: Measured) -> list[float]:
     """The table's figures for one finished run, in COLUMNS' order."""
     means = [sum(v) / len(v) if (v := m.by_class.get(c)) else float("nan") for c in CLASSES]
-    return [m.wall, *means, m.usage, m.cpu, m.rss, *(m.served.get(v, 0.0) for v in VERBS), m.writes_per_admitted,
+    return [m.wall, *means, m.harness_usage, m.usage, m.cpu, m.rss, *(m.served.get(v, 0.0) for v in VERBS), m.writes_per_admitted,
             float(m.evictions)]
 
 
