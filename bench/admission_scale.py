@@ -243,6 +243,8 @@ def keep_watching(client: KubeClient, api: Resource, namespace: str | None, hand
                 if done.is_set():
                     break
         except Exception as exc:  # a broken or expired watch: catch up from a fresh list
+            if done.is_set():
+                return  # the run is over and its cluster may be gone
             print(f"watch: {exc}; relisting", file=sys.stderr)
             version = relist()
 
