@@ -308,7 +308,7 @@ def by_label(metrics: str, name: str, label: str) -> Counter[str]:
     for family in text_string_to_metric_families(metrics):
         for sample in family.samples:
             if sample.name == name:
-                out[sample.labels.get(label, "")] += sample.value
+                out[sample.labels.get(label, "")] += int(sample.value)  # a counter of requests: whole numbers
     return out
 
 
