@@ -1,13 +1,19 @@
-"""Kueue's scheduler performance scenario with the real controller on the local cluster.
+"""Kueue's scheduler performance scenario with the real controller, on the real control plane or the stand-in.
 
 As in Kueue's harness (`test/performance/scheduler`: a runner creates Workloads on a schedule and
 marks each one finished `runtime` after its admission; the controller under test only admits),
-this script starts `batchgate cluster` and `batchgate controller --qps 50 --burst 100` as
-separate processes, creates the ClusterQueues, LocalQueues and Workloads over the API, watches
+this script starts a fresh cluster (`--kube real`: the real control plane Kueue runs on in
+bench/peers/, with its audit log on; `--kube local`: `batchgate cluster`) and `batchgate controller
+--qps 50 --burst 100` as a separate process (on the real one as the shipped service account,
+`batchgate-system/batchgate-controller`), creates the ClusterQueues, LocalQueues and Workloads over the API, watches
 admissions and finishes each workload after its runtime. It prints wall time, mean ClusterQueue
 usage, mean time to admission per class, and the controller's CPU and peak RSS, with the machine.
 
-    python bench/admission_scale.py [--cohorts 5 --queues 6] [--scale 1.0]
+    python bench/admission_scale.py [--cohorts 5 --queues 6] [--scale 1.0] [--kube real|local]
+
+On the real control plane it also prints the API server's requests by verb and the controller's
+own by verb and resource (audit log). Workloads are written in v1beta1, the version batchgate
+serves (Kueue v0.17's bench writes v1beta2: see bench/peers/kueue_scale.py).
 
 `--scale` shrinks every class's workload count (0.1 runs a tenth of the 15,000) for a quick look.
 """
@@ -18,14 +24,19 @@ import argparse
 import os
 import platform
 import re
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
+from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +44,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from batchgate.quantity import parse_quantity  # noqa: E402
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
 from demo.kubectl import KUBECTL  # noqa: E402
+from realcluster import toolchain  # noqa: E402
+from realcluster.cluster import RealCluster  # noqa: E402
+from realcluster.setup import request_token  # noqa: E402
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 NAMESPACE = "bench"
+CONTROLLER_ACCOUNT = ("batchgate-system", "batchgate-controller")  # manifests/rbac/controller.yaml
 WL, CQ, LQ = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
 
 
@@ -199,16 +217,23 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
         timer.daemon = True
         timer.start()
 
+    keep_watching(client, api, NAMESPACE, handle, done)
+
+
+def keep_watching(client: KubeClient, api: Resource, namespace: str | None, handle: Callable[[dict[str, Any]], None],
+                  done: threading.Event) -> None:
+    """List, then watch until `done`, relisting after a broken or expired watch; `handle` gets
+    every object listed, added or modified."""
     def relist() -> str:
-        listed = client.list(api, NAMESPACE)
+        listed = client.list(api, namespace)
         for obj in listed["items"]:
             handle(obj)
-        return listed["metadata"]["resourceVersion"]
+        return str(listed["metadata"]["resourceVersion"])
 
     version = relist()
     while not done.is_set():
         try:
-            for event in client.watch(api, NAMESPACE, version, 30):
+            for event in client.watch(api, namespace, version, 30):
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     raise ApiError(int(obj.get("code") or 500), str(obj.get("reason")), str(obj.get("message")))
@@ -218,8 +243,33 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
                 if done.is_set():
                     break
         except Exception as exc:  # a broken or expired watch: catch up from a fresh list
+            if done.is_set():
+                return  # the run is over and its cluster may be gone
             print(f"watch: {exc}; relisting", file=sys.stderr)
             version = relist()
+
+
+def follow_queues(client: KubeClient, samples: dict[str, list[tuple[float, float]]], done: threading.Event) -> None:
+    """Record every ClusterQueue event as Kueue's harness recorder does: its time and the CPU
+    the ClusterQueue's own status says is in use (first flavor's first resource)."""
+    def handle(obj: dict[str, Any]) -> None:
+        usage = (((obj.get("status") or {}).get("flavorsUsage") or [{}])[0].get("resources") or [{}])[0]
+        samples.setdefault(obj["metadata"]["name"], []).append(
+            (time.monotonic(), float(parse_quantity(usage.get("total", "0")))))
+
+    keep_watching(client, CQ, None, handle, done)
+
+
+def harness_usage(samples: dict[str, list[tuple[float, float]]], nominal: float = 20) -> float:
+    """Mean ClusterQueue usage in % as Kueue's harness checker computes it: each ClusterQueue's
+    status usage integrated between its events, summed over the ClusterQueues, divided by their
+    summed nominal quota times the span from the first ClusterQueue event to the last."""
+    events = [at for series in samples.values() for at, _ in series]
+    span = max(events) - min(events) if events else 0.0
+    if not span:
+        return float("nan")
+    used = sum(prev * (at - last) for series in samples.values() for (last, prev), (at, _) in zip(series, series[1:]))
+    return 100 * used / (nominal * len(samples) * span)
 
 
 def mean_usage(run: Run, queues: list[str], t0: float, t1: float, nominal: int = 20) -> float:
@@ -236,76 +286,173 @@ def mean_usage(run: Run, queues: list[str], t0: float, t1: float, nominal: int =
     return 100 * sum(fractions) / len(fractions)
 
 
+WRITES = ("create", "update", "patch", "delete", "deletecollection")
+"""The audit log's verbs that change state (a server-side apply is a `patch`)."""
+
+
+def default_kube() -> str:
+    """The real control plane when it is built (the one Kueue runs on in bench/peers/), else the stand-in."""
+    return "real" if toolchain.locate() is not None else "local"
+
+
+def scrape(url: str, token: str, ca_file: str) -> str:
+    """The API server's /metrics, read with a bearer token."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30, context=ssl.create_default_context(cafile=ca_file)) as reply:
+        return str(reply.read().decode())
+
+
+def by_label(metrics: str, name: str, label: str) -> Counter[str]:
+    """A counter's samples summed by one of its labels."""
+    out: Counter[str] = Counter()
+    for family in text_string_to_metric_families(metrics):
+        for sample in family.samples:
+            if sample.name == name:
+                out[sample.labels.get(label, "")] += int(sample.value)  # a counter of requests: whole numbers
+    return out
+
+
+@dataclass(frozen=True)
+class ApiRequests:
+    """What the real API server counts: every client's requests by verb (its /metrics) and one
+    account's requests by verb and resource (its audit log). The controller's own metrics are not
+    used, so that both sides of a comparison are counted by the same party."""
+
+    cluster: RealCluster
+    user: str
+
+    def served(self) -> Counter[str]:
+        metrics = scrape(f"{self.cluster.url}/metrics", self.cluster.token("admin"), str(self.cluster.ca_file))
+        return by_label(metrics, "apiserver_request_total", "verb")
+
+    def own(self) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for request, count in self.cluster.read_audit().completed.items():
+            if request.user == self.user:
+                out[f"{request.verb} {request.resource}" + (f"/{request.subresource}" if request.subresource else "")] += count
+        return out
+
+
 @dataclass
 class Measured:
     """One run of the scenario: what main prints, and what other benchmarks compare."""
 
     total: int
-    wall: float  # seconds from the first create to the last finish
+    finished: bool  # every Workload finished within the timeout
+    wall: float  # seconds from the first create to the last finish (or the timeout)
     cpu: float  # controller CPU seconds over the wall
     rss: float  # controller peak RSS, MB
-    usage: float  # mean ClusterQueue usage, %
+    usage: float  # mean ClusterQueue usage, %: the runner's, from the admissions it saw over the wall
     evictions: int
     by_class: dict[str, list[float]]
-    metrics: str  # the controller's /metrics at the end
-    scrapes: int
+    metrics: str = ""  # the controller's /metrics at the end (batchgate's only)
+    scrapes: int = 0
+    served: Counter[str] = field(default_factory=Counter)  # API server's requests by verb (real control plane)
+    own: Counter[str] = field(default_factory=Counter)  # the controller's, by `verb resource` (audit log)
+    harness_usage: float = float("nan")  # mean ClusterQueue usage, %, as Kueue's harness checker computes it
+
+    @property
+    def admitted(self) -> int:
+        return sum(len(values) for values in self.by_class.values())
+
+    @property
+    def writes_per_admitted(self) -> float:
+        writes = sum(count for what, count in self.own.items() if what.split(" ", 1)[0] in WRITES)
+        return writes / self.admitted if self.admitted else float("nan")
 
 
-def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burst: int,
-            controller_args: tuple[str, ...] = (), scrape_every: float | None = None) -> Measured:
-    """Start a fresh cluster and controller (with `controller_args`), run the scenario, stop both.
-    With `scrape_every`, /metrics is read that often meanwhile, as Prometheus would."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    work = Path(tempfile.mkdtemp(prefix="bench-admission-"))
-    cluster, _ = start([sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(work)], r"KUBECONFIG=", env,
-                    on_stdout=True)
-    kubeconfig = work / "kubeconfig"
-    controller = None
-    scrapes = 0
-    try:
-        subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={work / 'cache'}", "apply", "-k",
-                        str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
-        client = KubeClient.from_kubeconfig(str(kubeconfig))
-        queues = setup(client, cohorts, queues_per_cohort)
-        controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig", str(kubeconfig),
-                               "--no-leader-elect", "--metrics-address", "127.0.0.1", "--metrics-port", "0",
-                               "--qps", str(qps), "--burst", str(burst), "--log-level", "warning", *controller_args],
-                           r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
-        metrics_url = f"http://127.0.0.1:{announced.group(1)}/metrics"
-        time.sleep(2)  # caches synced
-        cpu0 = proc_cpu_seconds(controller.pid)
-        total = sum(len(queues) * max(1, round(c.count * scale)) for c in BASELINE)
-        run, done = Run(), threading.Event()
-        t0 = time.monotonic()
-        watcher = threading.Thread(target=follow, args=(client, run, total, done), daemon=True)
-        watcher.start()
-        if scrape_every:
-            def scrape() -> None:
-                nonlocal scrapes
-                while not done.wait(scrape_every):
-                    urllib.request.urlopen(metrics_url, timeout=10).read()
-                    scrapes += 1
-            threading.Thread(target=scrape, daemon=True).start()
-        generate(client, run, queues, scale, t0)
-        done.wait(3600)
-        t1 = time.monotonic()
-        cpu = proc_cpu_seconds(controller.pid) - cpu0
-        rss = proc_peak_rss_mb(controller.pid)
-        metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
-    finally:
-        for proc in (controller, cluster):
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, timeout: float,
+                 requests: ApiRequests | None, api: Resource = WL, done: threading.Event | None = None) -> Measured:
+    """Create and finish the Workloads while the controller (process `pid`) admits them; measure."""
+    before = (requests.served(), requests.own()) if requests else (Counter[str](), Counter[str]())
+    cpu0 = proc_cpu_seconds(pid)
+    total = sum(len(queues) * max(1, round(c.count * scale)) for c in BASELINE)
+    run, done, queue_samples = Run(), done or threading.Event(), dict[str, list[tuple[float, float]]]()
+    threading.Thread(target=follow_queues, args=(client, queue_samples, done), daemon=True).start()
+    t0 = time.monotonic()
+    threading.Thread(target=follow, args=(client, run, total, done, api), daemon=True).start()
+    generate(client, run, queues, scale, t0, api)
+    finished = done.wait(timeout)
+    t1 = time.monotonic()
+    time.sleep(2)  # the last ClusterQueue status writes, for the harness's usage
+    done.set()
+    cpu, rss = proc_cpu_seconds(pid) - cpu0, proc_peak_rss_mb(pid)
+    served, own = (requests.served() - before[0], requests.own() - before[1]) if requests else before
     by_class: dict[str, list[float]] = {}
     for t in run.tracked.values():
         if t.admitted is not None:
             by_class.setdefault(t.cls.name, []).append(t.admitted - t.created)
-    return Measured(total, t1 - t0, cpu, rss, mean_usage(run, queues, t0, t1), run.evictions, by_class, metrics,
-                    scrapes)
+    return Measured(total, finished, t1 - t0, cpu, rss, mean_usage(run, queues, t0, t1), run.evictions, by_class,
+                    served=served, own=own, harness_usage=harness_usage(dict(queue_samples)))
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def real_cluster(stack: ExitStack, work: Path) -> tuple[Path, Path, ApiRequests]:
+    """A fresh real control plane (audit on) with batchgate's CRDs and RBAC applied: the admin's
+    kubeconfig, one for the controller's shipped service account, and the request counter."""
+    cluster = stack.enter_context(RealCluster(work, operators=False, audit=True))
+    for kustomization in ("crds", "rbac"):
+        subprocess.run([KUBECTL, f"--kubeconfig={cluster.kubeconfig}", "--context", "admin",
+                        f"--cache-dir={work / 'cache'}", "apply", "--server-side", "-k",
+                        str(ROOT / "manifests" / kustomization)], check=True, capture_output=True)
+    token = request_token(cluster.url, str(cluster.ca_file), cluster.token("admin"), CONTROLLER_ACCOUNT[0],
+                          CONTROLLER_ACCOUNT[1], 24 * 3600)
+    user = f"system:serviceaccount:{CONTROLLER_ACCOUNT[0]}:{CONTROLLER_ACCOUNT[1]}"
+    return cluster.kubeconfig, cluster.write_kubeconfig("batchgate-controller", token), ApiRequests(cluster, user)
+
+
+def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burst: int,
+            controller_args: tuple[str, ...] = (), scrape_every: float | None = None, kube: str = "local",
+            timeout: float = 3600) -> Measured:
+    """Start a fresh cluster (`kube`: real or local) and controller (with `controller_args`), run
+    the scenario, stop both. With `scrape_every`, /metrics is read that often meanwhile, as
+    Prometheus would."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    work = Path(tempfile.mkdtemp(prefix="bench-admission-"))
+    requests: ApiRequests | None = None
+    with ExitStack() as stack:
+        if kube == "real":
+            kubeconfig, controller_kubeconfig, requests = real_cluster(stack, work)
+        else:
+            cluster, _ = start([sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(work)],
+                               r"KUBECONFIG=", env, on_stdout=True)
+            stack.callback(stop, cluster)
+            kubeconfig = controller_kubeconfig = work / "kubeconfig"
+            subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={work / 'cache'}", "apply", "-k",
+                            str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
+        client = KubeClient.from_kubeconfig(str(kubeconfig))
+        queues = setup(client, cohorts, queues_per_cohort)
+        controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig",
+                                       str(controller_kubeconfig), "--no-leader-elect", "--metrics-address", "127.0.0.1",
+                                       "--metrics-port", "0", "--qps", str(qps), "--burst", str(burst),
+                                       "--log-level", "warning", *controller_args],
+                                      r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
+        stack.callback(stop, controller)
+        metrics_url = f"http://127.0.0.1:{announced.group(1)}/metrics"
+        time.sleep(2)  # caches synced
+        done, scrapes = threading.Event(), 0
+        if scrape_every:
+            def scrape_controller() -> None:
+                nonlocal scrapes
+                while not done.wait(scrape_every):
+                    urllib.request.urlopen(metrics_url, timeout=10).read()
+                    scrapes += 1
+            threading.Thread(target=scrape_controller, daemon=True).start()
+        m = run_scenario(client, queues, controller.pid, scale, timeout, requests, done=done)
+        m.metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+        m.scrapes = scrapes
+    if m.finished:  # an unfinished run keeps its cluster's logs
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"the cluster's files are kept in {work}", file=sys.stderr)
+    return m
 
 
 def scenario_arguments(doc: str | None) -> argparse.ArgumentParser:
@@ -321,17 +468,29 @@ def main() -> int:
     parser = scenario_arguments(__doc__)
     parser.add_argument("--qps", type=float, default=50)
     parser.add_argument("--burst", type=int, default=100)
+    parser.add_argument("--kube", choices=("real", "local"), default=default_kube(),
+                        help="the real control plane (default when built) or the stand-in")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds before the run counts as unfinished")
     args = parser.parse_args()
-    m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst)
-    print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}")
+    m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst, kube=args.kube, timeout=args.timeout)
+    print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
     print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads "
-          f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}")
-    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} %   preemptions seen: {m.evictions}")
+          f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}, {args.kube} control plane")
+    if not m.finished:
+        print(f"NOT FINISHED within {args.timeout:.0f} s")
+        return 1
+    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
+          f"(Kueue's harness)   preemptions seen: {m.evictions}")
     for name in ("large", "medium", "small"):
         values = m.by_class.get(name, [])
         mean = sum(values) / len(values) if values else float("nan")
         print(f"time to admission {name:<6}: mean {mean:7.2f} s over {len(values)} workloads")
     print(f"controller: {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB")
+    if m.served:
+        print("API server, requests served by verb (all clients): "
+              + ", ".join(f"{verb} {count:.0f}" for verb, count in sorted(m.served.items()) if count))
+        print("controller's own requests (audit log): " + ", ".join(f"{what} {n}" for what, n in sorted(m.own.items())))
     for name in ("batchgate_status_conflicts_total", "batchgate_admission_cycle_duration_seconds_count",
                  "batchgate_admission_cycle_duration_seconds_sum"):
         value = sum(float(v) for v in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", m.metrics, re.M))

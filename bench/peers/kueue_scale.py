@@ -25,113 +25,72 @@ import dataclasses
 import os
 import platform
 import shutil
-import ssl
 import sys
 import tempfile
-import threading
-import time
-import urllib.request
-from collections import Counter
 from pathlib import Path
-
-from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.admission_scale import (BASELINE, Run, follow, generate, mean_usage, proc_cpu_seconds,  # noqa: E402
-                                   proc_peak_rss_mb, scenario_arguments, setup)
+from bench.admission_scale import ApiRequests, Measured, run_scenario, scenario_arguments, setup  # noqa: E402
 from controller.adapters.kube import RESOURCES, KubeClient  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
 from realcluster.peers import KUEUE, PeerError, Peers  # noqa: E402
 
 WORKLOADS = dataclasses.replace(RESOURCES["Workload"], version="v1beta2")
+NOT_BUILT = "the real control plane or the peers are not built: run `make kube peers` (needs Go)"
 
 
-def scrape(url: str, token: str, ca_file: str) -> str:
-    """The API server's /metrics, read with a bearer token."""
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(request, timeout=30, context=ssl.create_default_context(cafile=ca_file)) as reply:
-        return str(reply.read().decode())
-
-
-def by_label(metrics: str, name: str, label: str) -> Counter[str]:
-    """A counter's samples summed by one of its labels."""
-    out: Counter[str] = Counter()
-    for family in text_string_to_metric_families(metrics):
-        for sample in family.samples:
-            if sample.name == name:
-                out[sample.labels.get(label, "")] += sample.value
-    return out
-
-
-def own_requests(cluster: RealCluster) -> Counter[str]:
-    """Kueue's completed requests as `verb resource[/subresource]`, from the audit log."""
-    account = f"system:serviceaccount:{KUEUE.namespace}:{KUEUE.account}"
-    out: Counter[str] = Counter()
-    for request, count in cluster.read_audit().completed.items():
-        if request.user == account:
-            out[f"{request.verb} {request.resource}" + (f"/{request.subresource}" if request.subresource else "")] += count
-    return out
+def measure_kueue(cohorts: int, queues_per_cohort: int, scale: float, timeout: float) -> tuple[Measured, Path]:
+    """Kueue on a fresh real control plane (audit on), the scenario run against it; the run's
+    workdir is returned (its logs), removed by the caller once the run is judged. Raises
+    PeerError or RealClusterError when a peer is not built or it or the cluster does not start."""
+    control_plane = toolchain.locate()
+    built = toolchain.locate(which=toolchain.peer_programs)
+    if control_plane is None or built is None:
+        raise PeerError(NOT_BUILT)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-peers-"))
+    with RealCluster(workdir, binaries=control_plane, operators=False, audit=True) as cluster, \
+            Peers(cluster, built) as peers:
+        kueue = peers.start_kueue(["batch/job"])
+        assert kueue.program.process is not None
+        client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
+        queues = setup(client, cohorts, queues_per_cohort)
+        requests = ApiRequests(cluster, f"system:serviceaccount:{KUEUE.namespace}:{KUEUE.account}")
+        m = run_scenario(client, queues, kueue.program.process.pid, scale, timeout, requests, WORKLOADS)
+    return m, workdir
 
 
 def main() -> int:
     parser = scenario_arguments(__doc__)
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before the run counts as unfinished")
     args = parser.parse_args()
-    control_plane = toolchain.locate()
-    built = toolchain.locate(which=toolchain.peer_programs)
-    if control_plane is None or built is None:
-        print("bench/peers: the real control plane or the peers are not built: run `make kube peers` (needs Go)",
-              file=sys.stderr)
-        return 2
-    workdir = Path(tempfile.mkdtemp(prefix="bench-peers-"))
     try:
-        with RealCluster(workdir, binaries=control_plane, operators=False, audit=True) as cluster, \
-                Peers(cluster, built) as peers:
-            kueue = peers.start_kueue(["batch/job"])
-            assert kueue.program.process is not None
-            pid = kueue.program.process.pid
-            client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
-            queues = setup(client, args.cohorts, args.queues)
-            admin, ca = cluster.token("admin"), str(cluster.ca_file)
-            before = by_label(scrape(f"{cluster.url}/metrics", admin, ca), "apiserver_request_total", "verb")
-            own_before = own_requests(cluster)
-            cpu0 = proc_cpu_seconds(pid)
-            total = sum(len(queues) * max(1, round(c.count * args.scale)) for c in BASELINE)
-            run, done = Run(), threading.Event()
-            t0 = time.monotonic()
-            threading.Thread(target=follow, args=(client, run, total, done, WORKLOADS), daemon=True).start()
-            generate(client, run, queues, args.scale, t0, WORKLOADS)
-            finished = done.wait(args.timeout)
-            t1 = time.monotonic()
-            cpu, rss = proc_cpu_seconds(pid) - cpu0, proc_peak_rss_mb(pid)
-            served = by_label(scrape(f"{cluster.url}/metrics", admin, ca), "apiserver_request_total", "verb") - before
-            own = own_requests(cluster) - own_before
-            usage = mean_usage(run, queues, t0, t1)
+        m, workdir = measure_kueue(args.cohorts, args.queues, args.scale, args.timeout)
     except (PeerError, RealClusterError) as err:
         print(f"bench/peers: {err}", file=sys.stderr)
         return 2
     versions = toolchain.load_versions()
     print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, load average "
           f"{os.getloadavg()[0]:.1f} at the end")
-    print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {total} workloads (scale {args.scale}); "
+    print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads (scale {args.scale}); "
           f"Kueue {versions.kueue} on Kubernetes {versions.kubernetes}")
-    if not finished:
-        print(f"NOT FINISHED within {args.timeout:.0f} s: {run.finished} of {total} workloads finished "
+    if not m.finished:
+        print(f"NOT FINISHED within {args.timeout:.0f} s: {m.admitted} of {m.total} workloads admitted "
               f"(logs kept in {workdir / 'logs'})")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
-    print(f"wall: {t1 - t0:.1f} s   mean ClusterQueue usage: {usage:.1f} %   evictions seen: {run.evictions}")
+    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
+          f"(Kueue's harness)   evictions seen: {m.evictions}")
     for name in ("large", "medium", "small"):
-        values = [t.admitted - t.created for t in run.tracked.values() if t.cls.name == name and t.admitted is not None]
+        values = m.by_class.get(name, [])
         mean = sum(values) / len(values) if values else float("nan")
         print(f"time to admission {name:<6}: mean {mean:7.2f} s over {len(values)} workloads")
-    print(f"kueue: {cpu:.1f} CPU s (user+sys), {1000 * cpu / (t1 - t0):.0f} mCPU average, peak RSS {rss:.0f} MB")
+    print(f"kueue: {m.cpu:.1f} CPU s (user+sys), {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB")
     print("API server, requests served by verb (all clients): "
-          + ", ".join(f"{verb} {count:.0f}" for verb, count in sorted(served.items()) if count))
-    print("kueue's own requests (audit log): " + ", ".join(f"{what} {count}" for what, count in sorted(own.items())))
+          + ", ".join(f"{verb} {count:.0f}" for verb, count in sorted(m.served.items()) if count))
+    print("kueue's own requests (audit log): " + ", ".join(f"{what} {count}" for what, count in sorted(m.own.items())))
     return 0
 
 
