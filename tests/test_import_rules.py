@@ -4,6 +4,7 @@ nothing of ours, and the product nothing of the test beds."""
 from __future__ import annotations
 
 import ast
+import functools
 import tomllib
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def imported_modules(path: Path, with_names: bool = False) -> set[str]:
     """Every module `path` imports, relative imports included (so `from ..adapters` counts);
     `with_names`: as `module.name` for each name imported from it (`from batchgate import keys`
     is `batchgate.keys`)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = syntax_tree(path)
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -49,6 +50,18 @@ def imported_modules(path: Path, with_names: bool = False) -> set[str]:
 
 def python_files(*packages: str) -> list[Path]:
     return [p for pkg in packages for p in sorted((ROOT / pkg).rglob("*.py"))]
+
+
+@functools.cache
+def syntax_tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+# Every file is parsed once, at collection, before any test has started threads: in a full run,
+# CPython 3.11's AST constructor once raised "recursion depth mismatch" parsing here mid-suite,
+# with other tests' threads alive (the interpreter's recursion bookkeeping, not our code).
+for _path in python_files(*sorted(PRODUCT), "localcluster", "realcluster", "demo"):
+    syntax_tree(_path)
 
 
 def top(name: str) -> str:

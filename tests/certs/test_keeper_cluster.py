@@ -436,9 +436,15 @@ def test_a_running_keeper_reacts_to_its_secret_configurations_and_policy_through
         eventually(lambda: secret_exists(core, namespace) and trusted(), "the first pass")
         (_, validating) = setup["configs"][1]
         admission = client.AdmissionregistrationV1Api(kube_api)
-        config = admission.read_validating_webhook_configuration(validating)
-        config.webhooks[0].client_config.ca_bundle = "Cg=="
-        admission.replace_validating_webhook_configuration(validating, config)
+        for attempt in range(5):  # as `kubectl edit` does: the keeper may write between our read and write
+            config = admission.read_validating_webhook_configuration(validating)
+            config.webhooks[0].client_config.ca_bundle = "Cg=="
+            try:
+                admission.replace_validating_webhook_configuration(validating, config)
+                break
+            except client.ApiException as err:
+                if err.status != 409 or attempt == 4:
+                    raise
         eventually(trusted, "a caBundle edited away put back")
         annotate(kube_api, namespace, "watched")
         eventually(lambda: (core.read_namespaced_secret("gate-tls", namespace).metadata.annotations or {})
