@@ -464,6 +464,17 @@ def scenario_arguments(doc: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def print_admissions(m: Measured, evicted: str) -> None:
+    """Wall, ClusterQueue usage both ways, the evictions seen (as `evicted`) and the mean time to
+    admission per class: the lines every runner of the scenario prints alike."""
+    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
+          f"(Kueue's harness)   {evicted} seen: {m.evictions}")
+    for name in ("large", "medium", "small"):
+        values = m.by_class.get(name, [])
+        mean = sum(values) / len(values) if values else float("nan")
+        print(f"time to admission {name:<6}: mean {mean:7.2f} s over {len(values)} workloads")
+
+
 def main() -> int:
     parser = scenario_arguments(__doc__)
     parser.add_argument("--qps", type=float, default=50)
@@ -480,12 +491,7 @@ def main() -> int:
     if not m.finished:
         print(f"NOT FINISHED within {args.timeout:.0f} s")
         return 1
-    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
-          f"(Kueue's harness)   preemptions seen: {m.evictions}")
-    for name in ("large", "medium", "small"):
-        values = m.by_class.get(name, [])
-        mean = sum(values) / len(values) if values else float("nan")
-        print(f"time to admission {name:<6}: mean {mean:7.2f} s over {len(values)} workloads")
+    print_admissions(m, "preemptions")
     print(f"controller: {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB")
     if m.served:
         print("API server, requests served by verb (all clients): "

@@ -32,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.admission_scale import ApiRequests, Measured, run_scenario, scenario_arguments, setup  # noqa: E402
+from bench.admission_scale import (ApiRequests, Measured, print_admissions, run_scenario,  # noqa: E402
+                                   scenario_arguments, setup)
 from controller.adapters.kube import RESOURCES, KubeClient  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
@@ -81,12 +82,7 @@ def main() -> int:
               f"(logs kept in {workdir / 'logs'})")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
-    print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
-          f"(Kueue's harness)   evictions seen: {m.evictions}")
-    for name in ("large", "medium", "small"):
-        values = m.by_class.get(name, [])
-        mean = sum(values) / len(values) if values else float("nan")
-        print(f"time to admission {name:<6}: mean {mean:7.2f} s over {len(values)} workloads")
+    print_admissions(m, "evictions")
     print(f"kueue: {m.cpu:.1f} CPU s (user+sys), {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB")
     print("API server, requests served by verb (all clients): "
           + ", ".join(f"{verb} {count:.0f}" for verb, count in sorted(m.served.items()) if count))
