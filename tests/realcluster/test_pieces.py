@@ -14,7 +14,7 @@ from localcluster.sim.endpoints import ADDRESS_ANNOTATION, LOOPBACK_POD_RANGE, N
 from localcluster.users import DEFAULT_USERS
 from realcluster.cluster import RealCluster, RealClusterError, service_range
 from realcluster.pki import COMPONENTS, token_csv
-from realcluster.processes import cause
+from realcluster.processes import cause, free_port
 
 
 def test_the_token_file_gives_each_user_its_uid_and_groups_without_authenticated() -> None:
@@ -118,3 +118,10 @@ def test_a_service_is_served_only_while_it_has_a_ready_backend() -> None:
     assert served(service, [_pod("c", "127.1.0.7", True)]) == {("127.200.3.10", 443)}
     annotated = _service("127.200.3.10", [{"port": 443}], {ADDRESS_ANNOTATION: "127.0.0.1:9443"})
     assert served(annotated, []) == {("127.200.3.10", 443)}
+
+
+def test_a_free_port_is_never_handed_out_twice_in_one_process() -> None:
+    """Ports are bound only when their programs start: a just-released port offered again gave etcd
+    and kube-apiserver the same one in a full run (kube-apiserver: bind: address already in use)."""
+    ports = [free_port() for _ in range(3000)]
+    assert len(set(ports)) == len(ports)
