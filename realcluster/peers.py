@@ -34,13 +34,13 @@ from certs.authority import write_pair
 from localcluster.sim.endpoints import ADDRESS_ANNOTATION
 from realcluster import toolchain
 from realcluster.cluster import RealCluster
-from realcluster.processes import Program, StartError, free_port, port_taken
+from realcluster.processes import Program, StartError, free_port, listeners, port_taken
 from realcluster.setup import SetupError, get_json, request_token
 
 READY_SECONDS = 180.0  # Kueue bootstraps its certificates before it serves; slow on a loaded machine
 KUBECTL_SECONDS = 120.0
 TOKEN_SECONDS = 24 * 3600
-APPWRAPPER_WEBHOOK_PORT = 9443  # fixed in the AppWrapper controller's main.go, not configurable
+APPWRAPPER_WEBHOOK_PORT = 9443  # fixed in the AppWrapper controller's main.go, on every address: not configurable
 # ... as is its webhook server's cert dir: controller-runtime's default under os.TempDir(), so the
 # controller gets a TMPDIR of its own and its cert rotator is pointed at the same directory
 SERVING_CERTS = Path("k8s-webhook-server") / "serving-certs"
@@ -220,9 +220,11 @@ class Peers:
         return self._start(KUEUE, argv, ports, cert_dir, {})
 
     def start_appwrapper(self) -> RunningPeer:
-        if port_taken(APPWRAPPER_WEBHOOK_PORT):
-            raise PeerError(f"port {APPWRAPPER_WEBHOOK_PORT} on this machine is taken: the AppWrapper controller "
-                            "always serves its webhooks there; stop what holds it (another AppWrapper controller?)")
+        if port_taken(APPWRAPPER_WEBHOOK_PORT, host="0.0.0.0"):
+            held = ", ".join(listeners(APPWRAPPER_WEBHOOK_PORT)) or "a socket not listed"
+            raise PeerError(f"port {APPWRAPPER_WEBHOOK_PORT} is taken ({held}): the AppWrapper controller always "
+                            "serves its webhooks there on every address; stop what holds it (another AppWrapper "
+                            "controller, or a stand-in cluster's webhook pod)")
         objects = self._render(APPWRAPPER)
         ports = Ports(APPWRAPPER_WEBHOOK_PORT, free_port(), free_port())
         tmp = self.workdir / "appwrapper" / "tmp"

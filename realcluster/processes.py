@@ -49,6 +49,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def port_taken(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether `port` cannot be bound on `host`; "0.0.0.0" asks as a program that listens on every
+    address does (":9443"), which any listener on that port, at any loopback address, blocks."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -56,6 +58,32 @@ def port_taken(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return True
     return False
+
+
+def listeners(port: int, tables: Sequence[Path] = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))) -> list[str]:
+    """The local addresses listening on `port`, as the kernel's socket tables list them: what a
+    "port taken" message names, so that the holder can be found."""
+    found = []
+    for table in tables:
+        try:
+            rows = table.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            address, _, hex_port = fields[1].partition(":")
+            if fields[3] == "0A" and int(hex_port, 16) == port:  # 0A: TCP_LISTEN
+                host = _address(address)
+                found.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    return sorted(set(found))
+
+
+def _address(hex_address: str) -> str:
+    """/proc/net/tcp's address: 32-bit words in host (little-endian) order."""
+    raw = b"".join(int(hex_address[i:i + 8], 16).to_bytes(4, "little") for i in range(0, len(hex_address), 8))
+    if len(raw) == 16 and raw[:12] == b"\0" * 10 + b"\xff\xff":
+        raw = raw[12:]
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
 
 
 _CAUSES = (

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 
@@ -38,12 +39,18 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "shared/corpus beside the clone; skipped where they are absent")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
+    """Around every other plugin's reordering (pytest-randomly's shuffle included: this conftest
+    registers after it, so its wrapper is the outer one): marks first, then the tests marked
+    `binds_every_address` moved to the front, in the order the shuffle gave them."""
     if CORPUS is None:
         for item in items:
             if item.get_closest_marker(MARKER):
                 item.add_marker(pytest.mark.skip(reason=REASON), append=False)
     mark_real(items)
+    yield
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("binds_every_address") is None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

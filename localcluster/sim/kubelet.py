@@ -20,6 +20,7 @@ from localcluster.sim.units import format_time
 BACKOFF_INITIAL = dt.timedelta(seconds=10)
 BACKOFF_MAX = dt.timedelta(minutes=5)
 BACKOFF_RESET = 2 * BACKOFF_MAX
+BACKOFF_DOUBLINGS = 5  # 10 s doubled 5 times passes BACKOFF_MAX
 TERMINATED_BY_SIGNAL = 143  # 128 + SIGTERM: simulated processes stop promptly when asked
 
 Obj = Mapping[str, Any]
@@ -63,7 +64,9 @@ def restart_delay(restart: int, ran_for: dt.timedelta) -> dt.timedelta:
     """Delay before restart number `restart` (1-based) after a run that lasted `ran_for`."""
     if restart <= 1 or ran_for >= BACKOFF_RESET:
         return dt.timedelta(0)
-    return min(BACKOFF_INITIAL * 2 ** (restart - 2), BACKOFF_MAX)
+    # capped before it is multiplied: a pod crash-looping for hours of a long run's simulated time
+    # reaches restart numbers whose doubling overflows timedelta (a full run's kubelet raised so)
+    return min(BACKOFF_INITIAL * 2 ** min(restart - 2, BACKOFF_DOUBLINGS), BACKOFF_MAX)
 
 
 def restarts_after(code: int, restart_policy: str) -> bool:

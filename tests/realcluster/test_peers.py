@@ -16,9 +16,13 @@ from localcluster.sim.endpoints import ADDRESS_ANNOTATION
 from realcluster import peers
 from realcluster.cluster import RealCluster
 from realcluster.peers import KUEUE, PeerError, Ports
-from realcluster.processes import port_taken
+from realcluster.processes import listeners, port_taken
 from tests.e2e.test_install import eventually
 from tests.realcluster_fixtures import PEERS, PEERS_NOT_BUILT, admin_kubectl, get_object, new_real_cluster
+
+# the AppWrapper controller listens on :9443 on every address, which a stand-in cluster's webhook pod
+# at 127.x.y.z:9443 blocks: these tests run before any test that may start one (tests/conftest.py)
+pytestmark = pytest.mark.binds_every_address
 
 Kubectl = Callable[..., str]
 PORTS = Ports(webhook=40001, health=40002, metrics=40003)
@@ -114,8 +118,9 @@ def peer_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Rea
     AppWrapper controller and then Kueue started on it."""
     if PEERS is None:
         pytest.skip(PEERS_NOT_BUILT)
-    if port_taken(peers.APPWRAPPER_WEBHOOK_PORT):  # another run's AppWrapper controller on this machine
-        pytest.skip(f"port {peers.APPWRAPPER_WEBHOOK_PORT} is taken, where the AppWrapper controller must serve")
+    if port_taken(peers.APPWRAPPER_WEBHOOK_PORT, host="0.0.0.0"):  # another run's peers on this machine
+        held = ", ".join(listeners(peers.APPWRAPPER_WEBHOOK_PORT))
+        pytest.skip(f"port {peers.APPWRAPPER_WEBHOOK_PORT} is taken ({held}), where the AppWrapper controller must serve")
     with new_real_cluster(tmp_path_factory.mktemp("peers")) as cluster, peers.Peers(cluster, PEERS) as running:
         running.start_appwrapper()
         running.start_kueue()
@@ -198,5 +203,5 @@ def test_a_second_appwrapper_controller_is_refused_in_one_line_while_the_first_h
     cluster, _ = peer_cluster
     with pytest.raises(PeerError) as caught, peers.Peers(cluster, PEERS) as second:
         second.start_appwrapper()
-    assert str(caught.value).startswith("port 9443 on this machine is taken: the AppWrapper controller always serves")
+    assert str(caught.value).startswith("port 9443 is taken ([::]:9443): the AppWrapper controller always serves")
     assert "\n" not in str(caught.value)

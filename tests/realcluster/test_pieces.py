@@ -14,7 +14,7 @@ from localcluster.sim.endpoints import ADDRESS_ANNOTATION, LOOPBACK_POD_RANGE, N
 from localcluster.users import DEFAULT_USERS
 from realcluster.cluster import RealCluster, RealClusterError, service_range
 from realcluster.pki import COMPONENTS, token_csv
-from realcluster.processes import cause, free_port
+from realcluster.processes import cause, free_port, listeners, port_taken
 
 
 def test_the_token_file_gives_each_user_its_uid_and_groups_without_authenticated() -> None:
@@ -125,3 +125,20 @@ def test_a_free_port_is_never_handed_out_twice_in_one_process() -> None:
     and kube-apiserver the same one in a full run (kube-apiserver: bind: address already in use)."""
     ports = [free_port() for _ in range(3000)]
     assert len(set(ports)) == len(ports)
+
+
+def test_a_listener_at_one_loopback_address_blocks_a_program_that_listens_on_every_address() -> None:
+    """The AppWrapper controller binds :9443; a stand-in pod at 127.1.x.y:9443 blocks it, though
+    127.0.0.1 alone is free (a full run's peers test failed so): the check and its message see it."""
+    with socket.socket() as held:
+        held.bind(("127.1.0.9", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        assert not port_taken(port)
+        assert port_taken(port, host="0.0.0.0")
+        assert listeners(port) == [f"127.1.0.9:{port}"]
+    with socket.socket(socket.AF_INET6) as held:
+        held.bind(("::", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        assert listeners(port) == [f"[::]:{port}"]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localcluster.sim.behavior import BEHAVIOR_ANNOTATION, Behavior, BehaviorError, parse_behavior
-from localcluster.sim.kubelet import log_lines, observe, terminate
+from localcluster.sim.kubelet import log_lines, observe, restart_delay, terminate
 from tests.localcluster.runtime.builders import T0, a_container, a_pod, at
 
 S = dt.timedelta(seconds=1)
@@ -111,6 +111,13 @@ def test_backoff_doubles_up_to_five_minutes():
         waits.append(int(v.moment.backoff.total_seconds()))
         t = (v.wake_at - T0).total_seconds()
     assert waits == [10, 20, 40, 80, 160, 300, 300, 300, 300]
+
+
+def test_a_pod_crash_looping_for_days_waits_five_minutes_and_does_not_overflow():
+    """The restart number that a week of crash-looping reaches once overflowed the doubling."""
+    assert restart_delay(10_000, dt.timedelta(seconds=1)) == dt.timedelta(minutes=5)
+    v = view(scripted({"crashAfter": "1s"}, "Always"), 7 * 24 * 3600.0)
+    assert v.status["containerStatuses"][0]["restartCount"] > 2000
 
 
 def test_status_carries_ips_times_conditions_and_exit_details():
