@@ -23,7 +23,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "certs": ("certs.cli:main", "make or rotate CA and serving certificates"),
     "check": ("controller.check_cli:main", "check capacity against quotas and explain pending work"),
     "dashboard": ("dashboard.cli:main", "serve a live read-only web view of queues, AppWrappers and nodes"),
+    # kubectl's plugin verbs (`kubectl batchgate VERB`, docs/kubectl-plugin.md)
+    "list": ("controller.plugin.cli:list_", "list workloads, localqueues, clusterqueues or resourceflavors (kueuectl's columns)"),
+    "stop": ("controller.plugin.cli:stop", "stop a workload, a localqueue or a clusterqueue"),
+    "resume": ("controller.plugin.cli:resume", "resume a stopped workload, localqueue or clusterqueue"),
+    "why": ("controller.plugin.cli:why_", "why a job, AppWrapper or Workload waits, and what would let it in"),
+    "completion": ("controller.plugin.cli:completion", "print a bash or zsh completion script"),
 }
+# not in the usage: what the completion scripts call for candidates (controller/plugin/completion.py)
+HIDDEN: dict[str, tuple[str, str]] = {"__complete": ("controller.plugin.cli:complete", "shell completion's candidates")}
 # batchgate's own top-level packages: one missing is a command left out of this build
 _OURS = {target.split(".")[0] for target, _ in COMMANDS.values()}
 
@@ -46,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"batchgate {__version__}")
         return 0
-    command = COMMANDS.get(args[0])
+    command = COMMANDS.get(args[0]) or HIDDEN.get(args[0])
     if command is None:
         print(f"batchgate: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
         return 2

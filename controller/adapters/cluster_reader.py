@@ -45,23 +45,41 @@ def connect(kubeconfig: str | None, context: str | None) -> KubeClient:
 
 def read_objects(kube: KubeClient) -> list[dict[str, Any]]:
     """Every object of the kinds a check reads, each with its kind and apiVersion set."""
-    objects: list[dict[str, Any]] = []
-    for res in CHECK_RESOURCES:
-        try:
-            listing = kube.list(res)
-        except ApiError as exc:
-            if exc.not_found and res.group:
-                raise ClusterReadError(f"the cluster does not serve {res.plural}.{res.group}/{res.version}: "
-                                       f"install the CRDs (kubectl apply -k manifests/crds)") from None
-            raise ClusterReadError(f"cannot list {res.plural}: {exc.status} {exc.reason}: "
-                                   f"{_first_line(exc.message)}") from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise ClusterReadError(f"cannot reach the cluster at {kube.api_client.configuration.host}: "
-                                   f"{_transport_reason(exc)}") from None
-        for item in listing.get("items") or []:
-            if isinstance(item, dict):
-                objects.append({"kind": res.kind, "apiVersion": res.api_version, **item})
-    return objects
+    return [obj for res in CHECK_RESOURCES for obj in list_objects(kube, res)]
+
+
+def list_objects(kube: KubeClient, res: Resource, namespace: str | None = None,
+                 label_selector: str | None = None) -> list[dict[str, Any]]:
+    """One kind's objects (in `namespace`, None: all), each with its kind and apiVersion set; any
+    failure is a ClusterReadError saying why in one line."""
+    try:
+        listing = kube.list(res, namespace, labelSelector=label_selector)
+    except ApiError as exc:
+        raise ClusterReadError(api_error_line(exc, res)) from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise ClusterReadError(f"cannot reach the cluster at {kube.api_client.configuration.host}: "
+                               f"{_transport_reason(exc)}") from None
+    return [{"kind": res.kind, "apiVersion": res.api_version, **item}
+            for item in listing.get("items") or [] if isinstance(item, dict)]
+
+
+def api_error_line(exc: ApiError, res: Resource) -> str:
+    """An API error on `res` as one line; a kind the cluster does not serve names the install."""
+    if exc.not_found and res.group:
+        return (f"the cluster does not serve {res.plural}.{res.group}/{res.version}: batchgate is not installed "
+                f"there (docs/install.md; its CRDs alone: kubectl apply -k manifests/crds)")
+    return f"cannot list {res.plural}: {exc.status} {exc.reason}: {_first_line(exc.message)}"
+
+
+def kubeconfig_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """The namespace kubectl would use: the context's, else `default` (also in a pod, as kubectl)."""
+    try:
+        contexts, current = k8s_config.list_kube_config_contexts(config_file=kubeconfig)
+    except (k8s_config.ConfigException, OSError, TypeError, ValueError):
+        return "default"
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"
 
 
 def _transport_reason(exc: Exception) -> str:
