@@ -55,6 +55,11 @@ def complete(argv: list[str]) -> int:
     return 0
 
 
+def kubectl_complete() -> int:
+    """`kubectl_complete-batchgate WORDS`: kubectl's own completion asks a plugin this way (kubectl 1.26+)."""
+    return complete(sys.argv[1:])
+
+
 def list_(argv: list[str]) -> int:
     return main(["list", *argv])
 

@@ -14,6 +14,7 @@ import pytest
 from batchgate.cli import COMMANDS
 from controller.plugin.args import parser
 from controller.plugin.completion import candidates
+from tests.realcluster_fixtures import real_kubectl
 
 BIN = Path(sys.executable).parent
 
@@ -54,3 +55,10 @@ def test_the_zsh_script_parses() -> None:
     script = subprocess.run([sys.executable, "-m", "batchgate.cli", "completion", "zsh"], capture_output=True,
                             text=True, timeout=60, check=True).stdout
     assert subprocess.run(["zsh", "-n"], input=script, capture_output=True, text=True, timeout=60).returncode == 0
+
+
+def test_kubectls_own_completion_asks_the_installed_plugin() -> None:
+    """`kubectl batchgate <TAB>`: kubectl runs `kubectl_complete-batchgate WORDS` from PATH (kubectl 1.26+)."""
+    done = subprocess.run([real_kubectl(), "__complete", "batchgate", "list", "c"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
+    assert done.stdout.splitlines() == ["clusterqueue", "clusterqueues", "cq", ":0"], done.stderr
