@@ -33,7 +33,7 @@ from controller.adapters.reconcile import ReconcileLoop, Reconciler
 from controller.adapters.slack_queue import SlackQueueReconciler
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
-from controller.decisions.leader_election import LeaseTiming
+from controller.decisions.leader_election import LEASE_NAME, LEASE_NAMESPACE, LeaseTiming
 from controller.state.cache import Change, ObjectKey
 from kubeapi.events import record_event
 from kubeapi.listwatch import RELIST_SECONDS
@@ -51,8 +51,8 @@ class ControllerOptions:
     namespace: str | None = None
     identity: str = "batchgate-controller"
     leader_elect: bool = True
-    lease_namespace: str = "batchgate-system"
-    lease_name: str = "batchgate-controller"
+    lease_namespace: str = LEASE_NAMESPACE
+    lease_name: str = LEASE_NAME
     timing: LeaseTiming = LeaseTiming()
     workers: int = 2  # per reconciler
     watch_timeout: int = 300

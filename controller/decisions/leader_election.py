@@ -14,6 +14,11 @@ from typing import Any, Mapping
 from batchgate.clock import parse_time
 
 
+LEASE_NAMESPACE = "batchgate-system"
+LEASE_NAME = "batchgate-controller"
+"""The controller's Lease by default; `kubectl batchgate why` reads it to tell whether one runs."""
+
+
 @dataclass(frozen=True)
 class LeaseTiming:
     """client-go's defaults, as docs/controller.md ("Runtime") gives them for batchgate."""

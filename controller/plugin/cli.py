@@ -26,6 +26,7 @@ from controller.adapters.cluster_reader import (
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
 from controller.check.inventory import build_inventory
 from controller.check.report import Report, check
+from controller.decisions.leader_election import LEASE_NAME, LEASE_NAMESPACE, lease_expired
 from controller.plugin import args as cli_args
 from controller.plugin import tables
 from controller.plugin.activation import activation_patch, done_line
@@ -134,6 +135,19 @@ def _list(kube: KubeClient, args: argparse.Namespace, namespace: str | None, clo
     return tables.render(table, args.output == "wide", spaces)
 
 
+def _no_controller(kube: KubeClient, clock: Clock) -> str:
+    """Why no batchgate controller admits now, read off its Lease; "" when one holds it, or when
+    the Lease cannot be read (a user may not read batchgate-system)."""
+    where = f"Lease {LEASE_NAMESPACE}/{LEASE_NAME}"
+    try:
+        lease = kube.get(RESOURCES["Lease"], LEASE_NAME, LEASE_NAMESPACE)
+    except ApiError as exc:
+        return f"none has run here (no {where})" if exc.not_found else ""
+    if lease_expired(lease.get("spec") or {}, clock.now()):
+        return f"none holds its {where} now (it expired: the controller is down)"
+    return ""
+
+
 def _local_queue_targets(objects: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
     """(namespace, LocalQueue) -> the ClusterQueue it points at."""
     return {(str(metadata(lq).get("namespace")), str(metadata(lq).get("name"))):
@@ -184,7 +198,7 @@ def _why(kube: KubeClient, args: argparse.Namespace, namespace: str, clock: Cloc
     cluster_queue = (tables.admitted_cluster_queue(found)
                      or _local_queue_targets(everything).get((namespace, str(spec.get("queueName") or "")), ""))
     answer = why(report, f"{namespace}/{metadata(found).get('name')}", spec,
-                 tables.workload_status(found).upper(), cluster_queue, owner)
+                 tables.workload_status(found).upper(), cluster_queue, owner, _no_controller(kube, clock))
     if args.output == "json":
         return json.dumps(answer.to_json(), indent=2) + "\n"
     if args.output == "yaml":

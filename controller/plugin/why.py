@@ -35,9 +35,11 @@ class Why:
         return {"".join(w.title() if i else w for i, w in enumerate(k.split("_"))): v for k, v in out.items()}
 
 
-def why(report: Report, key: str, spec: Mapping[str, Any], status: str, cluster_queue: str, owner: str = "") -> Why:
+def why(report: Report, key: str, spec: Mapping[str, Any], status: str, cluster_queue: str, owner: str = "",
+        no_controller: str = "") -> Why:
     """`spec` is the Workload's spec as read; `status` its kueue status, upper case; `cluster_queue`
-    the one it is admitted to or its LocalQueue points at."""
+    the one it is admitted to or its LocalQueue points at; `no_controller` why no batchgate
+    controller admits anything now ("" when one runs or it cannot be told)."""
     namespace = key.split("/", 1)[0]
     lq = str(spec.get("queueName") or "")
     rows = {row.name: (row, p) for row, p in zip(pending_rows(report.pending), report.pending)}
@@ -45,9 +47,10 @@ def why(report: Report, key: str, spec: Mapping[str, Any], status: str, cluster_
     if status in ("ADMITTED", "FINISHED", "QUOTARESERVED"):
         return Why(key, owner, f"{namespace}/{lq}", cluster_queue, status, None, "", "",
                    (f"nothing: it is {status.lower()}",))
+    let_in = [f"a running batchgate controller: {no_controller}"] if no_controller else []
     subjects = {f"Workload {key}", f"LocalQueue {namespace}/{lq}", f"ClusterQueue {cluster_queue}"}
-    let_in = [f"{f.subject}: {f.reason}" for f in report.findings
-              if f.subject in subjects and f.severity in ("error", "warning")]
+    let_in += [f"{f.subject}: {f.reason}" for f in report.findings
+               if f.subject in subjects and f.severity in ("error", "warning")]
     if spec.get("active") is False:
         let_in.append(f"it is stopped (spec.active: false): kubectl batchgate resume workload {key.split('/', 1)[1]} "
                       f"-n {namespace}")

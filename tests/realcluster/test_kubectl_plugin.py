@@ -196,6 +196,8 @@ def test_why_a_job_waits_names_its_queue_position_reason_and_what_would_let_it_i
     assert "Waits because: couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu" in text
     assert f"4 more nvidia.com/gpu free in ClusterQueue {scene.cq}" in text
     assert f"1 workload ahead of it in ClusterQueue {scene.cq}" in text
+    # No controller runs in this module (an earlier module's may have left an expired Lease).
+    assert "  - a running batchgate controller: none " in text
     answer = json.loads(scene.plugin("why", "workload/running", "-n", scene.ns, "-o", "json").stdout)
     assert (answer["status"], answer["clusterQueue"], answer["letIn"]) == ("ADMITTED", scene.cq, ["nothing: it is admitted"])
 

@@ -135,3 +135,12 @@ def test_why_a_stopped_queue_says_how_to_resume_it() -> None:
     assert "resume its ClusterQueue: kubectl batchgate resume clusterqueue cq" in answer.let_in
     assert "it is stopped (spec.active: false): kubectl batchgate resume workload w -n ns" in answer.let_in
     assert "ClusterQueue cq: stopPolicy is Hold: it admits nothing new" in answer.let_in
+
+
+def test_why_names_a_missing_controller_first() -> None:
+    report = run_check(WORKLOADS)
+    second = next(o for o in WORKLOADS if o["metadata"]["name"] == "second")
+    answer = why(report, "ns/second", second["spec"], "PENDING", "cq", no_controller="none has run here (no Lease x/y)")
+    assert answer.let_in[0] == "a running batchgate controller: none has run here (no Lease x/y)"
+    done = next(o for o in WORKLOADS if o["metadata"]["name"] == "done")
+    assert why(report, "ns/done", done["spec"], "ADMITTED", "cq", no_controller="down").let_in == ("nothing: it is admitted",)
