@@ -178,8 +178,20 @@ def shipped_component(default: Iterable[Object], deployment: str, container: str
                                   if c["name"] == container).get("resources", {})
 
 
+class Block(str):
+    """A string values.yaml shows as a literal block (the policy, as an admin would write it)."""
+
+
+class ValuesDumper(yaml.SafeDumper):
+    pass
+
+
+ValuesDumper.add_representer(Block, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text,
+                                                                                  style="|"))
+
+
 def dump(value: Any) -> str:
-    return yaml.safe_dump(value, sort_keys=False, width=float("inf")).rstrip("\n")
+    return yaml.dump(value, Dumper=ValuesDumper, sort_keys=False, width=float("inf")).rstrip("\n")
 
 
 def values_yaml(default: Sequence[Object], image: Image) -> str:
@@ -202,7 +214,7 @@ def values_yaml(default: Sequence[Object], image: Image) -> str:
               "# `batchgate dashboard` (needs the Prometheus Operator's CRDs).",
               "monitoring:", "  enabled: false", "",
               "# The policy ConfigMap's policy.yaml (docs/policy.md); set yours with --set-file policy=FILE.",
-              "policy: " + json.dumps(policy_text(default)), ""]
+              dump({"policy": Block(policy_text(default))}), ""]
     return "\n".join(lines)
 
 
