@@ -26,6 +26,7 @@ class Helm:
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         env = {f"HELM_{name}_HOME": str(self.home / name.lower()) for name in ("CACHE", "CONFIG", "DATA")}
+        env["HOME"] = str(self.home)  # its discovery cache (~/.kube/cache) too: never the user's or the checkout's
         cluster = ["--kubeconfig", str(self.kubeconfig), "--kube-context", self.context] if self.kubeconfig else []
         done = subprocess.run([self.binary, *args, *cluster], capture_output=True, text=True,
                               timeout=CALL_TIMEOUT_SECONDS, env={"PATH": "/usr/bin:/bin", **env})
