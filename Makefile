@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Go's usual home, for shells that did not put it on the PATH
 export PATH := $(if $(wildcard /usr/local/go/bin/go),/usr/local/go/bin:,)$(PATH)
 
-.PHONY: demo test bench clean test-tools kube peers conformance operators
+.PHONY: demo test bench clean test-tools kube peers conformance operators chart
 
 # The editable install maps the product's packages (pyproject's include, what the wheel ships);
 # batchgate-checkout.pth puts the checkout itself on the path for the rest: the local cluster, the
@@ -34,8 +34,9 @@ test-tools:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver prometheus; }
 
 # The real control plane (realcluster/, docs/realcluster.md): Kubernetes' kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubectl and etcd built from their Go modules at the
-# versions in realcluster/versions.env, once, into ~/.cache/batchgate (a progress line each).
+# kube-controller-manager, kube-scheduler, kubectl and etcd, and helm for the chart's tests, built
+# from their Go modules at the versions in realcluster/versions.env, once, into ~/.cache/batchgate
+# (a progress line each).
 # Without Go the tests that need it are skipped (one line says so) and the demo runs on the stand-in.
 kube: $(STAMP)
 	@if command -v go >/dev/null 2>&1; then $(BIN)/python -m realcluster.toolchain; \
@@ -62,6 +63,10 @@ conformance: $(STAMP) kube
 operators: $(STAMP)
 	@command -v go >/dev/null 2>&1 || { echo "operators: Go is not installed, so KubeRay's and the training operator cannot be built (install Go 1.26+)"; exit 2; }
 	$(BIN)/python -m realcluster.toolchain --operators
+
+# charts/batchgate, generated from manifests/ (docs/install.md, "Helm"): run after editing them.
+chart: $(STAMP)
+	$(BIN)/python -m charts.generate
 
 bench: $(STAMP)
 	for b in bench/*.py; do $(BIN)/python $$b || exit 1; done

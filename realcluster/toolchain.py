@@ -1,6 +1,7 @@
 """Builds the real control plane's programs from their Go modules, once, into a cache outside the
 repository: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
-`k8s.io/kubernetes`, etcd from `go.etcd.io/etcd/server/v3`, at the versions in `versions.env`; and,
+`k8s.io/kubernetes`, etcd from `go.etcd.io/etcd/server/v3`, and helm (`helm.sh/helm/v3`, which the
+chart's tests drive) at the versions in `versions.env`; and,
 on request, the peers the benchmarks and differential tests run beside batchgate: Kueue's manager
 (`sigs.k8s.io/kueue`) and the AppWrapper controller (`github.com/project-codeflare/appwrapper`); and the upstream operators of the workloads batchgate
 wraps: KubeRay's (`github.com/ray-project/kuberay/ray-operator`) and Kubeflow's training operator
@@ -35,6 +36,7 @@ VERSIONS_FILE = Path(__file__).with_name("versions.env")
 CACHE_ENV = "BATCHGATE_CACHE"
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
+HELM_MODULE = "helm.sh/helm/v3"
 KUEUE_MODULE = "sigs.k8s.io/kueue"
 APPWRAPPER_MODULE = "github.com/project-codeflare/appwrapper"
 KUBERAY_MODULE = "github.com/ray-project/kuberay/ray-operator"
@@ -57,6 +59,7 @@ class Versions:
     appwrapper: str
     kuberay: str
     training_operator: str
+    helm: str
 
     def minor(self) -> str:
         """Kubernetes' minor version: '35' for v1.35.4."""
@@ -64,7 +67,7 @@ class Versions:
 
 
 _KEYS = {"KUBERNETES": "kubernetes", "ETCD": "etcd", "KUEUE": "kueue", "APPWRAPPER": "appwrapper",
-         "KUBERAY": "kuberay", "TRAINING_OPERATOR": "training_operator"}
+         "KUBERAY": "kuberay", "TRAINING_OPERATOR": "training_operator", "HELM": "helm"}
 _SEMVER = re.compile(r"^v\d+\.\d+\.\d+$")
 
 
@@ -110,6 +113,7 @@ class Program:
     family: str  # the release it belongs to: its cache directory is FAMILY-VERSION
     stamps: tuple[str, ...] = ()  # `-X package.variable=value` link flags that record the version
     build_info: bool = False  # prints no version: the module version Go records in the binary is checked
+    kubernetes_stamps: tuple[str, ...] = ()  # packages whose k8sVersionMajor/Minor record the client-go built in
 
     def key(self) -> str:
         return f"{self.family}-{self.version}"
@@ -133,7 +137,17 @@ def programs(versions: Versions) -> tuple[Program, ...]:
                       ("version", "--client"), f"Client Version: {versions.kubernetes}", "kubernetes", stamps)
     etcd = Program("etcd", ETCD_MODULE, versions.etcd, ETCD_MODULE, ("--version",),
                    f"etcd Version: {versions.etcd.removeprefix('v')}", "etcd")
-    return (*kube, kubectl, etcd)
+    return (*kube, kubectl, etcd, helm_program(versions.helm))
+
+
+def helm_program(version: str) -> Program:
+    """helm, stamped as its Makefile stamps a release: its version, a clean tree, and the Kubernetes
+    release of its client-go, which `helm lint` and `helm template` take as the cluster's version
+    (unstamped, they assume v1.20). The proxy gives no commit, so gitCommit stays empty."""
+    return Program("helm", HELM_MODULE, version, f"{HELM_MODULE}/cmd/helm", ("version",), f'Version:"{version}"',
+                   "helm", (f"{HELM_MODULE}/internal/version.version={version}",
+                            f"{HELM_MODULE}/internal/version.gitTreeState=clean"),
+                   kubernetes_stamps=(f"{HELM_MODULE}/pkg/lint/rules", f"{HELM_MODULE}/pkg/chartutil"))
 
 
 def peer_programs(versions: Versions) -> tuple[Program, ...]:
@@ -226,9 +240,26 @@ def parse_go_version(text: str) -> tuple[int, int, int]:
     return (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
 
 
-def ldflags(program: Program) -> str:
+_CLIENT_GO = re.compile(r"^\s*(?:require\s+)?k8s\.io/client-go\s+v0\.(\d+)\.\d+", re.M)
+
+
+def client_go_stamps(program: Program, go_mod: str) -> tuple[str, ...]:
+    """The Kubernetes release of the client-go that `go_mod` requires (v0.35.1 is 1.35), in each of
+    the program's `kubernetes_stamps` packages, as helm's Makefile derives it."""
+    if not program.kubernetes_stamps:
+        return ()
+    match = _CLIENT_GO.search(go_mod)
+    if match is None:
+        raise ToolchainError(f"{program.module}@{program.version} requires no k8s.io/client-go v0.MINOR.PATCH "
+                             f"to stamp as its Kubernetes version: pin another release in {VERSIONS_FILE.name}")
+    return tuple(f"{package}.{name}={value}" for package in program.kubernetes_stamps
+                 for name, value in (("k8sVersionMajor", "1"), ("k8sVersionMinor", match.group(1))))
+
+
+def ldflags(program: Program, upstream_go_mod: str = "") -> str:
     """Strip symbols and stamp the release where the program reports it."""
-    return " ".join(["-s", "-w", *(f"-X {stamp}" for stamp in program.stamps)])
+    stamps = (*program.stamps, *client_go_stamps(program, upstream_go_mod))
+    return " ".join(["-s", "-w", *(f"-X {stamp}" for stamp in stamps)])
 
 
 # running Go ---------------------------------------------------------------------------------------
@@ -382,13 +413,12 @@ def _module_dir(cache: Path, module: str, version: str) -> Path:
 def _build_one(go: str, program: Program, cache: Path) -> None:
     env = go_env()
     workdir = _module_dir(cache, program.module, program.version)
-    go_mod = tools_go_mod(program.module, program.version, upstream_go_mod(go, program.module, program.version,
-                                                                           workdir, env))
-    (workdir / "go.mod").write_text(go_mod)
+    upstream = upstream_go_mod(go, program.module, program.version, workdir, env)
+    (workdir / "go.mod").write_text(tools_go_mod(program.module, program.version, upstream))
     target = binary_path(program, cache)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.partial")
-    done = subprocess.run([go, "build", "-ldflags", ldflags(program), "-o", str(partial), program.package],
+    done = subprocess.run([go, "build", "-ldflags", ldflags(program, upstream), "-o", str(partial), program.package],
                           cwd=workdir, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         tail = [line for line in done.stderr.strip().splitlines() if line.strip()][-3:]

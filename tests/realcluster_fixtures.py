@@ -42,6 +42,13 @@ def real_kubectl() -> str:
     return str(BINARIES["kubectl"])
 
 
+def real_helm() -> str:
+    """The helm built with the control plane (charts/batchgate's tests)."""
+    if BINARIES is None:
+        pytest.skip(NOT_BUILT)
+    return str(BINARIES["helm"])
+
+
 def new_real_cluster(workdir: Path) -> RealCluster:
     """A real cluster with the suite's nodes (not started); skips the test where it is not built."""
     if BINARIES is None:

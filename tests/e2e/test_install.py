@@ -55,12 +55,14 @@ def installed(workdir: Path) -> Iterator[tuple[Kubectl, dict[str, str]]]:
 
 
 @contextmanager
-def installed_cluster(workdir: Path) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl, dict[str, str]]]:
-    """`installed`, with the cluster itself (for the faults only a control plane can have)."""
+def installed_cluster(workdir: Path, install: Callable[[Kubectl], object] = install_product
+                      ) -> Iterator[tuple[LocalCluster | RealCluster, Kubectl, dict[str, str]]]:
+    """`installed`, with the cluster itself (for the faults only a control plane can have); `install`
+    makes the install (the chart's test: `helm install`) and returns once every pod is Ready."""
     with clusters.cluster(workdir / "cluster", users_file=DEMO_MANIFESTS / "users.yaml",
                           nodes=nodes_from_flags(4, "32", "256Gi", 8), run_images=[local_image()]) as (cluster, kubectl):
         crds_before = third_party_crds(kubectl)
-        install_product(kubectl)
+        install(kubectl)
         kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "teams.yaml"))
         kubectl.run("apply", "-f", str(DEMO_MANIFESTS / "queues.yaml"))
         yield cluster, kubectl, crds_before
@@ -95,6 +97,11 @@ def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_
     kubectl, crds_before = install
     # Ready after the install (the fixture's wait), and again after any test before this one that disturbed it.
     eventually(lambda: product_status(kubectl)[0], "every product pod Ready: " + product_status(kubectl)[1])
+    alice_s_first_appwrapper_is_mutated_and_admitted(kubectl)
+    assert third_party_crds(kubectl) == crds_before
+
+
+def alice_s_first_appwrapper_is_mutated_and_admitted(kubectl: Kubectl) -> None:
     kubectl.run("apply", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("alice-first")))
     aw = kubectl.get_json("appwrapper", "-n", "team-a", "alice-first", user="alice")
     labels = aw["metadata"].get("labels", {})
@@ -106,7 +113,6 @@ def test_apply_brings_every_product_pod_ready_and_alice_s_appwrapper_is_mutated_
         return any(c["type"] == "Admitted" and c["status"] == "True"
                    for w in workloads for c in w.get("status", {}).get("conditions", []))
     eventually(admitted, "alice's AppWrapper admitted by the controller pods (kubectl get workloads -n team-a)")
-    assert third_party_crds(kubectl) == crds_before
 
 
 def delete_one_gateway_pod(kubectl: Kubectl) -> None:
@@ -363,7 +369,14 @@ def test_uninstall_leaves_users_objects_and_third_party_crds_alone(tmp_path: Pat
         uninstall_keeps_users_objects(kubectl, crds_before)
 
 
-def uninstall_keeps_users_objects(kubectl: Kubectl, crds_before: dict[str, str]) -> None:
+def uninstall_with_kubectl(kubectl: Kubectl) -> None:
+    """docs/install.md's uninstall: everything but batchgate's CRDs (which hold users' AppWrappers)."""
+    kubectl.run("delete", "-k", str(LOCAL_OVERLAY), "-l", "app.kubernetes.io/component!=crd", "--wait=true",
+                "--timeout=120s")
+
+
+def uninstall_keeps_users_objects(kubectl: Kubectl, crds_before: dict[str, str],
+                                  uninstall: Callable[[Kubectl], object] = uninstall_with_kubectl) -> None:
     kubectl.run("apply", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("kept")))
     kubectl.run("apply", "-f", "-", stdin=json.dumps(
         {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "plain", "namespace": "default"},
@@ -372,9 +385,7 @@ def uninstall_keeps_users_objects(kubectl: Kubectl, crds_before: dict[str, str])
         {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "torch", "namespace": "default"},
          "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": {
              "containers": [{"name": "pytorch", "image": "busybox"}]}}}}}}))
-    # docs/install.md's uninstall: everything but batchgate's CRDs (which hold users' AppWrappers).
-    kubectl.run("delete", "-k", str(LOCAL_OVERLAY), "-l", "app.kubernetes.io/component!=crd", "--wait=true",
-                "--timeout=120s")
+    uninstall(kubectl)
     assert kubectl.run("get", "namespace", SYSTEM_NAMESPACE, check=False).returncode != 0
     assert kubectl.get_json("appwrappers", "-A")["items"], "users' AppWrappers went with the uninstall"
     assert kubectl.get_json("job", "-n", "default", "plain")

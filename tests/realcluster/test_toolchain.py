@@ -12,10 +12,10 @@ import pytest
 from realcluster import toolchain
 from realcluster.toolchain import ToolchainError, Versions
 
-OPERATORS = "KUBERAY=v1.5.0\nTRAINING_OPERATOR=v1.8.1\n"
+OPERATORS = "KUBERAY=v1.5.0\nTRAINING_OPERATOR=v1.8.1\nHELM=v3.20.2\n"
 GOOD = ("# comment\nKUBERNETES=v1.35.4\n\nETCD=v3.6.16  # trailing comment\nKUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\n"
         + OPERATORS)
-VERSIONS = Versions("v1.35.4", "v3.6.16", "v0.17.0", "v1.2.2", "v1.5.0", "v1.8.1")
+VERSIONS = Versions("v1.35.4", "v3.6.16", "v0.17.0", "v1.2.2", "v1.5.0", "v1.8.1", "v3.20.2")
 PEERS = "KUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\n" + OPERATORS
 
 
@@ -31,15 +31,18 @@ def test_versions_are_read_with_comments_and_blank_lines() -> None:
 @pytest.mark.parametrize("text, message", [
     ("KUBERNETES=v1.35.4\n" + PEERS, "v.env: no ETCD= line"),
     ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=v0.17.0\n" + OPERATORS, "v.env: no APPWRAPPER= line"),
-    ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\nKUBERAY=v1.5.0\n",
+    ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\nKUBERAY=v1.5.0\nHELM=v3.20.2\n",
      "v.env: no TRAINING_OPERATOR= line"),
+    ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=v0.17.0\nAPPWRAPPER=v1.2.2\nKUBERAY=v1.5.0\nTRAINING_OPERATOR=v1.8.1\n",
+     "v.env: no HELM= line"),
     ("KUBERNETES=1.35.4\nETCD=v3.6.16\n", "v.env:1: KUBERNETES must be a release such as v1.35.4, got '1.35.4'"),
     ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUEUE=0.17\n", "v.env:3: KUEUE must be a release such as v1.35.4, got '0.17'"),
     ("KUBERNETES=v1.35.4\nETCD=v3.6.16\nKUBERNETES=v1.34.0\n", "v.env:3: KUBERNETES is given twice"),
     ("KUBE=v1.35.4\n", "v.env:1: expected one of KUBERNETES=vX.Y.Z, ETCD=vX.Y.Z, KUEUE=vX.Y.Z, APPWRAPPER=vX.Y.Z, "
-                       "KUBERAY=vX.Y.Z, TRAINING_OPERATOR=vX.Y.Z, got 'KUBE=v1.35.4'"),
+                       "KUBERAY=vX.Y.Z, TRAINING_OPERATOR=vX.Y.Z, HELM=vX.Y.Z, got 'KUBE=v1.35.4'"),
     ("KUBERNETES=v2.0.0\nETCD=v3.6.16\n" + PEERS, "v.env: KUBERNETES must be a v1.x release, got v2.0.0"),
-], ids=["a missing key is named", "a missing peer is named", "a missing operator is named", "a version without its v is refused with the line",
+], ids=["a missing key is named", "a missing peer is named", "a missing operator is named",
+        "a missing helm is named", "a version without its v is refused with the line",
         "a peer's version without its v is refused with the line",
         "a key given twice is refused at its second line", "an unknown key is refused with the line",
         "a Kubernetes that is not 1.x is refused"])
@@ -96,6 +99,38 @@ def test_kubernetes_programs_are_stamped_with_their_release_in_both_version_pack
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
         assert f"-X {package}.gitVersion=v1.35.4" in flags
         assert f"-X {package}.gitMajor=1" in flags and f"-X {package}.gitMinor=35" in flags
+
+
+HELM_GO_MOD = """module helm.sh/helm/v3
+
+go 1.25.0
+
+require (
+\tgithub.com/Masterminds/semver/v3 v3.4.0
+\tk8s.io/client-go v0.35.1
+\tk8s.io/client-go/extra v0.1.0
+)
+"""
+
+
+def test_helm_is_stamped_as_its_makefile_stamps_a_release() -> None:
+    helm = next(p for p in toolchain.programs(VERSIONS) if p.name == "helm")
+    flags = toolchain.ldflags(helm, HELM_GO_MOD)
+    assert flags.startswith("-s -w")
+    assert "-X helm.sh/helm/v3/internal/version.version=v3.20.2" in flags
+    assert "-X helm.sh/helm/v3/internal/version.gitTreeState=clean" in flags
+    for package in ("helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"):
+        assert f"-X {package}.k8sVersionMajor=1 -X {package}.k8sVersionMinor=35" in flags
+    assert helm.reports == 'Version:"v3.20.2"'
+    assert toolchain.binary_path(helm, Path("/c")) == Path("/c/realcluster/helm-v3.20.2/helm")
+
+
+def test_a_helm_whose_go_mod_names_no_client_go_is_refused_naming_the_fix() -> None:
+    helm = toolchain.helm_program("v3.20.2")
+    with pytest.raises(ToolchainError, match=r"helm\.sh/helm/v3@v3\.20\.2 requires no k8s\.io/client-go .*"
+                                             r"pin another release in versions\.env"):
+        toolchain.ldflags(helm, "module helm.sh/helm/v3\n")
+    assert "k8sVersion" not in toolchain.ldflags(next(p for p in toolchain.programs(VERSIONS) if p.name == "kubectl"))
 
 
 @pytest.mark.parametrize("name, stamp", [
@@ -217,7 +252,7 @@ def test_check_reports_each_missing_program_in_one_line(tmp_path: Path, capsys: 
     finally:
         del os.environ["BATCHGATE_CACHE"]
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
     assert all(line.startswith("realcluster: ") and line.endswith("is not built (make test builds it)") for line in lines)
 
 
