@@ -16,6 +16,10 @@ every connection is bounded:
 - a connection we close lingers in the poller, not in a thread, reading and dropping what the
   client still sends (at most `LINGER_BYTES`, `LINGER_SECONDS`), so the client reads our reply
   instead of a reset.
+
+This subclasses gthread internals gunicorn does not document; tests/webhook/server/
+test_gunicorn_contract.py pins each one it relies on and names it when a gunicorn upgrade changes
+it (docs/webhook.md says why no supported worker class replaces this).
 """
 
 from __future__ import annotations
