@@ -153,6 +153,7 @@ def main() -> int:
                 finished = watch.done.wait(600)
                 wall = time.monotonic() - start
                 cpu = cpu_seconds(processes.controller.pid) - cpu_before
+                time.sleep(3)  # the last Workloads' finish writes and Events, so that the counts include them
         finally:
             processes.stop()
         counted = processes.controller_requests()
