@@ -12,9 +12,10 @@ them), and the machine; asserts nothing.
     .venv/bin/python bench/appwrapper_lifecycle.py [-n 50] [--pods 2] [--run-for 5s] [--qps 50 --burst 100]
 
 The controller's client rate limit (`--qps`, default 50) bounds how fast it can write; each
-AppWrapper costs about ten writes (Workload, admission, un-suspend, four lifecycle status
-writes, finalizer, component create, Events), so run it also with a high `--qps` to see the
-controller's own cost.
+AppWrapper costs about ten writes that carry decisions (Workload create, admission, un-suspend
+with the finalizer, five lifecycle status writes, component create, Workload finish) and four
+Events on their own bucket (docs/controller.md, "API writes per AppWrapper"), so run it also
+with a high `--qps` to see the controller's own cost.
 """
 
 from __future__ import annotations
