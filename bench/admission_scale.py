@@ -49,6 +49,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from batchgate.quantity import parse_quantity  # noqa: E402
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
 from demo.kubectl import KUBECTL  # noqa: E402
+from localcluster.rbac.bootstrap import WRITE  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster  # noqa: E402
 from realcluster.setup import request_token  # noqa: E402
@@ -286,10 +287,6 @@ def mean_usage(run: Run, queues: list[str], t0: float, t1: float, nominal: int =
     return 100 * sum(fractions) / len(fractions)
 
 
-WRITES = ("create", "update", "patch", "delete", "deletecollection")
-"""The audit log's verbs that change state (a server-side apply is a `patch`)."""
-
-
 def default_kube() -> str:
     """The real control plane when it is built (the one Kueue runs on in bench/peers/), else the stand-in."""
     return "real" if toolchain.locate() is not None else "local"
@@ -357,7 +354,7 @@ class Measured:
 
     @property
     def writes_per_admitted(self) -> float:
-        writes = sum(count for what, count in self.own.items() if what.split(" ", 1)[0] in WRITES)
+        writes = sum(count for what, count in self.own.items() if what.split(" ", 1)[0] in WRITE)
         return writes / self.admitted if self.admitted else float("nan")
 
 

@@ -6,14 +6,16 @@ then submits N queued AppWrappers (default 50, as upstream's e2e "50 AppWrappers
 Running"), each wrapping a Job of `--pods` pods (cpu 100m, behaviour `runFor`). One watch on
 AppWrappers timestamps each phase as it is written. Prints create->Running and create->Succeeded
 (p50, p99, max), the wall time until the last one succeeded, the controller process's CPU
-seconds, and the machine; asserts nothing.
+seconds, the controller's API writes per AppWrapper by verb and resource (as the cluster counted
+them), and the machine; asserts nothing.
 
     .venv/bin/python bench/appwrapper_lifecycle.py [-n 50] [--pods 2] [--run-for 5s] [--qps 50 --burst 100]
 
 The controller's client rate limit (`--qps`, default 50) bounds how fast it can write; each
-AppWrapper costs about ten writes (Workload, admission, un-suspend, four lifecycle status
-writes, finalizer, component create, Events), so run it also with a high `--qps` to see the
-controller's own cost.
+AppWrapper costs about ten writes that carry decisions (Workload create, admission, un-suspend
+with the finalizer, five lifecycle status writes, component create, Workload finish) and four
+Events on their own bucket (docs/controller.md, "API writes per AppWrapper"), so run it also
+with a high `--qps` to see the controller's own cost.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
 from controller_stack import Processes  # noqa: E402  (bench/ is the script's own folder)
 from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
+
+from localcluster.rbac.bootstrap import WRITE
 
 ROOT = Path(__file__).resolve().parents[1]
 AW_PATH = "/apis/workload.codeflare.dev/v1beta2"
@@ -108,6 +113,14 @@ def percentiles(values: list[float]) -> str:
     return f"p50 {statistics.median(values):.2f}s  p99 {p99:.2f}s  max {values[-1]:.2f}s"
 
 
+def writes_per_appwrapper(counted: Counter[str], n: int) -> str:
+    """The controller's writes over the whole run (queue status included) divided by the AppWrappers, by kind."""
+    writes = {what: count for what, count in counted.items() if what.split(" ", 1)[0] in WRITE}
+    total = sum(writes.values())
+    by_kind = ", ".join(f"{what} {count / n:.2f}" for what, count in sorted(writes.items(), key=lambda w: -w[1]))
+    return f"controller API writes per AppWrapper: {total / max(n, 1):.2f} ({by_kind})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", type=int, default=50, help="AppWrappers to submit (default: %(default)s)")
@@ -141,8 +154,10 @@ def main() -> int:
                 finished = watch.done.wait(600)
                 wall = time.monotonic() - start
                 cpu = cpu_seconds(processes.controller.pid) - cpu_before
+                time.sleep(3)  # the last Workloads' finish writes and Events, so that the counts include them
         finally:
             processes.stop()
+        counted = processes.controller_requests()
     to_running = [watch.seen[n]["Running"] - t for n, t in created.items() if "Running" in watch.seen.get(n, {})]
     to_success = [watch.seen[n]["Succeeded"] - t for n, t in created.items() if "Succeeded" in watch.seen.get(n, {})]
     print(f"machine: {machine()}")
@@ -153,6 +168,7 @@ def main() -> int:
     print(f"create -> Succeeded ({len(to_success)}): {percentiles(to_success)}")
     print(f"wall time to the last success: {wall:.1f}s; controller CPU: {cpu:.1f}s "
           f"({cpu / max(args.n, 1) * 1000:.0f} ms per AppWrapper)")
+    print(writes_per_appwrapper(counted, args.n))
     return 0 if finished else 1
 
 

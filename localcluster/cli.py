@@ -5,7 +5,9 @@ its Go modules (`--kube real`, realcluster/), with the same users and nodes."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
 import signal
 import sys
 import tempfile
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from typing import Any
 
-from localcluster.authorization import MODES, RBAC
+from localcluster.authorization import MODES, RBAC, RecordedRequest
 from localcluster.users import UsersFileError
 
 
@@ -33,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                              "(repeatable; e.g. the image the manifests name)")
     parser.add_argument("--authorization", choices=MODES, default=RBAC,
                         help="RBAC (default: roles and bindings decide, as kube-apiserver) or AlwaysAllow")
+    parser.add_argument("--record-requests", type=Path, metavar="FILE",
+                        help="count resource requests by user, verb, resource and subresource; written to FILE "
+                             "(JSON) when the cluster stops, so a benchmark can tell whose writes cost what")
     parser.add_argument("--api-only", action="store_true",
                         help="serve the API without simulated nodes, kubelets, scheduler or controllers")
     nodes = parser.add_argument_group("simulated nodes")
@@ -75,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"batchgate cluster: {exc}", file=sys.stderr)
         return 2
     if args.kube == "real":
-        if args.speed != 1.0 or args.authorization != RBAC or args.api_only:
-            print("batchgate cluster: --speed, --authorization and --api-only are the stand-in's (--kube local)",
+        if args.speed != 1.0 or args.authorization != RBAC or args.api_only or args.record_requests:
+            print("batchgate cluster: --speed, --authorization, --api-only and --record-requests are the "
+                  "stand-in's (--kube local)",
                   file=sys.stderr)
             return 2
         from realcluster.cli import serve
@@ -87,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster = LocalCluster(workdir, port=args.port, users_file=args.users_file, speed=args.speed,
                                controllers=[] if args.api_only else DEFAULT_CONTROLLERS,
                                nodes=[] if args.api_only else nodes, run_images=args.run_image,
-                               authorization=args.authorization)
+                               authorization=args.authorization, record_requests=args.record_requests is not None)
     except UsersFileError as exc:
         print(f"batchgate cluster: {exc}", file=sys.stderr)
         return 2
@@ -103,8 +109,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pods of {', '.join(args.run_image)} run as local processes")
     print(f"nodes: {len(nodes)} simulated ({', '.join(n.name for n in nodes[:5])}{', ...' if len(nodes) > 5 else ''})")
     print(f"export KUBECONFIG={kubeconfig}")
-    serve_until_signalled(cluster.stop, "local cluster stopped")
+
+    def stop() -> None:
+        cluster.stop()
+        if args.record_requests is not None:
+            write_recorded(args.record_requests, cluster.authorizer.recorded or {})
+
+    serve_until_signalled(stop, "local cluster stopped")
     return 0
+
+
+def write_recorded(path: Path, recorded: Mapping[RecordedRequest, int]) -> None:
+    """The recorded requests as a JSON list, one entry per distinct request with its count."""
+    path.write_text(json.dumps([{**dataclasses.asdict(request), "count": count} for request, count in recorded.items()]))
 
 
 def export_kubeconfig(kubeconfig: Path, target: Path | None) -> Path:

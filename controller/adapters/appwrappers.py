@@ -103,7 +103,11 @@ class AppWrapperReconciler:
             return DONE
         creates = next((a for a in step.actions if isinstance(a, CreateComponents)), None)
         if creates is not None:
+            if any(isinstance(a, AddFinalizer) for a in step.actions):  # before anything is deployed
+                wire = self._finalizer(wire, add=True)
+            before = aw.phase
             wire = self._write_status(wire, step, self.clock.now())
+            self._entered(key, before, step)
             aw = read_appwrapper_state(wire)
             outcomes = self._create(aw, creates.indices, policy)
             step = after_create(aw, outcomes, timing, self.clock.now())
@@ -215,9 +219,7 @@ class AppWrapperReconciler:
                     self.writer.delete(PODS, str(meta.get("name")), meta.get("namespace"), grace_period_seconds=0)
         before = aw.phase
         written = self._write_status(wire, step, now)
-        if step.phase != before:
-            self.metrics.appwrapper_phase.labels(key.namespace, step.phase).inc()
-            log.info("AppWrapper %s/%s: %s -> %s (%s)", key.namespace, key.name, before or "Empty", step.phase, step.why)
+        self._entered(key, before, step)
         for event in step.events:
             self.recorder.record(written, event.type, event.reason, event.message)
         if any(isinstance(a, RemoveFinalizer) for a in step.actions):
@@ -225,6 +227,12 @@ class AppWrapperReconciler:
         if step.requeue_after is None:
             return DONE
         return Result(requeue_after=max(step.requeue_after, _dt.timedelta(0)).total_seconds())
+
+    def _entered(self, key: ObjectKey, before: str, step: Transition) -> None:
+        """Count and log a phase change once it is written."""
+        if step.phase != before:
+            self.metrics.appwrapper_phase.labels(key.namespace, step.phase).inc()
+            log.info("AppWrapper %s/%s: %s -> %s (%s)", key.namespace, key.name, before or "Empty", step.phase, step.why)
 
     def _write_status(self, wire: Mapping[str, Any], step: Transition, now: _dt.datetime) -> Mapping[str, Any]:
         written = self.writer.update_status(AW, wire, lambda current: status_patch(read_appwrapper_state(current), step, now))

@@ -118,8 +118,9 @@ class JobReconciler:
             patched = self.writer.update_status(WORKLOADS, workload, recompute)
             if patched is not None:
                 self.store.assume("Workload", patched)
-                self.recorder.normal(workload, action.reason, action.message)
-                if isinstance(action, ji.FinishWorkload):
+                if isinstance(action, ji.FinishWorkload):  # told on the job only, as Kueue does: one Event, not two
                     self.recorder.normal(job, "FinishedWorkload", f"Workload finished: {action.message}")
+                else:
+                    self.recorder.normal(workload, action.reason, action.message)
         elif isinstance(action, ji.Invalid):
             self.recorder.warning(job, action.reason, action.message)

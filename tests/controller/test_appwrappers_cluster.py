@@ -129,6 +129,47 @@ def test_an_admitted_appwrapper_deploys_runs_and_succeeds(live_client: KubeClien
     assert f'appwrapper_phase_total{{namespace="{ns}",phase="Succeeded"}} 1.0' in text
 
 
+def versions_until_succeeded(client: KubeClient, ns: str, name: str, since: str) -> list[dict[str, Any]]:
+    """Every version of the AppWrapper written after `since`, from a watch, up to its Succeeded one."""
+    seen: list[dict[str, Any]] = []
+    stream = client.watch(AW, ns, since, timeout_seconds=30, field_selector=f"metadata.name={name}")
+    try:
+        for event in stream:
+            if event.get("type") != "MODIFIED":
+                continue
+            seen.append(event["object"])
+            if (event["object"].get("status") or {}).get("phase") == keys.PHASE_SUCCEEDED:
+                break
+    finally:
+        stream.close()
+    return seen
+
+
+def deployed_marks(obj: dict[str, Any]) -> list[str | None]:
+    return [next((c["reason"] for c in component.get("conditions") or [] if c["type"] == keys.COND_RESOURCES_DEPLOYED),
+                 None) for component in (obj.get("status") or {}).get("componentStatus") or []]
+
+
+def test_an_admitted_appwrapper_is_deployed_with_the_fewest_writes(live_client: KubeClient, controller: Controller,
+                                                                   team: dict[str, str]) -> None:
+    """The un-suspend carries the finalizer (no patch of its own), and going Resuming marks the
+    components in the same write; the phases users see are the same as before."""
+    ns = team["ns"]
+    aw = live_client.create(AW, an_appwrapper(ns, "lean"))
+    versions = versions_until_succeeded(live_client, ns, "lean", aw["metadata"]["resourceVersion"])
+    phases = [(v.get("status") or {}).get("phase") for v in versions]
+    assert [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p] == [
+        keys.PHASE_SUSPENDED, keys.PHASE_RESUMING, keys.PHASE_RUNNING, keys.PHASE_SUCCEEDED], phases
+    changes = [(before["spec"]["suspend"] != after["spec"]["suspend"],
+                before["metadata"].get("finalizers") != after["metadata"].get("finalizers"))
+               for before, after in zip([aw, *versions], versions)]
+    assert changes.count((True, True)) == 1 and (False, True) not in changes, "the finalizer came with the un-suspend"
+    assert keys.APPWRAPPER_FINALIZER in versions[-1]["metadata"]["finalizers"]
+    resuming = [v for v in versions if (v.get("status") or {}).get("phase") == keys.PHASE_RESUMING]
+    assert len(resuming) == 1, "one write takes it to Resuming"
+    assert deployed_marks(resuming[0]) == [keys.REASON_COMPONENT_CREATION_INITIATED], "marked before the create"
+
+
 def test_a_kueue_eviction_suspends_the_appwrapper_and_releases_its_quota(
         live_client: KubeClient, controller: Controller, team: dict[str, str]) -> None:
     ns, cq = team["ns"], team["cq"]

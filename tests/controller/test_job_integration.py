@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from batchgate import keys
 from batchgate.kinds import QUEUED
 from controller.decisions.jobs import integration as ji
 from controller.decisions.jobs.workloads import PriorityClasses, desired_workload
@@ -165,6 +166,29 @@ def test_an_admitted_appwrapper_gets_pod_set_infos_per_component() -> None:
     infos = start.job["spec"]["components"][0]["podSetInfos"]
     assert infos == [{"nodeSelector": {"gpu": "a100"}, "tolerations": [FLAVORS["a100"]["spec"]["tolerations"][0]]}] * 2
     assert start.job["spec"]["suspend"] is False
+
+
+@pytest.mark.parametrize(("managed_by", "finalizers", "written"), [
+    pytest.param(None, None, [keys.APPWRAPPER_FINALIZER],
+                 id="an AppWrapper this controller runs gets the lifecycle's finalizer with its un-suspend"),
+    pytest.param(keys.APPWRAPPER_CONTROLLER_NAME, ["example.com/keep"], ["example.com/keep", keys.APPWRAPPER_FINALIZER],
+                 id="the finalizer is added beside the ones it already has"),
+    pytest.param(None, [keys.APPWRAPPER_FINALIZER], [keys.APPWRAPPER_FINALIZER],
+                 id="an AppWrapper that has the finalizer does not get it twice"),
+    pytest.param("kueue.x-k8s.io/multikueue", None, None,
+                 id="an AppWrapper another controller runs gets no finalizer of ours"),
+])
+def test_an_admitted_appwrapper_carries_the_lifecycle_finalizer_only_if_run_here(
+        managed_by: str | None, finalizers: list[str] | None, written: list[str] | None) -> None:
+    aw = a_pytorch_appwrapper()
+    aw["spec"]["suspend"] = True
+    if managed_by is not None:
+        aw["spec"]["managedBy"] = managed_by
+    if finalizers is not None:
+        aw["metadata"]["finalizers"] = finalizers
+    (start,) = decide(aw, workload_for(aw, *ADMITTED))
+    assert isinstance(start, ji.StartJob)
+    assert start.job["metadata"].get("finalizers") == written
 
 
 def test_a_pytorchjob_is_started_through_its_run_policy() -> None:

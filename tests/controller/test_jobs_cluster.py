@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from batchgate.kinds import QUEUED
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.kube import EVENTS, RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
 from controller.decisions.jobs.workloads import workload_name
 from tests.controller.builders import a_job, a_pytorch_appwrapper, stored_sample
@@ -132,6 +132,9 @@ def test_a_finished_job_finishes_its_workload_and_a_deleted_one_takes_it_along(
                           what="the Workload to finish")
     (finished_cond,) = [c for c in finished["status"]["conditions"] if c["type"] == "Finished"]
     assert (finished_cond["reason"], finished_cond["message"]) == ("Succeeded", "all pods succeeded")
+    told = eventually(lambda: [(e["involvedObject"]["kind"], e["reason"]) for e in client.list(EVENTS, namespace)["items"]
+                               if e["reason"] in ("FinishedWorkload", "Succeeded")] or None, what="the finish Event")
+    assert told == [("Job", "FinishedWorkload")], "the job tells its Workload finished; the Workload's condition says it"
 
     client.delete(JOBS, "done", namespace)
     eventually(lambda: workload_of(client, "Job", job) is None, what="garbage collection of the Workload")

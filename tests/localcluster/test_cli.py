@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -20,11 +21,14 @@ def start(*args: str) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def test_cluster_command_serves_kubectl_and_exits_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+def test_cluster_command_serves_kubectl_and_exits_cleanly_on_ctrl_c_leaving_the_requests_it_recorded(
+        tmp_path: Path) -> None:
     users = tmp_path / "users.yaml"
     users.write_text("users:\n- name: carol\n  username: carol@example.com\n  uid: '42'\n  groups: [ml]\n")
     kubeconfig = tmp_path / "out" / "kubeconfig"
-    process = start("--kubeconfig", str(kubeconfig), "--users-file", str(users), "--workdir", str(tmp_path / "work"))
+    recorded = tmp_path / "requests.json"
+    process = start("--kubeconfig", str(kubeconfig), "--users-file", str(users), "--workdir", str(tmp_path / "work"),
+                    "--record-requests", str(recorded))
     try:
         lines = []
         while process.stdout is not None:
@@ -42,6 +46,8 @@ def test_cluster_command_serves_kubectl_and_exits_cleanly_on_ctrl_c(tmp_path: Pa
         out, err = process.communicate(timeout=30)
     assert process.returncode == 0
     assert "Traceback" not in err and "local cluster stopped" in out
+    carols = [r for r in json.loads(recorded.read_text()) if r["user"] == "carol@example.com"]
+    assert [(r["verb"], r["resource"], r["count"]) for r in carols] == [("create", "selfsubjectreviews", 1)], carols
 
 
 @pytest.mark.parametrize(("args", "message"), [

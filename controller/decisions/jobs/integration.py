@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Union
 
 from batchgate import keys
+from batchgate.api.appwrapper_status import read_appwrapper_state
 from batchgate.api.conditions import Condition, condition_of, conditions_of, is_true, merge, to_wire
 from batchgate.api.objects import metadata
 from batchgate.api.paths import get_at
 from batchgate.clock import parse_time
 from batchgate.kinds import APPWRAPPER, Kind
+from controller.decisions.appwrapper.lifecycle import managed_here
 from controller.decisions.quota.admission_status import release_patch
 from controller.decisions.jobs.podsets import PodSetSource, reclaimable_pods
 from controller.decisions.jobs.workloads import (
@@ -146,11 +148,18 @@ def _set_path(obj: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
 
 
 def started(job: Mapping[str, Any], kind: Kind, sets: list[PodSetSource], infos: Mapping[str, PodSetInfo]) -> dict[str, Any]:
-    """The job un-suspended with each podSet's node selector and tolerations merged in."""
+    """The job un-suspended with each podSet's node selector and tolerations merged in.
+
+    An AppWrapper this controller runs also gets its lifecycle's finalizer in the same write: the
+    lifecycle must have it before deploying anything, and would otherwise add it with a write of
+    its own right after this one (upstream's Suspended step)."""
     out = copy.deepcopy(dict(job))
     _set_path(out, kind.suspend_path, False)
     if kind is APPWRAPPER:
         _write_appwrapper_infos(out, sets, infos)
+        finalizers = list(metadata(out).get("finalizers") or [])
+        if managed_here(read_appwrapper_state(job)) and keys.APPWRAPPER_FINALIZER not in finalizers:
+            out["metadata"]["finalizers"] = [*finalizers, keys.APPWRAPPER_FINALIZER]
         return out
     for ps in sets:
         info = infos.get(ps.name)

@@ -113,11 +113,14 @@ CASES = [
     pytest.param(an_aw().in_phase(S).build(), seen(0), DEFAULT_TIMING, 0,
                  Expect(keys.PHASE_RESUMING, {QR: ("True", keys.PHASE_RESUMING), RD: ("True", keys.PHASE_RESUMING),
                                               PR: ("False", keys.PHASE_RESUMING), UH: ("False", keys.PHASE_RESUMING)},
-                        actions=(AddFinalizer(),)),
-                 id="un-suspending reserves quota, adds the finalizer and goes Resuming"),
+                        actions=(AddFinalizer(), CreateComponents((0,)))),
+                 id="un-suspending reserves quota, adds the finalizer and goes Resuming creating the components"),
     pytest.param(an_aw().in_phase(S).with_finalizer().build(), seen(0), DEFAULT_TIMING, 0,
-                 Expect(keys.PHASE_RESUMING, {QR: ("True", keys.PHASE_RESUMING)}),
+                 Expect(keys.PHASE_RESUMING, {QR: ("True", keys.PHASE_RESUMING)}, actions=(CreateComponents((0,)),)),
                  id="un-suspending an AppWrapper that has the finalizer does not add it again"),
+    pytest.param(an_aw().in_phase(S).with_finalizer().components_deployed().build(), seen(0), DEFAULT_TIMING, 0,
+                 Expect(keys.PHASE_RESUMING, {QR: ("True", keys.PHASE_RESUMING)}),
+                 id="un-suspending with every component already deployed goes Resuming and creates nothing"),
     # --- Resuming ------------------------------------------------------------------------------
     pytest.param(an_aw().deployed(keys.PHASE_RESUMING).suspended().build(), seen(0), DEFAULT_TIMING, 0,
                  Expect(keys.PHASE_SUSPENDING, events=("Externally suspended while in the Resuming phase",)),
@@ -405,6 +408,21 @@ def test_resuming_marks_the_components_it_is_about_to_create() -> None:
     step = decide(state(aw), seen(0), DEFAULT_TIMING, at(3))
     assert step is not None and step.component_status is not None
     assert step.component_status[0].conditions[0].reason == keys.REASON_COMPONENT_CREATION_INITIATED
+
+
+def test_un_suspending_marks_the_components_in_the_same_write_as_the_resuming_conditions() -> None:
+    """One status write takes an admitted AppWrapper to Resuming with its creates announced:
+    the patch carries the phase, the four conditions and every component's CreationInitiated."""
+    aw = state(an_aw(replicas=(2, 1)).in_phase(S).build())
+    step = decide(aw, seen(0), DEFAULT_TIMING, at(3))
+    assert step is not None
+    patch = status_patch(aw, step, at(3))
+    assert patch is not None
+    status = patch["status"]
+    assert isinstance(status, dict) and status["phase"] == keys.PHASE_RESUMING
+    assert [c["type"] for c in status["conditions"]] == [QR, RD, PR, UH]
+    assert [c["conditions"][0]["reason"] for c in status["componentStatus"]] == [
+        keys.REASON_COMPONENT_CREATION_INITIATED] * 2
 
 
 def test_a_new_appwrapper_records_each_components_kind_and_pod_sets() -> None:
