@@ -44,11 +44,18 @@ def resource_version(obj: Obj | None) -> str | None:
     return metadata(obj).get("resourceVersion")
 
 
+def revision(obj: Obj | None) -> int | None:
+    """The resourceVersion as a number. resourceVersions are opaque in general; kube-apiserver's
+    (and the local cluster's) are etcd revisions, so decimal ones are compared, anything else
+    (None) is taken for neither older nor newer than another."""
+    raw = resource_version(obj)
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+
+
 def _older(obj: Obj, seen: Obj | None) -> bool:
-    """Whether `obj` predates `seen`. resourceVersions are opaque in general; kube-apiserver's (and
-    the local cluster's) are etcd revisions, so two decimal ones are compared, anything else is not."""
-    mine, theirs = resource_version(obj), resource_version(seen)
-    return bool(mine and theirs and mine.isdigit() and theirs.isdigit() and int(mine) < int(theirs))
+    """Whether `obj` predates `seen` (`revision`)."""
+    mine, theirs = revision(obj), revision(seen)
+    return mine is not None and theirs is not None and mine < theirs
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ import pytest
 
 from batchgate.clock import FakeClock, format_time
 from batchgate.policy import DEFAULT_POLICY, FairSharing
-from controller.adapters.admission import NOT_YET_TRIED, AdmissionLoop
+from controller.adapters.admission import AdmissionLoop
+from controller.state.pending_reasons import NOT_YET_TRIED
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES
 from controller.adapters.metrics import ControllerMetrics
