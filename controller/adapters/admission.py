@@ -47,7 +47,7 @@ from controller.decisions.quota.outcomes import Evict
 from controller.state.assumed_admissions import AssumedAdmissions
 from controller.state.cache import Change, Obj, ObjectKey, revision
 from controller.state.pending_reasons import PendingReasons
-from controller.state.quota_state import QUOTA_KINDS, QuotaState, workload_key, workload_object_key
+from controller.state.quota_state import QUOTA_KINDS, QuotaState
 
 log = logging.getLogger(__name__)
 WORKLOADS = RESOURCES["Workload"]
@@ -96,7 +96,7 @@ class AdmissionLoop:
         kind = change.key.kind
         if kind not in QUOTA_KINDS:
             return
-        obj, key = change.new, workload_key(change.key)
+        obj, key = change.new, change.key
         try:
             with self._lock:
                 if obj is None:
@@ -133,7 +133,7 @@ class AdmissionLoop:
     def _remove(self, change: Change) -> None:
         if change.key.kind == "Workload":
             self.assumed.forget(change.key)
-            self.state.forget(workload_key(change.key))
+            self.state.forget(change.key)
         elif change.key.kind == "ClusterQueue":
             log.warning("ClusterQueue %s deleted: its workloads stay pending until it returns", change.key.name)
 
@@ -171,7 +171,7 @@ class AdmissionLoop:
                 return False
             effects = admission_cycle(self.state, now)
             for admission in effects.admitted:
-                self.assumed.assume(workload_object_key(admission.admit.workload))
+                self.assumed.assume(admission.admit.workload)
             self.reasons.mark(effects.requeued)
             self.cycles += 1
             figures = self._figures(effects)
@@ -224,7 +224,7 @@ class AdmissionLoop:
         self._write(evict.workload, lambda wl: status.released_at_once(wl, status.stop_eviction_patch(wl, evict, now), now),
                     ("Normal", "Evicted", keys.COND_EVICTED))
 
-    def _write_release(self, key: str, now: _dt.datetime) -> None:
+    def _write_release(self, key: ObjectKey, now: _dt.datetime) -> None:
         self._write(key, lambda wl: status.release_patch(wl, now), ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
 
     def _flush(self) -> bool:
@@ -260,11 +260,10 @@ class AdmissionLoop:
             self._write(key, partial(_pending_patch, message, now), ("Warning", "Pending", keys.COND_QUOTA_RESERVED))
 
     # --- writes ------------------------------------------------------------------------------
-    def _observed(self, key: str) -> Obj | None:
-        cached = workload_object_key(key)
-        return self.store.get(cached.kind, cached.namespace, cached.name)
+    def _observed(self, key: ObjectKey) -> Obj | None:
+        return self.store.get(key.kind, key.namespace, key.name)
 
-    def _write(self, key: str, compute: PatchFn, event: tuple[str, str, str]) -> bool:
+    def _write(self, key: ObjectKey, compute: PatchFn, event: tuple[str, str, str]) -> bool:
         """Patch a Workload's status; record `event` = (type, reason, condition whose message it tells)."""
         observed = self._observed(key)
         if observed is None:
@@ -288,7 +287,7 @@ class AdmissionLoop:
             if held is not None and held.evicted:
                 # Preempted before its admission reached the API: it never held quota there.
                 self.state.release(admit.workload, requeue=True)
-                self._admission_written(workload_object_key(admit.workload), None)
+                self._admission_written(admit.workload, None)
                 self.wake()
                 return
         observed = self._observed(admit.workload)
@@ -304,11 +303,11 @@ class AdmissionLoop:
             with self._lock:  # forget the assumption: the quota goes back, the workload waits again
                 if admit.workload in self.state.workloads:
                     self.state.release(admit.workload, requeue=True)
-                self._admission_written(workload_object_key(admit.workload), None)
+                self._admission_written(admit.workload, None)
             self.wake()
             return
         with self._lock:
-            self._admission_written(workload_object_key(admit.workload), revision(self._observed(admit.workload)))
+            self._admission_written(admit.workload, revision(self._observed(admit.workload)))
         self.metrics.admitted.labels(admit.cluster_queue).inc()
         if self.metrics.kueue is None:
             return
@@ -319,7 +318,7 @@ class AdmissionLoop:
             return
         self.metrics.kueue.reserved_and_admitted(admit.cluster_queue, waited)
 
-    def _release_if_ownerless(self, key: str, observed: Obj) -> None:
+    def _release_if_ownerless(self, key: ObjectKey, observed: Obj) -> None:
         """Under the lock: a victim without an owner, its eviction on the API, has no pods to wait
         for: its release is written now (a release already written makes no second write)."""
         held = self.state.admitted.get(key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from controller.state.cache import ObjectKey
 from controller.state.quota_state import QuotaState
 
 NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message before a cycle looked at it
@@ -18,11 +19,11 @@ NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message before a 
 
 class PendingReasons:
     def __init__(self) -> None:
-        self._marked: set[str] = set()
+        self._marked: set[ObjectKey] = set()
         self._everything = False
-        self._due: dict[str, str] = {}  # workload -> the message to write
+        self._due: dict[ObjectKey, str] = {}  # workload -> the message to write
 
-    def mark(self, workloads: Iterable[str]) -> None:
+    def mark(self, workloads: Iterable[ObjectKey]) -> None:
         self._marked.update(workloads)
 
     def mark_everything(self) -> None:
@@ -38,7 +39,7 @@ class PendingReasons:
                 self._due[key] = state.pending_reason(key)[1] or NOT_YET_TRIED
         self._marked.clear()
 
-    def next_due(self, state: QuotaState) -> tuple[str, str] | None:
+    def next_due(self, state: QuotaState) -> tuple[ObjectKey, str] | None:
         """One noted (workload, message) to write, if any is left that still pends."""
         while self._due:
             key, message = self._due.popitem()

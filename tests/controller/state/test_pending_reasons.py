@@ -6,7 +6,7 @@ from __future__ import annotations
 from batchgate.clock import FakeClock
 from controller.simulation import Simulation
 from controller.state.pending_reasons import NOT_YET_TRIED, PendingReasons
-from tests.controller.decisions.trace_builders import T0, basic, workload
+from tests.controller.decisions.trace_builders import T0, basic, wl_key, workload
 
 MORE = "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 5 more needed"
 
@@ -27,16 +27,16 @@ def drain(reasons: PendingReasons, sim: Simulation) -> list[tuple[str, str]]:
 
 def test_a_workload_no_cycle_looked_at_says_it_waits_for_quota() -> None:
     sim, reasons = full_queue(), PendingReasons()
-    reasons.mark(["ns/waiting"])
+    reasons.mark([wl_key("ns/waiting")])
     reasons.note(sim.state)
-    assert drain(reasons, sim) == [("ns/waiting", NOT_YET_TRIED)]
+    assert drain(reasons, sim) == [(wl_key("ns/waiting"), NOT_YET_TRIED)]
 
 
 def test_a_requeued_head_is_written_once_with_the_cycles_message() -> None:
     sim, reasons = full_queue(), PendingReasons()
     reasons.mark(sim.cycle().requeued)
     reasons.note(sim.state)
-    assert drain(reasons, sim) == [("ns/waiting", MORE)]
+    assert drain(reasons, sim) == [(wl_key("ns/waiting"), MORE)]
     reasons.note(sim.state)
     assert drain(reasons, sim) == []
 
@@ -45,12 +45,12 @@ def test_marking_everything_notes_every_pending_workload_and_no_admitted_one() -
     sim, reasons = full_queue(), PendingReasons()
     reasons.mark_everything()
     reasons.note(sim.state)
-    assert drain(reasons, sim) == [("ns/waiting", NOT_YET_TRIED)]
+    assert drain(reasons, sim) == [(wl_key("ns/waiting"), NOT_YET_TRIED)]
 
 
 def test_a_workload_that_stopped_pending_before_its_turn_is_skipped() -> None:
     sim, reasons = full_queue(), PendingReasons()
-    reasons.mark(["ns/waiting"])
+    reasons.mark([wl_key("ns/waiting")])
     reasons.note(sim.state)
     sim.finish("ns/running")
     sim.cycle()
