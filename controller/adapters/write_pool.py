@@ -11,14 +11,14 @@ import itertools
 import logging
 import queue
 import threading
-from typing import Any, Callable
+from typing import Callable
 
 from controller.adapters.writer import NotLeader
 from controller.state.cache import ObjectKey
 
 log = logging.getLogger(__name__)
 
-Item = tuple[float, int, ObjectKey, Callable[[], Any]]  # (rank, submitted, object, write)
+Item = tuple[float, int, ObjectKey, Callable[[], object]]  # (rank, submitted, object, write)
 
 
 def _stop_worker() -> None:
@@ -46,7 +46,7 @@ class WritePool:
             if thread.is_alive():
                 thread.join(timeout=10)
 
-    def submit(self, key: ObjectKey, rank: float, write: Callable[[], Any]) -> None:
+    def submit(self, key: ObjectKey, rank: float, write: Callable[[], object]) -> None:
         """Run `write` in the background; a lower `rank` goes first."""
         item = (rank, next(self._seq), key, write)
         with self._lock:
