@@ -93,30 +93,29 @@ class AdmissionLoop:
 
     # --- inputs ------------------------------------------------------------------------------
     def on_change(self, change: Change) -> None:
-        kind = change.key.kind
-        if kind not in QUOTA_KINDS:
+        key, obj = change.key, change.new
+        if key.kind not in QUOTA_KINDS:
             return
-        obj, key = change.new, change.key
         try:
             with self._lock:
                 if obj is None:
-                    self._remove(change)
-                elif kind == "Workload" and self.assumed.hold_back(change.key, obj):
+                    self._remove(key)
+                elif key.kind == "Workload" and self.assumed.hold_back(key, obj):
                     return
                 else:
                     changed = self.state.observe(obj, self.clock.now())
-                    if kind != "Workload":
+                    if key.kind != "Workload":
                         if changed:
                             self.reasons.mark_everything()
                     elif self.state.is_pending(key):
                         self.reasons.mark((key,))
                     else:
                         self._release_if_ownerless(key, obj)
-            self._bad.discard(change.key)
+            self._bad.discard(key)
         except FieldError as exc:
-            if change.key not in self._bad and obj is not None:
-                self._bad.add(change.key)
-                log.warning("%s %s: %s", kind, change.key, exc)
+            if key not in self._bad and obj is not None:
+                self._bad.add(key)
+                log.warning("%s: %s", key, exc)
                 self.recorder.warning(obj, "InvalidObject", f"{exc}")
         self.wake()
 
@@ -130,12 +129,12 @@ class AdmissionLoop:
             except FieldError as exc:
                 log.warning("Workload %s: %s", key, exc)
 
-    def _remove(self, change: Change) -> None:
-        if change.key.kind == "Workload":
-            self.assumed.forget(change.key)
-            self.state.forget(change.key)
-        elif change.key.kind == "ClusterQueue":
-            log.warning("ClusterQueue %s deleted: its workloads stay pending until it returns", change.key.name)
+    def _remove(self, key: ObjectKey) -> None:
+        if key.kind == "Workload":
+            self.assumed.forget(key)
+            self.state.forget(key)
+        elif key.kind == "ClusterQueue":
+            log.warning("ClusterQueue %s deleted: its workloads stay pending until it returns", key.name)
 
     # --- the loop ----------------------------------------------------------------------------
     def start(self) -> None:
