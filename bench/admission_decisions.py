@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from batchgate.api.kueue import ClusterQueue, LocalQueue, PodSet, ResourceFlavor, Workload  # noqa: E402
 from batchgate.clock import FakeClock  # noqa: E402
 from controller.simulation import Simulation  # noqa: E402
+from controller.state.cache import ObjectKey  # noqa: E402
+from controller.state.quota_state import workload_key  # noqa: E402
 from batchgate.policy import FairSharing  # noqa: E402
 
 
@@ -94,11 +96,11 @@ def run(config: Config, fair_sharing: bool = False) -> dict[str, object]:
                     seq += 1
     arrivals.sort(key=lambda a: (a[0], a[1]))
     total_nominal = config.cohorts * config.queues * config.nominal * 1000
-    classes = {a[2].key: a[3] for a in arrivals}
-    created_ms = {a[2].key: a[0] for a in arrivals}
-    admitted_ms: dict[str, int] = {}
-    generation: dict[str, int] = {}
-    finishes: list[tuple[int, int, str, int]] = []  # (at, seq, key, generation)
+    classes = {workload_key(a[2].namespace, a[2].name): a[3] for a in arrivals}
+    created_ms = {workload_key(a[2].namespace, a[2].name): a[0] for a in arrivals}
+    admitted_ms: dict[ObjectKey, int] = {}
+    generation: dict[ObjectKey, int] = {}
+    finishes: list[tuple[int, int, ObjectKey, int]] = []  # (at, seq, key, generation)
     next_arrival = 0
     cpu = 0.0
     cycles_before = sim.cycles

@@ -20,7 +20,8 @@ from batchgate.durations import DurationError, parse_duration
 from controller.decisions.quota.cycle import Effects, admission_cycle
 from batchgate.policy import FAIR_SHARING_STRATEGIES as STRATEGIES, FairSharing
 from controller.decisions.quota.kueue_metrics import ClusterQueueFigures, cluster_queue_figures
-from controller.state.quota_state import QUOTA_KINDS, QuotaState
+from controller.state.cache import ObjectKey
+from controller.state.quota_state import QUOTA_KINDS, QuotaState, workload_key
 
 MAX_CYCLES_PER_STEP = 100_000
 KIND_ORDER = QUOTA_KINDS
@@ -35,7 +36,7 @@ class Mark:
     """An admission or preemption as the plot marks it: on the ClusterQueue whose usage it changed."""
 
     kind: str  # ADMISSION | PREEMPTION
-    workload: str
+    workload: ObjectKey
     cluster_queue: str
 
 
@@ -65,7 +66,7 @@ class Simulation:
     def __init__(self, clock: FakeClock, fair_sharing: FairSharing = FairSharing()) -> None:
         self.clock = clock
         self.state = QuotaState(fair_sharing=fair_sharing)
-        self.evicting: list[str] = []  # evicted by the last cycle; their pods stop before the next
+        self.evicting: list[ObjectKey] = []  # evicted by the last cycle; their pods stop before the next
         self.cycles = 0
         self.preemptions = 0
         self._report = StepReport()
@@ -76,16 +77,18 @@ class Simulation:
         self.state.observe(raw, created or self.clock.now())
 
     def delete(self, key: str) -> None:
-        self._known(key)
-        self.state.forget(key)
+        self.state.forget(self._known(key))
 
     def finish(self, key: str) -> None:
-        self._known(key)
-        self.state.finish(key)
+        self.state.finish(self._known(key))
 
-    def _known(self, key: str) -> None:
-        if key not in self.state.workloads:
+    def _known(self, key: str) -> ObjectKey:
+        """The Workload a trace names as `namespace/name`."""
+        namespace, _, name = key.partition("/")
+        workload = workload_key(namespace, name)
+        if workload not in self.state.workloads:
             raise FieldError(key, "no such Workload (expected namespace/name)")
+        return workload
 
     # --- cycles ------------------------------------------------------------------------------
     def cycle(self) -> Effects:
@@ -97,15 +100,16 @@ class Simulation:
         self.cycles += 1
         for admission in effects.admitted:
             admit = admission.admit
-            self._report.admitted.append({"name": admit.workload, "clusterQueue": admit.cluster_queue,
+            self._report.admitted.append({"name": admit.workload.namespaced_name, "clusterQueue": admit.cluster_queue,
                                           "flavors": {ps: dict(sorted(fl.items()))
                                                       for ps, fl in admit.assignment.flavors.items()}})
             self._report.marks.append(Mark(ADMISSION, admit.workload, admit.cluster_queue))
         for preemption in effects.preempted:
             self.preemptions += 1
             self._report.marks.append(Mark(PREEMPTION, preemption.target.workload, preemption.target.cluster_queue))
-            self._report.preempted.append({"name": preemption.target.workload, "reason": preemption.target.reason,
-                                           "by": preemption.preemptor})
+            self._report.preempted.append({"name": preemption.target.workload.namespaced_name,
+                                           "reason": preemption.target.reason,
+                                           "by": preemption.preemptor.namespaced_name})
         self.evicting = [p.target.workload for p in effects.preempted] + [d.workload for d in effects.drained]
         self._changed = effects.changed
         return effects
@@ -128,11 +132,11 @@ class Simulation:
         report, self._report = self._report, StepReport()
         state = self.state
         active = inadmissible = 0
-        for key in sorted(k for k in state.workloads if state.is_pending(k)):
+        for key in sorted((k for k in state.workloads if state.is_pending(k)), key=lambda k: k.namespaced_name):
             queue, reason = state.pending_reason(key)
             active += queue == "active"
             inadmissible += queue == "inadmissible"
-            report.pending.append({"name": key, "queue": queue, "reason": reason})
+            report.pending.append({"name": key.namespaced_name, "queue": queue, "reason": reason})
         evicted = sum(1 for held in state.admitted.values() if held.evicted)
         report.counts = {"pendingActive": active, "pendingInadmissible": inadmissible,
                          "reserving": len(state.admitted), "admitted": len(state.admitted) - evicted}

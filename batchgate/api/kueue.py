@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from batchgate import keys
 from batchgate.api import kueue_fields as f
-from batchgate.api.conditions import Condition
+from batchgate.api.conditions import Condition, is_true
 from batchgate.api.kueue_fields import FieldError
 from batchgate.api.node_affinity import NodeAffinity, parse_node_affinity
 from batchgate.api.pod_requests import pod_requests
@@ -25,7 +25,7 @@ __all__ = [
     "FieldError", "LabelSelector", "ResourceQuota", "FlavorQuotas", "ResourceGroup", "Preemption",
     "FlavorFungibility", "ClusterQueue", "LocalQueue", "ResourceFlavor", "Taint",
     "WorkloadPriorityClass", "PodSet", "PodSetAssignment", "Admission", "Condition", "Workload",
-    "validate_cluster_queue",
+    "validate_cluster_queue", "holds_quota",
 ]
 
 STOP_POLICIES = ("None", "Hold", "HoldAndDrain")
@@ -389,6 +389,11 @@ class Workload:
                                  {ps.name: ps for ps in pod_sets}),
             conditions=_conditions(status.get("conditions"), "status.conditions"),
         )
+
+
+def holds_quota(raw: Mapping[str, Any]) -> bool:
+    """`Workload.holds_quota` read straight off a wire dict, for checks too hot or too early to parse."""
+    return bool((raw.get("status") or {}).get("admission")) and is_true(raw, keys.COND_QUOTA_RESERVED)
 
 
 def _boolean(raw: Any, path: str, default: bool) -> bool:

@@ -4,17 +4,16 @@ Changes from the informers feed the quota state (`QuotaState.observe`, under thi
 A cycle is `admission_cycle` — the same code `batchgate simulate` runs: it takes the heads,
 decides, and records the outcome in the state (each admission *assumed* at once, so the next
 cycle cannot hand the same quota out again; victims marked Evicted; flavor progress kept). This
-loop only turns the returned Effects into writes to the Workloads' `/status`; an admission whose
-write fails is forgotten (its quota released, the workload queued again). A wake-up finds
-nothing to do while the state is settled (`QuotaState.settled`: no change since a cycle that
-changed nothing), so echoes of the loop's own writes and ticks cost no cycle. Until an admission is
-seen coming back, a watch event of its Workload older than the write (the echo of a pending
-reason written just before, delivered late) is held back: fed to the state, it would undo the
-assumption and hand the quota out twice (as in Kueue, a pending-to-pending update leaves the
-cache's assumed workload alone). Victims keep their
-quota until their job is stopped and its pods are gone (the job integration then clears the
-admission); a Workload without an owner has no pods to wait for, so its quota is released here
-with the write that evicts it, or when its eviction is observed.
+loop only orchestrates: watch events in, cycles, the returned Effects out as writes to the
+Workloads' `/status`; an admission whose write fails is forgotten (its quota released, the
+workload queued again). A wake-up finds nothing to do while the state is settled
+(`QuotaState.settled`: no change since a cycle that changed nothing), so echoes of the loop's own
+writes and ticks cost no cycle. Which events of an admission in flight are held back is
+`controller/state/assumed_admissions.py`; which pending reasons are due is
+`controller/state/pending_reasons.py`; the loop's lock guards both and the quota state. Victims
+keep their quota until their job is stopped and its pods are gone (the job integration then
+clears the admission); a Workload without an owner has no pods to wait for, so its quota is
+released here with the write that evicts it, or when its eviction is observed.
 """
 
 from __future__ import annotations
@@ -23,7 +22,8 @@ import datetime as _dt
 import logging
 from functools import partial
 import threading
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Callable, Mapping
 
 from batchgate import keys
 from batchgate.api.conditions import condition_of, is_true
@@ -44,14 +44,29 @@ from controller.decisions.quota import admission_status as status
 from controller.decisions.quota import kueue_metrics
 from controller.decisions.quota.cycle import Admission, Effects, Preemption, admission_cycle
 from controller.decisions.quota.outcomes import Evict
-from controller.state.cache import Change, ObjectKey
-from controller.state.quota_state import QUOTA_KINDS, QuotaState, workload_key, workload_object_key
+from controller.state.assumed_admissions import AssumedAdmissions
+from controller.state.cache import Change, Obj, ObjectKey, revision
+from controller.state.pending_reasons import PendingReasons
+from controller.state.quota_state import QUOTA_KINDS, QuotaState
 
 log = logging.getLogger(__name__)
 WORKLOADS = RESOURCES["Workload"]
 URGENT = float("-inf")  # evictions and releases go first: a preemptor is waiting for them
 BACKOFF = (0.001, 0.1)  # Kueue's scheduler: after a cycle admitting nothing, 1 ms doubling to 100 ms
-NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message before a cycle looked at it
+
+
+def next_backoff(previous: float, admitted: bool) -> float:
+    """The pause before the next cycle: none after an admission, else `BACKOFF` doubling."""
+    return 0.0 if admitted else min(BACKOFF[1], max(BACKOFF[0], 2 * previous))
+
+
+@dataclass(frozen=True)
+class CycleFigures:
+    """What a cycle's metrics read of the quota state, taken under the lock with the cycle."""
+
+    cluster_queues: tuple[str, ...]
+    preemptions: Mapping[tuple[str, str], int]  # (preempting ClusterQueue, reason) -> count
+    drained: tuple[tuple[Evict, str], ...]  # each drained workload with its ClusterQueue
 
 
 class AdmissionLoop:
@@ -63,19 +78,14 @@ class AdmissionLoop:
         self.metrics, self.is_leader = metrics, is_leader
         self.state = QuotaState()
         self.cycles = 0
-        self._lock = threading.RLock()
-        self._dirty: set[str] = set()  # workloads whose pending condition may need a write
-        self._all_dirty = False  # a queue, flavor or namespace changed: any pending reason may have
+        self._lock = threading.RLock()  # guards the state, the assumed admissions and the reasons
+        self.assumed = AssumedAdmissions()
         # Reasons (and queue status, `QueueStatusReconciler`) are informative: they are flushed at most
         # every `status_interval` and only from the rate limiter's spare capacity (`has_spare`), so they
         # never delay an admission.
+        self.reasons = PendingReasons()
         self.spare_capacity, self.reserve = spare_capacity, reserve
-        self._reasons: dict[str, str] = {}
         self._bad: set[ObjectKey] = set()  # objects whose invalid field was already told once
-        # Admissions decided but not yet seen in a watch event: the resourceVersion the write made
-        # (None while in flight), and the latest event held back meanwhile.
-        self._admitting: dict[str, int | None] = {}
-        self._late: dict[str, Mapping[str, Any]] = {}
         self.writes = WritePool("admission-write", writers)
         self._backoff = 0.0  # the pause after the last cycle; none after an admission
         self._loop = CycleLoop("admission", self.cycle, is_leader, wait=lambda: tick)
@@ -83,70 +93,48 @@ class AdmissionLoop:
 
     # --- inputs ------------------------------------------------------------------------------
     def on_change(self, change: Change) -> None:
-        kind = change.key.kind
-        if kind not in QUOTA_KINDS:
+        key, obj = change.key, change.new
+        if key.kind not in QUOTA_KINDS:
             return
-        obj, key = change.new, workload_key(change.key)
         try:
             with self._lock:
                 if obj is None:
-                    self._remove(change)
-                elif kind == "Workload" and self._held_back(key, obj):
+                    self._remove(key)
+                elif key.kind == "Workload" and self.assumed.hold_back(key, obj):
                     return
                 else:
                     changed = self.state.observe(obj, self.clock.now())
-                    if kind != "Workload":
-                        self._all_dirty = self._all_dirty or changed
+                    if key.kind != "Workload":
+                        if changed:
+                            self.reasons.mark_everything()
                     elif self.state.is_pending(key):
-                        self._dirty.add(key)
+                        self.reasons.mark((key,))
                     else:
                         self._release_if_ownerless(key, obj)
-            self._bad.discard(change.key)
+            self._bad.discard(key)
         except FieldError as exc:
-            if change.key not in self._bad and obj is not None:
-                self._bad.add(change.key)
-                log.warning("%s %s: %s", kind, change.key, exc)
+            if key not in self._bad and obj is not None:
+                self._bad.add(key)
+                log.warning("%s: %s", key, exc)
                 self.recorder.warning(obj, "InvalidObject", f"{exc}")
         self.wake()
 
-    def _held_back(self, key: str, obj: Mapping[str, Any]) -> bool:
-        """Under the lock: whether `obj` predates the admission being written for it (then it is
-        kept aside, in case the write fails); an event showing the admission ends the wait."""
-        if key not in self._admitting:
-            return False
-        written = self._admitting[key]
-        version = _version(obj)
-        if not _holds_quota(obj) and (written is None or (version is not None and version < written)):
-            self._late[key] = obj
-            return True
-        self._admitting.pop(key)
-        self._late.pop(key, None)
-        return False
-
-    def _admission_written(self, key: str, ok: bool) -> None:
-        """Under the lock: the admission write of `key` ended. On success the wait goes on for
-        events older than what was written; an event held back that is not older (or any, if the
-        write failed) is fed to the state now."""
-        written = _version(self._observed(key)) if ok else None
-        late = self._late.pop(key, None)
-        if written is not None and (late is None or (_version(late) or written) < written):
-            self._admitting[key] = written
-            return
-        self._admitting.pop(key, None)
+    def _admission_written(self, key: ObjectKey, written: int | None) -> None:
+        """Under the lock: the admission write of `key` ended (`written`: the revision it made, None
+        if it failed); an event held back that the state must take after all is fed to it now."""
+        late = self.assumed.written(key, written)
         if late is not None:
             try:
                 self.state.observe(late, self.clock.now())
             except FieldError as exc:
                 log.warning("Workload %s: %s", key, exc)
 
-    def _remove(self, change: Change) -> None:
-        if change.key.kind == "Workload":
-            key = workload_key(change.key)
-            self._admitting.pop(key, None)
-            self._late.pop(key, None)
+    def _remove(self, key: ObjectKey) -> None:
+        if key.kind == "Workload":
+            self.assumed.forget(key)
             self.state.forget(key)
-        elif change.key.kind == "ClusterQueue":
-            log.warning("ClusterQueue %s deleted: its workloads stay pending until it returns", change.key.name)
+        elif key.kind == "ClusterQueue":
+            log.warning("ClusterQueue %s deleted: its workloads stay pending until it returns", key.name)
 
     # --- the loop ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -181,31 +169,39 @@ class AdmissionLoop:
             if self.state.settled:
                 return False
             effects = admission_cycle(self.state, now)
-            self._admitting.update((admission.admit.workload, None) for admission in effects.admitted)
-            self._dirty.update(effects.requeued)
+            for admission in effects.admitted:
+                self.assumed.assume(admission.admit.workload)
+            self.reasons.mark(effects.requeued)
             self.cycles += 1
-            cluster_queues = list(self.state.cluster_queues)
-            preemptions = kueue_metrics.preemptions(self.state, effects) if self.metrics.kueue else {}
-            drained = [(evict, self.state.admitted[evict.workload].cluster_queue) for evict in effects.drained]
+            figures = self._figures(effects)
         took = self.clock.monotonic() - started
-        self._backoff = 0.0 if effects.admitted else min(BACKOFF[1], max(BACKOFF[0], 2 * self._backoff))
+        self._backoff = next_backoff(self._backoff, bool(effects.admitted))
         if self._backoff:
             self._loop.hold_off(self._backoff)
+        self._show_cycle(effects, figures, took)
+        self._carry_out(effects, now)
+        return effects.changed
+
+    def _figures(self, effects: Effects) -> CycleFigures:
+        """Under the lock: what the cycle's metrics read of the state."""
+        return CycleFigures(tuple(self.state.cluster_queues),
+                            kueue_metrics.preemptions(self.state, effects) if self.metrics.kueue else {},
+                            tuple((evict, self.state.admitted[evict.workload].cluster_queue) for evict in effects.drained))
+
+    def _show_cycle(self, effects: Effects, figures: CycleFigures, took: float) -> None:
         self.metrics.cycle_duration.observe(took)
         kueue = self.metrics.kueue  # None with --no-kueue-metrics
         if kueue is not None and (result := kueue_metrics.attempt_result(effects)) is not None:
             kueue.attempt(result, took)
         self.metrics.show_preemption_skips({(name,): float(effects.skipped_preemptions.get(name, 0))
-                                            for name in cluster_queues})
+                                            for name in figures.cluster_queues})
         if kueue is not None:
-            for (preempting, reason), count in preemptions.items():
+            for (preempting, reason), count in figures.preemptions.items():
                 kueue.preempted.labels(preempting, reason).inc(count)
         for preemption in effects.preempted:
             self.metrics.evicted(preemption.target.cluster_queue, keys.EVICTED_BY_PREEMPTION)
-        for evict, cluster_queue in drained:
+        for evict, cluster_queue in figures.drained:
             self.metrics.evicted(cluster_queue, evict.reason)
-        self._carry_out(effects, now)
-        return effects.changed
 
     def _carry_out(self, effects: Effects, now: _dt.datetime) -> None:
         # Writes run later on the pool: each is bound to its own values with partial, not a loop variable.
@@ -227,18 +223,8 @@ class AdmissionLoop:
         self._write(evict.workload, lambda wl: status.released_at_once(wl, status.stop_eviction_patch(wl, evict, now), now),
                     ("Normal", "Evicted", keys.COND_EVICTED))
 
-    def _write_release(self, key: str, now: _dt.datetime) -> None:
+    def _write_release(self, key: ObjectKey, now: _dt.datetime) -> None:
         self._write(key, lambda wl: status.release_patch(wl, now), ("Normal", "QuotaReleased", keys.COND_QUOTA_RESERVED))
-
-    def _note_reasons(self) -> None:
-        """Under the lock: the pending reasons that may have changed since the last flush."""
-        if self._all_dirty:
-            self._dirty.update(key for key in self.state.workloads if self.state.is_pending(key))
-            self._all_dirty = False
-        for key in self._dirty:
-            if self.state.is_pending(key):
-                self._reasons[key] = self.state.pending_reason(key)[1] or NOT_YET_TRIED
-        self._dirty.clear()
 
     def _flush(self) -> bool:
         self.show_metrics()
@@ -263,24 +249,20 @@ class AdmissionLoop:
     def write_reasons(self, now: _dt.datetime) -> None:
         """The pending reasons that changed, from the limiter's spare capacity only."""
         with self._lock:
-            self._note_reasons()
-        while True:
-            if not self.has_spare():
-                return
+            self.reasons.note(self.state)
+        while self.has_spare():
             with self._lock:
-                if not self._reasons:
-                    break
-                key, message = self._reasons.popitem()
-                if not self.state.is_pending(key):
-                    continue
+                due = self.reasons.next_due(self.state)
+            if due is None:
+                return
+            key, message = due
             self._write(key, partial(_pending_patch, message, now), ("Warning", "Pending", keys.COND_QUOTA_RESERVED))
 
     # --- writes ------------------------------------------------------------------------------
-    def _observed(self, key: str) -> Mapping[str, Any] | None:
-        cached = workload_object_key(key)
-        return self.store.get(cached.kind, cached.namespace, cached.name)
+    def _observed(self, key: ObjectKey) -> Obj | None:
+        return self.store.get(key.kind, key.namespace, key.name)
 
-    def _write(self, key: str, compute: PatchFn, event: tuple[str, str, str]) -> bool:
+    def _write(self, key: ObjectKey, compute: PatchFn, event: tuple[str, str, str]) -> bool:
         """Patch a Workload's status; record `event` = (type, reason, condition whose message it tells)."""
         observed = self._observed(key)
         if observed is None:
@@ -304,7 +286,7 @@ class AdmissionLoop:
             if held is not None and held.evicted:
                 # Preempted before its admission reached the API: it never held quota there.
                 self.state.release(admit.workload, requeue=True)
-                self._admission_written(admit.workload, False)
+                self._admission_written(admit.workload, None)
                 self.wake()
                 return
         observed = self._observed(admit.workload)
@@ -320,11 +302,11 @@ class AdmissionLoop:
             with self._lock:  # forget the assumption: the quota goes back, the workload waits again
                 if admit.workload in self.state.workloads:
                     self.state.release(admit.workload, requeue=True)
-                self._admission_written(admit.workload, False)
+                self._admission_written(admit.workload, None)
             self.wake()
             return
         with self._lock:
-            self._admission_written(admit.workload, True)
+            self._admission_written(admit.workload, revision(self._observed(admit.workload)))
         self.metrics.admitted.labels(admit.cluster_queue).inc()
         if self.metrics.kueue is None:
             return
@@ -335,7 +317,7 @@ class AdmissionLoop:
             return
         self.metrics.kueue.reserved_and_admitted(admit.cluster_queue, waited)
 
-    def _release_if_ownerless(self, key: str, observed: Mapping[str, Any]) -> None:
+    def _release_if_ownerless(self, key: ObjectKey, observed: Obj) -> None:
         """Under the lock: a victim without an owner, its eviction on the API, has no pods to wait
         for: its release is written now (a release already written makes no second write)."""
         held = self.state.admitted.get(key)
@@ -344,17 +326,6 @@ class AdmissionLoop:
             self.writes.submit(key, URGENT, partial(self._write_release, key, self.clock.now()))
 
 
-def _holds_quota(workload: Mapping[str, Any]) -> bool:
-    return bool((workload.get("status") or {}).get("admission")) and is_true(workload, keys.COND_QUOTA_RESERVED)
-
-
-def _version(obj: Mapping[str, Any] | None) -> int | None:
-    """The resourceVersion as a number (kube-apiserver's and the local cluster's are etcd
-    revisions); None when absent or opaque, and then no event is taken for older than another."""
-    raw = ((obj or {}).get("metadata") or {}).get("resourceVersion")
-    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
-
-
-def _pending_patch(message: str, now: _dt.datetime, workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _pending_patch(message: str, now: _dt.datetime, workload: Obj) -> Obj | None:
     return status.pending_patch(workload, message, now)
 

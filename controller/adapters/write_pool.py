@@ -11,13 +11,14 @@ import itertools
 import logging
 import queue
 import threading
-from typing import Any, Callable
+from typing import Callable
 
 from controller.adapters.writer import NotLeader
+from controller.state.cache import ObjectKey
 
 log = logging.getLogger(__name__)
 
-Item = tuple[float, int, str, Callable[[], Any]]
+Item = tuple[float, int, ObjectKey, Callable[[], object]]  # (rank, submitted, object, write)
 
 
 def _stop_worker() -> None:
@@ -30,8 +31,8 @@ class WritePool:
         self._seq = itertools.count()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._in_flight: set[str] = set()
-        self._follow_ups: dict[str, list[Item]] = {}
+        self._in_flight: set[ObjectKey] = set()
+        self._follow_ups: dict[ObjectKey, list[Item]] = {}
         self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(workers)]
 
     def start(self) -> None:
@@ -40,12 +41,12 @@ class WritePool:
 
     def stop(self) -> None:
         for _ in self._threads:
-            self._queue.put((float("-inf"), next(self._seq), "", _stop_worker))
+            self._queue.put((float("-inf"), next(self._seq), ObjectKey("", "", ""), _stop_worker))
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(timeout=10)
 
-    def submit(self, key: str, rank: float, write: Callable[[], Any]) -> None:
+    def submit(self, key: ObjectKey, rank: float, write: Callable[[], object]) -> None:
         """Run `write` in the background; a lower `rank` goes first."""
         item = (rank, next(self._seq), key, write)
         with self._lock:

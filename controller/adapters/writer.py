@@ -12,11 +12,11 @@ from typing import Any, Callable, Mapping
 
 from batchgate.api.objects import metadata
 from controller.adapters.kube import ApiError, KubeClient, Resource
+from controller.state.cache import Obj
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
-PatchFn = Callable[[Obj], "Mapping[str, Any] | None"]
+PatchFn = Callable[[Obj], "Obj | None"]
 
 
 class NotLeader(RuntimeError):

@@ -15,6 +15,8 @@ from batchgate.api.kueue import (
 from batchgate.api.kueue_fields import string_map
 from batchgate.api.node import Node
 from controller.check.findings import INVALID_OBJECT, Finding
+from controller.state.cache import ObjectKey
+from controller.state.quota_state import workload_key
 
 KINDS = ("Node", "Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
 
@@ -31,7 +33,7 @@ class Inventory:
     priority_classes: dict[str, WorkloadPriorityClass] = field(default_factory=dict)
     cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
     local_queues: dict[tuple[str, str], LocalQueue] = field(default_factory=dict)
-    workloads: dict[str, Workload] = field(default_factory=dict)
+    workloads: dict[ObjectKey, Workload] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # objects that could not be parsed
     ignored: dict[str, int] = field(default_factory=dict)  # kinds the check does not read -> count
 
@@ -97,7 +99,7 @@ def _add(inv: Inventory, kind: str, raw: Mapping[str, Any]) -> None:
         inv.local_queues[(lq.namespace, lq.name)] = lq
     else:
         wl = Workload.from_dict(raw)
-        inv.workloads[wl.key] = wl
+        inv.workloads[workload_key(wl.namespace, wl.name)] = wl
 
 
 def _label(raw: Mapping[str, Any]) -> str:

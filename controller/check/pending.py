@@ -17,6 +17,7 @@ from controller.check.findings import MISSING_LOCAL_QUEUE, UNCOVERED_RESOURCE, F
 from controller.check.inventory import Inventory
 from controller.decisions.quota.admission import run_cycle
 from controller.state.quota_book import format_units
+from controller.state.cache import ObjectKey
 from controller.state.quota_state import QuotaState
 
 Source = Literal["status", "computed"]
@@ -24,7 +25,7 @@ Source = Literal["status", "computed"]
 
 @dataclass(frozen=True)
 class PendingWorkload:
-    key: str
+    key: ObjectKey
     local_queue: str
     cluster_queue: str | None
     priority: int
@@ -33,12 +34,12 @@ class PendingWorkload:
     source: Source
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.key, "localQueue": self.local_queue, "clusterQueue": self.cluster_queue,
+        return {"name": self.key.namespaced_name, "localQueue": self.local_queue, "clusterQueue": self.cluster_queue,
                 "priority": self.priority, "requests": {r: format_units(r, v) for r, v in self.requests},
                 "reason": self.reason, "reasonSource": self.source}
 
 
-def explain(state: QuotaState, key: str, now: _dt.datetime) -> str:
+def explain(state: QuotaState, key: ObjectKey, now: _dt.datetime) -> str:
     """The reason the next cycle would give for `key` if it were the only head."""
     if key in state.blocked:
         return state.blocked[key]
@@ -57,7 +58,7 @@ def explain(state: QuotaState, key: str, now: _dt.datetime) -> str:
 
 def pending_workloads(inv: Inventory, state: QuotaState, now: _dt.datetime) -> list[PendingWorkload]:
     out = []
-    for key in sorted(k for k in state.workloads if state.is_pending(k)):
+    for key in sorted((k for k in state.workloads if state.is_pending(k)), key=lambda k: k.namespaced_name):
         wl = inv.workloads[key]
         info = state.workloads[key]
         cond = wl.condition(keys.COND_QUOTA_RESERVED)
@@ -72,7 +73,7 @@ def pending_workloads(inv: Inventory, state: QuotaState, now: _dt.datetime) -> l
                 totals[resource] = totals.get(resource, 0) + value
         out.append(PendingWorkload(key, wl.queue_name, state.cluster_queue_of(key), info.priority,
                                    tuple(sorted(totals.items())), reason, source))
-    out.sort(key=lambda p: (p.cluster_queue or "", -p.priority, state.workloads[p.key].timestamp, p.key))
+    out.sort(key=lambda p: (p.cluster_queue or "", -p.priority, state.workloads[p.key].timestamp, p.key.namespaced_name))
     return out
 
 
@@ -84,8 +85,8 @@ def pending_findings(state: QuotaState, pending: list[PendingWorkload]) -> list[
             covered_by.setdefault(resource, []).append(cq.name)
     out = []
     for p in pending:
-        subject = f"Workload {p.key}"
-        namespace = p.key.split("/", 1)[0]
+        subject = f"Workload {p.key.namespaced_name}"
+        namespace = p.key.namespace
         if (namespace, p.local_queue) not in state.local_queues:
             what = f"LocalQueue {p.local_queue!r}" if p.local_queue else "no LocalQueue (spec.queueName is empty)"
             out.append(Finding("error", MISSING_LOCAL_QUEUE, subject,

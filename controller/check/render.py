@@ -71,7 +71,7 @@ def render_table(report: Report) -> str:
     out += ["", f"PENDING WORKLOADS ({len(report.pending)})"]
     if report.pending:
         out.append(table(["WORKLOAD", "CLUSTERQUEUE", "PRIORITY", "REQUESTS", "REASON"], [
-            [p.key, p.cluster_queue or "", str(p.priority),
+            [p.key.namespaced_name, p.cluster_queue or "", str(p.priority),
              ",".join(f"{r}={format_units(r, v)}" for r, v in p.requests),
              p.reason + (" (computed)" if p.source == "computed" else "")] for p in report.pending]))
     out += ["", "FINDINGS"]

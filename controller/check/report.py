@@ -115,12 +115,12 @@ def queue_findings(inv: Inventory, state: QuotaState) -> list[Finding]:
         if lq.stop_policy != "None":
             out.append(Finding("warning", codes.STOPPED_QUEUE, subject,
                                f"stopPolicy is {lq.stop_policy}: it admits nothing new"))
-    for key in sorted(state.admitted):
+    for key in sorted(state.admitted, key=lambda k: k.namespaced_name):
         held = state.admitted[key]
         if held.cluster_queue not in inv.cluster_queues:
-            out.append(Finding("warning", codes.ORPHANED_ADMISSION, f"Workload {key}",
+            out.append(Finding("warning", codes.ORPHANED_ADMISSION, f"Workload {key.namespaced_name}",
                                f"holds quota in ClusterQueue {held.cluster_queue}, which does not exist"))
         elif inv.workloads[key].is_true(keys.COND_EVICTED):
-            out.append(Finding("info", codes.EVICTION_IN_PROGRESS, f"Workload {key}",
+            out.append(Finding("info", codes.EVICTION_IN_PROGRESS, f"Workload {key.namespaced_name}",
                                "is evicted but still holds its quota until its pods are gone"))
     return out

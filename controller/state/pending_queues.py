@@ -22,59 +22,62 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable
 
-SortKey = tuple[int, _dt.datetime, str]
+from controller.state.cache import ObjectKey
+
+SortKey = tuple[int, _dt.datetime, str, ObjectKey]
 
 
-def sort_key(priority: int, timestamp: _dt.datetime, workload: str) -> SortKey:
-    return (-priority, timestamp, workload)
+def sort_key(priority: int, timestamp: _dt.datetime, workload: ObjectKey) -> SortKey:
+    """Queue order; equal priority and time are ordered by `namespace/name`, the workload last."""
+    return (-priority, timestamp, workload.namespaced_name, workload)
 
 
 @dataclass
 class ClusterQueuePending:
-    """The queue of one ClusterQueue. `heap` holds (key, workload) with lazy deletion."""
+    """The queue of one ClusterQueue. `heap` holds sort keys (the workload last) with lazy deletion."""
 
     heap: list[SortKey] = field(default_factory=list)
-    active: dict[str, SortKey] = field(default_factory=dict)
-    inadmissible: dict[str, SortKey] = field(default_factory=dict)
-    preemptor: str | None = None  # the head that is waiting for its preemptions to complete
+    active: dict[ObjectKey, SortKey] = field(default_factory=dict)
+    inadmissible: dict[ObjectKey, SortKey] = field(default_factory=dict)
+    preemptor: ObjectKey | None = None  # the head that is waiting for its preemptions to complete
     sticky: bool = False  # whether the preemptor stays the head (BestEffortFIFO)
 
-    def push(self, workload: str, key: SortKey) -> None:
+    def push(self, workload: ObjectKey, key: SortKey) -> None:
         self.inadmissible.pop(workload, None)
         if self.active.get(workload) == key:
             return
         self.active[workload] = key
         heapq.heappush(self.heap, key)
 
-    def park(self, workload: str) -> None:
+    def park(self, workload: ObjectKey) -> None:
         key = self.active.pop(workload, None) or self.inadmissible.get(workload)
         if key is not None:
             self.inadmissible[workload] = key
 
-    def remove(self, workload: str) -> None:
+    def remove(self, workload: ObjectKey) -> None:
         self.active.pop(workload, None)
         self.inadmissible.pop(workload, None)
         if self.preemptor == workload:
             self.preemptor = None
 
-    def head(self) -> str | None:
+    def head(self) -> ObjectKey | None:
         if self.sticky and self.preemptor is not None and self.preemptor in self.active:
             return self.preemptor
         while self.heap:
             key = self.heap[0]
-            if self.active.get(key[2]) == key:
-                return key[2]
+            if self.active.get(key[3]) == key:
+                return key[3]
             heapq.heappop(self.heap)
         return None
 
-    def unpark(self, eligible: Callable[[str], bool]) -> list[str]:
+    def unpark(self, eligible: Callable[[ObjectKey], bool]) -> list[ObjectKey]:
         """Move parked workloads that pass `eligible` back into the heap."""
         moved = [w for w in self.inadmissible if eligible(w)]
         for workload in moved:
             self.push(workload, self.inadmissible[workload])
         return moved
 
-    def __contains__(self, workload: str) -> bool:
+    def __contains__(self, workload: ObjectKey) -> bool:
         return workload in self.active or workload in self.inadmissible
 
     def __len__(self) -> int:
@@ -86,24 +89,24 @@ class PendingQueues:
 
     def __init__(self) -> None:
         self.queues: dict[str, ClusterQueuePending] = {}
-        self.where: dict[str, str] = {}  # workload -> ClusterQueue whose queue holds it
+        self.where: dict[ObjectKey, str] = {}  # workload -> ClusterQueue whose queue holds it
 
     def queue(self, cq: str) -> ClusterQueuePending:
         return self.queues.setdefault(cq, ClusterQueuePending())
 
-    def push(self, cq: str, workload: str, key: SortKey) -> None:
+    def push(self, cq: str, workload: ObjectKey, key: SortKey) -> None:
         previous = self.where.get(workload)
         if previous is not None and previous != cq:
             self.queues[previous].remove(workload)
         self.where[workload] = cq
         self.queue(cq).push(workload, key)
 
-    def park(self, workload: str) -> None:
+    def park(self, workload: ObjectKey) -> None:
         cq = self.where.get(workload)
         if cq is not None:
             self.queues[cq].park(workload)
 
-    def set_preemptor(self, workload: str, preempting: bool, sticky: bool) -> None:
+    def set_preemptor(self, workload: ObjectKey, preempting: bool, sticky: bool) -> None:
         """Make `workload` its queue's preemptor (it issued preemptions), or stop it being so."""
         cq = self.where.get(workload)
         if cq is None:
@@ -114,22 +117,22 @@ class PendingQueues:
         elif queue.preemptor == workload:
             queue.preemptor = None
 
-    def preemption_of(self, workload: str) -> tuple[str | None, bool]:
+    def preemption_of(self, workload: ObjectKey) -> tuple[ObjectKey | None, bool]:
         """The preemptor of `workload`'s queue and whether it is sticky: what orders its next heads."""
         cq = self.where.get(workload)
         queue = self.queues.get(cq) if cq is not None else None
         return (None, False) if queue is None else (queue.preemptor, queue.sticky)
 
-    def is_preemptor(self, workload: str) -> bool:
+    def is_preemptor(self, workload: ObjectKey) -> bool:
         cq = self.where.get(workload)
         return cq is not None and self.queues[cq].preemptor == workload
 
-    def remove(self, workload: str) -> None:
+    def remove(self, workload: ObjectKey) -> None:
         cq = self.where.pop(workload, None)
         if cq is not None:
             self.queues[cq].remove(workload)
 
-    def heads(self, active: Callable[[str], bool]) -> list[str]:
+    def heads(self, active: Callable[[str], bool]) -> list[ObjectKey]:
         """One head per ClusterQueue that `active` accepts, in ClusterQueue name order."""
         out = []
         for name in sorted(n for n, q in self.queues.items() if q.active):
@@ -139,7 +142,7 @@ class PendingQueues:
                     out.append(head)
         return out
 
-    def state_of(self, workload: str) -> str | None:
+    def state_of(self, workload: ObjectKey) -> str | None:
         cq = self.where.get(workload)
         if cq is None:
             return None

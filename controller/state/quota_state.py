@@ -35,14 +35,8 @@ QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQ
 """The kinds quota admission reads, in the order a trace applies them."""
 
 
-def workload_key(key: ObjectKey) -> str:
-    """The state's (and its decisions') name for the Workload a cache key names: `Workload.key`."""
-    return f"{key.namespace}/{key.name}"
-
-
-def workload_object_key(workload: str) -> ObjectKey:
-    """The cache key of the Workload the state calls `workload`: the inverse of `workload_key`."""
-    namespace, _, name = workload.partition("/")
+def workload_key(namespace: str, name: str) -> ObjectKey:
+    """A Workload's key: the cache's, the quota state's and its decisions' alike."""
     return ObjectKey("Workload", namespace, name)
 
 
@@ -59,7 +53,7 @@ class PodSetRequest:
 class WorkloadInfo:
     """A Workload reduced to what admission compares: priority, queue order and requests."""
 
-    key: str
+    key: ObjectKey
     namespace: str
     queue_name: str
     priority: int
@@ -102,19 +96,19 @@ class QuotaState:
     cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
     local_queues: dict[tuple[str, str], LocalQueue] = field(default_factory=dict)
     priority_classes: dict[str, WorkloadPriorityClass] = field(default_factory=dict)
-    workloads: dict[str, WorkloadInfo] = field(default_factory=dict)
-    admitted: dict[str, AdmittedWorkload] = field(default_factory=dict)
-    admitted_by_cq: dict[str, dict[str, AdmittedWorkload]] = field(default_factory=dict)
-    finished: set[str] = field(default_factory=set)
+    workloads: dict[ObjectKey, WorkloadInfo] = field(default_factory=dict)
+    admitted: dict[ObjectKey, AdmittedWorkload] = field(default_factory=dict)
+    admitted_by_cq: dict[str, dict[ObjectKey, AdmittedWorkload]] = field(default_factory=dict)
+    finished: set[ObjectKey] = field(default_factory=set)
     book: QuotaBook = field(default_factory=QuotaBook)
     pending: PendingQueues = field(default_factory=PendingQueues)
-    blocked: dict[str, str] = field(default_factory=dict)  # pending outside any heap, with why
-    messages: dict[str, str] = field(default_factory=dict)  # last cycle's reason per pending workload
+    blocked: dict[ObjectKey, str] = field(default_factory=dict)  # pending outside any heap, with why
+    messages: dict[ObjectKey, str] = field(default_factory=dict)  # last cycle's reason per pending workload
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
     fair_sharing: FairSharing = FairSharing()
     draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
     generation: dict[str, int] = field(default_factory=dict)  # per ClusterQueue, for FlavorProgress
-    flavor_progress: dict[str, FlavorProgress] = field(default_factory=dict)
+    flavor_progress: dict[ObjectKey, FlavorProgress] = field(default_factory=dict)
     # the fair-sharing policy the last cycle ran under, if it changed nothing; None once anything changed
     _settled_under: FairSharing | None = None
 
@@ -132,7 +126,7 @@ class QuotaState:
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace, {})
 
-    def cluster_queue_of(self, workload: str) -> str | None:
+    def cluster_queue_of(self, workload: ObjectKey) -> str | None:
         info = self.workloads[workload]
         lq = self.local_queues.get((info.namespace, info.queue_name))
         return None if lq is None else lq.cluster_queue
@@ -156,11 +150,11 @@ class QuotaState:
             return f"ClusterQueue {name} is inactive"
         return None
 
-    def is_pending(self, workload: str) -> bool:
+    def is_pending(self, workload: ObjectKey) -> bool:
         return (workload in self.workloads and workload not in self.admitted
                 and workload not in self.finished)
 
-    def pending_reason(self, workload: str) -> tuple[str, str]:
+    def pending_reason(self, workload: ObjectKey) -> tuple[str, str]:
         """Where a pending workload waits (active or inadmissible) and why, as users read it;
         the message is empty until a cycle has looked at it."""
         if workload in self.blocked:
@@ -269,14 +263,15 @@ class QuotaState:
         Seeing again what is already known (our own status writes coming back) changes nothing:
         a parked workload stays parked and an admitted one does not release and retake its quota.
         """
-        previous = self.workloads.get(wl.key)
+        key = workload_key(wl.namespace, wl.name)
+        previous = self.workloads.get(key)
         info = self._info(wl)
         finished = wl.is_true(keys.COND_FINISHED)
         held = None if finished or not wl.holds_quota else self._held_from(wl, info)
-        if previous == info and finished and wl.key in self.finished:
+        if previous == info and finished and key in self.finished:
             return False  # still finished
-        if previous == info and not finished and wl.key not in self.finished:
-            old = self.admitted.get(wl.key)
+        if previous == info and not finished and key not in self.finished:
+            old = self.admitted.get(key)
             if held is None and old is None:
                 return False  # still pending where it waits
             if held is not None and old is not None and (held.cluster_queue, held.usage) == (old.cluster_queue, old.usage):
@@ -287,14 +282,14 @@ class QuotaState:
                 return held.evicted and not old.evicted
         self._settled_under = None
         if previous is not None:
-            self.forget(wl.key)
-        self.workloads[wl.key] = info
+            self.forget(key)
+        self.workloads[key] = info
         if finished:
-            self.finished.add(wl.key)
+            self.finished.add(key)
         elif held is not None:
             self._hold(held)
         else:
-            self._route(wl.key)
+            self._route(key)
         return True
 
     @staticmethod
@@ -322,11 +317,11 @@ class QuotaState:
                           ps.tolerations, ps.affinity)
             for ps in wl.pod_sets
         )
-        return WorkloadInfo(wl.key, wl.namespace, wl.queue_name, priority or 0,
+        return WorkloadInfo(workload_key(wl.namespace, wl.name), wl.namespace, wl.queue_name, priority or 0,
                             wl.creation_timestamp or EPOCH, wl.uid or wl.key, pod_sets, wl.active)
 
     # --- effects of decisions ----------------------------------------------------------------
-    def assume(self, workload: str, cluster_queue: str, usage: Mapping[tuple[str, str], int],
+    def assume(self, workload: ObjectKey, cluster_queue: str, usage: Mapping[tuple[str, str], int],
                flavors: Mapping[str, Mapping[str, str]], now: _dt.datetime) -> None:
         """Record an admission; the caller writes it to the API and calls `forget` on failure."""
         self._settled_under = None
@@ -339,7 +334,7 @@ class QuotaState:
         self._hold(AdmittedWorkload(self.workloads[workload], cluster_queue, dict(usage),
                                     {k: dict(v) for k, v in flavors.items()}, now))
 
-    def mark_evicted(self, workload: str) -> bool:
+    def mark_evicted(self, workload: ObjectKey) -> bool:
         """Evicted=True: it still holds quota until its pods are gone. False if already so."""
         self._settled_under = None
         held = self.admitted[workload]
@@ -348,7 +343,7 @@ class QuotaState:
         self._set_held(replace(held, evicted=True))
         return True
 
-    def release(self, workload: str, *, requeue: bool) -> None:
+    def release(self, workload: ObjectKey, *, requeue: bool) -> None:
         """Quota is freed (eviction completed, finished, deleted); the cohort's parked work returns."""
         self._settled_under = None
         held = self.admitted.pop(workload, None)
@@ -362,7 +357,7 @@ class QuotaState:
         if requeue:
             self._route(workload)
 
-    def finish(self, workload: str) -> None:
+    def finish(self, workload: ObjectKey) -> None:
         self._settled_under = None
         self.release(workload, requeue=False)
         self.pending.remove(workload)
@@ -370,7 +365,7 @@ class QuotaState:
         self.messages.pop(workload, None)
         self.finished.add(workload)
 
-    def forget(self, workload: str) -> None:
+    def forget(self, workload: ObjectKey) -> None:
         """The workload is gone (deleted, or replaced by a newer observation)."""
         self._settled_under = None
         self.release(workload, requeue=False)
@@ -381,13 +376,13 @@ class QuotaState:
         self.finished.discard(workload)
         self.workloads.pop(workload, None)
 
-    def current_progress(self, workload: str, cluster_queue: str) -> FlavorProgress | None:
+    def current_progress(self, workload: ObjectKey, cluster_queue: str) -> FlavorProgress | None:
         progress = self.flavor_progress.get(workload)
         if progress is None or progress.generation < self.generation.get(cluster_queue, 0):
             return None
         return progress
 
-    def set_progress(self, workload: str, progress: FlavorProgress | None) -> None:
+    def set_progress(self, workload: ObjectKey, progress: FlavorProgress | None) -> None:
         self._settled_under = None
         if progress is None:
             self.flavor_progress.pop(workload, None)
@@ -397,7 +392,7 @@ class QuotaState:
     def _bump(self, cluster_queue: str) -> None:
         self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
 
-    def requeue(self, workload: str, queue: str, message: str, *, preempting: bool = False) -> None:
+    def requeue(self, workload: ObjectKey, queue: str, message: str, *, preempting: bool = False) -> None:
         """Where a head that was not admitted waits; one that issued preemptions is its queue's
         preemptor (and, in a BestEffortFIFO queue, stays the head) until admitted or requeued for
         another reason."""
@@ -429,14 +424,14 @@ class QuotaState:
         if queue is None or cq is None:
             return
 
-        def eligible(workload: str) -> bool:
+        def eligible(workload: ObjectKey) -> bool:
             selector = cq.namespace_selector
             labels = self.namespace_labels(self.workloads[workload].namespace)
             return selector is not None and selector.matches(labels)
 
         queue.unpark(eligible)
 
-    def _route(self, workload: str) -> None:
+    def _route(self, workload: ObjectKey) -> None:
         """Put a pending workload where it waits: its ClusterQueue's heap, or blocked with why."""
         info = self.workloads[workload]
         lq = self.local_queues.get((info.namespace, info.queue_name))

@@ -104,9 +104,9 @@ def pending_rows(pending: tuple[PendingWorkload, ...]) -> tuple[PendingRow, ...]
     for p in pending:
         cq = p.cluster_queue or ""
         position[cq] = position.get(cq, 0) + 1
-        namespace = p.key.split("/", 1)[0]
+        namespace = p.key.namespace
         requests = ", ".join(f"{r}={format_units(r, v)}" for r, v in p.requests if v)
-        out.append(PendingRow(position[cq], p.key, f"{namespace}/{p.local_queue}", cq or "(none)", p.priority,
+        out.append(PendingRow(position[cq], p.key.namespaced_name, f"{namespace}/{p.local_queue}", cq or "(none)", p.priority,
                               requests, p.reason, p.source))
     return tuple(out)
 

@@ -29,7 +29,7 @@ from controller.adapters.metrics import ControllerMetrics
 from controller.adapters.queue_status import QueueStatusReconciler
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
-from tests.controller.decisions.trace_builders import T0, basic, workload
+from tests.controller.decisions.trace_builders import T0, basic, wl_key, workload
 from tests.controller.recording_api import RecordingApi
 
 Event = tuple[str, str, Mapping[str, Any]]
@@ -139,7 +139,7 @@ def test_an_admission_whose_write_failed_is_forgotten_and_the_workload_waits_aga
     w = world(fail_admission=True)
     w.cycle()
     assert w.admitted() == []
-    assert w.loop.state.is_pending("ns/w") and "ns/w" not in w.loop.state.admitted
+    assert w.loop.state.is_pending(wl_key("ns/w")) and wl_key("ns/w") not in w.loop.state.admitted
 
 
 def test_the_echoes_of_the_loops_own_writes_cost_no_cycle(world: Callable[..., HeldWatch]) -> None:
@@ -168,4 +168,4 @@ def test_an_ownerless_workload_seen_evicted_while_holding_quota_is_released_with
     assert w.loop.writes.join(timeout=30)
     released = w.api.get(RESOURCES["Workload"], "old", "ns")
     assert not (released.get("status") or {}).get("admission") and w.loop.cycles == 0
-    assert "ns/old" not in w.loop.state.admitted
+    assert wl_key("ns/old") not in w.loop.state.admitted

@@ -12,6 +12,7 @@ from controller.decisions.quota import admission_status as st
 from controller.decisions.quota.queue_status import cluster_queue_status, local_queue_status
 from controller.decisions.quota.outcomes import Admit, Assignment, Evict, PreemptionTarget
 from controller.state.quota_state import QuotaState
+from tests.controller.decisions.trace_builders import wl_key
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 STAMP = "2026-01-01T00:00:00Z"
@@ -43,7 +44,7 @@ def state_with(obj: dict[str, Any]) -> QuotaState:
     return state
 
 
-ADMIT = Admit("ns/w", "cq", Assignment({"main": {"cpu": "default", "memory": "default"}},
+ADMIT = Admit(wl_key("ns/w"), "cq", Assignment({"main": {"cpu": "default", "memory": "default"}},
                                        {("default", "cpu"): 3000, ("default", "memory"): 2 * 2**30}))
 
 
@@ -53,7 +54,7 @@ def by_type(patch: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_an_admission_writes_the_assignment_with_per_podset_usage_and_both_conditions() -> None:
     obj = wl(("QuotaReserved", "False", "Pending"))
-    info = state_with(obj).workloads["ns/w"]
+    info = state_with(obj).workloads[wl_key("ns/w")]
     patch = st.admission_patch(obj, ADMIT, info, NOW)
     assert patch is not None
     assert patch["status"]["admission"] == {"clusterQueue": "cq", "podSetAssignments": [
@@ -66,7 +67,7 @@ def test_an_admission_writes_the_assignment_with_per_podset_usage_and_both_condi
 
 def test_readmission_marks_the_past_eviction_as_past() -> None:
     obj = wl(("Evicted", "True", "Preempted"), ("Preempted", "True", "InClusterQueue"))
-    patch = st.admission_patch(obj, ADMIT, state_with(obj).workloads["ns/w"], NOW)
+    patch = st.admission_patch(obj, ADMIT, state_with(obj).workloads[wl_key("ns/w")], NOW)
     conds = by_type(patch)
     assert (conds["Evicted"]["status"], conds["Evicted"]["reason"], conds["Evicted"]["message"]) == (
         "False", "QuotaReserved", "Previously: Evicted earlier")
@@ -77,12 +78,12 @@ def test_readmission_marks_the_past_eviction_as_past() -> None:
     "build",
     [
         pytest.param(lambda: st.admission_patch(wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True), ADMIT,
-                                                state_with(wl()).workloads["ns/w"], NOW),
+                                                state_with(wl()).workloads[wl_key("ns/w")], NOW),
                      id="an admitted workload is not admitted again"),
         pytest.param(lambda: st.preemption_patch(wl(("QuotaReserved", "True", "x"), ("Evicted", "True", "Preempted")),
-                                                 PreemptionTarget("ns/w", "cq", "InClusterQueue"), "u", NOW),
+                                                 PreemptionTarget(wl_key("ns/w"), "cq", "InClusterQueue"), "u", NOW),
                      id="an evicted workload is not evicted again"),
-        pytest.param(lambda: st.preemption_patch(wl(), PreemptionTarget("ns/w", "cq", "InClusterQueue"), "u", NOW),
+        pytest.param(lambda: st.preemption_patch(wl(), PreemptionTarget(wl_key("ns/w"), "cq", "InClusterQueue"), "u", NOW),
                      id="a workload without quota is not preempted"),
         pytest.param(lambda: st.pending_patch(wl(("QuotaReserved", "False", "Pending")), "QuotaReserved earlier", NOW),
                      id="the same pending reason is not written twice"),
@@ -91,7 +92,7 @@ def test_readmission_marks_the_past_eviction_as_past() -> None:
         pytest.param(lambda: st.release_patch(wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True), NOW),
                      id="a workload that was never evicted keeps its quota"),
         pytest.param(lambda: st.stop_eviction_patch(wl(("QuotaReserved", "True", "x"), ("Evicted", "True", "ClusterQueueStopped")),
-                                                    Evict("ns/w", "ClusterQueueStopped", "stopped"), NOW),
+                                                    Evict(wl_key("ns/w"), "ClusterQueueStopped", "stopped"), NOW),
                      id="a drained workload is not evicted twice"),
     ],
 )
@@ -101,7 +102,7 @@ def test_nothing_is_written_twice(build: Any) -> None:
 
 def test_preemption_tells_who_and_why() -> None:
     patch = st.preemption_patch(wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True),
-                                PreemptionTarget("ns/w", "cq", "InCohortReclamation"), "uid-7", NOW)
+                                PreemptionTarget(wl_key("ns/w"), "cq", "InCohortReclamation"), "uid-7", NOW)
     conds = by_type(patch)
     assert (conds["Evicted"]["reason"], conds["Preempted"]["reason"]) == ("Preempted", "InCohortReclamation")
     assert conds["Preempted"]["message"] == "Preempted to accommodate a workload (UID: uid-7) due to reclamation within the cohort"
@@ -139,7 +140,7 @@ def test_local_queue_status_goes_through_the_same_patch() -> None:
 
 def test_an_ownerless_victim_is_evicted_and_released_in_one_write_but_a_jobs_workload_waits_for_its_pods() -> None:
     bare = wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True)
-    target = PreemptionTarget("ns/w", "cq", "InClusterQueue")
+    target = PreemptionTarget(wl_key("ns/w"), "cq", "InClusterQueue")
     patch = st.released_at_once(bare, st.preemption_patch(bare, target, "u", NOW), NOW)
     assert patch["status"]["admission"] is None
     conds = by_type(patch)

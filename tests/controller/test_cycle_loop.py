@@ -9,10 +9,12 @@ from typing import Callable, Iterator
 
 import pytest
 
+from controller.adapters.admission import next_backoff
 from controller.adapters.cycle_loop import CycleLoop
 from controller.adapters.write_pool import WritePool
 from controller.adapters.writer import NotLeader
 from tests.controller.cluster import eventually
+from tests.controller.decisions.trace_builders import wl_key
 
 QUIET = 3600.0  # a wait so long that only wake() makes the loop step
 
@@ -107,7 +109,7 @@ def test_writes_of_one_object_run_in_order_and_join_waits_for_all() -> None:
     done: list[tuple[str, int]] = []
     try:
         for i in range(20):
-            pool.submit(f"wl-{i % 3}", float(i), lambda i=i: done.append((f"wl-{i % 3}", i)))
+            pool.submit(wl_key(f"ns/wl-{i % 3}"), float(i), lambda i=i: done.append((f"wl-{i % 3}", i)))
         assert pool.join(timeout=30)
     finally:
         pool.stop()
@@ -115,3 +117,14 @@ def test_writes_of_one_object_run_in_order_and_join_waits_for_all() -> None:
     for key in ("wl-0", "wl-1", "wl-2"):
         mine = [i for k, i in done if k == key]
         assert mine == sorted(mine)
+
+
+@pytest.mark.parametrize("previous, admitted, pause", [
+    pytest.param(0.0, True, 0.0, id="after an admission the next cycle runs at once"),
+    pytest.param(0.05, True, 0.0, id="an admission ends a backoff"),
+    pytest.param(0.0, False, 0.001, id="a first cycle admitting nothing waits 1 ms"),
+    pytest.param(0.004, False, 0.008, id="each further cycle admitting nothing doubles the pause"),
+    pytest.param(0.08, False, 0.1, id="the pause stops growing at 100 ms"),
+])
+def test_the_admission_loops_backoff_is_kueues(previous: float, admitted: bool, pause: float) -> None:
+    assert next_backoff(previous, admitted) == pytest.approx(pause)

@@ -14,7 +14,7 @@ import pytest
 
 from batchgate.clock import FakeClock, format_time
 from batchgate.policy import DEFAULT_POLICY, FairSharing
-from controller.adapters.admission import NOT_YET_TRIED, AdmissionLoop
+from controller.adapters.admission import AdmissionLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES
 from controller.adapters.metrics import ControllerMetrics
@@ -22,7 +22,9 @@ from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.quota.admission_status import release_patch
 from controller.simulation import StepReport, run_trace
+from controller.state.pending_reasons import NOT_YET_TRIED
 from tests.controller.recording_api import RecordingApi
+from tests.controller.decisions.trace_builders import wl_key
 from tests.controller.simulate_traces import all_traces
 
 MAX_CYCLES_PER_STEP = 1_000
@@ -148,7 +150,7 @@ class LiveWorld:
                 admitted += not is_true(wl, "Evicted")
                 continue
             reserved = condition(wl, "QuotaReserved")
-            queue, _ = self.loop.state.pending_reason(name_of(wl))
+            queue, _ = self.loop.state.pending_reason(wl_key(name_of(wl)))
             report.pending.append({"name": name_of(wl), "queue": queue,
                                    "reason": reserved.get("message", "") if reserved.get("status") == "False" else ""})
         report.counts = {"pendingActive": sum(p["queue"] == "active" for p in report.pending),

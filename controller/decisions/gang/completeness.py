@@ -22,6 +22,7 @@ from controller.decisions.gang.podgroups import PodGroupInfo, gang_size
 from controller.decisions.jobs.podsets import PodSetError
 from controller.decisions.quota.admission_status import stop_eviction_patch
 from controller.decisions.quota.outcomes import Evict
+from controller.state.quota_state import workload_key
 
 REASON = "GangNeverComplete"
 
@@ -56,6 +57,6 @@ def never_complete(group: PodGroupInfo, job: Mapping[str, Any], kind: Kind, work
     message = (f"The workload is deactivated: PodGroup {group.namespace}/{group.name} needs {group.min_member} pods "
                f"placed at once, but {kind.kind} {group.name} has only {size} left to run, so the gang can never "
                f"be complete; its quota is released")
-    evict = Evict(f"{group.namespace}/{workload['metadata']['name']}", keys.EVICTED_BY_DEACTIVATION, message)
+    evict = Evict(workload_key(group.namespace, workload["metadata"]["name"]), keys.EVICTED_BY_DEACTIVATION, message)
     return Deactivate(workload["metadata"]["name"], {"spec": {"active": False}},
                       stop_eviction_patch(workload, evict, now), message)

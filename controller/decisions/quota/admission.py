@@ -20,6 +20,7 @@ from typing import Mapping
 from controller.decisions.quota.flavor_assignment import FIT, NO_FIT, PREEMPT, FlavorAssignment, assign_flavors
 from controller.decisions.quota.outcomes import Admit, CycleResult, Preempt, PreemptionTarget, QueueName, Requeue
 from controller.decisions.quota.preemption import get_targets
+from controller.state.cache import ObjectKey
 from controller.state.quota_book import UsageOverlay
 from controller.state.quota_state import FlavorProgress, QuotaState, WorkloadInfo
 
@@ -45,7 +46,7 @@ class _Entry:
         return NO_FIT if self.assignment is None else self.assignment.mode
 
 
-def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleResult:
+def run_cycle(state: QuotaState, heads: list[ObjectKey], now: _dt.datetime) -> CycleResult:
     """Decide, for one head per ClusterQueue, admit / preempt / requeue."""
     view = UsageOverlay(state.book)
     entries = [_nominate(state, key, view, now) for key in heads if state.is_pending(key)]
@@ -53,10 +54,10 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
     # is theirs; then Kueue's order.
     entries.sort(key=lambda e: (not state.pending.is_preemptor(e.info.key),
                                 e.assignment is not None and e.assignment.borrows, e.share, -e.info.priority,
-                                e.info.timestamp, e.info.key))
+                                e.info.timestamp, e.info.key.namespaced_name))
     admitted: list[Admit] = []
     preempted: list[Preempt] = []
-    claimed: set[str] = set()
+    claimed: set[ObjectKey] = set()
     skipped: dict[str, int] = {}
     for e in entries:
         if e.mode == NO_FIT:
@@ -94,7 +95,7 @@ def run_cycle(state: QuotaState, heads: list[str], now: _dt.datetime) -> CycleRe
     return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped, progress)
 
 
-def _nominate(state: QuotaState, key: str, view: UsageOverlay, now: _dt.datetime) -> _Entry:
+def _nominate(state: QuotaState, key: ObjectKey, view: UsageOverlay, now: _dt.datetime) -> _Entry:
     info = state.workloads[key]
     cq_name = state.cluster_queue_of(key) or ""
     entry = _Entry(info, cq_name)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from batchgate import keys
 from batchgate.api.conditions import Condition, condition_of, conditions_of, is_true, merge, to_wire
+from batchgate.api.kueue import holds_quota
 from controller.decisions.quota import queue_status as qs
 from controller.decisions.quota.outcomes import Admit, Evict, PreemptionTarget
 from batchgate.api.objects import controller_owner
@@ -28,7 +29,7 @@ def _with(workload: Mapping[str, Any], transition: Callable[[Iterable[Condition]
 
 def admission_patch(workload: Mapping[str, Any], admit: Admit, info: WorkloadInfo, now: _dt.datetime) -> Patch | None:
     """status.admission plus QuotaReserved/Admitted; a past eviction is marked as past."""
-    if (workload.get("status") or {}).get("admission") and is_true(workload, keys.COND_QUOTA_RESERVED):
+    if holds_quota(workload):
         return None
     assignments = []
     for ps in info.pod_sets:

@@ -21,6 +21,7 @@ from typing import Mapping
 from controller.decisions.quota.admission import run_cycle
 from controller.decisions.quota.outcomes import Admit, CycleResult, Evict, PreemptionTarget
 from controller.decisions.quota.stop_policy import drain_evictions
+from controller.state.cache import ObjectKey
 from controller.state.quota_state import QuotaState, WorkloadInfo
 
 
@@ -37,7 +38,7 @@ class Preemption:
     """A victim newly marked Evicted; it holds its quota until its pods are gone."""
 
     target: PreemptionTarget
-    preemptor: str
+    preemptor: ObjectKey
     preemptor_uid: str
 
 
@@ -46,7 +47,7 @@ class Effects:
     admitted: tuple[Admission, ...] = ()
     preempted: tuple[Preemption, ...] = ()
     drained: tuple[Evict, ...] = ()  # evicted because their ClusterQueue or LocalQueue is drained
-    requeued: tuple[str, ...] = ()  # heads not admitted: their pending reason may have changed
+    requeued: tuple[ObjectKey, ...] = ()  # heads not admitted: their pending reason may have changed
     skipped_preemptions: Mapping[str, int] = field(default_factory=dict)  # per ClusterQueue
     changed: bool = False  # whether the next cycle can decide differently without a new event
 

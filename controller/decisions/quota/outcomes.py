@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
+from controller.state.cache import ObjectKey
 from controller.state.quota_state import FlavorProgress
 
 FlavorResource = tuple[str, str]
@@ -22,14 +23,14 @@ class Assignment:
 
 @dataclass(frozen=True)
 class Admit:
-    workload: str
+    workload: ObjectKey
     cluster_queue: str
     assignment: Assignment
 
 
 @dataclass(frozen=True)
 class PreemptionTarget:
-    workload: str
+    workload: ObjectKey
     cluster_queue: str
     reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
 
@@ -38,7 +39,7 @@ class PreemptionTarget:
 class Preempt:
     """Evict `targets` so that `preemptor` fits later; `reason` is the Preempted message."""
 
-    preemptor: str
+    preemptor: ObjectKey
     targets: tuple[PreemptionTarget, ...]
     reason: str
 
@@ -47,7 +48,7 @@ class Preempt:
 class Requeue:
     """A head that was not admitted: where it waits now, and the message users see."""
 
-    workload: str
+    workload: ObjectKey
     queue: QueueName = "inadmissible"
     reason: str = ""
     preempting: bool = False  # it waits for the victims it preempted (Kueue's PendingPreemption)
@@ -57,7 +58,7 @@ class Requeue:
 class Evict:
     """Evict an admitted workload for a reason other than preemption (a stopped queue)."""
 
-    workload: str
+    workload: ObjectKey
     reason: str
     message: str
 
@@ -71,4 +72,4 @@ class CycleResult:
     # capacity this cycle (Kueue's admission_cycle_preemption_skips metric)
     skipped_preemptions: Mapping[str, int] = field(default_factory=dict)
     # where flavor assignment resumes for each requeued workload (None: from the first flavor)
-    flavor_progress: Mapping[str, FlavorProgress | None] = field(default_factory=dict)
+    flavor_progress: Mapping[ObjectKey, FlavorProgress | None] = field(default_factory=dict)

@@ -14,7 +14,7 @@ from controller.state.quota_state import QuotaState
 def drain_evictions(state: QuotaState) -> list[Evict]:
     out = []
     candidates = (held for name in sorted(state.draining) for held in state.admitted_by_cq.get(name, {}).values())
-    for held in sorted(candidates, key=lambda h: h.info.key):
+    for held in sorted(candidates, key=lambda h: h.info.key.namespaced_name):
         key = held.info.key
         if held.evicted:
             continue

@@ -128,7 +128,7 @@ def test_why_pending_work_waits(objects: list[dict[str, Any]], reason: str, sour
 def test_pending_work_is_listed_per_queue_by_priority_then_age() -> None:
     objects = [*basic(cpu=1), workload("old", cpu=2, created=1), workload("new", cpu=2, created=2),
                workload("urgent", cpu=2, created=3, priority=5)]
-    assert [p.key for p in run_check(objects).pending] == ["ns/urgent", "ns/old", "ns/new"]
+    assert [p.key.namespaced_name for p in run_check(objects).pending] == ["ns/urgent", "ns/old", "ns/new"]
 
 
 def test_finished_and_admitted_workloads_are_not_pending() -> None:

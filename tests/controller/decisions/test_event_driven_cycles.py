@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from batchgate.clock import FakeClock
 from batchgate.policy import FairSharing
 from controller.simulation import Simulation
+from controller.state.cache import ObjectKey
 from tests.controller.decisions.test_quota_invariants import CQS, delete, finish, queue_specs
-from tests.controller.decisions.trace_builders import T0, basic, flavor, local_queue, workload
+from tests.controller.decisions.trace_builders import T0, basic, flavor, local_queue, wl_key, workload
 
 FLAVORS = ("on-demand", "spot")
 QUEUES = CQS[:2]  # where workloads go: two queues with small requests beside their quotas fill, park and free up
@@ -51,7 +52,7 @@ class Loop:
         self.decided += [(self.ticks, "preempt", (p.target.workload, p.preemptor)) for p in effects.preempted]
         self.decided += [(self.ticks, "drain", d.workload) for d in effects.drained]
 
-    def reasons(self) -> dict[str, tuple[str, str]]:
+    def reasons(self) -> dict[ObjectKey, tuple[str, str]]:
         state = self.sim.state
         return {key: state.pending_reason(key) for key in state.workloads if state.is_pending(key)}
 
@@ -72,10 +73,10 @@ def play(loop: Loop, objects: list[dict], history: list[tuple]) -> None:
             sim.apply(workload(f"w{n}", queue=f"lq-{cq}", cpu=cpu, gpu=gpu, count=count, priority=priority, created=n))
             submitted.append(f"ns/w{n}")
         elif kind == "finish" and sim.state.admitted:
-            sim.finish(sorted(sim.state.admitted)[op[1] % len(sim.state.admitted)])
+            sim.finish(sorted(sim.state.admitted)[op[1] % len(sim.state.admitted)].namespaced_name)
         elif kind == "delete" and submitted:
             key = submitted[op[1] % len(submitted)]
-            if key in sim.state.workloads:
+            if wl_key(key) in sim.state.workloads:
                 sim.delete(key)
         elif kind == "edit":
             sim.apply(next(edits))
@@ -108,7 +109,7 @@ def test_a_settled_state_is_unsettled_by_what_can_make_a_head_admissible(after: 
     for obj in basic(cpu=4) + [workload("a", cpu=4, created=1), workload("b", cpu=4, created=2)]:
         sim.apply(obj)
     sim.run(None)
-    assert sim.state.settled and list(sim.state.admitted) == ["ns/a"]
+    assert sim.state.settled and list(sim.state.admitted) == [wl_key("ns/a")]
     sim.apply(workload("b", cpu=4, created=2))  # an echo: nothing new
     assert sim.state.settled
     if after == "a finish":

@@ -13,7 +13,9 @@ from batchgate.clock import FakeClock
 from controller.decisions.quota.admission import run_cycle
 from controller.simulation import Simulation
 from batchgate.policy import FairSharing
-from tests.controller.decisions.trace_builders import T0, cluster_queue, flavor, group, local_queue, quota, workload
+from tests.controller.decisions.trace_builders import (
+    T0, cluster_queue, flavor, group, local_queue, quota, wl_key, workload,
+)
 
 CQS = ("cq-0", "cq-1", "cq-2", "cq-3")
 RESOURCES = ("cpu", "nvidia.com/gpu")
@@ -96,7 +98,7 @@ def test_no_sequence_admits_over_limits_or_twice(specs: tuple, ops: list, data: 
             submitted.append(f"ns/w{n}")
         elif kind in ("finish", "delete") and submitted:
             key = submitted[op[1] % len(submitted)]
-            if key in sim.state.workloads and key not in sim.state.finished:
+            if wl_key(key) in sim.state.workloads and wl_key(key) not in sim.state.finished:
                 getattr(sim, kind)(key)
         elif kind == "edit":
             sim.apply(data.draw(queue_specs(op[1])))

@@ -14,7 +14,9 @@ import pytest
 
 from controller.simulation import Simulation
 from batchgate.policy import FairSharing
-from tests.controller.decisions.trace_builders import T0, cluster_queue, flavor, group, local_queue, quota, workload
+from tests.controller.decisions.trace_builders import (
+    T0, cluster_queue, flavor, group, local_queue, quota, wl_key, workload,
+)
 
 
 def _queue(name: str, cpu: dict, gpu: dict, within: str, reclaim: str, borrow_within: str | None) -> dict:
@@ -36,12 +38,12 @@ def test_a_reclaimed_workload_is_not_preempted_again_by_the_same_preemptor() -> 
                 workload("big", queue="lq-0", cpu=6, gpu=6, priority=0, created=2)]:
         sim.apply(obj)
     sim.run(None)
-    assert sorted(sim.state.admitted) == ["ns/big", "ns/filler", "ns/small"]
+    assert sorted(sim.state.admitted) == [wl_key("ns/big"), wl_key("ns/filler"), wl_key("ns/small")]
     sim.apply(workload("late", queue="lq-2", cpu=4, gpu=3, priority=3, created=9))
     victims = []
     for _ in range(8):
         effects = sim.cycle()
-        victims += [p.target.workload for p in effects.preempted]
+        victims += [p.target.workload.namespaced_name for p in effects.preempted]
     assert victims.count("ns/big") <= 1, f"big preempted {victims.count('ns/big')} times in 8 cycles"
 
 
@@ -86,7 +88,8 @@ def test_the_room_a_victim_frees_goes_to_its_preemptor(objects: list, preemptor:
     history = []
     for _ in range(10):  # each victim's job stops before the next cycle (the simulation's model)
         effects = sim.cycle()
-        history.append(([a.admit.workload for a in effects.admitted], [p.target.workload for p in effects.preempted]))
+        history.append(([a.admit.workload.namespaced_name for a in effects.admitted],
+                        [p.target.workload.namespaced_name for p in effects.preempted]))
     preempted = [w for _, targets in history for w in targets]
     assert preempted == victims, history
-    assert preemptor in sim.state.admitted and not any(w in sim.state.admitted for w in victims), history
+    assert wl_key(preemptor) in sim.state.admitted and not any(wl_key(w) in sim.state.admitted for w in victims), history

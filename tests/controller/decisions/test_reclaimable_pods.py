@@ -14,7 +14,7 @@ from controller.simulation import run_trace
 from controller.state.quota_state import QuotaState
 from tests.controller.decisions.scenario_check import check, expect
 from tests.controller.decisions.trace_builders import (
-    cluster_queue, flavor, group, local_queue, pod_set, trace, workload,
+    cluster_queue, flavor, group, local_queue, pod_set, trace, wl_key, workload,
 )
 
 NOW = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
@@ -70,10 +70,10 @@ NEW_INFO_CASES = [
 def test_reclaimable_pods_are_not_counted(obj: dict[str, Any], pods: int, counted: dict[str, int]) -> None:
     state = QuotaState()
     state.observe(obj, NOW)
-    (pod_set_request,) = state.workloads["ns/w"].pod_sets
+    (pod_set_request,) = state.workloads[wl_key("ns/w")].pod_sets
     assert pod_set_request.count == pods
     if "admission" in obj.get("status", {}):
-        assert {res: v for (_, res), v in state.admitted["ns/w"].usage.items() if v} == counted
+        assert {res: v for (_, res), v in state.admitted[wl_key("ns/w")].usage.items() if v} == counted
     else:
         assert dict(pod_set_request.total) == counted
 

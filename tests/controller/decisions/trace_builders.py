@@ -11,9 +11,17 @@ from typing import Any
 
 from batchgate.clock import format_time
 from batchgate.quantity import format_quantity, parse_quantity
+from controller.state.cache import ObjectKey
+from controller.state.quota_state import workload_key
 
 ALIASES = {"gpu": "nvidia.com/gpu"}  # keyword arguments cannot contain dots
 T0 = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def wl_key(ref: str) -> ObjectKey:
+    """The key of the Workload `namespace/name` (as traces and reports name it)."""
+    namespace, _, name = ref.partition("/")
+    return workload_key(namespace, name)
 
 
 def at(seconds: float) -> str:

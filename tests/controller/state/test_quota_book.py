@@ -9,6 +9,7 @@ import pytest
 from batchgate.api.kueue import ClusterQueue
 from batchgate.quantity import parse_quantity
 from controller.state.pending_queues import ClusterQueuePending, sort_key
+from tests.controller.decisions.trace_builders import wl_key
 from controller.state.quota_book import QuotaBook, UsageOverlay, format_units, to_units
 
 FR = ("default", "cpu")
@@ -80,13 +81,24 @@ def test_units_round_trip(resource: str, value: str, units: int, text: str) -> N
 
 def test_a_pending_queue_orders_by_priority_then_time_and_parks_aside() -> None:
     t0 = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
+    old_low, new_high, new_low = wl_key("ns/old-low"), wl_key("ns/new-high"), wl_key("ns/new-low")
     queue = ClusterQueuePending()
-    queue.push("old-low", sort_key(0, t0, "old-low"))
-    queue.push("new-high", sort_key(5, t0 + _dt.timedelta(seconds=9), "new-high"))
-    queue.push("new-low", sort_key(0, t0 + _dt.timedelta(seconds=1), "new-low"))
-    assert queue.head() == "new-high"
-    queue.park("new-high")
-    assert queue.head() == "old-low" and "new-high" in queue and len(queue) == 3
-    queue.remove("old-low")
-    assert queue.head() == "new-low"
-    assert queue.unpark(lambda w: True) == ["new-high"] and queue.head() == "new-high"
+    queue.push(old_low, sort_key(0, t0, old_low))
+    queue.push(new_high, sort_key(5, t0 + _dt.timedelta(seconds=9), new_high))
+    queue.push(new_low, sort_key(0, t0 + _dt.timedelta(seconds=1), new_low))
+    assert queue.head() == new_high
+    queue.park(new_high)
+    assert queue.head() == old_low and new_high in queue and len(queue) == 3
+    queue.remove(old_low)
+    assert queue.head() == new_low
+    assert queue.unpark(lambda w: True) == [new_high] and queue.head() == new_high
+
+
+def test_equal_priority_and_time_are_ordered_by_namespace_slash_name_as_written() -> None:
+    """The tie order is that of the `namespace/name` strings ("team-a/x" before "team/x", as '-'
+    sorts before '/'), not of (namespace, name) pairs: keys became ObjectKeys, decisions stayed."""
+    t0 = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
+    queue = ClusterQueuePending()
+    for ref in ("team/x", "team-a/x"):
+        queue.push(wl_key(ref), sort_key(0, t0, wl_key(ref)))
+    assert queue.head() == wl_key("team-a/x")

@@ -8,7 +8,7 @@ import pytest
 from batchgate.api.kueue import ClusterQueue, LocalQueue, ResourceFlavor, Workload
 from batchgate.clock import FakeClock
 from controller.simulation import Simulation
-from tests.controller.decisions.trace_builders import T0, basic, cluster_queue, flavor, local_queue, workload
+from tests.controller.decisions.trace_builders import T0, basic, cluster_queue, flavor, local_queue, wl_key, workload
 
 
 def parked_behind_a_full_queue() -> Simulation:
@@ -16,7 +16,7 @@ def parked_behind_a_full_queue() -> Simulation:
     for obj in basic(cpu=10) + [workload("running", cpu=8, admitted_to="cq"), workload("waiting", cpu=5, created=1)]:
         sim.apply(obj)
     sim.run(None)
-    assert sim.state.pending.state_of("ns/waiting") == "inadmissible"
+    assert sim.state.pending.state_of(wl_key("ns/waiting")) == "inadmissible"
     return sim
 
 
@@ -35,7 +35,7 @@ def test_echoes_leave_parked_workloads_parked(echo) -> None:
     sim = parked_behind_a_full_queue()
     generation = dict(sim.state.generation)
     echo(sim)
-    assert sim.state.pending.state_of("ns/waiting") == "inadmissible"
+    assert sim.state.pending.state_of(wl_key("ns/waiting")) == "inadmissible"
     assert sim.state.book.usage["cq"] == {("default", "cpu"): 8000}
     assert sim.state.generation == generation
 
@@ -43,22 +43,22 @@ def test_echoes_leave_parked_workloads_parked(echo) -> None:
 @pytest.mark.parametrize("change", [
     pytest.param(lambda s: s.state.put_cluster_queue(ClusterQueue.from_dict(cluster_queue("cq", cpu=20))),
                  id="the ClusterQueue's quota raised"),
-    pytest.param(lambda s: s.state.finish("ns/running"), id="the running workload finished"),
+    pytest.param(lambda s: s.state.finish(wl_key("ns/running")), id="the running workload finished"),
     pytest.param(lambda s: s.state.put_workload(Workload.from_dict(workload("running", cpu=8))),
                  id="the running workload's quota released"),
 ])
 def test_real_changes_move_parked_workloads_back(change) -> None:
     sim = parked_behind_a_full_queue()
     change(sim)
-    assert sim.state.pending.state_of("ns/waiting") == "active"
+    assert sim.state.pending.state_of(wl_key("ns/waiting")) == "active"
 
 
 def test_an_assumed_admission_is_undone_when_its_write_fails() -> None:
     sim = parked_behind_a_full_queue()
-    sim.state.finish("ns/running")
-    sim.state.assume("ns/waiting", "cq", {("default", "cpu"): 5000}, {"main": {"cpu": "default"}}, T0)
+    sim.state.finish(wl_key("ns/running"))
+    sim.state.assume(wl_key("ns/waiting"), "cq", {("default", "cpu"): 5000}, {"main": {"cpu": "default"}}, T0)
     with pytest.raises(ValueError, match="already holds quota"):
-        sim.state.assume("ns/waiting", "cq", {("default", "cpu"): 5000}, {"main": {"cpu": "default"}}, T0)
-    sim.state.release("ns/waiting", requeue=True)
+        sim.state.assume(wl_key("ns/waiting"), "cq", {("default", "cpu"): 5000}, {"main": {"cpu": "default"}}, T0)
+    sim.state.release(wl_key("ns/waiting"), requeue=True)
     assert sim.state.book.usage["cq"] == {("default", "cpu"): 0}
-    assert sim.state.pending.state_of("ns/waiting") == "active"
+    assert sim.state.pending.state_of(wl_key("ns/waiting")) == "active"

@@ -1,0 +1,57 @@
+"""Which pending reasons a flush writes: the marked Workloads' current messages, once each, and
+none for a Workload that stopped pending before its turn came."""
+
+from __future__ import annotations
+
+from batchgate.clock import FakeClock
+from controller.simulation import Simulation
+from controller.state.pending_reasons import NOT_YET_TRIED, PendingReasons
+from tests.controller.decisions.trace_builders import T0, basic, wl_key, workload
+
+MORE = "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 5 more needed"
+
+
+def full_queue() -> Simulation:
+    sim = Simulation(FakeClock(T0))
+    for obj in basic(cpu=10) + [workload("running", cpu=8, admitted_to="cq"), workload("waiting", cpu=7, created=1)]:
+        sim.apply(obj)
+    return sim
+
+
+def drain(reasons: PendingReasons, sim: Simulation) -> list[tuple[str, str]]:
+    out = []
+    while (due := reasons.next_due(sim.state)) is not None:
+        out.append(due)
+    return out
+
+
+def test_a_workload_no_cycle_looked_at_says_it_waits_for_quota() -> None:
+    sim, reasons = full_queue(), PendingReasons()
+    reasons.mark([wl_key("ns/waiting")])
+    reasons.note(sim.state)
+    assert drain(reasons, sim) == [(wl_key("ns/waiting"), NOT_YET_TRIED)]
+
+
+def test_a_requeued_head_is_written_once_with_the_cycles_message() -> None:
+    sim, reasons = full_queue(), PendingReasons()
+    reasons.mark(sim.cycle().requeued)
+    reasons.note(sim.state)
+    assert drain(reasons, sim) == [(wl_key("ns/waiting"), MORE)]
+    reasons.note(sim.state)
+    assert drain(reasons, sim) == []
+
+
+def test_marking_everything_notes_every_pending_workload_and_no_admitted_one() -> None:
+    sim, reasons = full_queue(), PendingReasons()
+    reasons.mark_everything()
+    reasons.note(sim.state)
+    assert drain(reasons, sim) == [(wl_key("ns/waiting"), NOT_YET_TRIED)]
+
+
+def test_a_workload_that_stopped_pending_before_its_turn_is_skipped() -> None:
+    sim, reasons = full_queue(), PendingReasons()
+    reasons.mark([wl_key("ns/waiting")])
+    reasons.note(sim.state)
+    sim.finish("ns/running")
+    sim.cycle()
+    assert drain(reasons, sim) == []
