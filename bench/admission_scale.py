@@ -82,6 +82,7 @@ class Tracked:
     admitted: float | None = None  # first admission
     finished: float | None = None
     running: bool = False  # holds quota now
+    evicted: bool = False  # its Evicted condition is True now
     generation: int = 0  # bumped on eviction, so a stale finish timer does nothing
 
 
@@ -171,22 +172,8 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
             tracked = run.tracked[name]
             if tracked.generation != generation or not tracked.running:
                 return  # evicted since: it runs again after its next admission
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        for _ in range(5):
-            try:
-                current = client.get(api, name, NAMESPACE)
-                if not (current.get("status") or {}).get("admission"):
-                    return
-                conditions = [c for c in current["status"].get("conditions", []) if c["type"] != "Finished"]
-                conditions.append({"type": "Finished", "status": "True", "reason": "Succeeded",
-                                   "message": "bench", "lastTransitionTime": stamp})
-                client.patch(api, name, NAMESPACE, {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                                                   "status": {"conditions": conditions}}, subresource="status")
-                break
-            except ApiError as exc:
-                if not exc.conflict:  # said, not raised: the finisher pool would swallow it
-                    print(f"finish {name}: {exc}", file=sys.stderr)
-                    return
+        if not mark_finished(client, api, name, NAMESPACE):
+            return
         with run.lock:
             tracked.finished = time.monotonic()
             tracked.running = False
@@ -199,16 +186,23 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
         name = obj["metadata"]["name"]
         admission = (obj.get("status") or {}).get("admission")
         finished = any(c.get("type") == "Finished" for c in (obj.get("status") or {}).get("conditions") or [])
+        evicted = _is_true(obj, "Evicted")
         now = time.monotonic()
         with run.lock:
             tracked = run.tracked.get(name)
-            if tracked is None or finished or bool(admission) == tracked.running:
+            if tracked is None or finished:
+                return
+            if evicted and not tracked.evicted:  # each eviction once, whoever releases its quota
+                run.evictions += 1
+            tracked.evicted = evicted
+            if evicted and admission:
+                finisher.submit(release_evicted, client, api, name, NAMESPACE)
+            if bool(admission) == tracked.running:
                 return
             tracked.running = bool(admission)
             run.busy.setdefault(tracked.cq, []).append((now, tracked.cls.cpu if admission else -tracked.cls.cpu))
             if not admission:  # evicted: quota released, it will run again later
                 tracked.generation += 1
-                run.evictions += 1
                 return
             if tracked.admitted is None:
                 tracked.admitted = now
@@ -218,6 +212,63 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
         timer.start()
 
     keep_watching(client, api, NAMESPACE, handle, done)
+
+
+def _is_true(obj: dict[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def _patch_status(client: KubeClient, api: Resource, name: str, namespace: str,
+                  change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
+    """Read the Workload, patch its status with `change(current)` (None: nothing to do) under its
+    resourceVersion, retrying a conflict; True when written. Other errors are said, not raised
+    (a worker pool would swallow them)."""
+    for _ in range(5):
+        try:
+            current = client.get(api, name, namespace)
+            status = change(current)
+            if status is None:
+                return False
+            client.patch(api, name, namespace, {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                                                "status": status}, subresource="status")
+            return True
+        except ApiError as exc:
+            if not exc.conflict:
+                print(f"status of {name}: {exc}", file=sys.stderr)
+                return False
+    return False
+
+
+def _conditions(current: dict[str, Any], replaced: dict[str, tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """The Workload's conditions with `replaced` (type -> status, reason, message) set now."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kept = [c for c in (current.get("status") or {}).get("conditions") or [] if c["type"] not in replaced]
+    return kept + [{"type": kind, "status": status, "reason": reason, "message": message, "lastTransitionTime": stamp}
+                   for kind, (status, reason, message) in replaced.items()]
+
+
+def mark_finished(client: KubeClient, api: Resource, name: str, namespace: str) -> bool:
+    """The runner's finish, as Kueue's harness does it: Finished=True on an admitted Workload that is
+    not being evicted (an evicted one is released and runs again after its next admission)."""
+    def change(current: dict[str, Any]) -> dict[str, Any] | None:
+        if not (current.get("status") or {}).get("admission") or _is_true(current, "Evicted"):
+            return None
+        return {"conditions": _conditions(current, {"Finished": ("True", "Succeeded", "bench")})}
+    return _patch_status(client, api, name, namespace, change)
+
+
+def release_evicted(client: KubeClient, api: Resource, name: str, namespace: str) -> bool:
+    """Finish an eviction as Kueue's harness runner does (its runner/controller/controller.go,
+    "finish the workloads eviction"): the quota reservation unset, so the victim queues again. For
+    a Workload without a job nobody else does: Kueue's victims keep their quota until then (its
+    job integration would do it), batchgate releases an ownerless victim with its eviction write."""
+    def change(current: dict[str, Any]) -> dict[str, Any] | None:
+        if not _is_true(current, "Evicted") or not (current.get("status") or {}).get("admission"):
+            return None
+        return {"admission": None, "conditions": _conditions(current, {
+            "QuotaReserved": ("False", "Pending", "Evicted by the test runner"),
+            "Admitted": ("False", "NoReservation", "The workload has no reservation")})}
+    return _patch_status(client, api, name, namespace, change)
 
 
 def keep_watching(client: KubeClient, api: Resource, namespace: str | None, handle: Callable[[dict[str, Any]], None],
