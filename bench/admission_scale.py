@@ -93,6 +93,7 @@ class Run:
     busy: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # cq -> (time, +/-cpu)
     finished: int = 0
     evictions: int = 0
+    evicted: Counter[str] = field(default_factory=Counter)  # by the victim's class and the Preempted reason
 
 
 def start(cmd: list[str], pattern: str, env: dict[str, str], on_stdout: bool) -> tuple[subprocess.Popen[str], re.Match[str]]:
@@ -194,6 +195,7 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
                 return
             if evicted and not tracked.evicted:  # each eviction once, whoever releases its quota
                 run.evictions += 1
+                run.evicted[f"{tracked.cls.name} {_reason(obj, 'Preempted') or _reason(obj, 'Evicted')}"] += 1
             tracked.evicted = evicted
             if evicted and admission:
                 finisher.submit(release_evicted, client, api, name, NAMESPACE)
@@ -216,6 +218,12 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
 
 def _is_true(obj: dict[str, Any], kind: str) -> bool:
     return any(c.get("type") == kind and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def _reason(obj: dict[str, Any], kind: str) -> str:
+    """The reason of a True condition of `kind`, or ''."""
+    return next((str(c.get("reason")) for c in (obj.get("status") or {}).get("conditions") or []
+                 if c.get("type") == kind and c.get("status") == "True"), "")
 
 
 def _patch_status(client: KubeClient, api: Resource, name: str, namespace: str,
@@ -401,6 +409,7 @@ class Measured:
     served: Counter[str] = field(default_factory=Counter)  # API server's requests by verb (real control plane)
     own: Counter[str] = field(default_factory=Counter)  # the controller's, by `verb resource` (audit log)
     harness_usage: float = float("nan")  # mean ClusterQueue usage, %, as Kueue's harness checker computes it
+    evicted: Counter[str] = field(default_factory=Counter)  # evictions by the victim's class and the reason
 
     @property
     def admitted(self) -> int:
@@ -434,7 +443,7 @@ def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, 
         if t.admitted is not None:
             by_class.setdefault(t.cls.name, []).append(t.admitted - t.created)
     return Measured(total, finished, t1 - t0, cpu, rss, mean_usage(run, queues, t0, t1), run.evictions, by_class,
-                    served=served, own=own, harness_usage=harness_usage(dict(queue_samples)))
+                    served=served, own=own, harness_usage=harness_usage(dict(queue_samples)), evicted=run.evicted)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -459,6 +468,21 @@ def real_cluster(stack: ExitStack, work: Path) -> tuple[Path, Path, ApiRequests]
     return cluster.kubeconfig, cluster.write_kubeconfig("batchgate-controller", token), ApiRequests(cluster, user)
 
 
+def start_controller(stack: ExitStack, kubeconfig: Path, qps: float = 50, burst: int = 100,
+                     controller_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], str]:
+    """`batchgate controller` as a process of its own, stopped with `stack`, its caches synced:
+    the process and its /metrics address."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig",
+                                   str(kubeconfig), "--no-leader-elect", "--metrics-address", "127.0.0.1",
+                                   "--metrics-port", "0", "--qps", str(qps), "--burst", str(burst),
+                                   "--log-level", "warning", *controller_args],
+                                  r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
+    stack.callback(stop, controller)
+    time.sleep(2)  # caches synced
+    return controller, f"http://127.0.0.1:{announced.group(1)}/metrics"
+
+
 def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burst: int,
             controller_args: tuple[str, ...] = (), scrape_every: float | None = None, kube: str = "local",
             timeout: float = 3600) -> Measured:
@@ -480,14 +504,7 @@ def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burs
                             str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
         client = KubeClient.from_kubeconfig(str(kubeconfig))
         queues = setup(client, cohorts, queues_per_cohort)
-        controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig",
-                                       str(controller_kubeconfig), "--no-leader-elect", "--metrics-address", "127.0.0.1",
-                                       "--metrics-port", "0", "--qps", str(qps), "--burst", str(burst),
-                                       "--log-level", "warning", *controller_args],
-                                      r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
-        stack.callback(stop, controller)
-        metrics_url = f"http://127.0.0.1:{announced.group(1)}/metrics"
-        time.sleep(2)  # caches synced
+        controller, metrics_url = start_controller(stack, controller_kubeconfig, qps, burst, controller_args)
         done, scrapes = threading.Event(), 0
         if scrape_every:
             def scrape_controller() -> None:
@@ -519,7 +536,8 @@ def print_admissions(m: Measured, evicted: str) -> None:
     """Wall, ClusterQueue usage both ways, the evictions seen (as `evicted`) and the mean time to
     admission per class: the lines every runner of the scenario prints alike."""
     print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
-          f"(Kueue's harness)   {evicted} seen: {m.evictions}")
+          f"(Kueue's harness)   {evicted} seen: {m.evictions}"
+          + (f" ({', '.join(f'{kind} {n}' for kind, n in sorted(m.evicted.items()))})" if m.evicted else ""))
     for name in ("large", "medium", "small"):
         values = m.by_class.get(name, [])
         mean = sum(values) / len(values) if values else float("nan")
