@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
+
+from batchgate.api.kueue import ResourceQuota
 
 KUEUE_V1BETA1 = "kueue.x-k8s.io/v1beta1"
 WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
@@ -22,16 +25,9 @@ PRIORITIES = (0, 10, 20)
 
 
 @dataclass(frozen=True)
-class Quota:
-    nominal: int
-    borrowing_limit: int | None = None
-    lending_limit: int | None = None
-
-
-@dataclass(frozen=True)
 class Queue:
     name: str
-    quotas: tuple[Quota, ...]  # one per flavor, in the scenario's flavor order
+    quotas: tuple[ResourceQuota, ...]  # CPU's, one per flavor, in the scenario's flavor order
     within: str = "Never"
     reclaim: str = "Never"
     borrow_within: bool = False
@@ -94,11 +90,15 @@ def _queue(rng: random.Random, name: str, flavors: int) -> Queue:
         nominal = rng.choice((0, 2, 3, 4, 6))
         borrowing = rng.choice((None, None, 0, 2, 4))
         lending = rng.choice((None, None, None, 0, nominal // 2, nominal))
-        quotas.append(Quota(nominal, borrowing, lending))
+        quotas.append(ResourceQuota("cpu", Decimal(nominal), _amount(borrowing), _amount(lending)))
     reclaim = rng.choice(RECLAIM)
     borrow_within = reclaim != "Never" and rng.random() < 0.3  # Kueue refuses it without reclaim
     threshold = rng.choice((None, 0, 10)) if borrow_within else None
     return Queue(name, tuple(quotas), rng.choice(WITHIN), reclaim, borrow_within, threshold, rng.random() < 0.2)
+
+
+def _amount(value: int | None) -> Decimal | None:
+    return None if value is None else Decimal(value)
 
 
 def setup_objects(s: Scenario) -> list[dict[str, Any]]:
