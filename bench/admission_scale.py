@@ -267,14 +267,16 @@ def mark_finished(client: KubeClient, api: Resource, name: str, namespace: str) 
 
 def release_evicted(client: KubeClient, api: Resource, name: str, namespace: str) -> bool:
     """Finish an eviction as Kueue's harness runner does (its runner/controller/controller.go,
-    "finish the workloads eviction"): the quota reservation unset, so the victim queues again. For
-    a Workload without a job nobody else does: Kueue's victims keep their quota until then (its
-    job integration would do it), batchgate releases an ownerless victim with its eviction write."""
+    "finish the workloads eviction"): the quota reservation unset, so the victim queues again, with
+    the Evicted condition's message as Kueue's job integration writes it (jobframework/reconciler.go).
+    For a Workload without a job nobody else does: Kueue's victims keep their quota until then,
+    batchgate releases an ownerless victim with its eviction write."""
     def change(current: dict[str, Any]) -> dict[str, Any] | None:
         if not _is_true(current, "Evicted") or not (current.get("status") or {}).get("admission"):
             return None
+        evicted = next(c for c in current["status"]["conditions"] if c.get("type") == "Evicted")
         return {"admission": None, "conditions": _conditions(current, {
-            "QuotaReserved": ("False", "Pending", "Evicted by the test runner"),
+            "QuotaReserved": ("False", "Pending", str(evicted.get("message", ""))),
             "Admitted": ("False", "NoReservation", "The workload has no reservation")})}
     return _patch_status(client, api, name, namespace, change)
 

@@ -4,7 +4,7 @@ Each side runs on its own fresh real control plane (Kueue's CRDs and batchgate's
 one): Kueue v0.17 as bench/peers/kueue_scale.py starts it, batchgate's controller as
 bench/admission_scale.py `--kube real` does. A scenario (bench/peers/differential_scenarios.py)
 is created as real objects through each API server; its events are played one at a time, each
-one settled before the next (no Workload of the scenario changed for a quiet second, each one
+one settled before the next (no Workload of the scenario changed for two quiet seconds, each one
 decided: admitted, or pending with a reason). As in Kueue's own performance harness, the runner
 finishes an eviction (quota unset) and marks a Workload finished; neither side's job integration
 is involved. After every event the two sides' outcomes are compared: what is admitted, in which
@@ -46,7 +46,9 @@ from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
 from realcluster.peers import PeerError, Peers  # noqa: E402
 
-QUIET_SECONDS = 1.0  # no change for this long (and every Workload decided): the event is settled
+# No change for this long (and every Workload decided): the event is settled. Over a second:
+# Kueue v0.17 moves parked Workloads back a second after quota is freed (its requeue batch period).
+QUIET_SECONDS = 2.0
 UID = re.compile(r"\(UID: ([^,)]+)")
 
 
@@ -239,7 +241,7 @@ class Side:
 
     def _settle(self, rec: Recorder) -> Outcome:
         deadline = time.monotonic() + self.timeout
-        time.sleep(QUIET_SECONDS)  # the event reaches the controller and the watch: workloads are a second apart
+        time.sleep(QUIET_SECONDS)  # the event reaches the controller and the watch: workloads are seconds apart
         while True:
             with self.lock:
                 quiet = time.monotonic() - rec.changed >= QUIET_SECONDS
@@ -325,10 +327,15 @@ def main() -> int:
         with ExitStack() as stack:
             kueue = stack.enter_context(kueue_side(stack, args.timeout))
             batchgate = stack.enter_context(batchgate_side(stack, args.timeout))
-            with ThreadPoolExecutor(args.parallel) as pool:
+            pool = ThreadPoolExecutor(args.parallel)
+            try:
                 for r in pool.map(lambda seed: compare(kueue, batchgate, seed), args.seeds):
                     results.append(r)
                     report(r)
+            except KeyboardInterrupt:  # stop: the scenarios under way finish, the rest are not started
+                print("interrupted: the agreement below is over the scenarios finished", flush=True)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
     except (PeerError, RealClusterError, subprocess.CalledProcessError) as err:
         print(f"bench/peers/differential: {err}", file=sys.stderr)
         return 2
