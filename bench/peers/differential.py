@@ -27,9 +27,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from realcluster.peers import PeerError, Peers  # noqa: E402
 # No change for this long (and every Workload decided): the event is settled. Over a second:
 # Kueue v0.17 moves parked Workloads back a second after quota is freed (its requeue batch period).
 QUIET_SECONDS = 2.0
+UNDECIDED_SECONDS = 5.0  # a Workload that long without a word from the controller counts as pending without a reason
 UID = re.compile(r"\(UID: ([^,)]+)")
 
 
@@ -163,6 +164,7 @@ class Recorder:
     prefix: str
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # uid -> name
+    first_seen: dict[str, float] = field(default_factory=dict)
     seen_preemptions: set[tuple[str, str]] = field(default_factory=set)
     preempted: set[Preempted] = field(default_factory=set)  # since the last outcome
     changed: float = field(default_factory=time.monotonic)
@@ -191,6 +193,7 @@ class Side:
             if rec is None:
                 return
             rec.objects[meta["name"]] = obj
+            rec.first_seen.setdefault(meta["name"], time.monotonic())
             rec.names[meta["uid"]] = meta["name"]
             rec.changed = time.monotonic()
             seen = preemption(obj, rec.names)
@@ -244,8 +247,11 @@ class Side:
         time.sleep(QUIET_SECONDS)  # the event reaches the controller and the watch: workloads are seconds apart
         while True:
             with self.lock:
-                quiet = time.monotonic() - rec.changed >= QUIET_SECONDS
-                ready = all(decided(obj) for obj in rec.objects.values())
+                now = time.monotonic()
+                quiet = now - rec.changed >= QUIET_SECONDS
+                # Kueue v0.17 writes nothing to a head that needs preemption and finds no victims
+                ready = all(decided(obj) or now - rec.first_seen[name] >= UNDECIDED_SECONDS
+                            for name, obj in rec.objects.items())
                 if (quiet and ready) or time.monotonic() > deadline:
                     preempted, rec.preempted = frozenset(rec.preempted), set()
                     return Outcome({name: held(obj, rec.prefix) for name, obj in rec.objects.items()}, preempted,
@@ -281,6 +287,28 @@ def batchgate_side(stack: ExitStack, timeout: float) -> Iterator[Side]:
         yield side
     finally:
         side.close()
+
+
+def both_sides(stack: ExitStack, timeout: float) -> tuple[Side, Side]:
+    """Kueue's side and batchgate's, started at once (each cluster takes a minute on a busy
+    machine), both stopped with `stack`; if one does not start, the other is stopped too."""
+    def start(side: Callable[[ExitStack, float], AbstractContextManager[Side]]) -> tuple[ExitStack, Side]:
+        own = ExitStack()
+        try:
+            return own, own.enter_context(side(own, timeout))
+        except BaseException:
+            own.close()
+            raise
+
+    with ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(start, kueue_side), pool.submit(start, batchgate_side)]
+    started = [f.result() for f in futures if f.exception() is None]
+    for own, _ in started:
+        stack.push(own)
+    for f in futures:
+        if (error := f.exception()) is not None:
+            raise error
+    return started[0][1], started[1][1]
 
 
 @dataclass(frozen=True)
@@ -325,8 +353,7 @@ def main() -> int:
     results: list[Compared] = []
     try:
         with ExitStack() as stack:
-            kueue = stack.enter_context(kueue_side(stack, args.timeout))
-            batchgate = stack.enter_context(batchgate_side(stack, args.timeout))
+            kueue, batchgate = both_sides(stack, args.timeout)
             pool = ThreadPoolExecutor(args.parallel)
             try:
                 for r in pool.map(lambda seed: compare(kueue, batchgate, seed), args.seeds):

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bench.peers.differential import (Difference, Held, Outcome, Preempted, Side, batchgate_side, compare, decided,
-                                      differences, held, kueue_side, preemption)
+from bench.peers.differential import (Difference, Held, Outcome, Preempted, Side, both_sides, compare, decided,
+                                      differences, held, preemption)
 from bench.peers.differential_scenarios import Arrive, Finish, Scenario, generate, setup_objects
 from tests.realcluster_fixtures import BINARIES, NOT_BUILT, PEERS, PEERS_NOT_BUILT
 
@@ -120,9 +120,7 @@ def sides() -> Iterator[tuple[Side, Side]]:
     if PEERS is None:
         pytest.skip(PEERS_NOT_BUILT)
     with ExitStack() as stack:
-        kueue = stack.enter_context(kueue_side(stack, timeout=30))
-        batchgate = stack.enter_context(batchgate_side(stack, timeout=30))
-        yield kueue, batchgate
+        yield both_sides(stack, timeout=30)
 
 
 @pytest.mark.realcluster
