@@ -95,15 +95,19 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind), {})
 
 
-def held(obj: dict[str, Any], prefix: str) -> Held:
-    """What a Workload object says of itself; names of the scenario lose their prefix."""
+def held(obj: dict[str, Any], prefix: str, names: dict[str, str] | None = None) -> Held:
+    """What a Workload object says of itself; names of the scenario lose their prefix, and the UIDs
+    of its Workloads (`names`: uid -> name) become their names, the same on both sides."""
     if is_true(obj, "Finished"):
         return Held("finished")
     admission = (obj.get("status") or {}).get("admission")
     if admission and not is_true(obj, "Evicted"):
         flavors = sorted({f for a in admission.get("podSetAssignments") or [] for f in (a.get("flavors") or {}).values()})
         return Held("admitted", ",".join(flavors).replace(f"{prefix}-", ""))
-    return Held("pending", reason=str(_condition(obj, "QuotaReserved").get("message", "")).replace(f"{prefix}-", ""))
+    reason = str(_condition(obj, "QuotaReserved").get("message", "")).replace(f"{prefix}-", "")
+    for uid, name in (names or {}).items():
+        reason = reason.replace(uid, name)
+    return Held("pending", reason=reason)
 
 
 def decided(obj: dict[str, Any]) -> bool:
@@ -254,7 +258,7 @@ class Side:
                             for name, obj in rec.objects.items())
                 if (quiet and ready) or time.monotonic() > deadline:
                     preempted, rec.preempted = frozenset(rec.preempted), set()
-                    return Outcome({name: held(obj, rec.prefix) for name, obj in rec.objects.items()}, preempted,
+                    return Outcome({name: held(obj, rec.prefix, rec.names) for name, obj in rec.objects.items()}, preempted,
                                    quiet and ready)
             time.sleep(0.05)
 

@@ -35,12 +35,15 @@ HELD = [
                  Held("pending", reason=""), id="an evicted Workload still holding its admission is no longer admitted"),
     pytest.param(wl(("Finished", "True", "bench"), admission=ADMISSION), Held("finished"),
                  id="a finished Workload is finished whatever it holds"),
+    pytest.param(wl(("QuotaReserved", "False", "Preempted to accommodate a workload (UID: u-9) due to x")),
+                 Held("pending", reason="Preempted to accommodate a workload (UID: w4) due to x"),
+                 id="a reason names a Workload of the scenario by name, not by its UID on one cluster"),
 ]
 
 
 @pytest.mark.parametrize(("obj", "expected"), HELD)
 def test_what_a_workload_says_of_itself(obj: dict[str, Any], expected: Held) -> None:
-    assert held(obj, "d7") == expected
+    assert held(obj, "d7", {"u-9": "w4"}) == expected
 
 
 DECIDED = [
