@@ -296,23 +296,14 @@ def batchgate_side(stack: ExitStack, timeout: float) -> Iterator[Side]:
 def both_sides(stack: ExitStack, timeout: float) -> tuple[Side, Side]:
     """Kueue's side and batchgate's, started at once (each cluster takes a minute on a busy
     machine), both stopped with `stack`; if one does not start, the other is stopped too."""
-    def start(side: Callable[[ExitStack, float], AbstractContextManager[Side]]) -> tuple[ExitStack, Side]:
-        own = ExitStack()
-        try:
-            return own, own.enter_context(side(own, timeout))
-        except BaseException:
-            own.close()
-            raise
+    owns = [stack.enter_context(ExitStack()), stack.enter_context(ExitStack())]  # closed with `stack`, even on Ctrl-C
+
+    def start(own: ExitStack, side: Callable[[ExitStack, float], AbstractContextManager[Side]]) -> Side:
+        return own.enter_context(side(own, timeout))
 
     with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(start, kueue_side), pool.submit(start, batchgate_side)]
-    started = [f.result() for f in futures if f.exception() is None]
-    for own, _ in started:
-        stack.push(own)
-    for f in futures:
-        if (error := f.exception()) is not None:
-            raise error
-    return started[0][1], started[1][1]
+        kueue, batchgate = pool.submit(start, owns[0], kueue_side), pool.submit(start, owns[1], batchgate_side)
+    return kueue.result(), batchgate.result()
 
 
 @dataclass(frozen=True)
