@@ -83,6 +83,7 @@ class Tracked:
     admitted: float | None = None  # first admission
     finished: float | None = None
     running: bool = False  # holds quota now
+    evicted: bool = False  # its Evicted condition is True now
     generation: int = 0  # bumped on eviction, so a stale finish timer does nothing
 
 
@@ -93,6 +94,7 @@ class Run:
     busy: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # cq -> (time, +/-cpu)
     finished: int = 0
     evictions: int = 0
+    evicted: Counter[str] = field(default_factory=Counter)  # by the victim's class and the Preempted reason
 
 
 def start(cmd: list[str], pattern: str, env: dict[str, str], on_stdout: bool) -> tuple[subprocess.Popen[str], re.Match[str]]:
@@ -172,22 +174,8 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
             tracked = run.tracked[name]
             if tracked.generation != generation or not tracked.running:
                 return  # evicted since: it runs again after its next admission
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        for _ in range(5):
-            try:
-                current = client.get(api, name, NAMESPACE)
-                if not (current.get("status") or {}).get("admission"):
-                    return
-                conditions = [c for c in current["status"].get("conditions", []) if c["type"] != "Finished"]
-                conditions.append({"type": "Finished", "status": "True", "reason": "Succeeded",
-                                   "message": "bench", "lastTransitionTime": stamp})
-                client.patch(api, name, NAMESPACE, {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                                                   "status": {"conditions": conditions}}, subresource="status")
-                break
-            except ApiError as exc:
-                if not exc.conflict:  # said, not raised: the finisher pool would swallow it
-                    print(f"finish {name}: {exc}", file=sys.stderr)
-                    return
+        if not mark_finished(client, api, name, NAMESPACE):
+            return
         with run.lock:
             tracked.finished = time.monotonic()
             tracked.running = False
@@ -200,16 +188,24 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
         name = obj["metadata"]["name"]
         admission = (obj.get("status") or {}).get("admission")
         finished = any(c.get("type") == "Finished" for c in (obj.get("status") or {}).get("conditions") or [])
+        evicted = _is_true(obj, "Evicted")
         now = time.monotonic()
         with run.lock:
             tracked = run.tracked.get(name)
-            if tracked is None or finished or bool(admission) == tracked.running:
+            if tracked is None or finished:
+                return
+            if evicted and not tracked.evicted:  # each eviction once, whoever releases its quota
+                run.evictions += 1
+                run.evicted[f"{tracked.cls.name} {_reason(obj, 'Preempted') or _reason(obj, 'Evicted')}"] += 1
+            tracked.evicted = evicted
+            if evicted and admission:
+                finisher.submit(release_evicted, client, api, name, NAMESPACE)
+            if bool(admission) == tracked.running:
                 return
             tracked.running = bool(admission)
             run.busy.setdefault(tracked.cq, []).append((now, tracked.cls.cpu if admission else -tracked.cls.cpu))
             if not admission:  # evicted: quota released, it will run again later
                 tracked.generation += 1
-                run.evictions += 1
                 return
             if tracked.admitted is None:
                 tracked.admitted = now
@@ -219,6 +215,71 @@ def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api:
         timer.start()
 
     keep_watching(client, api, NAMESPACE, handle, done)
+
+
+def _is_true(obj: dict[str, Any], kind: str) -> bool:
+    return any(c.get("type") == kind and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def _reason(obj: dict[str, Any], kind: str) -> str:
+    """The reason of a True condition of `kind`, or ''."""
+    return next((str(c.get("reason")) for c in (obj.get("status") or {}).get("conditions") or []
+                 if c.get("type") == kind and c.get("status") == "True"), "")
+
+
+def _patch_status(client: KubeClient, api: Resource, name: str, namespace: str,
+                  change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
+    """Read the Workload, patch its status with `change(current)` (None: nothing to do) under its
+    resourceVersion, retrying a conflict; True when written. Other errors are said, not raised
+    (a worker pool would swallow them)."""
+    for _ in range(5):
+        try:
+            current = client.get(api, name, namespace)
+            status = change(current)
+            if status is None:
+                return False
+            client.patch(api, name, namespace, {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                                                "status": status}, subresource="status")
+            return True
+        except ApiError as exc:
+            if not exc.conflict:
+                print(f"status of {name}: {exc}", file=sys.stderr)
+                return False
+    return False
+
+
+def _conditions(current: dict[str, Any], replaced: dict[str, tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """The Workload's conditions with `replaced` (type -> status, reason, message) set now."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kept = [c for c in (current.get("status") or {}).get("conditions") or [] if c["type"] not in replaced]
+    return kept + [{"type": kind, "status": status, "reason": reason, "message": message, "lastTransitionTime": stamp}
+                   for kind, (status, reason, message) in replaced.items()]
+
+
+def mark_finished(client: KubeClient, api: Resource, name: str, namespace: str) -> bool:
+    """The runner's finish, as Kueue's harness does it: Finished=True on an admitted Workload that is
+    not being evicted (an evicted one is released and runs again after its next admission)."""
+    def change(current: dict[str, Any]) -> dict[str, Any] | None:
+        if not (current.get("status") or {}).get("admission") or _is_true(current, "Evicted"):
+            return None
+        return {"conditions": _conditions(current, {"Finished": ("True", "Succeeded", "bench")})}
+    return _patch_status(client, api, name, namespace, change)
+
+
+def release_evicted(client: KubeClient, api: Resource, name: str, namespace: str) -> bool:
+    """Finish an eviction as Kueue's harness runner does (its runner/controller/controller.go,
+    "finish the workloads eviction"): the quota reservation unset, so the victim queues again, with
+    the Evicted condition's message as Kueue's job integration writes it (jobframework/reconciler.go).
+    For a Workload without a job nobody else does: Kueue's victims keep their quota until then,
+    batchgate releases an ownerless victim with its eviction write."""
+    def change(current: dict[str, Any]) -> dict[str, Any] | None:
+        if not _is_true(current, "Evicted") or not (current.get("status") or {}).get("admission"):
+            return None
+        evicted = next(c for c in current["status"]["conditions"] if c.get("type") == "Evicted")
+        return {"admission": None, "conditions": _conditions(current, {
+            "QuotaReserved": ("False", "Pending", str(evicted.get("message", ""))),
+            "Admitted": ("False", "NoReservation", "The workload has no reservation")})}
+    return _patch_status(client, api, name, namespace, change)
 
 
 def keep_watching(client: KubeClient, api: Resource, namespace: str | None, handle: Callable[[dict[str, Any]], None],
@@ -347,6 +408,7 @@ class Measured:
     served: Counter[str] = field(default_factory=Counter)  # API server's requests by verb (real control plane)
     own: Counter[str] = field(default_factory=Counter)  # the controller's, by `verb resource` (audit log)
     harness_usage: float = float("nan")  # mean ClusterQueue usage, %, as Kueue's harness checker computes it
+    evicted: Counter[str] = field(default_factory=Counter)  # evictions by the victim's class and the reason
 
     @property
     def admitted(self) -> int:
@@ -380,7 +442,7 @@ def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, 
         if t.admitted is not None:
             by_class.setdefault(t.cls.name, []).append(t.admitted - t.created)
     return Measured(total, finished, t1 - t0, cpu, rss, mean_usage(run, queues, t0, t1), run.evictions, by_class,
-                    served=served, own=own, harness_usage=harness_usage(dict(queue_samples)))
+                    served=served, own=own, harness_usage=harness_usage(dict(queue_samples)), evicted=run.evicted)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -405,6 +467,21 @@ def real_cluster(stack: ExitStack, work: Path) -> tuple[Path, Path, ApiRequests]
     return cluster.kubeconfig, cluster.write_kubeconfig("batchgate-controller", token), ApiRequests(cluster, user)
 
 
+def start_controller(stack: ExitStack, kubeconfig: Path, qps: float = 50, burst: int = 100,
+                     controller_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], str]:
+    """`batchgate controller` as a process of its own, stopped with `stack`, its caches synced:
+    the process and its /metrics address."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig",
+                                   str(kubeconfig), "--no-leader-elect", "--metrics-address", "127.0.0.1",
+                                   "--metrics-port", "0", "--qps", str(qps), "--burst", str(burst),
+                                   "--log-level", "warning", *controller_args],
+                                  r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
+    stack.callback(stop, controller)
+    time.sleep(2)  # caches synced
+    return controller, f"http://127.0.0.1:{announced.group(1)}/metrics"
+
+
 def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burst: int,
             controller_args: tuple[str, ...] = (), scrape_every: float | None = None, kube: str = "local",
             timeout: float = 3600) -> Measured:
@@ -426,14 +503,7 @@ def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burs
                             str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
         client = KubeClient.from_kubeconfig(str(kubeconfig))
         queues = setup(client, cohorts, queues_per_cohort)
-        controller, announced = start([sys.executable, "-m", "batchgate.cli", "controller", "--kubeconfig",
-                                       str(controller_kubeconfig), "--no-leader-elect", "--metrics-address", "127.0.0.1",
-                                       "--metrics-port", "0", "--qps", str(qps), "--burst", str(burst),
-                                       "--log-level", "warning", *controller_args],
-                                      r"probes on http://127.0.0.1:(\d+)", env, on_stdout=False)
-        stack.callback(stop, controller)
-        metrics_url = f"http://127.0.0.1:{announced.group(1)}/metrics"
-        time.sleep(2)  # caches synced
+        controller, metrics_url = start_controller(stack, controller_kubeconfig, qps, burst, controller_args)
         done, scrapes = threading.Event(), 0
         if scrape_every:
             def scrape_controller() -> None:
@@ -465,7 +535,8 @@ def print_admissions(m: Measured, evicted: str) -> None:
     """Wall, ClusterQueue usage both ways, the evictions seen (as `evicted`) and the mean time to
     admission per class: the lines every runner of the scenario prints alike."""
     print(f"wall: {m.wall:.1f} s   mean ClusterQueue usage: {m.usage:.1f} % (runner's), {m.harness_usage:.1f} % "
-          f"(Kueue's harness)   {evicted} seen: {m.evictions}")
+          f"(Kueue's harness)   {evicted} seen: {m.evictions}"
+          + (f" ({', '.join(f'{kind} {n}' for kind, n in sorted(m.evicted.items()))})" if m.evicted else ""))
     for name in ("large", "medium", "small"):
         values = m.by_class.get(name, [])
         mean = sum(values) / len(values) if values else float("nan")
