@@ -112,14 +112,14 @@ class Migration:
         storedVersions trimmed: the one order kube-apiserver accepts."""
         crd = self.kube.get(CRDS, move.crd)
         versions = crd["spec"]["versions"]
-        if not any(v["name"] == move.to and v.get("served") for v in versions):
-            raise MigrateError(f"CustomResourceDefinition {move.crd} does not serve {move.to}: its objects cannot "
-                               f"be rewritten in it; install a release of the old controller that serves it first")
+        if not all(any(v["name"] == name and v.get("served") for v in versions) for name in (move.to, move.via)):
+            raise MigrateError(f"CustomResourceDefinition {move.crd} does not serve both {move.via} and {move.to}: "
+                               f"its objects cannot be rewritten; install a release of the old controller that serves it first")
         for version in versions:
             version["storage"] = version["name"] == move.to
         self.kube.replace(CRDS, crd)
         names = crd["spec"]["names"]
-        res = Resource(names["kind"], crd["spec"]["group"], move.to, names["plural"],
+        res = Resource(names["kind"], crd["spec"]["group"], move.via, names["plural"],
                        namespaced=crd["spec"].get("scope") == "Namespaced")
         for obj in self._every(res):
             self._rewrite(res, obj)

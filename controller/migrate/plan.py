@@ -9,8 +9,8 @@ A CRD whose `status.storedVersions` names a version batchgate does not serve can
 replaced by batchgate's: kube-apiserver refuses a CRD update that drops from `spec.versions` a
 version still listed there ("must appear in spec.versions"), since objects may be stored in it.
 The plan therefore moves storage first, while the old conversion webhook still answers: storage
-version set to batchgate's, every object rewritten (read and written back, so it is stored again
-in that version), then `status.storedVersions` trimmed to it.
+version set to batchgate's, every object rewritten (read and written back through the old
+storage version, so it is stored again in batchgate's), then `status.storedVersions` trimmed to it.
 """
 
 from __future__ import annotations
@@ -64,6 +64,9 @@ class StorageMove:
     crd: str
     to: str
     stored: tuple[str, ...]
+    via: str  # the storage version now: objects are rewritten through it, judged by the schema they were
+    # written under (through `to`, a converted object can fail `to`'s rules, e.g. Kueue's v1beta1
+    # transition rule on priorityClassSource, which its v1beta2 does not carry)
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,9 @@ def storage_moves(crds: Sequence[Mapping[str, Any]], served: Mapping[str, str]) 
     for crd in crds:
         name = str(_meta(crd).get("name", ""))
         stored = tuple((crd.get("status") or {}).get("storedVersions") or ())
+        storage = [str(v.get("name")) for v in (crd.get("spec") or {}).get("versions") or () if v.get("storage")]
         if name in served and set(stored) - {served[name]}:
-            moves.append(StorageMove(name, served[name], stored))
+            moves.append(StorageMove(name, served[name], stored, storage[0] if storage else stored[-1]))
     return tuple(moves)
 
 

@@ -33,8 +33,10 @@ def deployment(name: str, namespace: str) -> dict[str, Any]:
     return {"kind": "Deployment", "metadata": {"name": name, "namespace": namespace}}
 
 
-def crd(name: str, stored: list[str], conversion: str = "None") -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {"conversion": {"strategy": conversion}},
+def crd(name: str, stored: list[str], conversion: str = "None", served: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A CRD storing new objects in the last of `stored`, serving it and `served`."""
+    versions = [{"name": v, "served": True, "storage": v == stored[-1]} for v in dict.fromkeys((*served, stored[-1]))]
+    return {"metadata": {"name": name}, "spec": {"conversion": {"strategy": conversion}, "versions": versions},
             "status": {"storedVersions": stored}}
 
 
@@ -63,8 +65,8 @@ KUEUE = webhook("kueue-validating-webhook-configuration", "kueue-system", ["kueu
 APPWRAPPER = webhook("appwrapper-mutating-webhook-configuration", "appwrapper-system", ["workload.codeflare.dev"],
                      kind="MutatingWebhookConfiguration")
 MLBATCH = ClusterObjects(
-    crds=[crd("workloads.kueue.x-k8s.io", ["v1beta2"], "Webhook"), crd("appwrappers.workload.codeflare.dev", ["v1beta2"]),
-          crd("cohorts.kueue.x-k8s.io", ["v1beta2"], "Webhook")],
+    crds=[crd("workloads.kueue.x-k8s.io", ["v1beta2"], "Webhook", ("v1beta1",)), crd("appwrappers.workload.codeflare.dev", ["v1beta2"]),
+          crd("cohorts.kueue.x-k8s.io", ["v1beta2"], "Webhook", ("v1beta1",))],
     webhooks=[KUEUE, APPWRAPPER, webhook("cert-manager-webhook", "cert-manager", ["cert-manager.io"])],
     deployments=[deployment("kueue-controller-manager", "kueue-system"),
                  deployment("appwrapper-controller-manager", "appwrapper-system"),
@@ -109,10 +111,16 @@ def test_an_mlbatch_cluster_is_planned(field: str, expected: list[str]) -> None:
 
 def test_a_crd_storing_a_version_batchgate_does_not_serve_is_moved_then_handed_over() -> None:
     plan = plan_migration(MLBATCH, SERVED)
-    assert plan.storage == (StorageMove("workloads.kueue.x-k8s.io", "v1beta1", ("v1beta2",)),)
+    assert plan.storage == (StorageMove("workloads.kueue.x-k8s.io", "v1beta1", ("v1beta2",), "v1beta2"),)
     assert plan.handover == (Handover("workloads.kueue.x-k8s.io", "v1beta1"),)
     reason = plan.cannot[2].reason
     assert "kube-apiserver refuses to drop a stored version" in reason and "rewrites every object in v1beta1" in reason
+
+
+def test_objects_are_rewritten_through_the_version_they_are_stored_in() -> None:
+    objects = replace(MLBATCH, crds=[crd("workloads.kueue.x-k8s.io", ["v1beta1", "v1beta2"], "Webhook", ("v1beta1",))])
+    (move,) = plan_migration(objects, SERVED).storage
+    assert (move.via, move.to) == ("v1beta2", "v1beta1")
 
 
 @pytest.mark.parametrize("objects, blocker", [
