@@ -8,6 +8,8 @@ One module fixture makes the whole migration; the tests read what it left.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ import pytest
 import yaml
 
 from controller.adapters.cluster_reader import connect
+from controller.migrate import cli as migrate_cli
 from controller.migrate.cli import SERVED, Migration, read
 from controller.migrate.plan import Plan, Ref, plan_migration
 from demo.kubectl import Kubectl
@@ -71,6 +74,8 @@ QUEUES = [  # room for two pods of one CPU: the AppWrapper and the first Job; th
 @dataclass
 class Migrated:
     kubectl: Kubectl
+    printed: str  # what `batchgate migrate plan` printed
+    plan_status: int
     before: Plan  # as `migrate plan` read it before apply
     after: Plan  # read again once batchgate runs
     uids: dict[str, set[str]]  # kind -> uids, before
@@ -137,6 +142,9 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         _live_work(kubectl)
 
         kube = connect(str(made.kubeconfig), "admin")
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            plan_status = migrate_cli.main(["plan", "--kubeconfig", str(made.kubeconfig), "--context", "admin"])
         before = plan_migration(read(kube), SERVED)
         refused = kubectl.run("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f",
                               str(BATCHGATE_CRD), check=False)
@@ -152,7 +160,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         at_apply = _webhook_names(kubectl)
         install_product(kubectl, force_conflicts=True)  # docs/install.md, "Moving from MLBatch"
         eventually(lambda: _admitted_count(kubectl) == 2, "the admitted Workloads still admitted under batchgate")
-        yield Migrated(kubectl, before, plan_migration(read(kube), SERVED), uids, pods, refused.stderr, at_apply,
+        yield Migrated(kubectl, printed.getvalue(), plan_status, before, plan_migration(read(kube), SERVED), uids, pods, refused.stderr, at_apply,
                        old_webhooks)
 
 
@@ -165,6 +173,13 @@ def test_the_plan_takes_over_every_queue_and_workload_and_names_the_storage_move
     assert "workloads.kueue.x-k8s.io" in {m.crd for m in plan.storage}
     assert sorted(str(r) for r in plan.managers) == ["Deployment appwrapper-system/appwrapper-controller-manager",
                                                      "Deployment kueue-system/kueue-controller-manager"]
+
+
+def test_migrate_plan_prints_what_it_takes_over_and_the_steps_apply_will_take(migrated: Migrated) -> None:
+    assert migrated.plan_status == 0, migrated.printed
+    assert "  ClusterQueue migrate-cq: served as it is" in migrated.printed
+    assert "  1. store every clusterqueues.kueue.x-k8s.io object in v1beta1 (stored now: v1beta2)" in migrated.printed
+    assert "blocks: none" in migrated.printed
 
 
 def test_kube_apiserver_refuses_batchgates_crd_while_a_version_it_drops_is_stored(migrated: Migrated) -> None:
