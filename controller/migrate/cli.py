@@ -12,7 +12,8 @@ from typing import Any
 from batchgate.command_line import ArgumentParser, BadInput
 from controller.adapters.cluster_reader import ClusterReadError, connect, list_objects
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
-from controller.migrate.plan import ClusterObjects, Finding, Handover, TAKEN_GROUPS, Plan, Ref, StorageMove, old_controllers, plan_migration
+from controller.migrate.plan import ClusterObjects, Finding, Handover, TAKEN_GROUPS, Plan, Ref, StorageMove, controller_namespaces, plan_migration
+from controller.migrate.rollback import plan_rollback
 from controller.migrate.steps import Blocked, HandOverCrd, MoveStorage, RemoveWebhook, Step, StopManager, describe, steps
 
 CRDS = Resource("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
@@ -24,6 +25,10 @@ PODS = Resource("Pod", "", "v1", "pods")
 # every CRD batchgate serves, and the one version it serves
 SERVED = {f"{r.plural}.{r.group}": r.version for r in RESOURCES.values() if r.group in TAKEN_GROUPS}
 STOP_SECONDS = 120.0
+NEXT = {"apply": "the old controllers are stopped: now install batchgate "
+                 "(kubectl apply --server-side --force-conflicts -k manifests/default)",
+        "rollback": "batchgate is stopped: now install Kueue and the AppWrapper controller again from their "
+                    "release manifests (kubectl apply --server-side --force-conflicts -f ...)"}
 PAGE = 500  # objects per list while rewriting: bounded memory on a large cluster
 
 
@@ -42,8 +47,7 @@ def read(kube: KubeClient) -> ClusterObjects:
             return []
 
     webhooks = [o for res in WEBHOOKS for o in listed(res)]
-    partial = ClusterObjects(webhooks=webhooks)
-    _, namespaces = old_controllers(partial)
+    namespaces = controller_namespaces(ClusterObjects(webhooks=webhooks))
     return ClusterObjects(
         crds=[c for c in listed(CRDS) if c["spec"]["group"] in TAKEN_GROUPS], webhooks=webhooks,
         deployments=[d for ns in sorted(namespaces) for d in listed(DEPLOYMENTS, ns)],
@@ -181,7 +185,9 @@ def parser() -> ArgumentParser:
     verbs = top.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb, text in (("plan", "what batchgate will take over, what it cannot, what blocks it"),
                        ("apply", "stop the old controllers and hand their objects over, in an order that never "
-                                 "leaves two admission controllers on the same objects")):
+                                 "leaves two admission controllers on the same objects"),
+                       ("rollback", "remove batchgate's webhooks and stop its managers, so that the old "
+                                    "controllers can be installed again")):
         sub = verbs.add_parser(verb, help=text)
         sub.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
         sub.add_argument("--context", help="kubeconfig context (default: the current one)")
@@ -192,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args: argparse.Namespace = parser().parse_args(sys.argv[1:] if argv is None else argv)
         kube = connect(args.kubeconfig, args.context)
-        plan = plan_migration(read(kube), SERVED)
+        objects = read(kube)
+        plan = plan_rollback(objects) if args.verb == "rollback" else plan_migration(objects, SERVED)
         if args.verb == "plan":
             sys.stdout.write(render(plan))
             return 0 if plan.ready else 1
@@ -203,6 +210,5 @@ def main(argv: list[str] | None = None) -> int:
     except ApiError as exc:
         print(f"batchgate migrate: {exc.status} {exc.reason}: {exc.message.splitlines()[0]}", file=sys.stderr)
         return 1
-    print("the old controllers are stopped: now install batchgate "
-          "(kubectl apply --server-side --force-conflicts -k manifests/default)")
+    print(NEXT[args.verb])
     return 0

@@ -92,8 +92,8 @@ class Plan:
     blockers: tuple[Finding, ...] = ()
     storage: tuple[StorageMove, ...] = ()
     handover: tuple[Handover, ...] = ()
-    old_webhooks: tuple[Ref, ...] = ()
-    managers: tuple[Ref, ...] = ()
+    webhooks_to_remove: tuple[Ref, ...] = ()
+    managers_to_stop: tuple[Ref, ...] = ()
     admitted: tuple[Ref, ...] = ()
     pending: tuple[Ref, ...] = field(default=())  # in queue order: priority, then creation time
 
@@ -130,11 +130,25 @@ def _service_namespaces(config: Mapping[str, Any]) -> set[str]:
             for hook in config.get("webhooks") or () if ((hook.get("clientConfig") or {}).get("service"))}
 
 
+def controller_namespaces(objects: ClusterObjects) -> frozenset[str]:
+    """Where the managers of every webhook on the taken groups run, batchgate's and the old ones'."""
+    return frozenset(ns for c in objects.webhooks if _acts_on_taken_groups(c) for ns in _service_namespaces(c))
+
+
 def old_controllers(objects: ClusterObjects) -> tuple[tuple[Ref, ...], frozenset[str]]:
     """The old controllers' webhook configurations and the namespaces their Services run in."""
     configs = [c for c in objects.webhooks if not _is_batchgate(c) and _acts_on_taken_groups(c)]
     namespaces = frozenset(ns for c in configs for ns in _service_namespaces(c))
     return tuple(_ref(str(c.get("kind")), c) for c in configs), namespaces
+
+
+def batchgate_webhooks(objects: ClusterObjects) -> tuple[Ref, ...]:
+    return tuple(_ref(str(c.get("kind")), c) for c in objects.webhooks if _is_batchgate(c))
+
+
+def batchgate_managers(objects: ClusterObjects) -> tuple[Ref, ...]:
+    """batchgate's own Deployments (the gateway, the controller): its labelled ones."""
+    return tuple(_ref("Deployment", d) for d in objects.deployments if _is_batchgate(d))
 
 
 def storage_moves(crds: Sequence[Mapping[str, Any]], served: Mapping[str, str]) -> tuple[StorageMove, ...]:
@@ -223,7 +237,7 @@ def plan_migration(objects: ClusterObjects, served: Mapping[str, str]) -> Plan:
     if not webhooks and not managers:
         blockers.append(Finding(Ref("cluster", "-"), "no Kueue or AppWrapper controller found (no webhook "
                                                       "configuration acts on their objects): nothing to migrate"))
-    ours = [_ref(str(c.get("kind")), c) for c in objects.webhooks if _is_batchgate(c)]
+    ours = batchgate_webhooks(objects)
     if webhooks and ours:
         blockers += [Finding(r, "batchgate is installed beside the old controllers: uninstall it "
                                 "(docs/install.md#uninstall) and run migrate again") for r in ours]
@@ -245,6 +259,6 @@ def plan_migration(objects: ClusterObjects, served: Mapping[str, str]) -> Plan:
                             for m in moves)]
     return Plan(
         take_over=tuple(take), cannot=tuple(cannot), blockers=tuple([*blockers, *cq_block, *wl_block]),
-        storage=moves, handover=handovers(objects.crds, served), old_webhooks=webhooks, managers=managers,
+        storage=moves, handover=handovers(objects.crds, served), webhooks_to_remove=webhooks, managers_to_stop=managers,
         admitted=tuple(Ref("Workload", w.name, w.namespace) for w in workloads if w.is_true("Admitted")),
         pending=pending_order(workloads))

@@ -48,8 +48,8 @@ def steps(plan: Plan) -> list[Step]:
     if not plan.ready:
         raise Blocked(plan.blocked_line())
     return [*(MoveStorage(m) for m in plan.storage),
-            *(RemoveWebhook(r) for r in plan.old_webhooks),
-            *(StopManager(r) for r in plan.managers),
+            *(RemoveWebhook(r) for r in plan.webhooks_to_remove),
+            *(StopManager(r) for r in plan.managers_to_stop),
             *(HandOverCrd(h) for h in plan.handover)]
 
 

@@ -82,7 +82,7 @@ class Migrated:
     pods: dict[str, str]  # running pod name -> uid, before
     refused_before: str  # what kube-apiserver said to batchgate's CRD before the storage move
     webhooks_at_apply: list[str]  # webhook configurations when apply returned
-    old_webhooks: list[tuple[str, str]]
+    webhooks_to_remove: list[tuple[str, str]]
 
 
 def _uids(kubectl: Kubectl) -> dict[str, set[str]]:
@@ -130,11 +130,11 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
                                   nodes=nodes_from_flags(2, "16", "64Gi", 0), run_images=[local_image()])
     assert isinstance(made, RealCluster)
     with made, peers.Peers(made, PEERS) as old:
-        old_webhooks: list[tuple[str, str]] = []
+        webhooks_to_remove: list[tuple[str, str]] = []
         for layout, start in ((peers.APPWRAPPER, old.start_appwrapper), (peers.KUEUE, old.start_kueue)):
             start()
             objects = old.render(layout)
-            old_webhooks += peers.webhook_configurations(objects)
+            webhooks_to_remove += peers.webhook_configurations(objects)
             # the manager's Deployment, as upstream installs it: its pod is simulated, the manager
             # itself is the local process, stopped when apply has scaled the Deployment to 0
             kubectl.run("apply", "-f", "-", stdin=json.dumps(peers.upstream_deployment(objects, layout)))
@@ -161,7 +161,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         install_product(kubectl, force_conflicts=True)  # docs/install.md, "Moving from MLBatch"
         eventually(lambda: _admitted_count(kubectl) == 2, "the admitted Workloads still admitted under batchgate")
         yield Migrated(kubectl, printed.getvalue(), plan_status, before, plan_migration(read(kube), SERVED), uids, pods, refused.stderr, at_apply,
-                       old_webhooks)
+                       webhooks_to_remove)
 
 
 def test_the_plan_takes_over_every_queue_and_workload_and_names_the_storage_move(migrated: Migrated) -> None:
@@ -171,7 +171,7 @@ def test_the_plan_takes_over_every_queue_and_workload_and_names_the_storage_move
                                                      "ResourceFlavor migrate-flavor", "AppWrapper team-a/wrapped"}
     assert len(plan.admitted) == 2 and len(plan.pending) == 2
     assert "workloads.kueue.x-k8s.io" in {m.crd for m in plan.storage}
-    assert sorted(str(r) for r in plan.managers) == ["Deployment appwrapper-system/appwrapper-controller-manager",
+    assert sorted(str(r) for r in plan.managers_to_stop) == ["Deployment appwrapper-system/appwrapper-controller-manager",
                                                      "Deployment kueue-system/kueue-controller-manager"]
 
 
@@ -189,7 +189,7 @@ def test_kube_apiserver_refuses_batchgates_crd_while_a_version_it_drops_is_store
 
 
 def test_the_old_webhooks_are_gone_before_batchgates_are_installed(migrated: Migrated) -> None:
-    old = {name for _, name in migrated.old_webhooks}
+    old = {name for _, name in migrated.webhooks_to_remove}
     assert old and not old & set(migrated.webhooks_at_apply)
     assert not old & set(_webhook_names(migrated.kubectl))
     assert not [n for n in migrated.webhooks_at_apply if n.startswith("batchgate")]

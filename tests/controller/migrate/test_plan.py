@@ -86,10 +86,10 @@ def refs(plan: Plan, field: str) -> list[str]:
 
 
 @pytest.mark.parametrize("field, expected", [
-    pytest.param("old_webhooks", ["ValidatingWebhookConfiguration kueue-validating-webhook-configuration",
+    pytest.param("webhooks_to_remove", ["ValidatingWebhookConfiguration kueue-validating-webhook-configuration",
                                   "MutatingWebhookConfiguration appwrapper-mutating-webhook-configuration"],
                  id="the old webhooks are those acting on Kueue or AppWrapper objects, not cert-manager's"),
-    pytest.param("managers", ["Deployment kueue-system/kueue-controller-manager",
+    pytest.param("managers_to_stop", ["Deployment kueue-system/kueue-controller-manager",
                               "Deployment appwrapper-system/appwrapper-controller-manager"],
                  id="the old managers are the Deployments in their webhooks' namespaces"),
     pytest.param("admitted", ["Workload team-a/running"], id="an admitted Workload is taken over as admitted"),
