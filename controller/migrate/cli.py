@@ -12,7 +12,7 @@ from typing import Any
 from batchgate.command_line import ArgumentParser, BadInput
 from controller.adapters.cluster_reader import ClusterReadError, connect, list_objects
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
-from controller.migrate.plan import ClusterObjects, Finding, Handover, TAKEN_GROUPS, Plan, Ref, StorageMove, controller_namespaces, plan_migration
+from controller.migrate.plan import ClusterObjects, Finding, Handover, TAKEN_GROUPS, Plan, Ref, StorageMove, controller_namespaces, storage_version_hash, plan_migration
 from controller.migrate.rollback import plan_rollback
 from controller.migrate.steps import Blocked, HandOverCrd, MoveStorage, RemoveWebhook, Step, StopManager, describe, steps
 
@@ -125,6 +125,7 @@ class Migration:
         names = crd["spec"]["names"]
         res = Resource(names["kind"], crd["spec"]["group"], move.via, names["plural"],
                        namespaced=crd["spec"].get("scope") == "Namespaced")
+        self._await_storage(res, storage_version_hash(res.group, move.to, res.kind))
         for obj in self._every(res):
             self._rewrite(res, obj)
         crd = self.kube.get(CRDS, move.crd)
@@ -141,6 +142,19 @@ class Migration:
         crd["spec"]["versions"] = [{**kept[0], "served": True, "storage": True}]
         crd["spec"]["conversion"] = {"strategy": "None"}
         self.kube.replace(CRDS, crd)
+
+    def _await_storage(self, res: Resource, expected: str) -> None:
+        """kube-apiserver switches a CRD's storage version a moment after the update returns; a
+        write before that is stored in the old one. Its discovery shows when it has switched."""
+        deadline = time.monotonic() + STOP_SECONDS
+        while True:
+            listed = self.kube.request("GET", f"/apis/{res.group}/{res.version}").get("resources") or []
+            if any(r.get("name") == res.plural and r.get("storageVersionHash") == expected for r in listed):
+                return
+            if time.monotonic() > deadline:
+                raise MigrateError(f"kube-apiserver did not switch {res.plural}.{res.group} to its new storage version "
+                                   f"within {STOP_SECONDS:.0f} s: run apply again")
+            time.sleep(0.2)
 
     def _every(self, res: Resource) -> Iterator[dict[str, Any]]:
         token: str | None = None

@@ -15,14 +15,16 @@ storage version, so it is stored again in batchgate's), then `status.storedVersi
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from batchgate import keys
 from batchgate.api.errors import FieldError
-from batchgate.api.kueue import Workload
+from batchgate.api.kueue import ClusterQueue, Workload, validate_cluster_queue
 from controller.state.pending_queues import sort_key
 
 PART_OF_BATCHGATE = ("app.kubernetes.io/part-of", "batchgate")
@@ -151,6 +153,12 @@ def batchgate_managers(objects: ClusterObjects) -> tuple[Ref, ...]:
     return tuple(_ref("Deployment", d) for d in objects.deployments if _is_batchgate(d))
 
 
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """The `storageVersionHash` discovery shows for a resource stored as group/version/kind
+    (kube-apiserver's: the first 8 bytes of the SHA-256 of "group/version/kind", base64)."""
+    return base64.b64encode(hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()[:8]).decode()
+
+
 def storage_moves(crds: Sequence[Mapping[str, Any]], served: Mapping[str, str]) -> tuple[StorageMove, ...]:
     """The CRDs batchgate serves whose storedVersions name a version it does not serve."""
     moves = []
@@ -201,7 +209,13 @@ def _cluster_queue_findings(raw: Sequence[Mapping[str, Any]]) -> tuple[list[Find
     for obj in raw:
         ref = _ref("ClusterQueue", obj)
         spec = obj.get("spec") or {}
-        if spec.get("admissionChecks") or spec.get("admissionChecksStrategy"):
+        try:
+            problems = validate_cluster_queue(ClusterQueue.from_dict(obj))
+        except FieldError as err:
+            problems = [err]
+        if problems:
+            blockers.append(Finding(ref, f"batchgate cannot read it ({problems[0]}): fix it first"))
+        elif spec.get("admissionChecks") or spec.get("admissionChecksStrategy"):
             blockers.append(Finding(ref, "uses admission checks, which batchgate does not implement: remove "
                                          "spec.admissionChecks and spec.admissionChecksStrategy, or stay on Kueue"))
         else:

@@ -23,6 +23,7 @@ from controller.adapters.cluster_reader import connect
 from controller.migrate import cli as migrate_cli
 from controller.migrate.cli import SERVED, Migration, read
 from controller.migrate.plan import Plan, Ref, plan_migration
+from controller.migrate.rollback import plan_rollback
 from demo.kubectl import Kubectl
 from demo.stack import DEMO_MANIFESTS, install_product, local_image
 from localcluster.sim.nodes import nodes_from_flags
@@ -71,18 +72,27 @@ QUEUES = [  # room for two pods of one CPU: the AppWrapper and the first Job; th
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
+class Snapshot:
+    """What the tests compare, read at one stage."""
+
+    plan: Plan  # as `migrate plan` reads it
+    uids: dict[str, set[str]]  # kind -> uids
+    pods: dict[str, str]  # running pod name -> uid
+    webhooks: list[str]  # every webhook configuration
+    crd: dict[str, Any]  # workloads.kueue.x-k8s.io
+
+
+@dataclass(frozen=True)
 class Migrated:
-    kubectl: Kubectl
     printed: str  # what `batchgate migrate plan` printed
     plan_status: int
-    before: Plan  # as `migrate plan` read it before apply
-    after: Plan  # read again once batchgate runs
-    uids: dict[str, set[str]]  # kind -> uids, before
-    pods: dict[str, str]  # running pod name -> uid, before
     refused_before: str  # what kube-apiserver said to batchgate's CRD before the storage move
-    webhooks_at_apply: list[str]  # webhook configurations when apply returned
-    webhooks_to_remove: list[tuple[str, str]]
+    old_webhooks: list[tuple[str, str]]
+    before: Snapshot  # Kueue and the AppWrapper controller running
+    at_apply: list[str]  # webhook configurations when apply returned
+    after: Snapshot  # batchgate installed and running
+    rolled_back: Snapshot  # after `migrate rollback` and the old controllers installed again
 
 
 def _uids(kubectl: Kubectl) -> dict[str, set[str]]:
@@ -130,11 +140,11 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
                                   nodes=nodes_from_flags(2, "16", "64Gi", 0), run_images=[local_image()])
     assert isinstance(made, RealCluster)
     with made, peers.Peers(made, PEERS) as old:
-        webhooks_to_remove: list[tuple[str, str]] = []
+        old_webhooks: list[tuple[str, str]] = []
         for layout, start in ((peers.APPWRAPPER, old.start_appwrapper), (peers.KUEUE, old.start_kueue)):
             start()
             objects = old.render(layout)
-            webhooks_to_remove += peers.webhook_configurations(objects)
+            old_webhooks += peers.webhook_configurations(objects)
             # the manager's Deployment, as upstream installs it: its pod is simulated, the manager
             # itself is the local process, stopped when apply has scaled the Deployment to 0
             kubectl.run("apply", "-f", "-", stdin=json.dumps(peers.upstream_deployment(objects, layout)))
@@ -142,13 +152,17 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         _live_work(kubectl)
 
         kube = connect(str(made.kubeconfig), "admin")
+
+        def snapshot() -> Snapshot:
+            return Snapshot(plan_migration(read(kube), SERVED), _uids(kubectl), _running_pods(kubectl),
+                            _webhook_names(kubectl), kubectl.get_json("crd", "workloads.kueue.x-k8s.io"))
+
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             plan_status = migrate_cli.main(["plan", "--kubeconfig", str(made.kubeconfig), "--context", "admin"])
-        before = plan_migration(read(kube), SERVED)
         refused = kubectl.run("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f",
                               str(BATCHGATE_CRD), check=False)
-        uids, pods = _uids(kubectl), _running_pods(kubectl)
+        before = snapshot()
 
         def stop(ref: Ref) -> None:
             migration.scale_down(ref)
@@ -156,23 +170,34 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
             old.running.pop(program).program.stop()
 
         migration = Migration(kube, stop=stop, say=lambda line: None)
-        migration.run(before)
+        migration.run(before.plan)
         at_apply = _webhook_names(kubectl)
         install_product(kubectl, force_conflicts=True)  # docs/install.md, "Moving from MLBatch"
         eventually(lambda: _admitted_count(kubectl) == 2, "the admitted Workloads still admitted under batchgate")
-        yield Migrated(kubectl, printed.getvalue(), plan_status, before, plan_migration(read(kube), SERVED), uids, pods, refused.stderr, at_apply,
-                       webhooks_to_remove)
+        after = snapshot()
+
+        Migration(kube, say=lambda line: None).run(plan_rollback(read(kube)))  # batchgate's pods are real: scaled
+        old.start_appwrapper()  # and installed again from upstream's manifests, as docs/install.md says
+        old.start_kueue()
+        eventually(lambda: _queue_counts(kubectl) == (2, 2), "Kueue counts 2 admitted and 2 pending Workloads again")
+        yield Migrated(printed.getvalue(), plan_status, refused.stderr, old_webhooks, before, at_apply, after,
+                       snapshot())
+
+
+def _queue_counts(kubectl: Kubectl) -> tuple[int, int]:
+    status = kubectl.get_json("clusterqueues.v1beta1.kueue.x-k8s.io", "migrate-cq").get("status") or {}
+    return status.get("admittedWorkloads", 0), status.get("pendingWorkloads", 0)
 
 
 def test_the_plan_takes_over_every_queue_and_workload_and_names_the_storage_move(migrated: Migrated) -> None:
-    plan = migrated.before
+    plan = migrated.before.plan
     assert plan.ready, plan.blocked_line()
     assert {str(f.ref) for f in plan.take_over} >= {"ClusterQueue migrate-cq", "LocalQueue team-a/team",
                                                      "ResourceFlavor migrate-flavor", "AppWrapper team-a/wrapped"}
     assert len(plan.admitted) == 2 and len(plan.pending) == 2
     assert "workloads.kueue.x-k8s.io" in {m.crd for m in plan.storage}
-    assert sorted(str(r) for r in plan.managers_to_stop) == ["Deployment appwrapper-system/appwrapper-controller-manager",
-                                                     "Deployment kueue-system/kueue-controller-manager"]
+    assert sorted(map(str, plan.managers_to_stop)) == ["Deployment appwrapper-system/appwrapper-controller-manager",
+                                                       "Deployment kueue-system/kueue-controller-manager"]
 
 
 def test_migrate_plan_prints_what_it_takes_over_and_the_steps_apply_will_take(migrated: Migrated) -> None:
@@ -189,26 +214,27 @@ def test_kube_apiserver_refuses_batchgates_crd_while_a_version_it_drops_is_store
 
 
 def test_the_old_webhooks_are_gone_before_batchgates_are_installed(migrated: Migrated) -> None:
-    old = {name for _, name in migrated.webhooks_to_remove}
-    assert old and not old & set(migrated.webhooks_at_apply)
-    assert not old & set(_webhook_names(migrated.kubectl))
-    assert not [n for n in migrated.webhooks_at_apply if n.startswith("batchgate")]
+    old = {name for _, name in migrated.old_webhooks}
+    assert old and not old & set(migrated.at_apply) and not old & set(migrated.after.webhooks)
+    assert not [name for name in migrated.at_apply if name.startswith("batchgate")]
 
 
-def test_nothing_is_lost(migrated: Migrated) -> None:
-    assert _uids(migrated.kubectl) == migrated.uids
-
-
-def test_the_admitted_work_keeps_running_in_the_same_pods(migrated: Migrated) -> None:
-    assert migrated.after.admitted == migrated.before.admitted
-    assert _running_pods(migrated.kubectl) == migrated.pods
-
-
-def test_the_pending_work_keeps_its_order(migrated: Migrated) -> None:
-    assert migrated.after.pending == migrated.before.pending
+@pytest.mark.parametrize("stage", ["after", "rolled_back"],
+                         ids=["under batchgate", "after the rollback to Kueue and the AppWrapper controller"])
+def test_nothing_is_lost_admitted_work_keeps_its_pods_and_pending_work_its_order(migrated: Migrated,
+                                                                                 stage: str) -> None:
+    now: Snapshot = getattr(migrated, stage)
+    assert now.uids == migrated.before.uids
+    assert now.plan.admitted == migrated.before.plan.admitted
+    assert now.pods == migrated.before.pods
+    assert now.plan.pending == migrated.before.plan.pending
 
 
 def test_every_kueue_crd_is_left_with_the_one_version_batchgate_serves(migrated: Migrated) -> None:
-    crd = migrated.kubectl.get_json("crd", "workloads.kueue.x-k8s.io")
-    assert crd["status"]["storedVersions"] == ["v1beta1"]
-    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1beta1"]
+    assert migrated.after.crd["status"]["storedVersions"] == ["v1beta1"]
+    assert [v["name"] for v in migrated.after.crd["spec"]["versions"]] == ["v1beta1"]
+
+
+def test_the_rollback_removes_batchgates_webhooks_and_brings_back_the_old_ones(migrated: Migrated) -> None:
+    assert not [name for name in migrated.rolled_back.webhooks if name.startswith("batchgate")]
+    assert {name for _, name in migrated.old_webhooks} <= set(migrated.rolled_back.webhooks)

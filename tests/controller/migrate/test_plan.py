@@ -14,7 +14,10 @@ from typing import Any
 
 import pytest
 
-from controller.migrate.plan import ClusterObjects, Handover, Plan, Ref, StorageMove, plan_migration
+from batchgate.api.kueue import ClusterQueue, FlavorFungibility
+from controller.migrate.plan import (
+    ClusterObjects, Handover, Plan, Ref, StorageMove, plan_migration, storage_version_hash,
+)
 from controller.migrate.steps import Blocked, HandOverCrd, MoveStorage, RemoveWebhook, StopManager, describe, steps
 
 SERVED = {"workloads.kueue.x-k8s.io": "v1beta1", "clusterqueues.kueue.x-k8s.io": "v1beta1",
@@ -129,6 +132,9 @@ def test_objects_are_rewritten_through_the_version_they_are_stored_in() -> None:
     pytest.param(replace(MLBATCH, cluster_queues=[cluster_queue("gpu", admissionChecks=["prov"])]),
                  "ClusterQueue gpu: uses admission checks, which batchgate does not implement",
                  id="a ClusterQueue with admission checks blocks, naming what to remove"),
+    pytest.param(replace(MLBATCH, cluster_queues=[cluster_queue("bad", stopPolicy="Sometimes")]),
+                 "ClusterQueue bad: batchgate cannot read it (spec.stopPolicy: must be one of",
+                 id="a ClusterQueue batchgate cannot read blocks, naming the field"),
     pytest.param(replace(MLBATCH, workloads=[workload("checking", reserved=True)]),
                  "Workload team-a/checking: holds quota while its admission checks run",
                  id="a Workload holding quota but not yet admitted blocks until it is admitted"),
@@ -159,6 +165,19 @@ def test_each_step_is_described_in_one_line() -> None:
     assert lines[0] == "store every workloads.kueue.x-k8s.io object in v1beta1 (stored now: v1beta2)"
     assert lines[3] == "stop Deployment kueue-system/kueue-controller-manager (scale to 0, wait for its pods to go)"
     assert all("\n" not in line for line in lines)
+
+
+def test_a_cluster_queue_in_kueue_v1beta2s_spelling_is_taken_over() -> None:
+    spelled = cluster_queue("team-a-cq", flavorFungibility={"whenCanBorrow": "MayStopSearch",
+                                                             "whenCanPreempt": "MayStopSearch"})
+    assert plan_migration(replace(MLBATCH, cluster_queues=[spelled]), SERVED).ready
+    assert ClusterQueue.from_dict(spelled).flavor_fungibility == FlavorFungibility("Borrow", "Preempt")
+
+
+def test_the_storage_version_hash_is_kube_apiservers() -> None:
+    # what `kubectl get --raw /apis/apps/v1` shows for deployments, and /api/v1 for pods
+    assert storage_version_hash("apps", "v1", "Deployment") == "8aSe+NMegvE="
+    assert storage_version_hash("", "v1", "Pod") == "xPOwRZ+Yhw8="
 
 
 def test_a_crd_already_stored_in_the_served_version_needs_no_move() -> None:
