@@ -263,8 +263,8 @@ def plan_migration(objects: ClusterObjects, served: Mapping[str, str]) -> Plan:
             *(Finding(_ref("ResourceFlavor", o), "served as it is") for o in objects.resource_flavors),
             *wl_take, *aw_take]
     moves = storage_moves(objects.crds, served)
-    unserved = [Finding(_ref("CustomResourceDefinition", c), "batchgate does not serve it: left as it is, with the "
-                        "old conversion webhook gone; delete it once no object of it is needed")
+    unserved = [Finding(_ref("CustomResourceDefinition", c), "batchgate does not serve it: left as it is, though its "
+                        "conversion webhook stops answering with Kueue; delete it once no object of it is needed")
                 for c in objects.crds if _meta(c).get("name") not in served]
     cannot = [*aw_cannot, *unserved, *(Finding(Ref("CustomResourceDefinition", m.crd),
                                     f"stores objects in {', '.join(m.stored)}, batchgate serves only {m.to}: "
