@@ -12,9 +12,14 @@ from typing import Any
 from batchgate.command_line import ArgumentParser, BadInput
 from controller.adapters.cluster_reader import ClusterReadError, connect, list_objects
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource
-from controller.migrate.plan import ClusterObjects, Finding, Handover, TAKEN_GROUPS, Plan, Ref, StorageMove, controller_namespaces, storage_version_hash, plan_migration
+from controller.migrate.plan import (
+    TAKEN_GROUPS, ClusterObjects, Finding, Handover, Plan, Ref, StorageMove, controller_namespaces, plan_migration,
+    storage_version_hash,
+)
 from controller.migrate.rollback import plan_rollback
-from controller.migrate.steps import Blocked, HandOverCrd, MoveStorage, RemoveWebhook, Step, StopManager, describe, steps
+from controller.migrate.steps import (
+    Blocked, HandOverCrd, MoveStorage, RemoveWebhook, Step, StopManager, describe, steps,
+)
 
 CRDS = Resource("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", namespaced=False)
 WEBHOOKS = tuple(Resource(kind, "admissionregistration.k8s.io", "v1", plural, namespaced=False)
@@ -118,7 +123,8 @@ class Migration:
         versions = crd["spec"]["versions"]
         if not all(any(v["name"] == name and v.get("served") for v in versions) for name in (move.to, move.via)):
             raise MigrateError(f"CustomResourceDefinition {move.crd} does not serve both {move.via} and {move.to}: "
-                               f"its objects cannot be rewritten; install a release of the old controller that serves it first")
+                               f"its objects cannot be rewritten; install a release of the old controller that "
+                               "serves both first")
         for version in versions:
             version["storage"] = version["name"] == move.to
         self.kube.replace(CRDS, crd)

@@ -179,7 +179,8 @@ def handovers(crds: Sequence[Mapping[str, Any]], served: Mapping[str, str]) -> t
     for crd in crds:
         name, spec = str(_meta(crd).get("name", "")), crd.get("spec") or {}
         versions = {str(v.get("name")) for v in spec.get("versions") or ()}
-        if name in served and (versions - {served[name]} or (spec.get("conversion") or {}).get("strategy") == "Webhook"):
+        webhook = (spec.get("conversion") or {}).get("strategy") == "Webhook"
+        if name in served and (versions - {served[name]} or webhook):
             out.append(Handover(name, served[name]))
     return tuple(out)
 

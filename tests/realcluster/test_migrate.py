@@ -37,7 +37,8 @@ from tests.realcluster_fixtures import PEERS, PEERS_NOT_BUILT
 pytestmark = [pytest.mark.binds_every_address, pytest.mark.realcluster, pytest.mark.timeout(900)]
 
 NAMESPACE = "team-a"  # demo/manifests/teams.yaml: labelled as MLBatch labels team namespaces
-KINDS = (*(f"{plural}.v1beta1.kueue.x-k8s.io" for plural in ("clusterqueues", "localqueues", "resourceflavors", "workloads")),
+KINDS = (*(f"{plural}.v1beta1.kueue.x-k8s.io"
+           for plural in ("clusterqueues", "localqueues", "resourceflavors", "workloads")),
          "appwrappers.v1beta2.workload.codeflare.dev")  # by version: kubectl's discovery cache may name Kueue's v1beta2
 BATCHGATE_CRD = Path(__file__).resolve().parents[2] / "manifests/crds/batchgate/kueue.x-k8s.io_workloads.yaml"
 
@@ -110,7 +111,8 @@ def _webhook_names(kubectl: Kubectl) -> list[str]:
 
 
 def _admitted_count(kubectl: Kubectl) -> int:
-    return sum(any(c["type"] == "Admitted" and c["status"] == "True" for c in (w.get("status") or {}).get("conditions") or [])
+    return sum(any(c["type"] == "Admitted" and c["status"] == "True"
+                   for c in (w.get("status") or {}).get("conditions") or [])
                for w in kubectl.get_json("workloads.v1beta1.kueue.x-k8s.io", "-n", NAMESPACE)["items"])
 
 
@@ -131,10 +133,13 @@ def _live_work(kubectl: Kubectl) -> None:
 
 @pytest.fixture(scope="module")
 def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
+    """A real cluster of its own with the old controllers and live work, migrated, then rolled
+    back: every stage read into a Snapshot, so the tests hold in any order."""
     if PEERS is None:
         pytest.skip(PEERS_NOT_BUILT)
     if port_taken(peers.APPWRAPPER_WEBHOOK_PORT, host="0.0.0.0"):
-        pytest.skip(f"port {peers.APPWRAPPER_WEBHOOK_PORT} is taken ({', '.join(listeners(peers.APPWRAPPER_WEBHOOK_PORT))})")
+        held = ", ".join(listeners(peers.APPWRAPPER_WEBHOOK_PORT))
+        pytest.skip(f"port {peers.APPWRAPPER_WEBHOOK_PORT} is taken ({held}), where the AppWrapper controller must serve")
     workdir = tmp_path_factory.mktemp("migrate")
     made, kubectl = clusters.make(workdir, users_file=DEMO_MANIFESTS / "users.yaml", kube="real",
                                   nodes=nodes_from_flags(2, "16", "64Gi", 0), run_images=[local_image()])

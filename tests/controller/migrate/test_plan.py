@@ -68,7 +68,8 @@ KUEUE = webhook("kueue-validating-webhook-configuration", "kueue-system", ["kueu
 APPWRAPPER = webhook("appwrapper-mutating-webhook-configuration", "appwrapper-system", ["workload.codeflare.dev"],
                      kind="MutatingWebhookConfiguration")
 MLBATCH = ClusterObjects(
-    crds=[crd("workloads.kueue.x-k8s.io", ["v1beta2"], "Webhook", ("v1beta1",)), crd("appwrappers.workload.codeflare.dev", ["v1beta2"]),
+    crds=[crd("workloads.kueue.x-k8s.io", ["v1beta2"], "Webhook", ("v1beta1",)),
+          crd("appwrappers.workload.codeflare.dev", ["v1beta2"]),
           crd("cohorts.kueue.x-k8s.io", ["v1beta2"], "Webhook", ("v1beta1",))],
     webhooks=[KUEUE, APPWRAPPER, webhook("cert-manager-webhook", "cert-manager", ["cert-manager.io"])],
     deployments=[deployment("kueue-controller-manager", "kueue-system"),
