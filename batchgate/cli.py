@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("controller.simulate_cli:main", "run quota admission over a trace"),
     "certs": ("certs.cli:main", "make or rotate CA and serving certificates"),
     "check": ("controller.check_cli:main", "check capacity against quotas and explain pending work"),
+    "migrate": ("controller.migrate.cli:main", "take a cluster over from Kueue and the AppWrapper controller"),
     "dashboard": ("dashboard.cli:main", "serve a live read-only web view of queues, AppWrappers and nodes"),
     # kubectl's plugin verbs (`kubectl batchgate VERB`, docs/kubectl-plugin.md)
     "list": ("controller.plugin.cli:list_", "list workloads, localqueues, clusterqueues or resourceflavors (kueuectl's columns)"),

@@ -150,12 +150,13 @@ def product_status(kubectl: Kubectl) -> tuple[bool, str]:
     return not waiting, "; ".join(waiting)
 
 
-def install_product(kubectl: Kubectl, timeout: float = INSTALL_TIMEOUT_SECONDS) -> float:
+def install_product(kubectl: Kubectl, timeout: float = INSTALL_TIMEOUT_SECONDS, force_conflicts: bool = False) -> float:
     """`kubectl apply --server-side -k manifests/local` as docs/install.md installs, then the demo's
     policy (an admin's edit of the ConfigMap); waits until every product pod is Ready and the
-    certificate keeper has injected the caBundle. Returns the seconds that took."""
+    certificate keeper has injected the caBundle. Returns the seconds that took. `force_conflicts`:
+    as the move from MLBatch installs, taking over the CRDs' fields that `batchgate migrate` wrote."""
     started = time.monotonic()
-    kubectl.run("apply", "--server-side", "-k", str(LOCAL_OVERLAY))
+    kubectl.run("apply", "--server-side", *(["--force-conflicts"] if force_conflicts else []), "-k", str(LOCAL_OVERLAY))
     while True:
         ready, missing = product_status(kubectl)
         if ready:

@@ -126,7 +126,7 @@ class Operators(Peers):
     def start_kuberay(self) -> RunningPeer:
         if not self.built(KUBERAY.program):
             raise OperatorError("KubeRay's operator is not built: run `make operators` (needs Go 1.26+)")
-        objects = into_namespace(self._render(KUBERAY), RAY_NAMESPACE)
+        objects = into_namespace(self.render(KUBERAY), RAY_NAMESPACE)
         ports = Ports(0, free_port(), free_port())
         self._install(installed_objects(objects, KUBERAY, f"127.0.0.1:{ports.metrics}"))
         argv = [str(self.binaries[KUBERAY.program]), *upstream_args(objects, KUBERAY),
@@ -144,7 +144,7 @@ class Operators(Peers):
             shutil.rmtree(TRAINING_CERT_DIR, ignore_errors=True)  # another run's pair would pass its mount check
             cert_dir = TRAINING_CERT_DIR
         cert_dir.mkdir(parents=True, exist_ok=True)
-        objects = self._render(TRAINING)
+        objects = self.render(TRAINING)
         ports = Ports(free_port(), free_port(), free_port())
         self._install(installed_objects(objects, TRAINING, f"127.0.0.1:{ports.webhook}"))
         argv = [str(self.binaries[TRAINING.program]), *upstream_args(objects, TRAINING),

@@ -113,14 +113,19 @@ def webhook_configurations(objects: Sequence[Mapping[str, Any]]) -> list[tuple[s
             if o.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")]
 
 
-def upstream_args(objects: Sequence[Mapping[str, Any]], layout: Layout) -> list[str]:
-    """The manager's arguments in upstream's Deployment, less --config (a path inside the pod)."""
+def upstream_deployment(objects: Sequence[Mapping[str, Any]], layout: Layout) -> Mapping[str, Any]:
+    """The Deployment that runs the manager in upstream's install."""
     deployments = [o for o in objects if o.get("kind") == "Deployment"
                    and o["metadata"].get("namespace") == layout.namespace]
     if len(deployments) != 1:
         raise PeerError(f"upstream's install has {len(deployments)} Deployments in {layout.namespace}, not 1: "
                         "the peer's layout changed; update realcluster/peers.py")
-    container = deployments[0]["spec"]["template"]["spec"]["containers"][0]
+    return deployments[0]
+
+
+def upstream_args(objects: Sequence[Mapping[str, Any]], layout: Layout) -> list[str]:
+    """The manager's arguments in upstream's Deployment, less --config (a path inside the pod)."""
+    container = upstream_deployment(objects, layout)["spec"]["template"]["spec"]["containers"][0]
     return [arg for arg in container.get("args") or [] if not arg.startswith("--config")]
 
 
@@ -207,7 +212,7 @@ class Peers:
         self.stop()
 
     def start_kueue(self, integrations: Iterable[str] = KUEUE_INTEGRATIONS) -> RunningPeer:
-        objects = self._render(KUEUE)
+        objects = self.render(KUEUE)
         ports = Ports(free_port(), free_port(), free_port())
         cert_dir = self.workdir / "kueue" / "certs"
         config = kueue_config(upstream_config(objects, KUEUE), ports, cert_dir, integrations)
@@ -225,7 +230,7 @@ class Peers:
             raise PeerError(f"port {APPWRAPPER_WEBHOOK_PORT} is taken ({held}): the AppWrapper controller always "
                             "serves its webhooks there on every address; stop what holds it (another AppWrapper "
                             "controller, or a stand-in cluster's webhook pod)")
-        objects = self._render(APPWRAPPER)
+        objects = self.render(APPWRAPPER)
         ports = Ports(APPWRAPPER_WEBHOOK_PORT, free_port(), free_port())
         tmp = self.workdir / "appwrapper" / "tmp"
         cert_dir = tmp / SERVING_CERTS
@@ -248,7 +253,7 @@ class Peers:
 
     # steps
 
-    def _render(self, layout: Layout) -> list[dict[str, Any]]:
+    def render(self, layout: Layout) -> list[dict[str, Any]]:
         """upstream's config/default, assembled by kustomize (in kubectl) from the module's source."""
         try:
             source = toolchain.module_source(self.programs[layout.program], self.cache)

@@ -35,6 +35,7 @@ RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN_COHORT_POLICIES = ("Never", "LowerPriority")
 WHEN_CAN_BORROW = ("Borrow", "TryNextFlavor")
 WHEN_CAN_PREEMPT = ("Preempt", "TryNextFlavor")
+MAY_STOP_SEARCH = "MayStopSearch"  # Kueue v1beta2's spelling of both first choices
 WPC_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
 
 
@@ -126,9 +127,8 @@ class ClusterQueue:
                     threshold, "spec.preemption.borrowWithinCohort.maxPriorityThreshold"),
             ),
             flavor_fungibility=FlavorFungibility(
-                f.choice(fung.get("whenCanBorrow"), "spec.flavorFungibility.whenCanBorrow", WHEN_CAN_BORROW, "Borrow"),
-                f.choice(fung.get("whenCanPreempt"), "spec.flavorFungibility.whenCanPreempt",
-                         WHEN_CAN_PREEMPT, "TryNextFlavor"),
+                _fungibility(fung.get("whenCanBorrow"), "whenCanBorrow", WHEN_CAN_BORROW, "Borrow"),
+                _fungibility(fung.get("whenCanPreempt"), "whenCanPreempt", WHEN_CAN_PREEMPT, "TryNextFlavor"),
             ),
             stop_policy=f.choice(spec.get("stopPolicy"), "spec.stopPolicy", STOP_POLICIES, "None"),
             fair_weight=f.quantity(f.mapping(spec.get("fairSharing"), "spec.fairSharing").get("weight", 1),
@@ -143,6 +143,13 @@ class ClusterQueue:
     def group_of(self) -> Mapping[str, int]:
         """Resource name -> index of the resource group covering it."""
         return {res: i for i, rg in enumerate(self.resource_groups) for res in rg.covered_resources}
+
+
+def _fungibility(raw: Any, field: str, allowed: tuple[str, str], default: str) -> str:
+    """Kueue v1beta2 spells `Borrow` and `Preempt` (allowed[0]) `MayStopSearch`, and its conversion
+    keeps that spelling in v1beta1 (seen with Kueue v0.17): objects a migrated cluster holds."""
+    value = f.choice(raw, f"spec.flavorFungibility.{field}", (*allowed, MAY_STOP_SEARCH), default)
+    return allowed[0] if value == MAY_STOP_SEARCH else value
 
 
 def _resource_group(rg: Mapping[str, Any], path: str) -> ResourceGroup:
