@@ -26,6 +26,7 @@ from batchgate import keys
 from batchgate.api.errors import FieldError
 from batchgate.api.kueue import ClusterQueue, Workload, validate_cluster_queue
 from controller.state.pending_queues import sort_key
+from controller.state.quota_state import workload_key
 
 PART_OF_BATCHGATE = ("app.kubernetes.io/part-of", "batchgate")
 TAKEN_GROUPS = frozenset({keys.KUEUE_GROUP, "workload.codeflare.dev", "scheduling.x-k8s.io"})
@@ -239,7 +240,8 @@ def _appwrapper_findings(raw: Sequence[Mapping[str, Any]]) -> tuple[list[Finding
 def pending_order(workloads: Sequence[Workload]) -> tuple[Ref, ...]:
     """Pending Workloads in the order batchgate queues them (Kueue's: priority, then age)."""
     pending = [w for w in workloads if not w.is_true("Admitted")]
-    ordered = sorted(pending, key=lambda w: sort_key(w.priority or 0, w.creation_timestamp or EPOCH, w.key))
+    ordered = sorted(pending, key=lambda w: sort_key(w.priority or 0, w.creation_timestamp or EPOCH,
+                                                       workload_key(w.namespace, w.name)))
     return tuple(Ref("Workload", w.name, w.namespace) for w in ordered)
 
 
