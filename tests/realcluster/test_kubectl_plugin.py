@@ -7,10 +7,12 @@ No batchgate controller runs, so pending reasons are computed by the `check` cod
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -105,6 +107,12 @@ def scene(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -
     kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
     kubectl("patch", "workload", "running", "-n", ns, "--subresource=status", "--type=merge",
             "-p", json.dumps(_status(cq, rf, 8)))
+    # creationTimestamp has whole seconds and equal times are ordered by name ("job-tune..." before
+    # "waiting"): the Job's Workload is created in a later second, so "waiting" is queued first
+    # on a quiet machine too (a full run put it second)
+    queued = kubectl("get", "workload", "waiting", "-n", ns, "-o", "jsonpath={.metadata.creationTimestamp}").stdout
+    later = dt.datetime.fromisoformat(queued.replace("Z", "+00:00")) + dt.timedelta(seconds=1)
+    time.sleep(max(0.0, (later - dt.datetime.now(dt.timezone.utc)).total_seconds()))
     job = {"apiVersion": "batch/v1", "kind": "Job",
            "metadata": {"namespace": ns, "name": "tune", "labels": {"kueue.x-k8s.io/queue-name": "team"}},
            "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
