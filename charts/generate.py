@@ -183,7 +183,7 @@ class Block(str):
 
 
 class ValuesDumper(yaml.SafeDumper):
-    pass
+    """A dumper of its own, so that the Block representer never changes how yaml dumps elsewhere."""
 
 
 ValuesDumper.add_representer(Block, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text,
