@@ -298,4 +298,5 @@ def test_the_policy_configmap_is_followed_and_an_invalid_edit_keeps_the_last_goo
     finally:  # the cluster-wide policy of every controller the session starts later: never left behind
         client.delete(cm, "batchgate-policy", "batchgate-system")
     eventually(lambda: controller.policy.queues.default_queue_name == "default-queue", what="the defaults again")
-    assert not controller.admission.state.fair_sharing.enable
+    # The admission loop takes the policy just after the controller does: a moment later.
+    eventually(lambda: not controller.admission.state.fair_sharing.enable, what="fair sharing to switch off")

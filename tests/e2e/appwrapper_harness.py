@@ -6,9 +6,11 @@ process. Each test gets a `Scenario`: its own namespace with its own ClusterQueu
 nvidia.com/gpu 4, as upstream's e2e queue), LocalQueue `default-queue` and a `kubectl get aw -w`
 running as alice, so a test can ask for the whole story a user watching would have seen.
 
-Time: the kubelets run on the cluster's scaled clock (a pod's `runFor: 10s` takes 10/SPEED real
-seconds); the controller's grace periods run on the wall clock, so the fault-tolerance
-annotations in the scenarios are wall-clock durations.
+Time: a pod's behaviour is written on the stand-in's clock, which runs SPEED times faster than the
+wall (a pod's `runFor: 10s` takes 10/SPEED real seconds). The real control plane runs on wall time,
+so there the harness divides those durations by SPEED: a scenario's pods take the same wall time on
+both. The controller's grace periods run on the wall clock, so the fault-tolerance annotations in
+the scenarios are wall-clock durations.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from demo.stack import (GATEWAY_SERVICE, SYSTEM_NAMESPACE, gateway_configuration
                         kubeconfig_for, wait_until_ready)
 from localcluster.runner import LocalCluster
 from localcluster.sim.behavior import BEHAVIOR_ANNOTATION
+from localcluster.sim.units import parse_duration
 from localcluster.sim.nodes import parse_nodes_file
 from realcluster.cluster import RealCluster
 from tests import clusters
@@ -54,6 +57,7 @@ FLAVOR = "aw-e2e-flavor"
 QUEUE = "default-queue"
 CONTROLLER_START_TIMEOUT = 30.0
 WATCH_SENTINEL = "watch-sentinel"
+DURATIONS = ("startAfter", "runFor", "crashAfter")  # the behaviour's keys that are durations
 WAIT = 60.0  # default timeout of every wait below, in wall seconds (generous: CI machines are shared)
 
 DEDICATED = "batchgate.dev/e2e-dedicated"
@@ -233,9 +237,17 @@ def pod_template(behavior: Mapping[str, Any] | None = None, cpu: str = "1", gpu:
         container["image"] = image
     metadata: dict[str, Any] = {}
     if behavior is not None:
-        metadata["annotations"] = {BEHAVIOR_ANNOTATION: json.dumps(behavior)}
+        metadata["annotations"] = {BEHAVIOR_ANNOTATION: json.dumps(on_cluster_clock(behavior))}
     return {"metadata": metadata, "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
                                            "containers": [container]}}
+
+
+def on_cluster_clock(behavior: Mapping[str, Any]) -> dict[str, Any]:
+    """`behavior` as the chosen cluster's kubelets read it: unchanged on the stand-in, whose clock
+    runs SPEED times faster; its durations divided by SPEED on the real control plane's wall time."""
+    if not clusters.on_real():
+        return dict(behavior)
+    return {k: f"{parse_duration(v).total_seconds() / SPEED:g}s" if k in DURATIONS else v for k, v in behavior.items()}
 
 
 def pod(name: str, **template: Any) -> dict[str, Any]:
