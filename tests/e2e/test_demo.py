@@ -1,17 +1,18 @@
 """`batchgate demo` end to end: the cluster tests/clusters.py picks (Kubernetes' own control plane
 when it is built, as in CI; else the stand-in), real gateway, real controller, real kubectl.
 
-One scripted run, `make demo DEMO_ARGS='--exit-when-done --kube KIND'` in a clone of the
-repository alone under /tmp (no shared/corpus beside it; its .venv under /tmp too, where the
-Deployments' emptyDir at /tmp lies over it; the real control plane's binaries are the ones cached
-in ~/.cache/batchgate), is checked line by line, and in that clone the tests of upstream's
-samples say in one line that they did not run; one run is left up, explored with kubectl through
-the kubeconfig it prints, and stopped with Ctrl-C. Where nothing is built and Go is missing, the
-demo says so and runs on the stand-in; bad options are one line each.
+One run, `make demo DEMO_ARGS='--kube KIND'` in a clone of the repository alone under /tmp (no
+shared/corpus beside it; its .venv under /tmp too, where the Deployments' emptyDir at /tmp lies
+over it; the real control plane's binaries are the ones cached in ~/.cache/batchgate), as a user
+runs it: its scripted part is checked line by line, then the cluster it leaves up is explored with
+kubectl through the kubeconfig it prints, and it is stopped with Ctrl-C. In that clone the tests
+of upstream's samples say in one line that they did not run. Where nothing is built and Go is
+missing, the demo says so and runs on the stand-in; bad options are one line each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -21,6 +22,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -61,27 +63,77 @@ def in_clone(clone: Path, *command: str, timeout: float) -> subprocess.Completed
     return subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def scripted(clone: Path, kube: Kube) -> subprocess.CompletedProcess[str]:
-    return in_clone(clone, "make", "demo", f"DEMO_ARGS=--exit-when-done --kube {kube.kind}",
-                    timeout=DEMO_TIMEOUT_SECONDS)
+@dataclass
+class LiveDemo:
+    """`make demo` left running after its scenes: what it printed until its KUBECONFIG line."""
+
+    make: subprocess.Popen[str]
+    lines: Iterator[str]
+    out: str
+    stderr: Path
+
+    def said(self) -> str:
+        return f"\n--- demo stdout (last lines) ---\n{self.out[-3000:]}\n--- stderr ---\n{self.stderr.read_text()[-3000:]}"
+
+    def interrupt(self) -> None:
+        """Ctrl-C to the demo under make, as `batchgate demo` takes it in a terminal (make would
+        add a line of its own for a signal it got too)."""
+        os.kill(demo_process(self.make.pid), signal.SIGINT)
+
+
+def demo_process(pid: int) -> int:
+    """The `batchgate demo` process under `pid` (make), by /proc's children lists."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for child in map(int, children):
+        if b"demo" in Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0"):
+            return child
+        with contextlib.suppress(LookupError):
+            return demo_process(child)
+    raise LookupError(f"no demo process under {pid}")
 
 
 @pytest.fixture(scope="module")
-def out(scripted: subprocess.CompletedProcess[str]) -> str:
-    assert scripted.returncode == 0, scripted.stdout[-3000:] + scripted.stderr[-3000:]
-    return scripted.stdout
+def demo(clone: Path, kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveDemo]:
+    stderr_file = tmp_path_factory.mktemp("demo") / "demo.stderr"
+    env = {k: v for k, v in os.environ.items() if k not in OUTER}
+    with stderr_file.open("w") as stderr:
+        make = subprocess.Popen(["make", "demo", f"DEMO_ARGS=--kube {kube.kind}"], cwd=clone, env=env,
+                                stdout=subprocess.PIPE, stderr=stderr, text=True, start_new_session=True)
+    live = LiveDemo(make, iter(()), "", stderr_file)
+    try:
+        live.lines = _lines(make)
+        seen: list[str] = []
+        for line in live.lines:
+            seen.append(line)
+            if line.startswith("export KUBECONFIG="):
+                break
+        live.out = "".join(seen)
+        yield live
+    finally:  # a test that failed before its Ctrl-C: the demo stops its cluster, or everything is killed
+        if make.poll() is None:
+            with contextlib.suppress(LookupError, OSError, subprocess.TimeoutExpired):
+                live.interrupt()
+                make.wait(timeout=60)
+            if make.poll() is None:
+                os.killpg(make.pid, signal.SIGKILL)
+                make.wait()
 
 
-def test_the_scripted_demo_exits_cleanly_after_its_four_scenes(scripted: subprocess.CompletedProcess[str],
-                                                               out: str) -> None:
-    assert "Traceback" not in scripted.stderr + out
+@pytest.fixture(scope="module")
+def out(demo: LiveDemo) -> str:
+    assert "\nexport KUBECONFIG=" in demo.out, "the demo never left its cluster up" + demo.said()
+    return demo.out
+
+
+def test_the_demo_runs_its_four_scenes_then_leaves_the_cluster_up(demo: LiveDemo, out: str) -> None:
+    assert "Traceback" not in demo.stderr.read_text() + out
     sections = re.findall(r"^== (.*) ==$", out, re.M)
     assert sections == ["1. the gateway: what it does to what users submit",
                         "2. the controller: queues, borrowing and preemption, live",
                         "3. a PyTorch AppWrapper: each pod's env from the gateway",
-                        "4. Ray: a RayCluster in an AppWrapper, a queued RayJob, an unqueued RayCluster refused"]
-    assert "scripted part done" in out and out.rstrip().endswith("demo cluster, gateway and controller stopped")
+                        "4. Ray: a RayCluster in an AppWrapper, a queued RayJob, an unqueued RayCluster refused",
+                        "the cluster is yours"]
+    assert "scripted part done" in out
 
 
 def test_the_narration_says_first_which_kubernetes_runs(kube: Kube, out: str) -> None:
@@ -221,64 +273,42 @@ def _lines(process: subprocess.Popen[str]) -> Iterator[str]:
         yield line
 
 
-def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(tmp_path: Path, kube: Kube) -> None:
-    stderr_file = tmp_path / "demo.stderr"
-    seen: list[str] = []
-    kubectl = kube.kubectl
-
-    def said() -> str:
-        return f"\n--- demo stdout (last lines) ---\n{''.join(seen[-40:])}\n--- demo stderr ---\n{stderr_file.read_text()[-3000:]}"
-
-    with stderr_file.open("w") as stderr:  # the stand-in's time 2x faster; Kubernetes' own runs on real time
-        process = popen_demo("--kube", kube.kind, *(["--speed", "2"] if kube.kind == "local" else []), stderr=stderr)
-    try:
-        lines = _lines(process)
-        kubeconfig = ""
-        for line in lines:
-            seen.append(line)
-            if line.startswith("export KUBECONFIG="):
-                kubeconfig = line.split("=", 1)[1].strip()
-                break
-        assert kubeconfig, "the demo never printed its KUBECONFIG line" + said()
-        hints = "".join(seen)
-        assert (f"alias kubectl={kubectl}" in hints) == (kube.kind == "real"), \
-            "the hints name the kubectl of the real control plane's release, and only there" + said()
-        dashboard = re.search(r"the dashboard .*(http://127\.0\.0\.1:\d+/)", "".join(seen))
-        assert dashboard, "the demo never printed the dashboard's address" + said()
-        eventually(lambda: "ClusterQueue team-a-cq" in requests.get(dashboard.group(1) + "queues", timeout=30).text,
-                   timeout=30, what=lambda: "the dashboard to show the demo's queues" + said())
-        queues = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "get", "clusterqueues", "-o", "name"],
-                                capture_output=True, text=True, timeout=30)
-        assert queues.stdout.split() == ["clusterqueue.kueue.x-k8s.io/slack-cluster-queue",
-                                         "clusterqueue.kueue.x-k8s.io/team-a-cq",
-                                         "clusterqueue.kueue.x-k8s.io/team-b-cq"], queues.stderr + said()
-        # The shipped webhook configuration routes ClusterQueues to the gateway, which checks them
-        # as Kueue's webhook would, even for the (otherwise exempt) admin: here what the CRD's own
-        # validation rules let through (a flavor's resource not named as the covered one).
-        bad_queue = ('{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "bad"},'
-                     ' "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor",'
-                     ' "resources": [{"name": "memory", "nominalQuota": "4"}]}]}]}}')
-        denied = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "-"], input=bad_queue,
-                                capture_output=True, text=True, timeout=30)
-        assert denied.returncode == 1, denied.stdout + said()
-        assert ('admission webhook "clusterqueues.validate.batchgate.dev" denied the request: InvalidClusterQueue: '
-                'spec.resourceGroups[0].flavors[0].resources: must list exactly the coveredResources, in the same '
-                'order' in denied.stderr), denied.stderr + said()
-        # The audit lines are the gateway's own log, as on any cluster.
-        logs = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "logs", "-n", "batchgate-system",
-                               "deploy/batchgate-webhook", "-c", "webhook"], capture_output=True, text=True, timeout=30)
-        audit = [json.loads(line) for line in logs.stdout.splitlines() if line.startswith('{"ts"')]
-        assert audit and all({"endpoint", "operation", "kind", "user", "allowed"} <= set(a) for a in audit), \
-            logs.stderr + said()
-        process.send_signal(signal.SIGINT)
-        rest = "".join(lines)
-        seen.append(rest)
-        assert process.wait(timeout=60) == 0, said()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert "Traceback" not in stderr_file.read_text() + rest, said()
+def test_the_demo_leaves_the_cluster_up_for_kubectl_until_ctrl_c(demo: LiveDemo, out: str, kube: Kube) -> None:
+    kubectl, said = kube.kubectl, demo.said
+    kubeconfig = out.rsplit("export KUBECONFIG=", 1)[1].strip()
+    assert (f"alias kubectl={kubectl}" in out) == (kube.kind == "real"), \
+        "the hints name the kubectl of the real control plane's release, and only there" + said()
+    dashboard = re.search(r"the dashboard .*(http://127\.0\.0\.1:\d+/)", out)
+    assert dashboard, "the demo never printed the dashboard's address" + said()
+    eventually(lambda: "ClusterQueue team-a-cq" in requests.get(dashboard.group(1) + "queues", timeout=30).text,
+               timeout=30, what=lambda: "the dashboard to show the demo's queues" + said())
+    queues = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "get", "clusterqueues", "-o", "name"],
+                            capture_output=True, text=True, timeout=30)
+    assert queues.stdout.split() == ["clusterqueue.kueue.x-k8s.io/slack-cluster-queue",
+                                     "clusterqueue.kueue.x-k8s.io/team-a-cq",
+                                     "clusterqueue.kueue.x-k8s.io/team-b-cq"], queues.stderr + said()
+    # The shipped webhook configuration routes ClusterQueues to the gateway, which checks them
+    # as Kueue's webhook would, even for the (otherwise exempt) admin: here what the CRD's own
+    # validation rules let through (a flavor's resource not named as the covered one).
+    bad_queue = ('{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "bad"},'
+                 ' "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor",'
+                 ' "resources": [{"name": "memory", "nominalQuota": "4"}]}]}]}}')
+    denied = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "apply", "-f", "-"], input=bad_queue,
+                            capture_output=True, text=True, timeout=30)
+    assert denied.returncode == 1, denied.stdout + said()
+    assert ('admission webhook "clusterqueues.validate.batchgate.dev" denied the request: InvalidClusterQueue: '
+            'spec.resourceGroups[0].flavors[0].resources: must list exactly the coveredResources, in the same '
+            'order' in denied.stderr), denied.stderr + said()
+    # The audit lines are the gateway's own log, as on any cluster.
+    logs = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "logs", "-n", "batchgate-system",
+                           "deploy/batchgate-webhook", "-c", "webhook"], capture_output=True, text=True, timeout=30)
+    audit = [json.loads(line) for line in logs.stdout.splitlines() if line.startswith('{"ts"')]
+    assert audit and all({"endpoint", "operation", "kind", "user", "allowed"} <= set(a) for a in audit), \
+        logs.stderr + said()
+    demo.interrupt()
+    rest = "".join(demo.lines)
+    assert demo.make.wait(timeout=60) == 0, rest + said()
+    assert "Traceback" not in demo.stderr.read_text() + rest, said()
     assert "interrupted" in rest and rest.rstrip().endswith("demo cluster, gateway and controller stopped"), said()
 
 
