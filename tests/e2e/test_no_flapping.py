@@ -109,7 +109,7 @@ def test_no_job_is_resumed_within_a_second_of_its_suspension(stack: Stack) -> No
     try:
         with SuspendWatch(client) as watch:
             for i in range(3):
-                submit(kubectl, a_job(f"job-b-{i}", "q-b", 1, run_for=stack.lasting(20)))
+                submit(kubectl, a_job(f"job-b-{i}", "q-b", 1, run_for=stack.lasting(10)))
             wait(lambda: len([j for j in jobs(kubectl) if not j["spec"].get("suspend")]) == 3, 60, "cq-b to borrow")
             submit(kubectl, a_job(NEVER_FITS, "q-a", 5, run_for=stack.lasting(3)))
             time.sleep(0.5)

@@ -51,7 +51,7 @@ def test_preempted_jobs_with_backoff_limit_zero_all_complete(stack: Stack) -> No
     kubectl = stack.kubectl
     names = []
     for i in range(6):
-        job = a_job(f"job-{i}", pods=2, gpus=2, run_for=stack.lasting(10))
+        job = a_job(f"job-{i}", pods=2, gpus=2, run_for=stack.lasting(6))
         job["metadata"]["labels"][keys.PRIORITY_CLASS_LABEL] = "high" if i % 3 == 2 else "low"
         submit(kubectl, job)
         names.append(job["metadata"]["name"])
