@@ -154,8 +154,10 @@ class KubeClient:
         return self.request("PUT", res.path(meta.get("namespace"), meta.get("name"), subresource), body=dict(obj))
 
     def patch(self, res: Resource, name: str, namespace: str | None, patch: Mapping[str, Any],
-              subresource: str | None = None) -> dict[str, Any]:
-        return self.request("PATCH", res.path(namespace, name, subresource), body=dict(patch), content_type=MERGE_PATCH)
+              subresource: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+        """A merge patch; `dry_run`: the API server validates and answers it without keeping it."""
+        return self.request("PATCH", res.path(namespace, name, subresource), query={"dryRun": "All" if dry_run else None},
+                            body=dict(patch), content_type=MERGE_PATCH)
 
     def delete(self, res: Resource, name: str, namespace: str | None = None,
                preconditions: Mapping[str, str] | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:

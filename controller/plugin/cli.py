@@ -29,7 +29,7 @@ from controller.check.report import Report, check
 from controller.decisions.leader_election import LEASE_NAME, LEASE_NAMESPACE, lease_expired
 from controller.plugin import args as cli_args
 from controller.plugin import tables
-from controller.plugin.activation import activation_patch, done_line
+from controller.plugin.activation import activation_patch, done_line, patched
 from controller.plugin.completion import candidates, script
 from controller.plugin.why import render_text, why
 from dashboard.views.queues import pending_rows
@@ -165,11 +165,19 @@ def _activate(kube: KubeClient, args: argparse.Namespace, namespace: str) -> str
     kind = cli_args.STOPPABLE[args.resource]
     res = RESOURCES[kind]
     patch = activation_patch(kind, args.verb, getattr(args, "keep_already_running", False))
-    try:
-        kube.patch(res, args.name, namespace if res.namespaced else None, patch)
+    where = namespace if res.namespaced else None
+    try:  # as kueuectl: --dry-run=client reads the object and changes it here, server has it checked
+        if args.dry_run == "client":
+            changed = patched(kube.get(res, args.name, where), patch)
+        else:
+            changed = kube.patch(res, args.name, where, patch, dry_run=args.dry_run == "server")
     except ApiError as exc:
         raise _server_error(exc, res) from None
-    return done_line(kind, res.group, args.name, args.verb) + "\n"
+    if args.output == "name":
+        return tables.names([{"kind": kind, **changed}], res.group)
+    if args.output in ("json", "yaml"):
+        return tables.as_object(changed, args.output)
+    return done_line(kind, res.group, args.name, args.verb, args.dry_run) + "\n"
 
 
 def _why(kube: KubeClient, args: argparse.Namespace, namespace: str, clock: Clock) -> str:
