@@ -110,6 +110,10 @@ class KubeClient:
         event recorder its own client, so Events never delay the writes that carry decisions)."""
         return KubeClient(self.api_client, limiter, self.request_timeout)
 
+    def with_timeout(self, seconds: float) -> "KubeClient":
+        """The same connection and limiter, each request given up after `seconds`."""
+        return KubeClient(self.api_client, self.limiter, seconds)
+
     def spare_capacity(self) -> float:
         """Requests that could be sent now without waiting (unlimited: infinity)."""
         return self.limiter.spare() if self.limiter is not None else float("inf")

@@ -114,10 +114,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def verb_first(words: list[str]) -> list[str]:
-    """The words with kubectl's global flags given before the verb moved right after it, where the
-    verb's own parser takes them (`-n team list wl` -> `list -n team wl`); -h/--help/--version
-    stop the scan like a verb. BadInput for another flag there, or a value missing."""
+def leading_flags(words: list[str]) -> tuple[list[str], int]:
+    """kubectl's global flags at the start of `words`, and where the verb is (len(words): none);
+    -h/--help/--version stop the scan like a verb. BadInput for another flag, or a value missing."""
     flags: list[str] = []
     at = 0
     while at < len(words) and words[at].startswith("-") and words[at] not in ("-h", "--help", "--version"):
@@ -134,6 +133,13 @@ def verb_first(words: list[str]) -> list[str]:
                            f"the others after the command)")
         flags.append(word)
         at += 1
+    return flags, at
+
+
+def verb_first(words: list[str]) -> list[str]:
+    """The words with kubectl's global flags given before the verb moved right after it, where the
+    verb's own parser takes them (`-n team list wl` -> `list -n team wl`)."""
+    flags, at = leading_flags(words)
     if at == len(words):
         raise BadInput("no command after the flags: give one, e.g. list workloads")
     return [words[at], *flags, *words[at + 1:]]
