@@ -69,11 +69,12 @@ def _names(wanted: Names) -> list[str]:
     """The object names to offer, from one bounded list call; none when the cluster cannot tell."""
     logging.disable(logging.CRITICAL)  # urllib3 warns of a retry on stderr
     res = RESOURCES[wanted.kind]
+    conn = wanted.connection
     try:
-        kube = connect(wanted.kubeconfig, wanted.context)
+        kube = connect(conn.kubeconfig, conn.context)
     except ClusterReadError:
         return []
-    namespace = (wanted.namespace or kubeconfig_namespace(wanted.kubeconfig, wanted.context)) if res.namespaced else None
+    namespace = (conn.namespace or kubeconfig_namespace(conn.kubeconfig, conn.context)) if res.namespaced else None
     try:
         listing = kube.with_timeout(COMPLETION_TIMEOUT).list(res, namespace, limit=COMPLETION_LIMIT)
     except (ApiError, urllib3.exceptions.HTTPError, OSError):

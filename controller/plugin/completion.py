@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from batchgate.api.objects import metadata
 from batchgate.command_line import BadInput
-from controller.plugin.args import STOPPABLE, WHY_KINDS, leading_flags
+from controller.plugin.args import STOPPABLE, WHY_KINDS, Connection, leading_flags
 
 # cobra's directives, the last line of an answer (`:N`), as kubectl reads a plugin's completion
 NO_SPACE, NO_FILE_COMP = 2, 4
@@ -21,15 +21,13 @@ WHY_WORDS = tuple(sorted({f"{kind.lower()}/" for kind in WHY_KINDS.values()}))
 
 @dataclass(frozen=True)
 class Names:
-    """Object names come next: one list of `kind` (in `namespace`; None: the context's), as
-    `prefix` + name for those that start with `typed`."""
+    """Object names come next: one list of `kind` through the flags on the line (namespace None:
+    the context's), as `prefix` + name for those that start with `typed`."""
     kind: str
     verb: str
     typed: str
     prefix: str = ""
-    kubeconfig: str | None = None
-    context: str | None = None
-    namespace: str | None = None
+    connection: Connection = Connection(None, None, None, False)
 
 
 @dataclass(frozen=True)
@@ -115,8 +113,8 @@ def _namespace_value(done: list[str], current: str) -> Completion:
 
 
 def _names(kind: str, verb: str, typed: str, connection: Mapping[str, str], prefix: str = "") -> Names:
-    return Names(kind, verb, typed, prefix, connection.get("kubeconfig"), connection.get("context"),
-                 connection.get("namespace"))
+    return Names(kind, verb, typed, prefix, Connection(connection.get("kubeconfig"), connection.get("context"),
+                                                       connection.get("namespace"), False))
 
 
 def completable(names: Names, objects: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from batchgate.cli import COMMANDS
-from controller.plugin.args import parser
+from controller.plugin.args import Connection, parser
 from controller.plugin.completion import NO_FILE_COMP, NO_SPACE, Completion, Names, answer, complete, completable
 from tests.realcluster_fixtures import real_kubectl
 
@@ -52,17 +52,17 @@ def test_why_completes_a_kind_up_to_its_slash() -> None:
     pytest.param(["stop", "workload", ""], Names("Workload", "stop", ""), id="stop workload lists the Workloads"),
     pytest.param(["resume", "cq", "te"], Names("ClusterQueue", "resume", "te"), id="resume cq lists the ClusterQueues"),
     pytest.param(["-n", "team-a", "--context", "alice", "stop", "lq", ""],
-                 Names("LocalQueue", "stop", "", context="alice", namespace="team-a"),
+                 Names("LocalQueue", "stop", "", connection=Connection(None, "alice", "team-a", False)),
                  id="the flags before the verb choose the context and namespace"),
     pytest.param(["stop", "wl", "--namespace=team-a", "--kubeconfig", "/k", ""],
-                 Names("Workload", "stop", "", kubeconfig="/k", namespace="team-a"),
+                 Names("Workload", "stop", "", connection=Connection("/k", None, "team-a", False)),
                  id="the flags after the verb too, either form"),
     pytest.param(["why", "job/tr"], Names("Job", "why", "tr", "job/"), id="why job/ lists the Jobs"),
     pytest.param(["why", "-n", "x", "appwrappers.workload.codeflare.dev/"],
-                 Names("AppWrapper", "why", "", "appwrappers.workload.codeflare.dev/", namespace="x"),
+                 Names("AppWrapper", "why", "", "appwrappers.workload.codeflare.dev/", Connection(None, None, "x", False)),
                  id="why completes after the kind as it was typed"),
     pytest.param(["list", "wl", "-n", "te"], Names("Namespace", "", "te"), id="a namespace flag lists the namespaces"),
-    pytest.param(["--context", "alice", "-n", ""], Names("Namespace", "", "", context="alice"),
+    pytest.param(["--context", "alice", "-n", ""], Names("Namespace", "", "", connection=Connection(None, "alice", None, False)),
                  id="a namespace before the verb too"),
 ])
 def test_names_come_from_one_list(words: list[str], names: Names) -> None:
