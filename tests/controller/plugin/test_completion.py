@@ -136,3 +136,18 @@ def test_kubectls_own_completion_asks_the_installed_plugin() -> None:
     done = subprocess.run([real_kubectl(), "__complete", "batchgate", "list", "c"], capture_output=True, text=True,
                           timeout=60, env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
     assert done.stdout.splitlines() == ["clusterqueue", "clusterqueues", "cq", ":4"], done.stderr
+
+
+@pytest.mark.parametrize("program, words, expected", [
+    pytest.param("kubectl-batchgate", ["nope"], (1, "error: unknown command 'nope': run `kubectl batchgate --help` for "
+                                                    "the commands\n"), id="an unknown command under the plugin name"),
+    pytest.param("kubectl-batchgate", ["-o", "name", "list"], (1, "error: unknown flag before the command: -o (there: "
+                 "--kubeconfig, --context, -n, --namespace, -A; the others after the command)\n"),
+                 id="a verb's flag before it under the plugin name"),
+    pytest.param("batchgate", ["check", "--bogus"], (2, "batchgate check: unrecognized arguments: --bogus\n"),
+                 id="batchgate's own name keeps its commands' form"),
+])
+def test_errors_read_as_the_program_run(program: str, words: list[str], expected: tuple[int, str]) -> None:
+    """The installed entry points: the plugin is known by the name kubectl runs it by (argv[0])."""
+    done = subprocess.run([str(BIN / program), *words], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == expected and done.stdout == ""
