@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any, Callable
+
+from batchgate.command_line import BadInput, fail, kubectl_plugin
 
 # command -> (module:function taking argv and returning an exit code, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -33,22 +36,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 # not in the usage: what the completion scripts call for candidates (controller/plugin/completion.py)
 HIDDEN: dict[str, tuple[str, str]] = {"__complete": ("controller.plugin.cli:complete", "shell completion's candidates")}
+# the plugin verbs' parser moves kubectl's global flags given before a command after it
+VERB_FIRST = "controller.plugin.args:verb_first"
 # batchgate's own top-level packages: one missing is a command left out of this build
 _OURS = {target.split(".")[0] for target, _ in COMMANDS.values()}
 
 
-def _usage() -> str:
+def _usage(program: str) -> str:
     width = max(len(name) for name in COMMANDS)
-    lines = ["usage: batchgate <command> [options]", "", "commands:"]
+    lines = [f"usage: {program} <command> [options]", "", "commands:"]
     lines += [f"  {name:<{width}}  {help_text}" for name, (_, help_text) in COMMANDS.items()]
-    lines += ["", "Run `batchgate <command> --help` for a command's options."]
+    lines += ["", f"Run `{program} <command> --help` for a command's options."]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    plugin = kubectl_plugin(sys.argv[0])
+    program = "kubectl batchgate" if plugin else "batchgate"
+    if args and args[0].startswith("-") and args[0] not in ("-h", "--help", "--version"):
+        try:
+            args = _function(VERB_FIRST)(args)
+        except BadInput as exc:
+            return fail("batchgate", str(exc))
     if not args or args[0] in ("-h", "--help", "help"):
-        print(_usage())
+        print(_usage(program))
         return 0 if args else 2
     if args[0] == "--version":
         from batchgate import __version__
@@ -57,12 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = COMMANDS.get(args[0]) or HIDDEN.get(args[0])
     if command is None:
-        print(f"batchgate: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
-        return 2
-    module_name, _, function = command[0].partition(":")
+        code = fail("batchgate", f"unknown command {args[0]!r}" + (": run `kubectl batchgate --help` for the commands"
+                                                                    if plugin else ""))
+        if not plugin:
+            print(f"\n{_usage(program)}", file=sys.stderr)
+        return code
     try:
-        module = importlib.import_module(module_name)
-        return int(getattr(module, function)(args[1:]) or 0)
+        return int(_function(command[0])(args[1:]) or 0)
     except KeyboardInterrupt:
         return 130
     except ModuleNotFoundError as exc:  # also from an import a command makes when it starts
@@ -70,12 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         if not missing:
             raise
         if missing in _OURS:
-            print(f"batchgate: command {args[0]!r} is not available in this build", file=sys.stderr)
-        else:
-            print(f"batchgate: command {args[0]!r} needs the Python module {missing!r}, which is not installed "
-                  f"(`cluster` and `demo` need requirements-test.txt, the other commands requirements.txt)",
-                  file=sys.stderr)
-        return 2
+            return fail("batchgate", f"command {args[0]!r} is not available in this build")
+        return fail("batchgate", f"command {args[0]!r} needs the Python module {missing!r}, which is not installed "
+                                 f"(`cluster` and `demo` need requirements-test.txt, the other commands requirements.txt)")
+
+
+def _function(target: str) -> Callable[[list[str]], Any]:
+    """`module:function`, imported when it runs (a ModuleNotFoundError says which command cannot)."""
+    module_name, _, function = target.partition(":")
+    return getattr(importlib.import_module(module_name), function)
 
 
 if __name__ == "__main__":  # pragma: no cover

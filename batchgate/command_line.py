@@ -9,12 +9,31 @@ from pathlib import Path
 from typing import Callable, NoReturn
 
 
+def kubectl_plugin(program: str) -> bool:
+    """Whether the program runs under a kubectl plugin's name (`kubectl-batchgate`, as kubectl
+    runs it: argv[0] is the plugin's path), where errors read as kubectl's."""
+    return Path(program).name.startswith("kubectl-")
+
+
+def error_line(prog: str, message: str, program: str) -> tuple[str, int]:
+    """Bad input's line and exit status: kubectl's `error: MESSAGE`, 1, under the plugin name;
+    `PROG: MESSAGE`, 2, as batchgate's own commands print it."""
+    return (f"error: {message}", 1) if kubectl_plugin(program) else (f"{prog}: {message}", 2)
+
+
+def fail(prog: str, message: str) -> int:
+    """Print bad input's line on stderr (as `error_line` words it for this program); its exit status."""
+    line, code = error_line(prog, message, sys.argv[0])
+    print(line, file=sys.stderr)
+    return code
+
+
 class BadInput(Exception):
     """Input a command cannot use; its message is the one line the user sees."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose usage errors are BadInput, so `main` prints them and returns 2."""
+    """argparse whose usage errors are BadInput, so `main` prints them (`fail`) and returns."""
 
     def error(self, message: str) -> NoReturn:
         raise BadInput(message)
@@ -37,13 +56,12 @@ class Refused(Exception):
 
 
 def run_command(prog: str, produce: Callable[[list[str]], str], argv: list[str] | None) -> int:
-    """Print what `produce` makes of the arguments, exit 0; or its BadInput (prefixed with `prog`)
+    """Print what `produce` makes of the arguments, exit 0; or its BadInput (as `fail` words it)
     or Refused lines on stderr with nothing on stdout, so a pipe never applies half an answer."""
     try:
         text = produce(sys.argv[1:] if argv is None else argv)
     except BadInput as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+        return fail(prog, str(exc))
     except Refused as exc:
         print(exc, file=sys.stderr)
         return exc.code

@@ -1,7 +1,8 @@
 """`batchgate check`: capacity of schedulable nodes against quotas, queue usage, and why work waits.
 
 Exit 0 when no finding is an error, 1 when one is, 2 on bad input or a cluster that cannot be
-read (one line on stderr, never a traceback). `--from-file` checks a YAML file of objects offline.
+read (one line on stderr, never a traceback; under kubectl's plugin name `error: ...` and 1, as
+kubectl prints errors). `--from-file` checks a YAML file of objects offline.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, NoReturn
 import yaml
 
 from batchgate.clock import Clock, SystemClock
+from batchgate.command_line import fail
 from controller.check.inventory import InventoryError, build_inventory, flatten
 from controller.check.render import render_json, render_table
 from controller.check.report import check
@@ -56,8 +58,7 @@ def main(argv: list[str], clock: Clock | None = None) -> int:
         objects = _from_file(args.from_file) if args.from_file else _from_cluster(args.kubeconfig, args.context)
         inventory = build_inventory(flatten(objects, args.from_file or "cluster"))
     except (_BadInput, InventoryError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return fail(PROG, str(exc))
     report = check(inventory, (clock or SystemClock()).now(), FairSharing(enable=args.fair_sharing))
     print(render_json(report) if args.output == "json" else render_table(report))
     return 1 if report.has_errors else 0

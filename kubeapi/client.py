@@ -110,6 +110,10 @@ class KubeClient:
         event recorder its own client, so Events never delay the writes that carry decisions)."""
         return KubeClient(self.api_client, limiter, self.request_timeout)
 
+    def with_timeout(self, seconds: float) -> "KubeClient":
+        """The same connection and limiter, each request given up after `seconds`."""
+        return KubeClient(self.api_client, self.limiter, seconds)
+
     def spare_capacity(self) -> float:
         """Requests that could be sent now without waiting (unlimited: infinity)."""
         return self.limiter.spare() if self.limiter is not None else float("inf")
@@ -154,8 +158,10 @@ class KubeClient:
         return self.request("PUT", res.path(meta.get("namespace"), meta.get("name"), subresource), body=dict(obj))
 
     def patch(self, res: Resource, name: str, namespace: str | None, patch: Mapping[str, Any],
-              subresource: str | None = None) -> dict[str, Any]:
-        return self.request("PATCH", res.path(namespace, name, subresource), body=dict(patch), content_type=MERGE_PATCH)
+              subresource: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+        """A merge patch; `dry_run`: the API server validates and answers it without keeping it."""
+        return self.request("PATCH", res.path(namespace, name, subresource), query={"dryRun": "All" if dry_run else None},
+                            body=dict(patch), content_type=MERGE_PATCH)
 
     def delete(self, res: Resource, name: str, namespace: str | None = None,
                preconditions: Mapping[str, str] | None = None, grace_period_seconds: int | None = None) -> dict[str, Any]:

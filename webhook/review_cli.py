@@ -20,7 +20,7 @@ import yaml
 
 from batchgate.api.located_yaml import LocatedYAMLError, check_bounds
 from batchgate.api.objects import metadata
-from batchgate.command_line import ArgumentParser, BadInput, read_source
+from batchgate.command_line import ArgumentParser, BadInput, fail, read_source
 from batchgate.policy import DEFAULT_POLICY, Policy, PolicyError, load_policy_document
 from webhook.serving.gateway import Decision, review_offline
 from webhook.rules.frameworks.preview import describe_env, workload_pod_previews
@@ -181,5 +181,4 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(argv)
     except BadInput as exc:
-        print(f"batchgate review: {exc}", file=sys.stderr)
-        return 2
+        return fail("batchgate review", str(exc))

@@ -7,7 +7,7 @@ a queue by `spec.stopPolicy`: HoldAndDrain (evict what runs) or, with --keep-alr
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 Verb = Literal["stop", "resume"]
 
@@ -22,6 +22,14 @@ def activation_patch(kind: str, verb: Verb, keep_already_running: bool = False) 
     raise ValueError(f"{kind} cannot be stopped or resumed")
 
 
-def done_line(kind: str, group: str, name: str, verb: Verb) -> str:
-    """What kubectl prints after a change: `workload.kueue.x-k8s.io/train stopped`."""
-    return f"{kind.lower()}.{group}/{name} {'stopped' if verb == 'stop' else 'resumed'}"
+def patched(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as the patch would leave it (`--dry-run=client`: nothing is sent); the patches
+    above set fields of `spec` only."""
+    return {**obj, "spec": {**(obj.get("spec") or {}), **patch["spec"]}}
+
+
+def done_line(kind: str, group: str, name: str, verb: Verb, dry_run: str = "none") -> str:
+    """What kubectl prints after a change: `workload.kueue.x-k8s.io/train stopped`, with
+    ` (server dry run)` or ` (client dry run)` when nothing was kept."""
+    suffix = "" if dry_run == "none" else f" ({dry_run} dry run)"
+    return f"{kind.lower()}.{group}/{name} {'stopped' if verb == 'stop' else 'resumed'}{suffix}"

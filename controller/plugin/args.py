@@ -29,8 +29,12 @@ WHY_KINDS: dict[str, str] = {
 }
 STATUSES = ("all", "pending", "quotareserved", "admitted", "finished")
 OUTPUTS = ("table", "wide", "yaml", "json", "name")
+DRY_RUN = ("none", "server", "client")  # kueuectl's --dry-run strategies
 SHELLS = ("bash", "zsh")
-VERBS = ("list", "stop", "resume", "why", "completion")
+# kubectl's global flags, taken before the verb too (kubectl hands a plugin every word after its
+# name; kueuectl, a cobra program, takes them anywhere): those with a value, and -A (list's)
+GLOBAL_FLAGS = ("--kubeconfig", "--context", "-n", "--namespace")
+GLOBAL_SWITCHES = ("-A", "--all-namespaces")
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,10 @@ def parser() -> ArgumentParser:
         if verb == "stop":
             sub.add_argument("--keep-already-running", action="store_true",
                              help="a queue: hold new admissions but leave admitted workloads running (Hold, not HoldAndDrain)")
+        sub.add_argument("-o", "--output", choices=("name", "yaml", "json"),
+                         help="print the changed object (name: kind.group/NAME) instead of the `stopped` line")
+        sub.add_argument("--dry-run", choices=DRY_RUN, default="none",
+                         help="server: the API server checks the change without keeping it; client: send nothing")
 
     why = verbs.add_parser("why", help="why a job, AppWrapper or Workload waits and what would let it in")
     why.add_argument("target", metavar="KIND/NAME", help="e.g. job/train, appwrapper/sweep, workload/job-train-1a2b3")
@@ -104,6 +112,37 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.verb == "stop" and args.keep_already_running and STOPPABLE[args.resource] == "Workload":
         raise BadInput("--keep-already-running applies to localqueues and clusterqueues only")
     return args
+
+
+def leading_flags(words: list[str]) -> tuple[list[str], int]:
+    """kubectl's global flags at the start of `words`, and where the verb is (len(words): none);
+    -h/--help/--version stop the scan like a verb. BadInput for another flag, or a value missing."""
+    flags: list[str] = []
+    at = 0
+    while at < len(words) and words[at].startswith("-") and words[at] not in ("-h", "--help", "--version"):
+        word = words[at]
+        if word in GLOBAL_FLAGS:
+            if at + 1 == len(words):
+                raise BadInput(f"flag needs an argument: {word}")
+            flags += words[at:at + 2]
+            at += 2
+            continue
+        if not (word in GLOBAL_SWITCHES or word.split("=")[0] in GLOBAL_FLAGS
+                or (word.startswith("-n") and not word.startswith("--"))):
+            raise BadInput(f"unknown flag before the command: {word} (there: {', '.join(GLOBAL_FLAGS)}, -A; "
+                           f"the others after the command)")
+        flags.append(word)
+        at += 1
+    return flags, at
+
+
+def verb_first(words: list[str]) -> list[str]:
+    """The words with kubectl's global flags given before the verb moved right after it, where the
+    verb's own parser takes them (`-n team list wl` -> `list -n team wl`)."""
+    flags, at = leading_flags(words)
+    if at == len(words):
+        raise BadInput("no command after the flags: give one, e.g. list workloads")
+    return [words[at], *flags, *words[at + 1:]]
 
 
 def connection(args: argparse.Namespace) -> Connection:

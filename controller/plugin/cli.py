@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from typing import Any, Mapping
 
+import urllib3
 import yaml
 
 from batchgate import keys
@@ -29,10 +31,15 @@ from controller.check.report import Report, check
 from controller.decisions.leader_election import LEASE_NAME, LEASE_NAMESPACE, lease_expired
 from controller.plugin import args as cli_args
 from controller.plugin import tables
-from controller.plugin.activation import activation_patch, done_line
-from controller.plugin.completion import candidates, script
+from controller.plugin.activation import activation_patch, done_line, patched
+from controller.plugin.completion import Names, answer, completable, script
+from controller.plugin.completion import complete as completion_of
 from controller.plugin.why import render_text, why
 from dashboard.views.queues import pending_rows
+
+
+COMPLETION_TIMEOUT = 2.0  # seconds: a <TAB> must not hang on a cluster that does not answer
+COMPLETION_LIMIT = 100  # names per list, as kueuectl asks
 
 
 class PluginError(Exception):
@@ -51,9 +58,30 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> int:
 
 
 def complete(argv: list[str]) -> int:
-    """`__complete WORDS`: the candidates for the last word, one a line."""
-    print("\n".join(candidates(cli_args.parser(), COMMANDS, argv)))
+    """`__complete WORDS`: the candidates for the last word, one a line, then cobra's directive;
+    never an error line (the shell would print it over the command line)."""
+    wanted = completion_of(cli_args.parser(), COMMANDS, argv)
+    sys.stdout.write(answer(wanted, _names(wanted.names) if wanted.names is not None else []))
     return 0
+
+
+def _names(wanted: Names) -> list[str]:
+    """The object names to offer, from one bounded list call; none when the cluster cannot tell."""
+    logging.disable(logging.CRITICAL)  # urllib3 warns of a retry on stderr
+    res = RESOURCES[wanted.kind]
+    conn = wanted.connection
+    try:
+        kube = connect(conn.kubeconfig, conn.context)
+    except ClusterReadError:
+        return []
+    namespace = (conn.namespace or kubeconfig_namespace(conn.kubeconfig, conn.context)) if res.namespaced else None
+    try:
+        listing = kube.with_timeout(COMPLETION_TIMEOUT).list(res, namespace, limit=COMPLETION_LIMIT)
+    except (ApiError, urllib3.exceptions.HTTPError, OSError):
+        return []
+    finally:
+        kube.close()
+    return completable(wanted, [item for item in listing.get("items") or [] if isinstance(item, dict)])
 
 
 def kubectl_complete() -> int:
@@ -165,11 +193,19 @@ def _activate(kube: KubeClient, args: argparse.Namespace, namespace: str) -> str
     kind = cli_args.STOPPABLE[args.resource]
     res = RESOURCES[kind]
     patch = activation_patch(kind, args.verb, getattr(args, "keep_already_running", False))
-    try:
-        kube.patch(res, args.name, namespace if res.namespaced else None, patch)
+    where = namespace if res.namespaced else None
+    try:  # as kueuectl: --dry-run=client reads the object and changes it here, server has it checked
+        if args.dry_run == "client":
+            changed = patched(kube.get(res, args.name, where), patch)
+        else:
+            changed = kube.patch(res, args.name, where, patch, dry_run=args.dry_run == "server")
     except ApiError as exc:
         raise _server_error(exc, res) from None
-    return done_line(kind, res.group, args.name, args.verb) + "\n"
+    if args.output == "name":
+        return tables.names([{"kind": kind, **changed}], res.group)
+    if args.output in ("json", "yaml"):
+        return tables.as_object(changed, args.output)
+    return done_line(kind, res.group, args.name, args.verb, args.dry_run) + "\n"
 
 
 def _why(kube: KubeClient, args: argparse.Namespace, namespace: str, clock: Clock) -> str:

@@ -53,6 +53,11 @@ def as_list(objects: Sequence[Obj], output: str) -> str:
     return json.dumps(listing, indent=4) + "\n" if output == "json" else yaml.safe_dump(listing, sort_keys=False)
 
 
+def as_object(obj: Obj, output: str) -> str:
+    """`-o json|yaml` of one object, as kubectl prints one."""
+    return json.dumps(dict(obj), indent=4) + "\n" if output == "json" else yaml.safe_dump(dict(obj), sort_keys=False)
+
+
 def names(objects: Sequence[Obj], group: str) -> str:
     """`-o name`: `kind.group/name`, one a line."""
     return "".join(f"{str(o.get('kind', '')).lower()}.{group}/{metadata(o).get('name', '')}\n" for o in objects)

@@ -39,6 +39,8 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 class Scene:
     plugin: Run  # kubectl batchgate ARGS, as admin
     kubectl: Run
+    kubectl_raw: Run  # kubectl ARGS as given (no flags appended), with the plugins on PATH
+    kubeconfig: str
     ns: str
     cq: str
     job_workload: str
@@ -46,12 +48,14 @@ class Scene:
 
 
 def _plugin_path(tmp: Path) -> str:
-    """A PATH whose first directory holds the installed `kubectl-batchgate` (the entry point, not a wrapper)."""
-    installed = Path(sys.executable).parent / "kubectl-batchgate"
-    assert installed.exists(), "kubectl-batchgate is not installed: run make .venv/.installed"
+    """A PATH whose first directory holds the installed `kubectl-batchgate` and its completion
+    program `kubectl_complete-batchgate` (the entry points, not wrappers)."""
     bin_dir = tmp / "plugins"
     bin_dir.mkdir()
-    (bin_dir / "kubectl-batchgate").symlink_to(installed)
+    for program in ("kubectl-batchgate", "kubectl_complete-batchgate"):
+        installed = Path(sys.executable).parent / program
+        assert installed.exists(), f"{program} is not installed: run make .venv/.installed"
+        (bin_dir / program).symlink_to(installed)
     return f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
@@ -92,6 +96,9 @@ def scene(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -
         assert not check or done.returncode == 0, f"kubectl batchgate {' '.join(args)}: {done.stdout}{done.stderr}"
         return done
 
+    def kubectl_raw(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60, env=env)
+
     served = kubectl("get", "crd", WORKLOAD_CRD, check=False).returncode == 0
     before = None if served else plugin("list", "workloads", check=False)
     kubectl("apply", "--server-side", "-k", str(CRDS))
@@ -121,7 +128,7 @@ def scene(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "tune", "uid": created["metadata"]["uid"],
              "controller": True, "blockOwnerDeletion": True}
     kubectl("create", "-f", "-", input=json.dumps(_workload("job-tune-1a2b3", ns, 4, owner)))
-    yield Scene(plugin, kubectl, ns, cq, "job-tune-1a2b3", before)
+    yield Scene(plugin, kubectl, kubectl_raw, str(real_cluster.kubeconfig), ns, cq, "job-tune-1a2b3", before)
     kubectl("delete", "namespace", ns, "--wait=false")
     kubectl("delete", "clusterqueue", cq, "--wait=false")
     kubectl("delete", "resourceflavor", rf, "--wait=false")
@@ -227,3 +234,36 @@ def test_check_and_review_are_reachable_under_the_plugin_name(scene: Scene) -> N
            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}
     reviewed = scene.plugin("review", "-f", "-", "-o", "json", connect=False, input=json.dumps(job), check=False)
     assert reviewed.stdout and reviewed.returncode in (0, 1), reviewed.stderr
+
+
+def test_kubectls_global_flags_go_before_the_verb_too(scene: Scene) -> None:
+    listed = scene.plugin("--context", "admin", "-n", scene.ns, "--kubeconfig", scene.kubeconfig, "list", "wl",
+                          "-o", "name", connect=False)
+    assert "workload.kueue.x-k8s.io/waiting" in listed.stdout.split()
+
+
+def test_stop_prints_the_changed_object_as_asked_and_a_dry_run_keeps_nothing(scene: Scene) -> None:
+    stopped = scene.plugin("stop", "workload", "waiting", "-n", scene.ns, "-o", "name")
+    resumed = scene.plugin("resume", "workload", "waiting", "-n", scene.ns, "-o", "json")
+    assert stopped.stdout == "workload.kueue.x-k8s.io/waiting\n"
+    assert json.loads(resumed.stdout)["spec"]["active"] is True
+    tried = yaml.safe_load(scene.plugin("stop", "cq", scene.cq, "--dry-run", "server", "-o", "yaml").stdout)
+    assert tried["spec"]["stopPolicy"] == "HoldAndDrain"
+    kept = scene.kubectl("get", "clusterqueue", scene.cq, "-o", "jsonpath={.spec.stopPolicy}").stdout
+    assert kept in ("", "None")
+
+
+def test_check_and_review_errors_read_as_kubectls_under_the_plugin_name(scene: Scene) -> None:
+    checked = scene.plugin("check", "--bogus", check=False)
+    assert (checked.returncode, checked.stdout, checked.stderr) == (1, "", "error: unrecognized arguments: --bogus\n")
+    reviewed = scene.plugin("review", "-f", "/no/such/file", connect=False, check=False)
+    assert (reviewed.returncode, reviewed.stderr) == (1, "error: cannot read /no/such/file: No such file or directory\n")
+
+
+def test_kubectl_completes_object_names_through_the_plugin(scene: Scene) -> None:
+    """`kubectl batchgate stop workload <TAB>`: kubectl runs the installed `kubectl_complete-batchgate`."""
+    flags = ("--kubeconfig", scene.kubeconfig, "--context", "admin", "-n", scene.ns)
+    workloads = scene.kubectl_raw("__complete", "batchgate", *flags, "stop", "workload", "")
+    assert workloads.stdout.splitlines() == [scene.job_workload, "running", "waiting", ":4"], workloads.stderr
+    jobs = scene.kubectl_raw("__complete", "batchgate", "why", *flags, "job/")
+    assert jobs.stdout.splitlines() == ["job/tune", ":4"], jobs.stderr

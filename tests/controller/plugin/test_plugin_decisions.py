@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batchgate.command_line import BadInput
+from batchgate.command_line import BadInput, error_line
 from batchgate.durations import human_duration
 from controller.plugin import tables
-from controller.plugin.activation import activation_patch
-from controller.plugin.args import parse, why_target
+from controller.plugin.activation import activation_patch, done_line, patched
+from controller.plugin.args import parse, verb_first, why_target
 from controller.plugin.why import render_text, why
 from dashboard.views.queues import pending_rows
 from tests.controller.check.builders import run_check
@@ -47,6 +47,44 @@ def test_bad_arguments_are_one_line_naming_the_fix(argv: list[str], message: str
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("words, expected", [
+    pytest.param(["-n", "team-a", "list", "workloads"], ["list", "-n", "team-a", "workloads"],
+                 id="a namespace before the verb goes after it"),
+    pytest.param(["--context", "alice", "--kubeconfig=/k", "-A", "list", "wl", "-o", "name"],
+                 ["list", "--context", "alice", "--kubeconfig=/k", "-A", "wl", "-o", "name"],
+                 id="every global flag form before the verb, the verb's own flags left where they are"),
+    pytest.param(["-nteam", "stop", "wl", "w"], ["stop", "-nteam", "wl", "w"], id="a short flag with its value attached"),
+    pytest.param(["-n", "team", "--help"], ["--help", "-n", "team"], id="help stops the scan like a verb"),
+    pytest.param(["list", "-n", "x", "wl"], ["list", "-n", "x", "wl"], id="flags after the verb are left alone"),
+])
+def test_global_flags_before_the_verb_go_after_it(words: list[str], expected: list[str]) -> None:
+    assert verb_first(words) == expected
+
+
+@pytest.mark.parametrize("words, message", [
+    pytest.param(["-o", "name", "list", "wl"], "unknown flag before the command: -o (there: --kubeconfig, --context, "
+                 "-n, --namespace, -A; the others after the command)", id="a verb's own flag before it is refused"),
+    pytest.param(["--context"], "flag needs an argument: --context", id="a flag without its value"),
+    pytest.param(["-n", "team"], "no command after the flags: give one, e.g. list workloads", id="flags and no verb"),
+])
+def test_what_cannot_go_before_the_verb(words: list[str], message: str) -> None:
+    with pytest.raises(BadInput, match=message.replace("(", r"\(").replace(")", r"\)")):
+        verb_first(words)
+
+
+def test_flags_before_the_verb_parse_as_after_it() -> None:
+    args = parse(verb_first(["--context", "alice", "-n", "team-a", "list", "workloads"]))
+    assert (args.verb, args.resource, args.context, args.namespace) == ("list", "workloads", "alice", "team-a")
+
+
+@pytest.mark.parametrize("program, expected", [
+    pytest.param("/venv/bin/kubectl-batchgate", ("error: bad", 1), id="under the plugin name errors read as kubectl's"),
+    pytest.param("/venv/bin/batchgate", ("batchgate check: bad", 2), id="under batchgate's name as its commands' own"),
+])
+def test_bad_input_reads_as_the_program_run(program: str, expected: tuple[str, int]) -> None:
+    assert error_line("batchgate check", "bad", program) == expected
+
+
 @pytest.mark.parametrize("target, expected", [
     pytest.param("job/train", ("Job", "train"), id="a kind by its lower-case name"),
     pytest.param("appwrappers.workload.codeflare.dev/a", ("AppWrapper", "a"), id="a kind by plural and group"),
@@ -68,6 +106,21 @@ def test_why_targets(target: str, expected: tuple[str, str]) -> None:
 ])
 def test_stop_and_resume_patches(kind: str, verb: Any, keep: bool, patch: dict[str, Any]) -> None:
     assert activation_patch(kind, verb, keep) == patch
+
+
+@pytest.mark.parametrize("dry_run, line", [
+    pytest.param("none", "workload.kueue.x-k8s.io/w stopped", id="a change says what it did"),
+    pytest.param("server", "workload.kueue.x-k8s.io/w stopped (server dry run)", id="a server dry run says so"),
+    pytest.param("client", "workload.kueue.x-k8s.io/w stopped (client dry run)", id="a client dry run says so"),
+])
+def test_done_lines(dry_run: str, line: str) -> None:
+    assert done_line("Workload", "kueue.x-k8s.io", "w", "stop", dry_run) == line
+
+
+def test_a_client_dry_run_changes_the_spec_field_and_keeps_the_rest() -> None:
+    queue = {"kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {"cohort": "c", "stopPolicy": "None"}}
+    assert patched(queue, activation_patch("ClusterQueue", "stop")) == {
+        "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {"cohort": "c", "stopPolicy": "HoldAndDrain"}}
 
 
 @pytest.mark.parametrize("seconds, text", [
