@@ -2,7 +2,7 @@
 
 `batchgate/` may not import the client, so the table is committed as JSON; this test rebuilds
 it from the client and fails when they drift. Regenerate with
-`.venv/bin/python -m tests.batchgate.test_pod_spec_schema`.
+`.venv/bin/python -m tests.batchgate.api.test_pod_spec`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each helm-unittest case of `tests_helloworld_test.yaml` sets its values over
 `tests_helloworld.settings.yaml`; its asserts (snapshots from `helloworld_test.yaml.snap`,
 `equal`, `isSubset`, `exists`, `notExists`, `isEmpty`, `failedTemplate`) are checked on the
 generated AppWrapper, compared as objects. No case needs an exception: where batchgate differs
-from the chart (tests/batchgate/test_generator_settings.py), no upstream case looks.
+from the chart (tests/batchgate/generator/test_settings.py), no upstream case looks.
 
 The second half submits every snapshot through the gateway (mutate, then validate, under the
 default policy): it is allowed, and it differs from the chart's output only by what the gateway

@@ -22,7 +22,7 @@ from kubernetes import client
 from batchgate.clock import FakeClock
 from certs.authority import CA_CERT, TLS_CERT, issue_secret_data
 from certs.readiness import TrustProbe, serve
-from tests.certs.test_keeper_cluster import START, keeper, secret_data, setup  # noqa: F401
+from tests.certs.test_keeper import START, keeper, secret_data, setup  # noqa: F401
 
 
 def probe(port: int) -> tuple[int, str]:
