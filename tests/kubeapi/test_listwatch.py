@@ -7,7 +7,7 @@ that stays silent does not hold the relist back, since each watch asks the serve
 the relist falls due; a kind the server does not serve is an empty, synced list; and a caller that
 may only watch starts from a watch that sends the objects there are.
 (Resuming without a relist and relisting after 410 are tested through the controller's informer,
-tests/controller/test_runtime_cluster.py; the gateway's and the keeper's use, in their own tests.)
+tests/controller/adapters/test_runtime_cluster.py; the gateway's and the keeper's use, in their own tests.)
 """
 
 from __future__ import annotations

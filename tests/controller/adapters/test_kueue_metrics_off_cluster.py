@@ -13,7 +13,7 @@ from controller.adapters.manager import Controller, ControllerOptions
 from controller.adapters.metrics import ControllerMetrics
 from controller.cli import parse_args
 from tests.controller.cluster import controller_client, eventually
-from tests.controller.test_admission_cluster import running, submit, team  # noqa: F401  (the fixture too)
+from tests.controller.adapters.test_admission_cluster import running, submit, team  # noqa: F401  (the fixture too)
 
 pytestmark = pytest.mark.timeout(120)
 

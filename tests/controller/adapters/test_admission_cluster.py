@@ -16,7 +16,7 @@ from controller.adapters.manager import Controller
 from controller.adapters.metrics import ProbeServer
 from tests.controller.builders import a_job
 from tests.controller.cluster import eventually, kubectl, started_controller
-from tests.controller.test_jobs_cluster import cond, workload_of
+from tests.controller.adapters.test_jobs import cond, workload_of
 
 pytestmark = pytest.mark.timeout(120)
 JOBS, WL, CQ, LQ = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]

@@ -12,8 +12,8 @@ from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
 from tests.controller.cluster import ROOT, controller_client, eventually, kubectl
-from tests.controller.test_admission_cluster import KUEUE, running, submit
-from tests.controller.test_jobs_cluster import workload_of
+from tests.controller.adapters.test_admission_cluster import KUEUE, running, submit
+from tests.controller.adapters.test_jobs import workload_of
 
 pytestmark = pytest.mark.timeout(120)
 JOBS = RESOURCES["Job"]

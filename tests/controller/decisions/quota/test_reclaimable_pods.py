@@ -1,6 +1,6 @@
 """A Workload's `status.reclaimablePods` are not counted against quota, as in Kueue: the pods a
 pending workload asks for, and the usage an admitted one holds, shrink by them (issue 16 item 3;
-the job side, which writes reclaimablePods, is tests/controller/decisions/test_partly_finished_gangs.py)."""
+the job side, which writes reclaimablePods, is tests/controller/decisions/gang/test_completeness.py)."""
 
 from __future__ import annotations
 

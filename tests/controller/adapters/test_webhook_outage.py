@@ -8,7 +8,7 @@ from batchgate.clock import FakeClock
 from controller.adapters.kube import ApiError
 from controller.adapters.webhook_outage import WebhookOutage
 from controller.adapters.workqueue import WorkQueue
-from tests.controller.test_workqueue import drain
+from tests.controller.adapters.test_workqueue import drain
 
 UNREACHABLE = ('Internal error occurred: failed calling webhook "workloads.validate.batchgate.dev": failed to call '
                'webhook: Post "https://batchgate-webhook.batchgate-system.svc:443/validate?timeout=5s": dial tcp '

@@ -17,7 +17,7 @@ from batchgate.clock import FakeClock
 from batchgate.policy import FairSharing
 from controller.simulation import Simulation
 from controller.state.cache import ObjectKey
-from tests.controller.decisions.test_quota_invariants import CQS, delete, finish, queue_specs
+from tests.controller.decisions.quota.test_invariants import CQS, delete, finish, queue_specs
 from tests.controller.decisions.trace_builders import T0, basic, flavor, local_queue, wl_key, workload
 
 FLAVORS = ("on-demand", "spot")
