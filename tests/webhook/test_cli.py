@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.webhook.server.helpers import run_cli
+from tests.webhook.helpers import run_cli
 from webhook.serving.launch import start_gateway
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from certs.authority import service_names, write_serving_files
 from batchgate.clock import SystemClock
-from tests.webhook.server.helpers import with_all_workers
+from tests.webhook.helpers import with_all_workers
 from webhook.serving.launch import RunningGateway, start_gateway
 
 

@@ -21,7 +21,7 @@ from cryptography import x509
 from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 
-from tests.webhook.server.helpers import run_cli
+from tests.webhook.helpers import run_cli
 from webhook.serving.launch import RunningGateway
 from webhook.serving.tls import ReloadingContext
 

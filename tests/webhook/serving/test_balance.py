@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.builders import sample
-from tests.webhook.server.helpers import ALICE, review_for
+from tests.webhook.helpers import ALICE, review_for
 from webhook.serving.balance import ACCEPT_DEFER_LIMIT, UNUSED, ConnectionTable, defer_accept
 
 BOOT_TIMEOUT_SECONDS = 30.0

@@ -19,7 +19,7 @@ import pytest
 
 from bench.slow_clients import KINDS, HostileConnections
 from tests.builders import sample
-from tests.webhook.server.helpers import review_for
+from tests.webhook.helpers import review_for
 from webhook.serving.client import GatewayClient
 from webhook.serving.launch import RunningGateway
 from webhook.serving.readahead import REQUEST_TIMEOUT

@@ -26,7 +26,7 @@ from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from tests.builders import sample, samples
 from tests.upstream_corpus import corpus_manifests, upstream
-from tests.webhook.server.helpers import ALICE, BOB, booted_workers, hostile_reviews, review_for, with_all_workers
+from tests.webhook.helpers import ALICE, BOB, booted_workers, hostile_reviews, review_for, with_all_workers
 from webhook import rules
 from webhook.serving.admission_review import parse_review
 from webhook.serving.launch import RunningGateway, start_gateway

@@ -25,7 +25,7 @@ from kubernetes import client
 from localcluster.runner import LocalCluster
 from localcluster.store import HISTORY_PER_RESOURCE
 from tests.localcluster_fixtures import kubectl, local_cluster  # noqa: F401 - fixtures
-from tests.webhook.server.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, wait_until_every_worker_injects
+from tests.webhook.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, wait_until_every_worker_injects
 from webhook.serving.launch import RunningGateway
 from webhook.policy.reloader import ClusterPolicySource, api_client
 from webhook.policy.store import PolicyStore

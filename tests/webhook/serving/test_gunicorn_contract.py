@@ -8,7 +8,7 @@ the subclass and pin what it relies on: each function or class below is fingerpr
 (comments, docstrings and layout left out), and a gunicorn upgrade that changes one fails here,
 naming it, its gunicorn file and our module to re-read. When both agree again, record the new
 fingerprint the message gives. The behaviour itself is tested over real sockets next door
-(test_slow_clients.py, test_connection_balance.py, test_framing.py).
+(test_readahead.py, test_balance.py, test_framing.py).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def test_gunicorn_internals_are_what_our_worker_was_written_against(reliance: Re
     if found != reliance.fingerprint:
         pytest.fail(f"gunicorn {version} changed {reliance.target} ({reliance.why}): re-read {_source_file(module)} "
                     f"against {reliance.ours}; when they agree, record its fingerprint {found!r} in "
-                    f"tests/webhook/server/test_gunicorn_contract.py", pytrace=False)
+                    f"tests/webhook/serving/test_gunicorn_contract.py", pytrace=False)
 
 
 ORIGINAL = 'def f(x):\n    """Why."""\n    return x + 1\n'

@@ -11,7 +11,7 @@ import yaml
 
 from demo.samples_scene import SAMPLES
 from tests.builders import sample
-from tests.webhook.server.helpers import run_cli
+from tests.webhook.helpers import run_cli
 from webhook.review_cli import main
 
 

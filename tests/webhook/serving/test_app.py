@@ -22,7 +22,7 @@ from batchgate.clock import FakeClock
 from batchgate.policy import parse_policy
 from tests.builders import sample, samples
 from tests.upstream_corpus import corpus_manifests, corpus_rows
-from tests.webhook.server.helpers import ALICE, BOB, hostile_reviews, review_for
+from tests.webhook.helpers import ALICE, BOB, hostile_reviews, review_for
 from webhook import rules
 from webhook.serving.admission_review import parse_review
 from webhook.serving.app import GatewayContext, create_app

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from batchgate.policy import DEFAULT_POLICY
 from tests.builders import sample
-from tests.webhook.server.helpers import ALICE, review_for
+from tests.webhook.helpers import ALICE, review_for
 from webhook import rules
 from webhook.serving.admission_review import (
     MAX_BODY_BYTES,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.hostile_reviews import HostileReviews, unclear
-from tests.webhook.server.test_gateway_app import build_app
+from tests.webhook.serving.test_app import build_app
 
 COUNT = 400
 

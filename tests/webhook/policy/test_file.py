@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from tests.webhook.server.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, run_cli, wait_until_every_worker_injects
+from tests.webhook.helpers import RELOAD_TIMEOUT_SECONDS, policy_text, run_cli, wait_until_every_worker_injects
 from webhook.serving.launch import RunningGateway
 from webhook.policy.file import PolicyFileWatcher
 from webhook.policy.store import PolicyStore
