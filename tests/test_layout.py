@@ -94,15 +94,11 @@ UNMIRRORED: Mapping[str, str] = {
     "controller/adapters/write_pool.py": "background writes, in tests/controller/adapters/test_cycle_loop.py",
     "controller/adapters/writer.py": "status writes with conflict retry, in tests/controller/adapters/test_runtime_cluster.py",
     # controller/check/
-    "controller/check/findings.py": "the findings' wording, in tests/controller/check/test_capacity.py and "
-                                    "tests/controller/check/test_docs.py",
     "controller/check/inventory.py": "reading the cluster's objects, in tests/controller/check/test_hostile_input.py and "
-                                     "tests/controller/check/test_queues_and_pending.py",
-    "controller/check/pending.py": "pending reasons, tabled in tests/controller/check/test_queues_and_pending.py",
-    "controller/check/queues.py": "queue findings, tabled in tests/controller/check/test_queues_and_pending.py",
+                                     "tests/controller/check/test_pending.py",
     "controller/check/render.py": "the report's text, in tests/controller/check/test_hostile_input.py and "
                                   "tests/controller/test_check_cli.py",
-    "controller/check/report.py": "the report, in tests/controller/check/test_queues_and_pending.py",
+    "controller/check/report.py": "the report the check's tables read, e.g. tests/controller/check/test_pending.py",
     # controller/decisions/
     "controller/decisions/appwrapper/teardown.py": "deletion and teardown rows of "
                                                    "tests/controller/decisions/appwrapper/test_lifecycle.py",
