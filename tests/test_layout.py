@@ -173,7 +173,7 @@ def own_test_file(module: str) -> str:
 
 
 def has_code(source: str) -> bool:
-    """Whether a module defines a function or a class (an `__init__` without any re-exports only)."""
+    """Whether a module defines a function or a class: an `__init__` without one holds only imports and constants."""
     return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for node in ast.parse(source).body)
 
 
