@@ -9,7 +9,7 @@ durations past Go's range, junk operations, kinds and users. An answer is clear 
 200 with the request's uid and `allowed` or a 400/403 status, or an HTTP 400 for a body that is not
 a review; never a 5xx, a code 500, or an exception's name. Prints the outcomes, the time, and
 the workers' memory before and after. The suite runs the same generator at a small count
-(tests/webhook/server/test_hostile_fuzz.py).
+(tests/webhook/serving/test_hostile_fuzz.py).
 
     .venv/bin/python bench/hostile_reviews.py [--count 100000] [--connections 4] [--seed 19]
 """

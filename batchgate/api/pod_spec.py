@@ -1,7 +1,7 @@
 """Strict PodSpec parsing, as upstream decodes a podSet's `spec` with unknown fields rejected.
 
 The field table (`pod_spec_schema.json`) is generated from the official kubernetes client's
-models (see tests/batchgate/test_pod_spec_schema.py), so it follows Kubernetes, not us.
+models (see tests/batchgate/api/test_pod_spec.py), so it follows Kubernetes, not us.
 """
 
 from __future__ import annotations

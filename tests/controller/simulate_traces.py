@@ -8,8 +8,8 @@ from typing import Any
 import yaml
 
 from tests.controller import test_simulate_cli as cli
-from tests.controller.decisions import (
-    test_fair_sharing as fair, test_flavors_and_cohorts as flavors, test_preemption_and_stop as preemption,
+from tests.controller.decisions.quota import (
+    test_fair_sharing as fair, test_flavor_assignment as flavors, test_preemption as preemption,
     test_reclaimable_pods as reclaimable,
     test_single_queue as single, test_upstream_integration as integration, test_upstream_preemption as upstream,
 )

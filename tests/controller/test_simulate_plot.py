@@ -19,7 +19,7 @@ import yaml
 
 from controller.simulate_plot import queue_lines
 from controller.simulation import run_trace
-from tests.controller.decisions.test_flavors_and_cohorts import COHORT_SCENARIOS
+from tests.controller.decisions.quota.test_flavor_assignment import COHORT_SCENARIOS
 from tests.controller.test_simulate_cli import EXAMPLE, LATE_ARRIVALS, PREEMPTION, ROOT, TOO_BIG, simulate
 from tests.controller.decisions.trace_builders import basic, trace
 

@@ -9,7 +9,7 @@ recover (restart begun to the first admission of a submission made after it) are
 The etcd restart found a lost AppWrapper: a Lease renewal held by the API server while etcd came
 back landed after the renew deadline, the workers had dropped their keys meanwhile, and the
 controller carried on in the old term without offering them again (now a new term, with a resync;
-tests/controller/test_runtime_cluster.py pins it without a cluster).
+tests/controller/adapters/test_runtime_cluster.py pins it without a cluster).
 """
 
 from __future__ import annotations

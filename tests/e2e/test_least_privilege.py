@@ -82,7 +82,7 @@ RARE_PATHS: dict[str, dict[Right, str]] = {
         ("update", "ray.io", "rayclusters/finalizers"): RAY,
         ("update", "kueue.x-k8s.io", "clusterqueues"): "the slack ClusterQueue's lendingLimits following node health "
         "(faultTolerance.nodeHealth.slackClusterQueue, which the demo's policy does not set; "
-        "tests/controller/test_slack_queue_cluster.py runs it as this account)",
+        "tests/controller/adapters/test_slack_queue.py runs it as this account)",
     },
     "batchgate-webhook": {
         ("update", "", "secrets"): "the serving certificate renewed before expiry, or its Secret repaired",

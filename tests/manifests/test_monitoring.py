@@ -33,7 +33,7 @@ from tests.controller.cluster import kubectl, started_controller
 from tests.localcluster_fixtures import local_cluster  # noqa: F401  (the session's local cluster)
 from tests.manifests.kustomize import ROOT, build
 from tests.builders import sample
-from tests.webhook.server.helpers import review_for
+from tests.webhook.helpers import review_for
 from webhook.authorization.authorizer import AuthorizationMetrics
 from webhook.serving.launch import start_gateway
 from webhook.serving.metrics import GatewayMetrics

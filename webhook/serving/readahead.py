@@ -17,7 +17,7 @@ every connection is bounded:
   client still sends (at most `LINGER_BYTES`, `LINGER_SECONDS`), so the client reads our reply
   instead of a reset.
 
-This subclasses gthread internals gunicorn does not document; tests/webhook/server/
+This subclasses gthread internals gunicorn does not document; tests/webhook/serving/
 test_gunicorn_contract.py pins each one it relies on and names it when a gunicorn upgrade changes
 it (docs/webhook.md says why no supported worker class replaces this).
 """

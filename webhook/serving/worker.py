@@ -3,7 +3,7 @@ its share of the connections accepted (webhook/serving/balance.py).
 
 The master hands each worker its `connection_table` and `connection_slot` in `pre_fork`; a
 worker without them (no slot left) accepts every connection it is offered. The gunicorn
-internals both modules rely on are pinned by tests/webhook/server/test_gunicorn_contract.py.
+internals both modules rely on are pinned by tests/webhook/serving/test_gunicorn_contract.py.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from localcluster.controllers import DEFAULT_CONTROLLERS
 from localcluster.runner import LocalCluster
 from localcluster.sim.nodes import parse_nodes_file
 from tests.controller.check.builders import GPU
-from tests.controller.test_admission_cluster import KUEUE, reason, running, submit
+from tests.controller.adapters.test_admission_cluster import KUEUE, reason, running, submit
 from tests.controller.cluster import KUBECTL, ROOT, controller_client, eventually, kubectl, subprocess_env
 from tests.controller.decisions.trace_builders import cluster_queue, flavor, group, local_queue, namespace, workload
 

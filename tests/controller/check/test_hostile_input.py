@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from controller.check.inventory import build_inventory, flatten
 from controller.check.render import render_json, render_table
 from controller.check.report import check
-from tests.controller.check.test_check_cli import mlbatch_like
+from tests.controller.test_check_cli import mlbatch_like
 from tests.controller.decisions.trace_builders import T0, pod_set, workload
 
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from(["", "x", "-1", "1Gi", "500m", "True"]),

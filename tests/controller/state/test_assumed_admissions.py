@@ -1,7 +1,7 @@
 """Which Workload events an admission in flight holds back, and what its write's end lets through.
 
 The decisions are tables over (what was written, what is observed); the tracker is driven the way
-the admission loop drives it. The loop over a recording API is tests/controller/test_admission_echoes.py.
+the admission loop drives it. The loop over a recording API is tests/controller/adapters/test_admission.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The authorizer's bookkeeping: cache hits, what is never cached, the shared time budget.
 
 The reviewer here is a table that takes a set time per answer on a FakeClock; the real one
-(discovery + SubjectAccessReview over HTTPS) is tested in test_kube_reviewer.py."""
+(discovery + SubjectAccessReview over HTTPS) is tested in test_kube.py."""
 
 from __future__ import annotations
 

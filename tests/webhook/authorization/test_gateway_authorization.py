@@ -16,7 +16,7 @@ from batchgate.clock import SystemClock
 from certs.authority import service_names, write_serving_files
 from tests.builders import a_deployment, an_appwrapper
 from tests.webhook.authorizer_stub import AuthorizerStub
-from tests.webhook.server.helpers import ALICE, BOB, review_for
+from tests.webhook.helpers import ALICE, BOB, review_for
 from webhook.rules.review import UserInfo
 from webhook.serving.client import GatewayClient
 from webhook.serving.launch import RunningGateway, start_gateway

@@ -8,7 +8,7 @@ import yaml
 
 from batchgate import keys
 from tests.webhook.rules.frameworks.builders import appwrapper, indexed_job, pytorchjob
-from tests.webhook.server.helpers import run_cli
+from tests.webhook.helpers import run_cli
 
 
 def manifest(tmp_path, obj) -> str:

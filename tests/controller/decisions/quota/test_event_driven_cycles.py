@@ -1,0 +1,121 @@
+"""The controller runs a cycle only when the quota state is not settled (issue 29): skipping the
+others must change no decision. Over generated histories (submissions, finishes, deletions,
+ClusterQueue edits, flavors tried one after another, stops and ticks), a loop that cycles at
+every tick and one that skips the ticks finding the state settled admit and preempt the same
+workloads, at the same ticks and in the same order, and leave the same pending reasons."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings, target
+from hypothesis import strategies as st
+
+from batchgate.clock import FakeClock
+from batchgate.policy import FairSharing
+from controller.simulation import Simulation
+from controller.state.cache import ObjectKey
+from tests.controller.decisions.quota.test_invariants import CQS, delete, finish, queue_specs
+from tests.controller.decisions.trace_builders import T0, basic, flavor, local_queue, wl_key, workload
+
+FLAVORS = ("on-demand", "spot")
+QUEUES = CQS[:2]  # where workloads go: two queues with small requests beside their quotas fill, park and free up
+submit = st.tuples(st.just("submit"), st.sampled_from(QUEUES), st.integers(1, 6), st.integers(0, 1),
+                   st.just(1), st.integers(0, 3))
+edit = st.tuples(st.just("edit"), st.sampled_from(QUEUES))
+stop = st.tuples(st.just("stop"), st.sampled_from(QUEUES), st.sampled_from(["Hold", "HoldAndDrain", "None", "None"]))
+# each event followed by 0-4 ticks of the loop
+histories = st.lists(st.tuples(st.one_of(submit, submit, submit, finish, finish, delete, edit, stop), st.integers(0, 4)),
+                     min_size=10, max_size=60)
+
+
+class Loop:
+    """The simulation driven as the controller's loop is: one cycle per tick, or (`gated`) one
+    per tick that finds the state unsettled or evictions to complete."""
+
+    def __init__(self, fair: bool, *, gated: bool) -> None:
+        self.sim = Simulation(FakeClock(T0), FairSharing(enable=fair))
+        self.gated = gated
+        self.ticks = self.cycles = 0
+        self.decided: list[tuple[int, str, Any]] = []  # admissions, preemptions, drains: at which tick
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if self.gated and self.sim.state.settled and not self.sim.evicting:
+            return
+        self.cycles += 1
+        effects = self.sim.cycle()
+        self.decided += [(self.ticks, "admit", (a.admit.workload, a.admit.cluster_queue, a.admit.assignment.flavors))
+                         for a in effects.admitted]
+        self.decided += [(self.ticks, "preempt", (p.target.workload, p.preemptor)) for p in effects.preempted]
+        self.decided += [(self.ticks, "drain", d.workload) for d in effects.drained]
+
+    def reasons(self) -> dict[ObjectKey, tuple[str, str]]:
+        state = self.sim.state
+        return {key: state.pending_reason(key) for key in state.workloads if state.is_pending(key)}
+
+
+def play(loop: Loop, objects: list[dict], history: list[tuple]) -> None:
+    """Feed `history` to `loop`; `objects` are the ClusterQueue edits drawn for it, in order."""
+    sim = loop.sim
+    for obj in [*(flavor(name) for name in FLAVORS), *objects[:len(CQS)],
+                *(local_queue(f"lq-{name}", name) for name in CQS)]:
+        sim.apply(obj)
+    edits = iter(objects[len(CQS):])
+    submitted: list[str] = []
+    for n, (op, ticks) in enumerate(history):
+        sim.clock.advance(_dt.timedelta(seconds=1))
+        kind = op[0]
+        if kind == "submit":
+            _, cq, cpu, gpu, count, priority = op
+            sim.apply(workload(f"w{n}", queue=f"lq-{cq}", cpu=cpu, gpu=gpu, count=count, priority=priority, created=n))
+            submitted.append(f"ns/w{n}")
+        elif kind == "finish" and sim.state.admitted:
+            sim.finish(sorted(sim.state.admitted)[op[1] % len(sim.state.admitted)].namespaced_name)
+        elif kind == "delete" and submitted:
+            key = submitted[op[1] % len(submitted)]
+            if wl_key(key) in sim.state.workloads:
+                sim.delete(key)
+        elif kind == "edit":
+            sim.apply(next(edits))
+        elif kind == "stop":
+            spec = next(edits)
+            sim.apply({**spec, "spec": {**spec["spec"], "stopPolicy": op[2]}})
+        for _ in range(ticks):
+            loop.tick()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories, fair=st.booleans(), data=st.data())
+def test_skipping_the_cycles_of_a_settled_state_changes_no_decision(history: list[tuple], fair: bool,
+                                                                     data: st.DataObject) -> None:
+    named = [*CQS, *(op[1] for op, _ in history if op[0] in ("edit", "stop"))]
+    objects = [data.draw(queue_specs(name, FLAVORS, st.integers(1, 8))) for name in named]
+    every, gated = Loop(fair, gated=False), Loop(fair, gated=True)
+    for loop in (every, gated):
+        play(loop, objects, history)
+    assert gated.decided == every.decided
+    assert gated.reasons() == every.reasons()
+    assert gated.cycles <= every.cycles
+    target(float(every.cycles - gated.cycles), label="cycles skipped")
+    target(float(len(every.decided)), label="decisions")
+
+
+@pytest.mark.parametrize("after", ["a finish", "a new workload", "a quota change"])
+def test_a_settled_state_is_unsettled_by_what_can_make_a_head_admissible(after: str) -> None:
+    sim = Simulation(FakeClock(T0))
+    for obj in basic(cpu=4) + [workload("a", cpu=4, created=1), workload("b", cpu=4, created=2)]:
+        sim.apply(obj)
+    sim.run(None)
+    assert sim.state.settled and list(sim.state.admitted) == [wl_key("ns/a")]
+    sim.apply(workload("b", cpu=4, created=2))  # an echo: nothing new
+    assert sim.state.settled
+    if after == "a finish":
+        sim.finish("ns/a")
+    elif after == "a new workload":
+        sim.apply(workload("c", cpu=1, priority=5, created=3))
+    else:
+        sim.apply(basic(cpu=8)[1])
+    assert not sim.state.settled
