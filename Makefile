@@ -28,10 +28,10 @@ test: $(STAMP) test-tools kube
 
 # Debian's tools that tests drive, installed where missing (CI's fresh machine), never downloaded
 # by pip: headless Chromium for the dashboard's browser tests, promtool (package prometheus) for
-# the monitoring overlay's alert rules.
+# the monitoring overlay's alert rules, zsh for the plugin's zsh completion.
 test-tools:
-	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver -a -x /usr/bin/promtool || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver prometheus; }
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver -a -x /usr/bin/promtool -a -x /usr/bin/zsh || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver prometheus zsh; }
 
 # The real control plane (realcluster/, docs/realcluster.md): Kubernetes' kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl and etcd, and helm for the chart's tests, built
