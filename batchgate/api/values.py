@@ -17,6 +17,7 @@ from batchgate.durations import DurationError, parse_duration
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$")
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*")
+_EMPTY_MAP: Mapping[str, str] = MappingProxyType({})
 
 
 def parse_bool(value: Any, path: str) -> bool:
@@ -107,6 +108,9 @@ def parse_kinds(value: Any, path: str) -> tuple[str, ...]:
 
 
 def parse_string_map(value: Any, path: str) -> Mapping[str, str]:
+    """Labels, annotations, matchLabels: absent (None) is the empty map."""
+    if value is None:
+        return _EMPTY_MAP
     if not isinstance(value, dict):
         raise FieldError(path, f"must be a mapping of strings, got {type_name(value)}")
     for k, v in value.items():
