@@ -14,7 +14,8 @@ from typing import Any, Mapping
 from batchgate.api.errors import FieldError, child, type_name
 from batchgate.api.objects import api_version_kind
 from batchgate.api.paths import Location
-from batchgate.api.values import parse_str, parse_string_map
+from batchgate.api.kueue_fields import string_map
+from batchgate.api.values import parse_str
 from batchgate.kinds import APPWRAPPER, PodSet
 from batchgate.kinds.wrapped import declared_or_inferred, infer_pod_sets
 
@@ -91,8 +92,8 @@ def parse_appwrapper(obj: Any) -> AppWrapper:
     return AppWrapper(
         name=parse_str(meta.get("name") or meta.get("generateName") or "", "metadata.name"),
         namespace=parse_str(meta.get("namespace") or "", "metadata.namespace"),
-        labels=parse_string_map(meta.get("labels"), "metadata.labels"),
-        annotations=parse_string_map(meta.get("annotations"), "metadata.annotations"),
+        labels=string_map(meta.get("labels"), "metadata.labels"),
+        annotations=string_map(meta.get("annotations"), "metadata.annotations"),
         components=tuple(_component(c, i) for i, c in enumerate(raw_components)),
         suspend=bool(suspend),
         managed_by=managed_by,
@@ -118,7 +119,7 @@ def _component(value: Any, index: int) -> Component:
         declared_pod_sets=tuple(
             _declared(p, child(child(where, "podSets"), i)) for i, p in enumerate(raw_pod_sets)
         ),
-        annotations=parse_string_map(value.get("annotations"), child(where, "annotations")),
+        annotations=string_map(value.get("annotations"), child(where, "annotations")),
     )
 
 
@@ -131,7 +132,7 @@ def _declared(value: Any, where: str) -> DeclaredPodSet:
     replicas = value.get("replicas")
     if replicas is not None and (isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0):
         raise FieldError(child(where, "replicas"), "must be a non-negative integer")
-    return DeclaredPodSet(path, replicas, parse_string_map(value.get("annotations"), child(where, "annotations")))
+    return DeclaredPodSet(path, replicas, string_map(value.get("annotations"), child(where, "annotations")))
 
 
 def inferred_pod_sets(component: Component) -> tuple[PodSet, ...] | None:

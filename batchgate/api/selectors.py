@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
 from batchgate.api.errors import FieldError, child, type_name
-from batchgate.api.values import parse_string_map
+from batchgate.api.kueue_fields import string_map
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -62,13 +62,13 @@ def parse_label_selector(value: Any, path: str) -> LabelSelector:
     unknown = sorted(set(value) - {"matchLabels", "matchExpressions"})
     if unknown:
         raise FieldError(child(path, unknown[0]), "unknown field (expected matchLabels, matchExpressions)")
-    labels = parse_string_map(value.get("matchLabels"), child(path, "matchLabels"))
+    labels = string_map(value.get("matchLabels"), child(path, "matchLabels"))
     raw_exprs = value.get("matchExpressions") or []
     exprs_path = child(path, "matchExpressions")
     if not isinstance(raw_exprs, list):
         raise FieldError(exprs_path, f"must be a list, got {type_name(raw_exprs)}")
     return LabelSelector(
-        labels,
+        MappingProxyType(labels),
         tuple(_requirement(e, child(exprs_path, i)) for i, e in enumerate(raw_exprs)),
     )
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from batchgate.api.errors import FieldError, child, type_name
 from batchgate.durations import DurationError, parse_duration
@@ -17,7 +16,6 @@ from batchgate.durations import DurationError, parse_duration
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*(\.[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$")
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]*")
-_EMPTY_MAP: Mapping[str, str] = MappingProxyType({})
 
 
 def parse_bool(value: Any, path: str) -> bool:
@@ -105,15 +103,3 @@ def parse_kinds(value: Any, path: str) -> tuple[str, ...]:
         if not _KIND.match(kind):
             raise FieldError(child(path, i), f"{kind!r} is not a Kind or Kind.group (e.g. Job.batch, Pod)")
     return kinds
-
-
-def parse_string_map(value: Any, path: str) -> Mapping[str, str]:
-    """Labels, annotations, matchLabels: absent (None) is the empty map."""
-    if value is None:
-        return _EMPTY_MAP
-    if not isinstance(value, dict):
-        raise FieldError(path, f"must be a mapping of strings, got {type_name(value)}")
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise FieldError(child(path, str(k)), "keys and values must be strings")
-    return MappingProxyType(dict(value))

@@ -21,7 +21,7 @@ from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus
 from batchgate.api.errors import FieldError, type_name
 from batchgate.api.objects import metadata
 from batchgate.api.paths import parse_podset_path, resolve
-from batchgate.api.values import parse_string_map
+from batchgate.api.kueue_fields import string_map
 from batchgate.policy import NodeHealth
 from controller.decisions.appwrapper.pods import uses_resource
 
@@ -234,6 +234,6 @@ def _list_at(parent: Mapping[str, Any], key: str, where: str) -> list[Any]:
 
 def _string_map(value: Any, where: str) -> dict[str, str]:
     try:
-        return dict(parse_string_map(value, where))
+        return string_map(value, where)
     except FieldError as exc:
         raise ComponentError(str(exc), fatal=True) from None
