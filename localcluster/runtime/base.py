@@ -26,6 +26,19 @@ def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any
     return patch
 
 
+def object_key(obj: Mapping[str, Any]) -> str:
+    """The work-queue key of a namespaced object: `namespace/name`."""
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+def owner_key(obj: Mapping[str, Any], kind: str) -> str | None:
+    """The work-queue key of the object's controlling owner of `kind`, or None."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == kind:
+            return f"{obj['metadata'].get('namespace', '')}/{ref['name']}"
+    return None
+
+
 class Controller:
     """Subclasses set `component`, build informers in `__init__` and implement `sync(key)`."""
 
