@@ -11,7 +11,6 @@ Run: .venv/bin/python bench/cel_match_conditions.py [--rounds N]
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from celpy import celtypes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the expressions
 
+from bench.machine_info import machine  # noqa: E402
 from localcluster.apiserver import cel  # noqa: E402
 from tests.localcluster.test_cel import VALUES, VARIABLES  # noqa: E402
 
@@ -64,7 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=200)
     rounds = parser.parse_args().rounds
-    print(f"python {platform.python_version()} on {platform.machine()}, {rounds} rounds per expression")
+    print(f"{machine()}; {rounds} rounds per expression")
     print(f"{'expression':60} {'subset us':>10} {'celpy us':>10} {'celpy cached us':>16}")
     totals = [0.0, 0.0, 0.0]
     for param in VALUES:
