@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from aiohttp import web
 
 from certs.authority import ServingFiles
+from localcluster.apiserver.webhook_sources import ADDRESS_ANNOTATION
 from tests.tls_stub import TlsStub
 
 
@@ -52,6 +54,15 @@ class WebhookStub:
 
     def __exit__(self, *exc: object) -> None:
         self._server.stop()
+
+    def routing(self) -> str:
+        """For `kubectl apply`: the stub's Namespace and a Service the local cluster sends to its port."""
+        return yaml.safe_dump_all((
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}},
+            {"apiVersion": "v1", "kind": "Service",
+             "metadata": {"name": self.service, "namespace": self.namespace,
+                          "annotations": {ADDRESS_ANNOTATION: f"127.0.0.1:{self.port}"}},
+             "spec": {"ports": [{"port": 443}]}}))
 
     def paths(self) -> list[str]:
         return [r.path for r in self.received]
