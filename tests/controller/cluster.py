@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 from demo.kubectl import KUBECTL
+from kubeapi.client import ApiError
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -18,6 +19,17 @@ def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.Comp
     cache = kubeconfig.parent / "kubectl-cache"
     return subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={cache}", *args],
                           capture_output=True, text=True, timeout=60, check=check)
+
+
+def get_or_none(client: Any, res: Any, name: str, namespace: str | None) -> dict[str, Any] | None:
+    """The object, or None when the API server says it does not exist."""
+    try:
+        found: dict[str, Any] = client.get(res, name, namespace)
+        return found
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
 
 
 def eventually(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05,
