@@ -59,6 +59,10 @@ class Controller:
         """Real seconds to wait for `simulated` time to pass on the cluster's sped-up clock."""
         return max(simulated.total_seconds(), 0.0) / self.ctx.speed
 
+    def enqueue(self, kind: str, obj: dict[str, Any]) -> None:
+        """The informer handler of the kind the controller syncs: sync that object."""
+        self.queue.add(object_key(obj))
+
     def informer(self, *args: Any, **kwargs: Any) -> Informer:
         made = self.shared.get(*args, **kwargs)
         self.informers.append(made)

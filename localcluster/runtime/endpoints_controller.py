@@ -25,7 +25,7 @@ class EndpointsController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.services = self.informer(SERVICES, lambda kind, svc: self.queue.add(object_key(svc)))
+        self.services = self.informer(SERVICES, self.enqueue)
         self.pods = self.informer(PODS, self._on_pod)
         self.endpoints = self.informer(ENDPOINTS, lambda kind, ep: None)
         self.slices = self.informer(ENDPOINTSLICES, lambda kind, s: None)

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch, object_key, owner_key
+from localcluster.runtime.base import Controller, merge_patch, owner_key
 from localcluster.runtime.client import JOBS, PODS, Api, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
@@ -28,7 +28,7 @@ class JobController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.jobs = self.informer(JOBS, lambda kind, job: self.queue.add(object_key(job)))
+        self.jobs = self.informer(JOBS, self.enqueue)
         self.pods = self.informer(PODS, self._on_pod)
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:

@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch, object_key, owner_key
+from localcluster.runtime.base import Controller, merge_patch, owner_key
 from localcluster.runtime.client import PODS, PYTORCHJOBS, SERVICES, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
@@ -21,7 +21,7 @@ class PyTorchJobController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.jobs = self.informer(PYTORCHJOBS, lambda kind, job: self.queue.add(object_key(job)))
+        self.jobs = self.informer(PYTORCHJOBS, self.enqueue)
         self.pods = self.informer(PODS, self._on_child)
         self.services = self.informer(SERVICES, self._on_child)
 

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch, object_key, owner_key
+from localcluster.runtime.base import Controller, merge_patch, owner_key
 from localcluster.runtime.client import PODS, RAYCLUSTERS, SERVICES, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
@@ -20,7 +20,7 @@ class RayClusterController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.clusters = self.informer(RAYCLUSTERS, lambda kind, c: self.queue.add(object_key(c)))
+        self.clusters = self.informer(RAYCLUSTERS, self.enqueue)
         self.pods = self.informer(PODS, self._on_child)
         self.services = self.informer(SERVICES, self._on_child)
 

@@ -19,7 +19,7 @@ class RayJobController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.rayjobs = self.informer(RAYJOBS, lambda kind, j: self.queue.add(object_key(j)))
+        self.rayjobs = self.informer(RAYJOBS, self.enqueue)
         self.clusters = self.informer(RAYCLUSTERS, self._on_cluster)
         self.jobs = self.informer(JOBS, self._on_job)
 

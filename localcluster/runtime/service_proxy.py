@@ -22,7 +22,7 @@ import logging
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, object_key
+from localcluster.runtime.base import Controller
 from localcluster.runtime.client import PODS, SERVICES, Api
 from localcluster.runtime.endpoints_controller import selecting_services
 from localcluster.runtime.informers import SharedInformers
@@ -80,7 +80,7 @@ class ServiceProxy(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.services = self.informer(SERVICES, lambda kind, svc: self.queue.add(object_key(svc)))
+        self.services = self.informer(SERVICES, self.enqueue)
         self.pods = self.informer(PODS, self._on_pod)
         self.servers: dict[Listener, asyncio.Server] = {}
         self.owners: dict[Listener, str] = {}  # listener -> the Service key it serves

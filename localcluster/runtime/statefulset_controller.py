@@ -6,7 +6,7 @@ import datetime as dt
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch, object_key, owner_key
+from localcluster.runtime.base import Controller, merge_patch, owner_key
 from localcluster.runtime.client import PODS, STATEFULSETS, Api, ignore_gone
 from localcluster.runtime.informers import SharedInformers
 from localcluster.runtime.workload_writes import create_pods, delete_pods
@@ -18,7 +18,7 @@ class StatefulSetController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.sets = self.informer(STATEFULSETS, lambda kind, s: self.queue.add(object_key(s)))
+        self.sets = self.informer(STATEFULSETS, self.enqueue)
         self.pods = self.informer(PODS, self._on_pod)
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
