@@ -10,7 +10,6 @@ the finalizer. The fault scenarios live in the acceptance tests.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any, Iterator
 
 import pytest
@@ -18,14 +17,13 @@ import pytest
 from batchgate import keys
 from batchgate.kinds import APPWRAPPER
 from batchgate.clock import SystemClock
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller
-from tests.controller.cluster import controller_client, eventually, get_or_none, started_controller
+from tests.controller.cluster import controller_client, eventually, get_or_none, make_team, started_controller
 
 pytestmark = pytest.mark.timeout(90)
 AW, JOBS, PODS, WL = RESOURCES["AppWrapper"], RESOURCES["Job"], RESOURCES["Pod"], RESOURCES["Workload"]
-CQ, LQ, RF = RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"], RESOURCES["ResourceFlavor"]
-KUEUE = keys.KUEUE_API_VERSION
+CQ = RESOURCES["ClusterQueue"]
 BEHAVIOR = "localcluster.batchgate.dev/behavior"
 
 
@@ -37,20 +35,7 @@ def controller(live_cluster: Any) -> Iterator[Controller]:
 @pytest.fixture
 def team(live_client: KubeClient, controller: Controller) -> dict[str, str]:
     """A namespace whose LocalQueue `default-queue` feeds its own ClusterQueue of 4 cpu."""
-    suffix = uuid.uuid4().hex[:6]
-    ns, cq = f"team-{suffix}", f"cq-{suffix}"
-    live_client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    try:
-        live_client.create(RF, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-    except ApiError as exc:
-        if not exc.already_exists:
-            raise
-    live_client.create(CQ, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
-        "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}})
-    live_client.create(LQ, {"apiVersion": KUEUE, "kind": "LocalQueue",
-                            "metadata": {"name": "default-queue", "namespace": ns}, "spec": {"clusterQueue": cq}})
-    return {"ns": ns, "cq": cq}
+    return make_team(live_client)
 
 
 def an_appwrapper(ns: str, name: str, *, pods: int = 2, run_for: str | None = "1s") -> dict[str, Any]:
