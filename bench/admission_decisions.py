@@ -15,8 +15,6 @@ from __future__ import annotations
 import datetime as _dt
 from decimal import Decimal
 import heapq
-import os
-import platform
 import resource
 import sys
 import time
@@ -26,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from batchgate.api.kueue import ClusterQueue, LocalQueue, PodSet, ResourceFlavor, Workload  # noqa: E402
+from bench.machine_info import machine  # noqa: E402
 from batchgate.clock import FakeClock  # noqa: E402
 from controller.simulation import Simulation  # noqa: E402
 from controller.state.cache import ObjectKey  # noqa: E402
@@ -158,8 +157,7 @@ def main(argv: list[str]) -> int:
     names = [a for a in argv if a != "--fair-sharing"] or ["baseline"]
     if names == ["all"]:
         names = list(CONFIGS)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
-          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    print(f"machine: {machine()}")
     for name in names:
         result = run(CONFIGS[name], fair)
         print(" ".join(f"{k}={v}" for k, v in result.items()), flush=True)

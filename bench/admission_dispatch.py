@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -21,19 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.machine_info import machine
 from localcluster.apiserver.admission import AdmissionAttributes, WebhookDispatcher
 from tests.localcluster.webhook_stub import WebhookStub
-
-
-def machine() -> str:
-    model = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                      if line.startswith("model name")), "")
-    return (f"{os.cpu_count()} CPUs ({model or platform.processor()}), {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}; webhook on the same host")
-
 
 def configurations(stub: WebhookStub) -> dict[str, list[dict[str, Any]]]:
     def hook(name: str) -> dict[str, Any]:
@@ -72,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
     args = parser.parse_args(argv)
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; webhook on the same host")
     with tempfile.TemporaryDirectory() as workdir, WebhookStub(Path(workdir)) as stub:
         configs = configurations(stub)
         dispatcher = WebhookDispatcher(configs.__getitem__, lambda namespace: {},

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import shutil
 import signal
@@ -47,6 +46,8 @@ sys.path.insert(0, str(ROOT))
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from batchgate.quantity import parse_quantity  # noqa: E402
+from bench.admission_decisions import CONFIGS, WorkloadClass  # noqa: E402
+from bench.machine_info import machine  # noqa: E402
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
 from demo.kubectl import KUBECTL  # noqa: E402
 from localcluster.rbac.bootstrap import WRITE  # noqa: E402
@@ -60,18 +61,7 @@ CONTROLLER_ACCOUNT = ("batchgate-system", "batchgate-controller")  # manifests/r
 WL, CQ, LQ = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
 
 
-@dataclass(frozen=True)
-class WorkloadClass:
-    name: str
-    count: int
-    interval_ms: int
-    runtime_ms: int
-    priority: int
-    cpu: int
-
-
-BASELINE = (WorkloadClass("small", 350, 100, 200, 50, 1), WorkloadClass("medium", 100, 500, 500, 100, 5),
-            WorkloadClass("large", 50, 1200, 1000, 200, 20))
+BASELINE = CONFIGS["baseline"].classes
 KUEUE_FIGURES = "Kueue v0.10 (same scenario): wall 351 s, usage 56-59 %, admission large 6.7-16.5 s, medium 77 s, small 215 s, 396 mCPU, 445 MB"
 
 
@@ -552,8 +542,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before the run counts as unfinished")
     args = parser.parse_args()
     m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst, kube=args.kube, timeout=args.timeout)
-    print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, Python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads "
           f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}, {args.kube} control plane")
     if not m.finished:

@@ -11,9 +11,7 @@ Run: .venv/bin/python bench/cel_match_conditions.py [--rounds N]
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,8 @@ from celpy import celtypes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the expressions
 
+from bench.machine_info import machine  # noqa: E402
+from bench.timing import seconds_per_call  # noqa: E402
 from localcluster.apiserver import cel  # noqa: E402
 from tests.localcluster.test_cel import VALUES, VARIABLES  # noqa: E402
 
@@ -53,26 +53,19 @@ def celpy_evaluate(program: Any) -> Any:
     return _plain(result)
 
 
-def mean_us(run: Any, rounds: int) -> float:
-    start = time.perf_counter()
-    for _ in range(rounds):
-        run()
-    return (time.perf_counter() - start) / rounds * 1e6
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=200)
     rounds = parser.parse_args().rounds
-    print(f"python {platform.python_version()} on {platform.machine()}, {rounds} rounds per expression")
+    print(f"{machine()}; {rounds} rounds per expression")
     print(f"{'expression':60} {'subset us':>10} {'celpy us':>10} {'celpy cached us':>16}")
     totals = [0.0, 0.0, 0.0]
     for param in VALUES:
         expression, expected = param.values
         program = celpy_program(expression)
-        figures = (mean_us(lambda: cel.evaluate(expression, VARIABLES), rounds),
-                   mean_us(lambda: celpy_evaluate(celpy_program(expression)), rounds),
-                   mean_us(lambda: celpy_evaluate(program), rounds))
+        figures = (seconds_per_call(lambda: cel.evaluate(expression, VARIABLES), rounds) * 1e6,
+                   seconds_per_call(lambda: celpy_evaluate(celpy_program(expression)), rounds) * 1e6,
+                   seconds_per_call(lambda: celpy_evaluate(program), rounds) * 1e6)
         totals = [t + f for t, f in zip(totals, figures)]
         print(f"{param.id[:60]:60} {figures[0]:10.0f} {figures[1]:10.0f} {figures[2]:16.0f}")
         got = celpy_evaluate(program)

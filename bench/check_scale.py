@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import os
-import platform
 import resource
 import sys
 import time
@@ -24,6 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from batchgate.clock import format_time  # noqa: E402
+from bench.machine_info import machine  # noqa: E402
 from controller.check.inventory import build_inventory  # noqa: E402
 from controller.check.render import render_json, render_table  # noqa: E402
 from controller.check.report import check  # noqa: E402
@@ -87,8 +86,7 @@ def main() -> None:
     checked = time.perf_counter()
     render_table(report), render_json(report)
     rendered = time.perf_counter()
-    print(f"machine: {platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()} "
-          f"python {platform.python_version()}")
+    print(f"machine: {machine()}")
     print(f"objects: {len(raw)} ({args.workloads} workloads, 30 ClusterQueues, 100 nodes); "
           f"holding quota: {sum(s.reserving for s in report.cluster_queues)}; pending: {len(report.pending)}")
     print(f"parse: {parsed - start:.2f} s   check: {checked - parsed:.2f} s "

@@ -14,6 +14,7 @@ from pathlib import Path
 import requests
 import yaml
 
+from bench.cluster_process import ClusterProcess, admin_session, cluster_command
 from demo.kubectl import KUBECTL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,20 +35,14 @@ class Processes:
         self.recorded = workdir / "requests.json"
         users = workdir / "users.yaml"
         users.write_text(yaml.safe_dump({"users": [{"name": CONTROLLER_USER, "groups": ["system:masters"]}]}))
-        self.cluster = subprocess.Popen(
-            [sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(workdir), "--kubeconfig",
-             str(self.kubeconfig), "--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi",
-             "--users-file", str(users), "--record-requests", str(self.recorded),
-             *(["--node-gpus", str(node_gpus)] if node_gpus else [])], stdout=subprocess.PIPE, text=True, env=env)
+        started = ClusterProcess(cluster_command(
+            workdir, self.kubeconfig, "--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi",
+            "--users-file", str(users), "--record-requests", str(self.recorded),
+            *(["--node-gpus", str(node_gpus)] if node_gpus else [])), workdir, self.kubeconfig)
+        self.cluster, self.url, self.token, document = started.process, started.url, started.token, started.document
+        self.ca_file = started.ca_file
         assert self.cluster.stdout is not None
-        for line in self.cluster.stdout:
-            if line.startswith("press Ctrl-C"):
-                break
         threading.Thread(target=self.cluster.stdout.read, daemon=True).start()  # keep the pipe drained
-        document = yaml.safe_load(self.kubeconfig.read_text())
-        self.url = document["clusters"][0]["cluster"]["server"]
-        self.token = next(u["user"]["token"] for u in document["users"] if u["name"] == "admin")
-        self.ca_file = str(workdir / "pki" / "serving.crt")  # the stand-in's self-signed serving certificate
         subprocess.run([KUBECTL, f"--kubeconfig={self.kubeconfig}", "apply", "-k", str(ROOT / "manifests" / "crds")],
                        check=True, capture_output=True, timeout=120)
         controller_kubeconfig = workdir / "controller.kubeconfig"
@@ -59,11 +54,7 @@ class Processes:
             env=env, stderr=subprocess.DEVNULL)
 
     def session(self) -> requests.Session:
-        session = requests.Session()
-        session.trust_env = False
-        session.verify = self.ca_file
-        session.headers.update({"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-        return session
+        return admin_session(self.token, self.ca_file)
 
     def stop(self) -> None:
         for process in (self.controller, self.cluster):

@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from machine_info import machine  # bench/ is the script's own folder
+from bench.machine_info import machine
+from bench.timing import seconds_per_call
 from localcluster import crd_schema
 
 CRDS = Path(__file__).resolve().parents[1] / "manifests" / "crds" / "batchgate"
@@ -57,13 +56,6 @@ def decoded(rt: Any, obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def mean_us(run: Callable[[], Any], rounds: int) -> float:
-    start = time.perf_counter()
-    for _ in range(rounds):
-        run()
-    return (time.perf_counter() - start) / rounds * 1e6
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=300)
@@ -84,9 +76,9 @@ def main() -> None:
             return crd_schema.validate_custom(crd_schema.resource_types(definition)[0], new, previous)
 
         for write, previous in (("create", None), ("update", old)):
-            figures = (mean_us(lambda: crd_schema.validate_custom(bare, new, previous), rounds),
-                       mean_us(lambda: crd_schema.validate_custom(rt, new, previous), rounds),
-                       mean_us(lambda: per_request(previous), max(rounds // 10, 3)))
+            figures = (seconds_per_call(lambda: crd_schema.validate_custom(bare, new, previous), rounds) * 1e6,
+                       seconds_per_call(lambda: crd_schema.validate_custom(rt, new, previous), rounds) * 1e6,
+                       seconds_per_call(lambda: per_request(previous), max(rounds // 10, 3)) * 1e6)
             print(f"{kind:13} {write:7} {figures[0]:12.0f} {figures[1]:13.0f} {figures[2]:21.0f}")
 
 

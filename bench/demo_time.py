@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench.machine_info import machine
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = re.compile(r"^\[\s*(?P<seconds>[\d.]+)s\] (?P<text>.*)$")
@@ -27,18 +28,6 @@ MARKS = {
     "pytorch env shown": "each pod's env",
     "scripted part done": "scripted part done",
 }
-
-
-def machine() -> str:
-    model = ""
-    try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return (f"{os.cpu_count()} CPUs ({model or platform.processor()}), {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}")
-
 
 def load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate import keys  # noqa: E402
+from bench.machine_info import machine  # noqa: E402
 from batchgate.kinds import APPWRAPPER  # noqa: E402
 from batchgate.policy import DEFAULT_POLICY  # noqa: E402
 from webhook.rules import mutate, validate  # noqa: E402
@@ -117,7 +117,7 @@ def main() -> None:
     cases = {"ordinary AppWrapper mutation": [ordinary] * args.pods}
     for framework in keys.FRAMEWORKS:
         cases[f"{framework} pod of a {args.pods}-pod job"] = framework_pods(framework, args.pods)
-    print(f"machine: {platform.platform()}, python {platform.python_version()}, {os.cpu_count()} cpus, "
+    print(f"machine: {machine()}, "
           f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())} (other work skews p99)")
     print(f"in-process mutate+validate, {args.rounds} rounds over {args.pods} objects per case")
     print(f"{'case':40} {'reviews/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'p50 vs ordinary':>16} {'p99 vs ordinary':>16}")

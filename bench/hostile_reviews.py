@@ -37,6 +37,7 @@ from batchgate.clock import SystemClock  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from demo.gateway_only import request_for, sample_objects  # noqa: E402
 from demo.samples_scene import SAMPLES  # noqa: E402
+from tests.builders import every_path  # noqa: E402
 from webhook.rules.review import UserInfo  # noqa: E402
 from webhook.serving.admission_review import review_document  # noqa: E402
 from webhook.serving.launch import start_gateway  # noqa: E402
@@ -58,18 +59,6 @@ def _review(obj: Any, rng: random.Random, namespace: str = "team-a") -> dict[str
     document = review_document(request_for(shell, rng.choice(USERS)))
     document["request"].update(namespace=namespace, object=obj)
     return document
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON value (bounded by the samples' size)."""
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, prefix + (key,))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += _paths(item, prefix + (index,))
-    return found
 
 
 def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
@@ -128,7 +117,7 @@ class HostileReviews:
 
     def huge_integer(self) -> bytes:
         obj = self._object()
-        path = self.rng.choice(_paths(obj)[1:])
+        path = self.rng.choice(every_path(obj)[1:])
         return self._json(_review(_replace(obj, path, 10 ** self.rng.choice([20, 400, 4000])), self.rng))
 
     def nul(self) -> bytes:
@@ -139,7 +128,7 @@ class HostileReviews:
 
     def junk_subtree(self) -> bytes:
         obj = self._object()
-        path = self.rng.choice(_paths(obj))
+        path = self.rng.choice(every_path(obj))
         return self._json(_review(_replace(obj, path, copy.deepcopy(self.rng.choice(JUNK))), self.rng))
 
     def owner_claim(self) -> bytes:

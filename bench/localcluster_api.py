@@ -18,7 +18,6 @@ import os
 import signal
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,11 +28,10 @@ from pathlib import Path
 
 import aiohttp
 import requests
-import yaml
 from kubernetes import client, config
-from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.cluster_process import ClusterProcess, cluster_command
+from bench.machine_info import machine
 
 
 # The bare API server, without simulated nodes and controllers, in its own process.
@@ -53,21 +51,9 @@ except KeyboardInterrupt:
 class Server:
     def __init__(self, workdir: Path, api_only: bool = False) -> None:
         self.kubeconfig = workdir / "kubeconfig"
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        if api_only:
-            command = [sys.executable, "-c", API_ONLY, str(workdir)]
-        else:
-            command = [sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(workdir),
-                       "--kubeconfig", str(self.kubeconfig)]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("press Ctrl-C"):
-                break
-        document = yaml.safe_load(self.kubeconfig.read_text())
-        self.url = document["clusters"][0]["cluster"]["server"]
-        self.token = next(u["user"]["token"] for u in document["users"] if u["name"] == "admin")
-        self.ca_file = workdir / "pki" / "ca.crt"
+        command = ["-c", API_ONLY, str(workdir)] if api_only else cluster_command(workdir, self.kubeconfig)
+        started = ClusterProcess(command, workdir, self.kubeconfig)
+        self.process, self.url, self.token, self.ca_file = started.process, started.url, started.token, started.ca_file
 
     def rss_mib(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():

@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -27,36 +24,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
-import yaml
-from machine_info import machine  # noqa: E402  (bench/ is the script's own folder)
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.cluster_process import ClusterProcess, admin_session, cluster_command
+from bench.machine_info import machine
+
 BEHAVIOR = json.dumps({"runFor": "1s"})
 
 
 class Cluster:
     def __init__(self, workdir: Path, nodes: int) -> None:
-        self.kubeconfig = workdir / "kubeconfig"
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        command = [sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(workdir), "--kubeconfig",
-                   str(self.kubeconfig), "--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi",
-                   "--node-gpus", "8"]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("press Ctrl-C"):
-                break
-        document = yaml.safe_load(self.kubeconfig.read_text())
-        self.url = document["clusters"][0]["cluster"]["server"]
-        self.token = next(u["user"]["token"] for u in document["users"] if u["name"] == "admin")
-        self.ca_file = str(workdir / "pki" / "ca.crt")
+        kubeconfig = workdir / "kubeconfig"
+        started = ClusterProcess(cluster_command(workdir, kubeconfig, "--nodes", str(nodes), "--node-cpu", "64",
+                                                 "--node-memory", "256Gi", "--node-gpus", "8"), workdir, kubeconfig)
+        self.process, self.url, self.token, self.ca_file = started.process, started.url, started.token, started.ca_file
 
     def session(self) -> requests.Session:
-        session = requests.Session()
-        session.trust_env = False
-        session.verify = self.ca_file
-        session.headers.update({"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-        return session
+        return admin_session(self.token, self.ca_file)
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGINT)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import platform
 import statistics
 import sys
 import time
@@ -23,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from batchgate.policy import DEFAULT_POLICY  # noqa: E402
+from bench.machine_info import machine  # noqa: E402
 from tests.builders import a_request, sample  # noqa: E402
 from webhook.rules import mutate, validate  # noqa: E402
 
@@ -40,8 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2000)
     args = parser.parse_args()
-    print(f"machine: {platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()} "
-          f"load={os.getloadavg()[0]:.2f} python={platform.python_version()}")
+    print(f"machine: {machine()}, load average {os.getloadavg()[0]:.2f}")
     cases = {"pytorchjob-in-appwrapper": sample("alice/appwrapper-pytorchjob.yaml"),
              "raycluster-in-appwrapper": sample("bob/raycluster-in-appwrapper.yaml"),
              "wrapped-jobset (denied)": sample("bob/appwrapper-jobset.yaml")}

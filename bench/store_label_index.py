@@ -12,23 +12,15 @@ and the machine; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from batchgate import keys  # noqa: E402
+from bench.machine_info import machine  # noqa: E402
+from bench.timing import seconds_per_call  # noqa: E402
 from controller.adapters.store import SharedStore  # noqa: E402
-
-
-def per_call(calls: int, fn) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
 
 
 def main() -> None:
@@ -52,9 +44,9 @@ def main() -> None:
         return store.labelled("Pod", "team", keys.APPWRAPPER_LABEL, target)
 
     assert len(scan()) == len(index()) == args.per_appwrapper
-    print(f"{args.pods} pods, {args.per_appwrapper} per AppWrapper: scan {per_call(args.calls, scan) * 1e3:.3f} ms, "
-          f"label index {per_call(args.calls, index) * 1e3:.3f} ms per reconcile")
-    print(f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}")
+    print(f"{args.pods} pods, {args.per_appwrapper} per AppWrapper: scan {seconds_per_call(scan, args.calls) * 1e3:.3f} ms, "
+          f"label index {seconds_per_call(index, args.calls) * 1e3:.3f} ms per reconcile")
+    print(f"machine: {machine()}")
 
 
 if __name__ == "__main__":

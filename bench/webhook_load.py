@@ -26,7 +26,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -44,6 +43,7 @@ sys.path.insert(0, str(REPO))
 
 from batchgate.clock import SystemClock  # noqa: E402
 from bench.framework_pod_phase import framework_pods  # noqa: E402
+from bench.machine_info import machine  # noqa: E402
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from webhook.serving.admission_review import review_document  # noqa: E402
 from webhook.serving.client import GatewayClient  # noqa: E402
@@ -237,19 +237,6 @@ def reviews_since(audit_log: Path, offset: int) -> int:
         lines.seek(offset)
         return sum(1 for _ in lines)
 
-
-def machine() -> str:
-    model = ""
-    try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (f"{os.cpu_count()} CPUs ({model or platform.processor()}), {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}; load generator on the same host; load average before: {load}")
-
-
 def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: bytes, cert_dir: Path,
               audit_log: Path | None = None, path: str = "/mutate", stub: AuthorizerStub | None = None) -> None:
     """One line per run: throughput, latency percentiles, the server's CPU per review, the other
@@ -361,7 +348,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="batchgate-bench-") as tmp:
         cert_dir = Path(tmp)
         write_serving_files(cert_dir, service_names("batchgate-webhook", "batchgate-system"), SystemClock().now())
-        print(f"machine: {machine()}")
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"machine: {machine()}; load generator on the same host; load average before: {load}")
         print(f"client: {CLIENTS[args.client]}")
         gateway = start_gateway(cert_dir, "--workers", args.workers, "--threads", args.threads,
                                 "--worker-class", args.worker_class,

@@ -71,10 +71,15 @@ def job_states(workloads: Sequence[Mapping[str, Any]]) -> dict[str, JobState]:
 
 def borrowed_gpus(cluster_queue: Mapping[str, Any]) -> str:
     """GPUs the ClusterQueue holds beyond its nominal quota (status.flavorsReservation), e.g. `16`."""
+    return _gpu_reservation(cluster_queue, "borrowed")
+
+
+def _gpu_reservation(cluster_queue: Mapping[str, Any], figure: str) -> str:
+    """One figure (`total`, `borrowed`) of the GPUs in status.flavorsReservation, "0" when absent."""
     for flavor in (cluster_queue.get("status") or {}).get("flavorsReservation") or []:
         for resource in flavor.get("resources") or []:
             if resource.get("name") == GPU:
-                return str(resource.get("borrowed", "0"))
+                return str(resource.get(figure, "0"))
     return "0"
 
 
@@ -135,20 +140,12 @@ def _gpu_quota(cluster_queue: Mapping[str, Any]) -> str:
     return "0"
 
 
-def _gpu_reserved(cluster_queue: Mapping[str, Any]) -> str:
-    for flavor in (cluster_queue.get("status") or {}).get("flavorsReservation") or []:
-        for resource in flavor.get("resources") or []:
-            if resource.get("name") == GPU:
-                return str(resource.get("total", "0"))
-    return "0"
-
-
 def queue_table(cluster_queues: Sequence[Mapping[str, Any]]) -> list[str]:
     """CLUSTERQUEUE, GPUS (reserved/nominal), BORROWED, ADMITTED, PENDING: one row per queue."""
     rows = [("CLUSTERQUEUE", "GPUS", "BORROWED", "ADMITTED", "PENDING")]
     for cq in cluster_queues:
         status = cq.get("status") or {}
-        rows.append((str((cq.get("metadata") or {}).get("name", "")), f"{_gpu_reserved(cq)}/{_gpu_quota(cq)}",
+        rows.append((str((cq.get("metadata") or {}).get("name", "")), f"{_gpu_reservation(cq, 'total')}/{_gpu_quota(cq)}",
                      borrowed_gpus(cq), str(status.get("admittedWorkloads", 0)), str(status.get("pendingWorkloads", 0))))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]

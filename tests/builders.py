@@ -219,3 +219,13 @@ def value_at(obj: Any, path: str) -> Any:
     return get_at(obj, tuple(steps))
 
 
+def every_path(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value, the root `()` first: where a fuzzer may put junk."""
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += every_path(item, prefix + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += every_path(item, prefix + (index,))
+    return found

@@ -14,6 +14,8 @@ from typing import Any, Mapping
 from batchgate.api.errors import FieldError, child, type_name
 from batchgate.api.objects import api_version_kind
 from batchgate.api.paths import Location
+from batchgate.api.kueue_fields import string_map
+from batchgate.api.values import parse_str
 from batchgate.kinds import APPWRAPPER, PodSet
 from batchgate.kinds.wrapped import declared_or_inferred, infer_pod_sets
 
@@ -88,10 +90,10 @@ def parse_appwrapper(obj: Any) -> AppWrapper:
     if managed_by is not None and not isinstance(managed_by, str):
         raise FieldError("spec.managedBy", f"must be a string, got {type_name(managed_by)}")
     return AppWrapper(
-        name=_str(meta.get("name") or meta.get("generateName") or "", "metadata.name"),
-        namespace=_str(meta.get("namespace") or "", "metadata.namespace"),
-        labels=_string_map(meta.get("labels"), "metadata.labels"),
-        annotations=_string_map(meta.get("annotations"), "metadata.annotations"),
+        name=parse_str(meta.get("name") or meta.get("generateName") or "", "metadata.name"),
+        namespace=parse_str(meta.get("namespace") or "", "metadata.namespace"),
+        labels=string_map(meta.get("labels"), "metadata.labels"),
+        annotations=string_map(meta.get("annotations"), "metadata.annotations"),
         components=tuple(_component(c, i) for i, c in enumerate(raw_components)),
         suspend=bool(suspend),
         managed_by=managed_by,
@@ -117,7 +119,7 @@ def _component(value: Any, index: int) -> Component:
         declared_pod_sets=tuple(
             _declared(p, child(child(where, "podSets"), i)) for i, p in enumerate(raw_pod_sets)
         ),
-        annotations=_string_map(value.get("annotations"), child(where, "annotations")),
+        annotations=string_map(value.get("annotations"), child(where, "annotations")),
     )
 
 
@@ -130,7 +132,7 @@ def _declared(value: Any, where: str) -> DeclaredPodSet:
     replicas = value.get("replicas")
     if replicas is not None and (isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0):
         raise FieldError(child(where, "replicas"), "must be a non-negative integer")
-    return DeclaredPodSet(path, replicas, _string_map(value.get("annotations"), child(where, "annotations")))
+    return DeclaredPodSet(path, replicas, string_map(value.get("annotations"), child(where, "annotations")))
 
 
 def inferred_pod_sets(component: Component) -> tuple[PodSet, ...] | None:
@@ -147,27 +149,9 @@ def effective_pod_sets(component: Component) -> tuple[PodSet, ...]:
     return declared_or_inferred(raw, component.where)
 
 
-
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise FieldError(path, f"must be a mapping, got {type_name(value)}")
     return value
-
-
-def _str(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise FieldError(path, f"must be a string, got {type_name(value)}")
-    return value
-
-
-def _string_map(value: Any, path: str) -> Mapping[str, str]:
-    if value is None:
-        return _EMPTY
-    if not isinstance(value, dict):
-        raise FieldError(path, f"must be a mapping of strings, got {type_name(value)}")
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise FieldError(child(path, str(k)), "keys and values must be strings")
-    return MappingProxyType(dict(value))

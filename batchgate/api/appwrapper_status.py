@@ -18,6 +18,7 @@ from batchgate import keys
 from batchgate.api import conditions as cond
 from batchgate.api.appwrapper import DeclaredPodSet
 from batchgate.api.conditions import Condition
+from batchgate.api.objects import as_list, as_mapping
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -99,9 +100,9 @@ class AppWrapperState:
 
 
 def read_appwrapper_state(obj: Mapping[str, Any]) -> AppWrapperState:
-    meta = _mapping(obj.get("metadata"))
-    spec = _mapping(obj.get("spec"))
-    status = _mapping(obj.get("status"))
+    meta = as_mapping(obj.get("metadata"))
+    spec = as_mapping(obj.get("spec"))
+    status = as_mapping(obj.get("status"))
     count = status.get("resettingCount")
     managed_by = spec.get("managedBy")
     return AppWrapperState(
@@ -111,12 +112,12 @@ def read_appwrapper_state(obj: Mapping[str, Any]) -> AppWrapperState:
         suspend=bool(spec.get("suspend")),
         managed_by=managed_by if isinstance(managed_by, str) else None,
         deleting=bool(meta.get("deletionTimestamp")),
-        finalizers=tuple(f for f in _items(meta.get("finalizers")) if isinstance(f, str)),
-        annotations={k: v for k, v in _mapping(meta.get("annotations")).items() if isinstance(v, str)},
+        finalizers=tuple(f for f in as_list(meta.get("finalizers")) if isinstance(f, str)),
+        annotations={k: v for k, v in as_mapping(meta.get("annotations")).items() if isinstance(v, str)},
         phase=_text(status.get("phase")) or keys.PHASE_EMPTY,
         resetting_count=count if isinstance(count, int) and not isinstance(count, bool) else 0,
         conditions=cond.read_conditions(status.get("conditions")),
-        components=tuple(_component(c) for c in _items(status.get("componentStatus")) if isinstance(c, Mapping)),
+        components=tuple(_component(c) for c in as_list(status.get("componentStatus")) if isinstance(c, Mapping)),
         wire=obj,
     )
 
@@ -124,14 +125,14 @@ def read_appwrapper_state(obj: Mapping[str, Any]) -> AppWrapperState:
 def _component(raw: Mapping[str, Any]) -> ComponentStatus:
     return ComponentStatus(
         name=_text(raw.get("name")), kind=_text(raw.get("kind")), api_version=_text(raw.get("apiVersion")),
-        pod_sets=tuple(_pod_set(p) for p in _items(raw.get("podSets")) if isinstance(p, Mapping)),
+        pod_sets=tuple(_pod_set(p) for p in as_list(raw.get("podSets")) if isinstance(p, Mapping)),
         conditions=cond.read_conditions(raw.get("conditions")),
     )
 
 
 def _pod_set(raw: Mapping[str, Any]) -> DeclaredPodSet:
     replicas = raw.get("replicas")
-    annotations = _mapping(raw.get("annotations"))
+    annotations = as_mapping(raw.get("annotations"))
     return DeclaredPodSet(
         path=_text(raw.get("path")),
         replicas=replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None,
@@ -146,14 +147,6 @@ def _pod_set_wire(pod_set: DeclaredPodSet) -> dict[str, Any]:
     if pod_set.annotations:
         out["annotations"] = dict(pod_set.annotations)
     return out
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else _EMPTY
-
-
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _text(value: Any) -> str:

@@ -14,6 +14,7 @@ import yaml
 
 from batchgate import keys
 from batchgate.api.errors import FieldError, child, type_name
+from batchgate.api.kueue_fields import sequence
 from batchgate.api.located_yaml import LocatedYAMLError, check_bounds
 
 Action = Literal["Fail", "Reset", "ResetWithoutCounting"]
@@ -78,18 +79,18 @@ def _rule(value: Any, path: str) -> FailurePolicyRule:
     action = value.get("action")
     if action not in ACTIONS:
         raise FieldError(child(path, "action"), f"must be one of {', '.join(ACTIONS)}, got {action!r}")
-    reasons = _list(value.get("onReasons"), child(path, "onReasons"))
+    reasons = sequence(value.get("onReasons"), child(path, "onReasons"))
     for i, reason in enumerate(reasons):
         if reason not in REASONS:
             raise FieldError(
                 child(child(path, "onReasons"), i),
                 f"unknown reason {reason!r} (expected one of {', '.join(REASONS)})",
             )
-    codes = _list(value.get("onExitCodes"), child(path, "onExitCodes"))
+    codes = sequence(value.get("onExitCodes"), child(path, "onExitCodes"))
     for i, code in enumerate(codes):
         if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 255:
             raise FieldError(child(child(path, "onExitCodes"), i), "must be an exit code from 0 to 255")
-    targets = _list(value.get("targetComponents"), child(path, "targetComponents"))
+    targets = sequence(value.get("targetComponents"), child(path, "targetComponents"))
     for i, target in enumerate(targets):
         valid_index = isinstance(target, int) and not isinstance(target, bool) and target >= 0
         if not valid_index and not (isinstance(target, str) and target):
@@ -99,13 +100,6 @@ def _rule(value: Any, path: str) -> FailurePolicyRule:
             )
     return FailurePolicyRule(action, tuple(reasons), tuple(codes), tuple(targets))
 
-
-def _list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise FieldError(path, f"must be a list, got {type_name(value)}")
-    return value
 
 
 def _first_line(exc: Exception) -> str:

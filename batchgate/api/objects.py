@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Mapping
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """`value` when it is a mapping, else an empty one: for reading a field that may have a bad shape."""
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def as_list(value: Any) -> list[Any]:
+    """`value` when it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def metadata(obj: Any) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
+    return as_mapping(as_mapping(obj).get("metadata"))
 
 
 def labels(obj: Any) -> Mapping[str, Any]:
-    value = metadata(obj).get("labels")
-    return value if isinstance(value, Mapping) else {}
+    return as_mapping(metadata(obj).get("labels"))
 
 
 def annotations_of(obj: Any) -> Mapping[str, Any]:
-    value = metadata(obj).get("annotations")
-    return value if isinstance(value, Mapping) else {}
-
+    return as_mapping(metadata(obj).get("annotations"))
 
 
 def api_version_kind(obj: Any) -> tuple[str, str]:

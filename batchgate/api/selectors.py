@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
 from batchgate.api.errors import FieldError, child, type_name
+from batchgate.api.kueue_fields import string_map
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -61,7 +62,7 @@ def parse_label_selector(value: Any, path: str) -> LabelSelector:
     unknown = sorted(set(value) - {"matchLabels", "matchExpressions"})
     if unknown:
         raise FieldError(child(path, unknown[0]), "unknown field (expected matchLabels, matchExpressions)")
-    labels = _string_map(value.get("matchLabels"), child(path, "matchLabels"))
+    labels = string_map(value.get("matchLabels"), child(path, "matchLabels"))
     raw_exprs = value.get("matchExpressions") or []
     exprs_path = child(path, "matchExpressions")
     if not isinstance(raw_exprs, list):
@@ -93,14 +94,3 @@ def _requirement(value: Any, path: str) -> Requirement:
     if operator in ("Exists", "DoesNotExist") and values:
         raise FieldError(values_path, f"must be empty for operator {operator}")
     return Requirement(key, operator, tuple(values))
-
-
-def _string_map(value: Any, path: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise FieldError(path, f"must be a mapping of strings, got {type_name(value)}")
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise FieldError(child(path, str(k)), "keys and values must be strings")
-    return dict(value)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from batchgate.api.errors import FieldError, child, type_name
 from batchgate.durations import DurationError, parse_duration
@@ -104,12 +103,3 @@ def parse_kinds(value: Any, path: str) -> tuple[str, ...]:
         if not _KIND.match(kind):
             raise FieldError(child(path, i), f"{kind!r} is not a Kind or Kind.group (e.g. Job.batch, Pod)")
     return kinds
-
-
-def parse_string_map(value: Any, path: str) -> Mapping[str, str]:
-    if not isinstance(value, dict):
-        raise FieldError(path, f"must be a mapping of strings, got {type_name(value)}")
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise FieldError(child(path, str(k)), "keys and values must be strings")
-    return MappingProxyType(dict(value))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -34,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.admission_scale import (ApiRequests, Measured, print_admissions, run_scenario,  # noqa: E402
                                    scenario_arguments, setup)
+from bench.machine_info import machine  # noqa: E402
 from controller.adapters.kube import RESOURCES, KubeClient  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
@@ -73,8 +73,7 @@ def main() -> int:
         print(f"bench/peers: {err}", file=sys.stderr)
         return 2
     versions = toolchain.load_versions()
-    print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, load average "
-          f"{os.getloadavg()[0]:.1f} at the end")
+    print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads (scale {args.scale}); "
           f"Kueue {versions.kueue} on Kubernetes {versions.kubernetes}")
     if not m.finished:

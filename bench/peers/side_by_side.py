@@ -19,7 +19,6 @@ built, or a peer that does not start, ends the comparison with one line.
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.admission_scale import Measured, measure, scenario_arguments  # noqa: E402
+from bench.machine_info import machine  # noqa: E402
 from bench.peers.kueue_scale import NOT_BUILT, measure_kueue  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealClusterError  # noqa: E402
@@ -66,7 +66,7 @@ def main() -> int:
         print(f"bench/peers: {NOT_BUILT}", file=sys.stderr)
         return 2
     versions = toolchain.load_versions()
-    print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus; "
+    print(f"machine: {machine()}; "
           f"Kubernetes {versions.kubernetes}, Kueue {versions.kueue}, batchgate controller --qps {args.qps} "
           f"--burst {args.burst}; scale {args.scale}, {args.cohorts} cohorts x {args.queues} ClusterQueues", flush=True)
     rows: list[str] = []

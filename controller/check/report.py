@@ -76,6 +76,13 @@ def check(inv: Inventory, now: _dt.datetime, fair_sharing: FairSharing = FairSha
                   tuple(pending), tuple(sort_findings(found)))
 
 
+def _stopped(subject: str, stop_policy: str) -> list[Finding]:
+    """A ClusterQueue or LocalQueue whose stopPolicy (Hold, HoldAndDrain) keeps it from admitting."""
+    if stop_policy == "None":
+        return []
+    return [Finding("warning", codes.STOPPED_QUEUE, subject, f"stopPolicy is {stop_policy}: it admits nothing new")]
+
+
 def queue_findings(inv: Inventory, state: QuotaState) -> list[Finding]:
     """What is wrong with the queues themselves, whatever the workloads."""
     out = []
@@ -89,9 +96,7 @@ def queue_findings(inv: Inventory, state: QuotaState) -> list[Finding]:
             out.append(Finding("error", codes.MISSING_FLAVOR, subject,
                                f"references ResourceFlavor {flavor}, which does not exist: "
                                f"the ClusterQueue is inactive and admits nothing"))
-        if cq.stop_policy != "None":
-            out.append(Finding("warning", codes.STOPPED_QUEUE, subject,
-                               f"stopPolicy is {cq.stop_policy}: it admits nothing new"))
+        out.extend(_stopped(subject, cq.stop_policy))
         if cq.namespace_selector is None:
             out.append(Finding("warning", codes.NO_NAMESPACE_SELECTOR, subject,
                                "spec.namespaceSelector is unset, so no namespace may use it "
@@ -112,9 +117,7 @@ def queue_findings(inv: Inventory, state: QuotaState) -> list[Finding]:
             out.append(Finding("warning", codes.NAMESPACE_NOT_SELECTED, subject,
                                f"ClusterQueue {target.name}'s namespaceSelector does not select namespace {namespace}: "
                                f"its workloads stay pending"))
-        if lq.stop_policy != "None":
-            out.append(Finding("warning", codes.STOPPED_QUEUE, subject,
-                               f"stopPolicy is {lq.stop_policy}: it admits nothing new"))
+        out.extend(_stopped(subject, lq.stop_policy))
     for key in sorted(state.admitted, key=lambda k: k.namespaced_name):
         held = state.admitted[key]
         if held.cluster_queue not in inv.cluster_queues:

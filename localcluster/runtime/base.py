@@ -26,6 +26,19 @@ def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any
     return patch
 
 
+def object_key(obj: Mapping[str, Any]) -> str:
+    """The work-queue key of a namespaced object: `namespace/name`."""
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+def owner_key(obj: Mapping[str, Any], kind: str) -> str | None:
+    """The work-queue key of the object's controlling owner of `kind`, or None."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == kind:
+            return f"{obj['metadata'].get('namespace', '')}/{ref['name']}"
+    return None
+
+
 class Controller:
     """Subclasses set `component`, build informers in `__init__` and implement `sync(key)`."""
 
@@ -45,6 +58,10 @@ class Controller:
     def wall_seconds(self, simulated: dt.timedelta) -> float:
         """Real seconds to wait for `simulated` time to pass on the cluster's sped-up clock."""
         return max(simulated.total_seconds(), 0.0) / self.ctx.speed
+
+    def enqueue(self, kind: str, obj: dict[str, Any]) -> None:
+        """The informer handler of the kind the controller syncs: sync that object."""
+        self.queue.add(object_key(obj))
 
     def informer(self, *args: Any, **kwargs: Any) -> Informer:
         made = self.shared.get(*args, **kwargs)

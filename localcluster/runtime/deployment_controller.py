@@ -6,11 +6,10 @@ import datetime as dt
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch
+from localcluster.runtime.base import Controller, merge_patch, object_key, owner_key
 from localcluster.runtime.client import DEPLOYMENTS, PODS, REPLICASETS, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
-from localcluster.runtime.job_controller import owner_key
 from localcluster.runtime.workload_writes import create_pods, delete_pods
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.replicasets import reconcile_deployment, reconcile_replicaset
@@ -21,12 +20,12 @@ class DeploymentController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.deployments = self.informer(DEPLOYMENTS, lambda kind, d: self.queue.add("d:" + _key(d)))
+        self.deployments = self.informer(DEPLOYMENTS, lambda kind, d: self.queue.add("d:" + object_key(d)))
         self.replicasets = self.informer(REPLICASETS, self._on_rs)
         self.pods = self.informer(PODS, self._on_pod)
 
     def _on_rs(self, kind: str, rs: dict[str, Any]) -> None:
-        self.queue.add("rs:" + _key(rs))
+        self.queue.add("rs:" + object_key(rs))
         owner = owner_key(rs, "Deployment")
         if owner:
             self.queue.add("d:" + owner)
@@ -81,7 +80,3 @@ class DeploymentController(Controller):
         patch = merge_patch(rs.get("status") or {}, step.status)
         if patch:
             self.replicasets.remember(await ignore_gone(self.api.patch(REPLICASETS.path(namespace, name, "status"), {"status": patch})))
-
-
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

@@ -4,13 +4,20 @@ Services created without a cluster IP get one from the service range."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller
+from localcluster.runtime.base import Controller, object_key
 from localcluster.runtime.client import ENDPOINTS, ENDPOINTSLICES, PODS, SERVICES, Api, ApiError, ignore_gone
 from localcluster.runtime.informers import SharedInformers
 from localcluster.sim.endpoints import allocate_cluster_ip, endpoint_slice_for, endpoints_for
+
+
+def selecting_services(services: Iterable[Mapping[str, Any]], pod: Mapping[str, Any]) -> list[str]:
+    """The keys of the Services a change to `pod` may concern: those with a selector in its namespace."""
+    namespace = pod["metadata"].get("namespace", "")
+    return [object_key(svc) for svc in services
+            if svc["metadata"].get("namespace") == namespace and (svc.get("spec") or {}).get("selector")]
 
 
 class EndpointsController(Controller):
@@ -18,16 +25,14 @@ class EndpointsController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.services = self.informer(SERVICES, lambda kind, svc: self.queue.add(_key(svc)))
+        self.services = self.informer(SERVICES, self.enqueue)
         self.pods = self.informer(PODS, self._on_pod)
         self.endpoints = self.informer(ENDPOINTS, lambda kind, ep: None)
         self.slices = self.informer(ENDPOINTSLICES, lambda kind, s: None)
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
-        namespace = pod["metadata"].get("namespace", "")
-        for svc in self.services.values():
-            if svc["metadata"].get("namespace") == namespace and (svc.get("spec") or {}).get("selector"):
-                self.queue.add(_key(svc))
+        for key in selecting_services(self.services.values(), pod):
+            self.queue.add(key)
 
     async def sync(self, key: str) -> dt.timedelta | None:
         namespace, name = key.split("/", 1)
@@ -61,7 +66,3 @@ class EndpointsController(Controller):
         except ApiError as err:
             if err.reason not in ("AlreadyExists", "NotFound", "Conflict"):
                 raise
-
-
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

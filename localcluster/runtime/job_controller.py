@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch
+from localcluster.runtime.base import Controller, merge_patch, owner_key
 from localcluster.runtime.client import JOBS, PODS, Api, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
@@ -23,19 +23,12 @@ UNTRACK_RETRY = dt.timedelta(seconds=1)
 """When a sync tries again to drop a tracking finalizer it could not (and so to delete that pod)."""
 
 
-def owner_key(obj: dict[str, Any], kind: str) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("kind") == kind:
-            return f"{obj['metadata'].get('namespace', '')}/{ref['name']}"
-    return None
-
-
 class JobController(Controller):
     component = "job-controller"
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.jobs = self.informer(JOBS, lambda kind, job: self.queue.add(_key(job)))
+        self.jobs = self.informer(JOBS, self.enqueue)
         self.pods = self.informer(PODS, self._on_pod)
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
@@ -93,7 +86,3 @@ class JobController(Controller):
                 log.info("%s: %s/%s: tracking finalizer not removed: %s", self.component, namespace, name, problem)
                 failed.add(name)
         return failed
-
-
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

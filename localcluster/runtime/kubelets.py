@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 
 from localcluster.runner import KUBELET_DIR, ControllerContext
-from localcluster.runtime.base import Controller
+from localcluster.runtime.base import Controller, object_key
 from localcluster.runtime.client import (
     CONFIGMAPS,
     LEASES,
@@ -90,13 +90,13 @@ class Kubelets(Controller):
                     asyncio.get_running_loop().create_task(running.terminate(0))
                 self.stopping.discard(uid)
             if kind != "DELETED":
-                self.queue.add(_key(pod))
+                self.queue.add(object_key(pod))
 
     def _on_node(self, kind: str, node: dict[str, Any]) -> None:
         name = node["metadata"]["name"]
         for pod in self.pods.values():
             if (pod.get("spec") or {}).get("nodeName") == name:
-                self.queue.add(_key(pod))
+                self.queue.add(object_key(pod))
 
     async def run(self) -> None:
         await self.register()
@@ -309,7 +309,3 @@ def _host_ip(node: dict[str, Any]) -> str:
         if address.get("type") == "InternalIP":
             return address["address"]
     return "10.0.0.1"
-
-
-def _key(pod: dict[str, Any]) -> str:
-    return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"

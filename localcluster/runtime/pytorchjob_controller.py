@@ -7,15 +7,13 @@ import datetime as dt
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch
+from localcluster.runtime.base import Controller, merge_patch, owner_key
 from localcluster.runtime.client import PODS, PYTORCHJOBS, SERVICES, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
-from localcluster.runtime.job_controller import owner_key
 from localcluster.runtime.workload_writes import create_pods, delete_pods
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.pytorchjobs import KIND, OPERATOR_LABEL, OPERATOR_NAME, reconcile
-
 
 
 class PyTorchJobController(Controller):
@@ -23,7 +21,7 @@ class PyTorchJobController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.jobs = self.informer(PYTORCHJOBS, lambda kind, job: self.queue.add(_key(job)))
+        self.jobs = self.informer(PYTORCHJOBS, self.enqueue)
         self.pods = self.informer(PODS, self._on_child)
         self.services = self.informer(SERVICES, self._on_child)
 
@@ -64,7 +62,3 @@ class PyTorchJobController(Controller):
         for event in step.events:
             await record(self.api, job, event.type, event.reason, event.message, self.component, now)
         return step.requeue_after
-
-
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

@@ -6,11 +6,10 @@ import datetime as dt
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch
+from localcluster.runtime.base import Controller, merge_patch, owner_key
 from localcluster.runtime.client import PODS, RAYCLUSTERS, SERVICES, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
-from localcluster.runtime.job_controller import owner_key
 from localcluster.runtime.workload_writes import create_pods, delete_pods
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.rayclusters import CLUSTER_LABEL, reconcile_raycluster
@@ -21,7 +20,7 @@ class RayClusterController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.clusters = self.informer(RAYCLUSTERS, lambda kind, c: self.queue.add(_key(c)))
+        self.clusters = self.informer(RAYCLUSTERS, self.enqueue)
         self.pods = self.informer(PODS, self._on_child)
         self.services = self.informer(SERVICES, self._on_child)
 
@@ -58,7 +57,3 @@ class RayClusterController(Controller):
             self.clusters.remember(await ignore_gone(self.api.patch(RAYCLUSTERS.path(namespace, name, "status"),
                                                                     {"status": patch})))
         return None
-
-
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

@@ -6,11 +6,10 @@ import datetime as dt
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch
+from localcluster.runtime.base import Controller, merge_patch, object_key, owner_key
 from localcluster.runtime.client import JOBS, RAYCLUSTERS, RAYJOBS, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
-from localcluster.runtime.job_controller import owner_key
 from localcluster.sim.conditions import controlled_by
 from localcluster.sim.rayjobs import reconcile_rayjob
 
@@ -20,7 +19,7 @@ class RayJobController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.rayjobs = self.informer(RAYJOBS, lambda kind, j: self.queue.add(_key(j)))
+        self.rayjobs = self.informer(RAYJOBS, self.enqueue)
         self.clusters = self.informer(RAYCLUSTERS, self._on_cluster)
         self.jobs = self.informer(JOBS, self._on_job)
 
@@ -35,7 +34,7 @@ class RayJobController(Controller):
         for rayjob in self.rayjobs.values():
             if rayjob["metadata"].get("namespace") == namespace and \
                     (rayjob.get("status") or {}).get("rayClusterName") == name:
-                self.queue.add(_key(rayjob))
+                self.queue.add(object_key(rayjob))
 
     async def sync(self, key: str) -> dt.timedelta | None:
         namespace, name = key.split("/", 1)
@@ -81,7 +80,3 @@ class RayJobController(Controller):
         label = "Kubernetes Job" if what == "RayJobSubmitter" else "RayCluster"
         await record(self.api, rayjob, "Normal", f"Created{what}", f"Created {label} {namespace}/{name}",
                      self.component, now)
-
-
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller
+from localcluster.runtime.base import Controller, object_key
 from localcluster.runtime.client import NODES, PODS, Api, ApiError, ignore_gone
 from localcluster.runtime.events import record
 from localcluster.runtime.informers import SharedInformers
@@ -66,13 +66,13 @@ class Scheduler(Controller):
 
     async def sync(self, key: str) -> dt.timedelta | None:
         pods = self.pods.values()
-        pending = [p for p in pods if needs_scheduling(p) and _key(p) not in self.assumed]
+        pending = [p for p in pods if needs_scheduling(p) and object_key(p) not in self.assumed]
         if not pending:
             return None
-        states = node_states(self.nodes.values(), [p for p in pods if _key(p) not in self.assumed]
+        states = node_states(self.nodes.values(), [p for p in pods if object_key(p) not in self.assumed]
                              + list(self.assumed.values()), self.requests_of)
         ordered = sorted(pending, key=queue_order)
-        by_key = {_key(p): p for p in pending}
+        by_key = {object_key(p): p for p in pending}
         for i in range(0, len(ordered), CHUNK):
             decisions = schedule_cycle(ordered[i:i + CHUNK], states)
             await asyncio.gather(*(self._apply(d, by_key[f"{d.namespace}/{d.name}"]) for d in decisions))
@@ -83,13 +83,13 @@ class Scheduler(Controller):
         meta = pod["metadata"]
         if isinstance(decision, Bind):
             bound = {**pod, "spec": {**pod["spec"], "nodeName": decision.node}}
-            self.assumed[_key(pod)] = bound
+            self.assumed[object_key(pod)] = bound
             body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
                     "target": {"apiVersion": "v1", "kind": "Node", "name": decision.node}}
             try:
                 await self.api.create(PODS.path(meta["namespace"], meta["name"], "binding"), body)
             except ApiError:
-                self.assumed.pop(_key(pod), None)
+                self.assumed.pop(object_key(pod), None)
                 return
             await record(self.api, pod, "Normal", "Scheduled", decision.message, self.component, now)
             return
@@ -103,7 +103,3 @@ class Scheduler(Controller):
                                                    {"status": {"phase": "Pending", "conditions": others + [condition]}}))
         self.pods.remember(patched)
         await record(self.api, pod, "Warning", "FailedScheduling", decision.message, self.component, now)
-
-
-def _key(pod: dict[str, Any]) -> str:
-    return f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"

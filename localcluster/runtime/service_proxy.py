@@ -24,6 +24,7 @@ from typing import Any
 from localcluster.runner import ControllerContext
 from localcluster.runtime.base import Controller
 from localcluster.runtime.client import PODS, SERVICES, Api
+from localcluster.runtime.endpoints_controller import selecting_services
 from localcluster.runtime.informers import SharedInformers
 from localcluster.sim.endpoints import ADDRESS_ANNOTATION, NoEndpoints, endpoints_for, service_backends
 
@@ -79,7 +80,7 @@ class ServiceProxy(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.services = self.informer(SERVICES, lambda kind, svc: self.queue.add(_key(svc)))
+        self.services = self.informer(SERVICES, self.enqueue)
         self.pods = self.informer(PODS, self._on_pod)
         self.servers: dict[Listener, asyncio.Server] = {}
         self.owners: dict[Listener, str] = {}  # listener -> the Service key it serves
@@ -94,10 +95,8 @@ class ServiceProxy(Controller):
             self.servers.clear()
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
-        namespace = pod["metadata"].get("namespace", "")
-        for service in self.services.values():
-            if service["metadata"].get("namespace") == namespace and (service.get("spec") or {}).get("selector"):
-                self.queue.add(_key(service))
+        for key in selecting_services(self.services.values(), pod):
+            self.queue.add(key)
 
     async def sync(self, key: str) -> dt.timedelta | None:
         namespace, name = key.split("/", 1)
@@ -152,7 +151,3 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     finally:
         with contextlib.suppress(Exception):
             writer.close()
-
-
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

@@ -6,10 +6,9 @@ import datetime as dt
 from typing import Any
 
 from localcluster.runner import ControllerContext
-from localcluster.runtime.base import Controller, merge_patch
+from localcluster.runtime.base import Controller, merge_patch, owner_key
 from localcluster.runtime.client import PODS, STATEFULSETS, Api, ignore_gone
 from localcluster.runtime.informers import SharedInformers
-from localcluster.runtime.job_controller import owner_key
 from localcluster.runtime.workload_writes import create_pods, delete_pods
 from localcluster.sim.statefulsets import reconcile_statefulset
 
@@ -19,7 +18,7 @@ class StatefulSetController(Controller):
 
     def __init__(self, ctx: ControllerContext, api: Api, shared: SharedInformers) -> None:
         super().__init__(ctx, api, shared)
-        self.sets = self.informer(STATEFULSETS, lambda kind, s: self.queue.add(_key(s)))
+        self.sets = self.informer(STATEFULSETS, self.enqueue)
         self.pods = self.informer(PODS, self._on_pod)
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
@@ -42,7 +41,3 @@ class StatefulSetController(Controller):
             self.sets.remember(await ignore_gone(self.api.patch(STATEFULSETS.path(namespace, name, "status"),
                                                                 {"status": patch})))
         return None
-
-
-def _key(obj: dict[str, Any]) -> str:
-    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"

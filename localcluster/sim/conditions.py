@@ -1,4 +1,4 @@
-"""Status conditions, owner references and Events, shared by the workload controllers."""
+"""Status conditions, owner references, Events and the pod states the workload controllers read."""
 
 from __future__ import annotations
 
@@ -27,6 +27,25 @@ def find(conditions: Sequence[Obj] | None, kind: str) -> Obj | None:
 def is_true(conditions: Sequence[Obj] | None, kind: str) -> bool:
     found = find(conditions, kind)
     return bool(found and found.get("status") == "True")
+
+
+def deleting(obj: Obj) -> bool:
+    """Its deletion has begun (a deletionTimestamp is set)."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def ended(pod: Obj) -> bool:
+    """The pod has reached a terminal phase (Succeeded or Failed)."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def pod_ready(pod: Obj) -> bool:
+    """Its Ready condition is True."""
+    return is_true((pod.get("status") or {}).get("conditions"), "Ready")
+
+
+def running_and_ready(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running" and pod_ready(pod)
 
 
 def set_condition(

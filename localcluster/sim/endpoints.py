@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Iterable, Mapping, Sequence
 
+from localcluster.sim.conditions import deleting, pod_ready
 from localcluster.sim.matching import selector_matches
 
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
@@ -47,17 +48,9 @@ def selected_pods(service: Obj, pods: Sequence[Obj]) -> list[Obj]:
     )
 
 
-def _serving(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def _terminating(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
 def _ready(pod: Obj) -> bool:
     """Ready and not terminating: a pod being deleted leaves the ready addresses at once."""
-    return _serving(pod) and not _terminating(pod)
+    return pod_ready(pod) and not deleting(pod)
 
 
 def _target_port(port: Obj, pod: Obj) -> int | None:
@@ -132,7 +125,7 @@ def endpoint_slice_for(service: Obj, pods: Sequence[Obj]) -> dict[str, Any]:
         ready = publish_all or _ready(pod)
         entry: dict[str, Any] = {
             "addresses": [pod["status"]["podIP"]],
-            "conditions": {"ready": ready, "serving": publish_all or _serving(pod), "terminating": _terminating(pod)},
+            "conditions": {"ready": ready, "serving": publish_all or pod_ready(pod), "terminating": deleting(pod)},
             "targetRef": _ref(pod),
         }
         if (pod.get("spec") or {}).get("nodeName"):

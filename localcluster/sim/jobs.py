@@ -16,7 +16,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from localcluster.sim.conditions import Event, find, is_true, set_condition
+from localcluster.sim.conditions import Event, deleting, find, is_true, pod_ready, set_condition
 from localcluster.sim.job_pods import (
     TRACKING_FINALIZER,
     JobSpec,
@@ -63,7 +63,7 @@ def _tracked(pod: Obj) -> bool:
 
 
 def _terminating(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp")) and not _terminal(pod)
+    return deleting(pod) and not _terminal(pod)
 
 
 def _deleted_failure(spec: JobSpec, pod: Obj) -> bool:
@@ -74,11 +74,7 @@ def _deleted_failure(spec: JobSpec, pod: Obj) -> bool:
 
 
 def _active(pod: Obj) -> bool:
-    return not _terminal(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp")
-
-
-def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+    return not _terminal(pod) and not deleting(pod)
 
 
 def _finished_at(pod: Obj) -> str:
@@ -257,7 +253,7 @@ def _backoff_left(pods: Sequence[Obj], failed: int, succeeded: int, now: dt.date
 
 def _surplus(active: Sequence[Obj], count: int) -> list[str]:
     """The pods to remove first: not ready, then newest."""
-    ranked = sorted(active, key=lambda p: (_ready(p), (p.get("metadata") or {}).get("creationTimestamp") or ""))
+    ranked = sorted(active, key=lambda p: (pod_ready(p), (p.get("metadata") or {}).get("creationTimestamp") or ""))
     return [_name(p) for p in ranked[:count]]
 
 
@@ -309,7 +305,7 @@ def _sync_indexed(job: Obj, spec: JobSpec, active: Sequence[Obj], held: Sequence
 def _finish_status(step: JobStep, status: dict[str, Any], conditions: list, remaining: Sequence[Obj],
                    terminating: Sequence[Obj]) -> JobStep:
     status["active"] = len(remaining) + len(step.creates)
-    status["ready"] = sum(1 for p in remaining if _ready(p))
+    status["ready"] = sum(1 for p in remaining if pod_ready(p))
     status["terminating"] = len(terminating)
     if conditions:
         status["conditions"] = conditions

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from localcluster.sim.conditions import deleting, ended
 from localcluster.sim.matching import tolerates
 from localcluster.sim.units import UnitError, format_micro_time, format_time, parse_quantity, parse_time
 
@@ -275,7 +276,7 @@ def evictions(node: Obj, pods: Sequence[Obj], now: dt.datetime) -> tuple[list[Ev
         return due, None
     for pod in pods:
         meta = pod.get("metadata") or {}
-        if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if deleting(pod) or ended(pod):
             continue
         tolerations = with_default_tolerations(pod)
         evict_now = next((t["key"] for t in taints if not any(tolerates(x, t) for x in tolerations)), None)

@@ -17,7 +17,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from localcluster.sim.conditions import Event, controller_ref
+from localcluster.sim.conditions import Event, controller_ref, deleting
 from localcluster.sim.units import format_time, parse_time
 
 GROUP_LABEL_PREFIX = "training.kubeflow.org"
@@ -226,7 +226,7 @@ def reconcile(job: Obj, pods: Sequence[Obj], services: Sequence[Obj], now: dt.da
         conditions = set_condition(conditions, "Created", True, f"{KIND}Created", f"{KIND} {meta['name']} is created.", now)
     by_name = {p["metadata"]["name"]: p for p in pods}
     service_names = {s["metadata"]["name"] for s in services}
-    live = [p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")]
+    live = [p for p in pods if not deleting(p)]
 
     if _true(conditions, "Succeeded") or _true(conditions, "Failed"):
         step.delete_pods = _cleanup(run_policy, live)

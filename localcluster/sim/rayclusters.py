@@ -23,7 +23,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from localcluster.sim.conditions import Event, controlled_by, controller_ref
+from localcluster.sim.conditions import Event, controlled_by, controller_ref, deleting, ended, running_and_ready
 from localcluster.sim.units import format_time
 
 CLUSTER_LABEL = "ray.io/cluster"
@@ -109,7 +109,7 @@ def reconcile_raycluster(cluster: Obj, pods: Sequence[Obj], services: Sequence[O
     groups = worker_groups(spec)
     suspended = spec.get("suspend") is True
     if suspended:
-        step.delete_pods = [p["metadata"]["name"] for p in mine if not _terminating(p)]
+        step.delete_pods = [p["metadata"]["name"] for p in mine if not deleting(p)]
     else:
         _head(cluster, mine, step)
         for group in groups:
@@ -138,10 +138,10 @@ def head_service(cluster: Obj) -> dict[str, Any]:
 
 
 def _head(cluster: Obj, mine: Sequence[Obj], step: RayClusterStep) -> None:
-    heads = [p for p in mine if _labels(p).get(NODE_TYPE_LABEL) == "head" and not _terminating(p)]
-    ended = [p for p in heads if _ended(p)]
-    step.delete_pods += [p["metadata"]["name"] for p in ended]
-    live = [p for p in heads if p not in ended]
+    heads = [p for p in mine if _labels(p).get(NODE_TYPE_LABEL) == "head" and not deleting(p)]
+    gone = [p for p in heads if ended(p)]
+    step.delete_pods += [p["metadata"]["name"] for p in gone]
+    live = [p for p in heads if p not in gone]
     if not live:
         template = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("template") or {}
         step.create_pods.append(_pod(cluster, template, "head", HEAD_GROUP, f"{cluster['metadata']['name']}-head-"))
@@ -150,10 +150,10 @@ def _head(cluster: Obj, mine: Sequence[Obj], step: RayClusterStep) -> None:
 
 def _workers(cluster: Obj, group: WorkerGroup, mine: Sequence[Obj], step: RayClusterStep) -> None:
     members = [p for p in mine if _labels(p).get(NODE_TYPE_LABEL) == "worker"
-               and _labels(p).get(GROUP_LABEL) == group.name and not _terminating(p)]
-    ended = [p for p in members if _ended(p)]
-    step.delete_pods += [p["metadata"]["name"] for p in ended]
-    live = [p for p in members if p not in ended]
+               and _labels(p).get(GROUP_LABEL) == group.name and not deleting(p)]
+    gone = [p for p in members if ended(p)]
+    step.delete_pods += [p["metadata"]["name"] for p in gone]
+    live = [p for p in members if p not in gone]
     prefix = f"{cluster['metadata']['name']}-{group.name}-worker-"
     step.create_pods += [_pod(cluster, group.template, "worker", group.name, prefix)
                          for _ in range(group.desired - len(live))]
@@ -164,19 +164,19 @@ def _status(cluster: Obj, groups: list[WorkerGroup], mine: Sequence[Obj], step: 
             services: Sequence[Obj], suspended: bool, now: dt.datetime) -> dict[str, Any]:
     name = cluster["metadata"]["name"]
     old = dict(cluster.get("status") or {})
-    kept = [p for p in mine if not _terminating(p) and p["metadata"]["name"] not in step.delete_pods]
+    kept = [p for p in mine if not deleting(p) and p["metadata"]["name"] not in step.delete_pods]
     workers = [p for p in kept if _labels(p).get(NODE_TYPE_LABEL) == "worker"]
     head = next((p for p in kept if _labels(p).get(NODE_TYPE_LABEL) == "head"), None)
     desired = sum(g.desired for g in groups)
     state = old.get("state", "")
-    if not suspended and not step.create_pods and len(kept) == desired + 1 and all(_running_ready(p) for p in kept):
+    if not suspended and not step.create_pods and len(kept) == desired + 1 and all(running_and_ready(p) for p in kept):
         state = "ready"
     if suspended and not mine:
         state = "suspended"
     service = next((s for s in services if s["metadata"]["name"] == head_service_name(name)), None)
     status: dict[str, Any] = {
         "observedGeneration": cluster["metadata"].get("generation", 1),
-        "readyWorkerReplicas": sum(1 for p in workers if _running_ready(p)),
+        "readyWorkerReplicas": sum(1 for p in workers if running_and_ready(p)),
         "availableWorkerReplicas": sum(1 for p in workers if (p.get("status") or {}).get("phase") == "Running"),
         "desiredWorkerReplicas": desired,
         "minWorkerReplicas": sum(g.min for g in groups),
@@ -224,20 +224,6 @@ def _int(value: Any, default: int) -> int:
 
 def _labels(pod: Obj) -> Mapping[str, str]:
     return (pod.get("metadata") or {}).get("labels") or {}
-
-
-def _terminating(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def _ended(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
-
-
-def _running_ready(pod: Obj) -> bool:
-    status = pod.get("status") or {}
-    return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
 
 def _newest_first(pods: Sequence[Obj]) -> list[Obj]:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from localcluster.sim.conditions import controlled_by, controller_ref
+from localcluster.sim.conditions import controlled_by, controller_ref, deleting, ended, pod_ready
 
 HASH_LABEL = "pod-template-hash"
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet Kubernetes uses for generated suffixes
@@ -32,14 +32,7 @@ def template_hash(template: Obj) -> str:
 
 
 def _live(pod: Obj) -> bool:
-    return not (pod.get("metadata") or {}).get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in (
-        "Succeeded",
-        "Failed",
-    )
-
-
-def _ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+    return not deleting(pod) and not ended(pod)
 
 
 @dataclass
@@ -57,12 +50,12 @@ def reconcile_replicaset(rs: Obj, pods: Sequence[Obj]) -> ReplicaSetStep:
     step = ReplicaSetStep({})
     if len(live) > wanted:
         newest_first = sorted(live, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", reverse=True)
-        ranked = sorted(newest_first, key=_ready)
+        ranked = sorted(newest_first, key=pod_ready)
         step.deletes = [p["metadata"]["name"] for p in ranked[: len(live) - wanted]]
     elif len(live) < wanted:
         step.creates = [_pod(rs) for _ in range(wanted - len(live))]
     kept = [p for p in live if p["metadata"]["name"] not in step.deletes]
-    ready = sum(1 for p in kept if _ready(p))
+    ready = sum(1 for p in kept if pod_ready(p))
     step.status = {
         "replicas": len(kept),
         "fullyLabeledReplicas": len(kept),

@@ -18,7 +18,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from localcluster.sim.conditions import controlled_by, controller_ref
+from localcluster.sim.conditions import controlled_by, controller_ref, deleting, ended, running_and_ready
 from localcluster.sim.replicasets import template_hash
 
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -56,19 +56,19 @@ def reconcile_statefulset(sts: Obj, pods: Sequence[Obj]) -> StatefulSetStep:
                 step.creates.append(_pod(sts, ordinal, revision))
             blocked = blocked or not parallel
             continue
-        if _terminating(existing):
+        if deleting(existing):
             blocked = blocked or not parallel
             continue
-        if _finished(existing):
+        if ended(existing):
             step.deletes.append(existing["metadata"]["name"])  # made again once it is gone
             blocked = blocked or not parallel
             continue
-        if not _running_and_ready(existing):
+        if not running_and_ready(existing):
             blocked = blocked or not parallel
     condemned = sorted((o for o in by_ordinal if o >= wanted), reverse=True)
     for ordinal in condemned:
         pod = by_ordinal[ordinal]
-        if _terminating(pod):
+        if deleting(pod):
             if not parallel:
                 break  # one at a time: wait for it to go
             continue
@@ -77,8 +77,8 @@ def reconcile_statefulset(sts: Obj, pods: Sequence[Obj]) -> StatefulSetStep:
         step.deletes.append(pod["metadata"]["name"])
         if not parallel:
             break
-    live = [p for p in by_ordinal.values() if not _terminating(p) and p["metadata"]["name"] not in step.deletes]
-    ready = sum(1 for p in live if _running_and_ready(p))
+    live = [p for p in by_ordinal.values() if not deleting(p) and p["metadata"]["name"] not in step.deletes]
+    ready = sum(1 for p in live if running_and_ready(p))
     current = sum(1 for p in live if (p["metadata"].get("labels") or {}).get(REVISION_LABEL) == revision)
     step.status = {
         "observedGeneration": meta.get("generation", 1),
@@ -118,17 +118,3 @@ def _ordinal(pod: Obj, set_name: str) -> int | None:
     name = str((pod.get("metadata") or {}).get("name", ""))
     prefix, _, suffix = name.rpartition("-")
     return int(suffix) if prefix == set_name and suffix.isdigit() and str(int(suffix)) == suffix else None
-
-
-def _terminating(pod: Obj) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def _finished(pod: Obj) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
-
-
-def _running_and_ready(pod: Obj) -> bool:
-    status = pod.get("status") or {}
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    return status.get("phase") == "Running" and ready

@@ -5,19 +5,59 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
+from batchgate import keys
+from controller.adapters.kube import RESOURCES
 from demo.kubectl import KUBECTL
+from kubeapi.client import ApiError
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
+KUEUE = keys.KUEUE_API_VERSION
 
 
 def kubectl(kubeconfig: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     cache = kubeconfig.parent / "kubectl-cache"
     return subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={cache}", *args],
                           capture_output=True, text=True, timeout=60, check=check)
+
+
+def get_or_none(client: Any, res: Any, name: str, namespace: str | None) -> dict[str, Any] | None:
+    """The object, or None when the API server says it does not exist."""
+    try:
+        found: dict[str, Any] = client.get(res, name, namespace)
+        return found
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+
+
+def make_team(client: Any, *, prefix: str = "team", quota: dict[str, str] | None = None, flavor: str = "default",
+              preemption: dict[str, str] | None = None) -> dict[str, str]:
+    """A fresh namespace whose LocalQueue `default-queue` feeds its own ClusterQueue (`quota`, 4 cpu
+    unless given, in `flavor`, made when missing); returns the namespace and ClusterQueue names."""
+    quota = quota or {"cpu": "4"}
+    suffix = uuid.uuid4().hex[:6]
+    ns, cq = f"{prefix}-{suffix}", f"cq-{suffix}"
+    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    try:
+        client.create(RESOURCES["ResourceFlavor"], {"apiVersion": KUEUE, "kind": "ResourceFlavor",
+                                                    "metadata": {"name": flavor}})
+    except ApiError as exc:
+        if not exc.already_exists:
+            raise
+    client.create(RESOURCES["ClusterQueue"], {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
+        "namespaceSelector": {}, **({"preemption": preemption} if preemption else {}),
+        "resourceGroups": [{"coveredResources": list(quota), "flavors": [
+            {"name": flavor, "resources": [{"name": r, "nominalQuota": q} for r, q in quota.items()]}]}]}})
+    client.create(RESOURCES["LocalQueue"], {"apiVersion": KUEUE, "kind": "LocalQueue",
+                                            "metadata": {"name": "default-queue", "namespace": ns},
+                                            "spec": {"clusterQueue": cq}})
+    return {"ns": ns, "cq": cq}
 
 
 def eventually(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05,

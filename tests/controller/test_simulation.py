@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.simulation import TraceError, run_trace
+from tests.builders import every_path
 from tests.controller.decisions.trace_builders import basic, cluster_queue, group, quota, trace, workload
 
 BASE = trace(basic(cpu=10, within="LowerPriority") + [
@@ -23,18 +24,7 @@ junk = st.recursive(
     max_leaves=6)
 
 
-def paths(node: Any, prefix: tuple = ()) -> list[tuple]:
-    out = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += paths(value, prefix + (key,))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            out += paths(value, prefix + (i,))
-    return out
-
-
-ALL_PATHS = paths(BASE)[1:]
+ALL_PATHS = every_path(BASE)[1:]
 
 
 @settings(max_examples=200, deadline=None)

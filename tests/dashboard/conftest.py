@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import queue
 import threading
-import uuid
 from typing import Any, Iterator
 
 import pytest
@@ -17,10 +16,10 @@ import requests
 from batchgate import keys
 from batchgate.kinds import APPWRAPPER
 from batchgate.clock import SystemClock
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.kube import KubeClient
 from dashboard.server import Server, serve
 from dashboard.watch import Hub, hub_from_kubeconfig
-from tests.controller.cluster import running_cluster, started_controller
+from tests.controller.cluster import make_team, running_cluster, started_controller
 
 KUEUE = keys.KUEUE_API_VERSION
 LIVE_NODES = "- name: gpu-node\n  count: 2\n  capacity: {cpu: '16', memory: 64Gi, nvidia.com/gpu: '8'}\n"
@@ -58,25 +57,7 @@ def dashboard(live_cluster: Any, controller: Any) -> Iterator[tuple[Hub, str]]:
 @pytest.fixture(scope="module")
 def team(live_client: KubeClient, controller: Any) -> dict[str, str]:
     """A namespace whose LocalQueue `default-queue` feeds its own ClusterQueue of 4 cpu and 8 GPUs."""
-    suffix = uuid.uuid4().hex[:6]
-    ns, cq = f"team-{suffix}", f"cq-{suffix}"
-    live_client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    try:
-        live_client.create(RESOURCES["ResourceFlavor"],
-                           {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-    except ApiError as exc:
-        if not exc.already_exists:
-            raise
-    live_client.create(RESOURCES["ClusterQueue"], {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq},
-                                                   "spec": {"namespaceSelector": {}, "resourceGroups": [
-                                                       {"coveredResources": ["cpu", "nvidia.com/gpu"], "flavors": [
-                                                           {"name": "default", "resources": [
-                                                               {"name": "cpu", "nominalQuota": "4"},
-                                                               {"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]}})
-    live_client.create(RESOURCES["LocalQueue"], {"apiVersion": KUEUE, "kind": "LocalQueue",
-                                                 "metadata": {"name": "default-queue", "namespace": ns},
-                                                 "spec": {"clusterQueue": cq}})
-    return {"ns": ns, "cq": cq}
+    return make_team(live_client, quota={"cpu": "4", "nvidia.com/gpu": "8"})
 
 
 def an_appwrapper(ns: str, name: str, *, pods: int = 2, run_for: str = "4s", gpus: int = 1) -> dict[str, Any]:

@@ -6,19 +6,15 @@ generators and `kubectl auth whoami` to complete, and keeps every request body i
 
 from __future__ import annotations
 
-import asyncio
-import datetime as dt
-import json
 import os
 import subprocess
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
 
-from certs.authority import service_names, write_serving_files
 from demo.kubectl import KUBECTL
+from tests.tls_stub import TlsStub
 
 TOKEN = "capture-token"
 
@@ -38,52 +34,18 @@ class CaptureServer:
     port: int = 0
 
     def __enter__(self) -> "CaptureServer":
-        files = write_serving_files(self.workdir / "pki", service_names("capture", "default"),
-                                    dt.datetime.now(dt.timezone.utc))
-        self._ca = files.ca_cert
-        import ssl
+        def app() -> web.Application:
+            made = web.Application(client_max_size=8 * 1024 * 1024)
+            made.router.add_route("*", "/{tail:.*}", self._handle)
+            return made
 
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_cert_chain(files.cert, files.key)
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        async def start() -> None:
-            app = web.Application(client_max_size=8 * 1024 * 1024)
-            app.router.add_route("*", "/{tail:.*}", self._handle)
-            self._runner = web.AppRunner(app)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ctx)
-            await site.start()
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(start())
-            ready.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("capture server did not start")
-        self.kubeconfig = self.workdir / "kubeconfig"
-        self.kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "c",
-            "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{self.port}",
-                                                   "certificate-authority": str(self._ca)}}],
-            "users": [{"name": "u", "user": {"token": TOKEN}}],
-            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u", "namespace": "default"}}],
-        }))
+        self._server = TlsStub(app, self.workdir / "pki", "capture", "default", "capture server")
+        self.port = self._server.port
+        self.kubeconfig = self._server.write_kubeconfig(self.workdir / "kubeconfig", TOKEN, namespace="default")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            await self._runner.cleanup()
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        self._server.stop()
 
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.read()

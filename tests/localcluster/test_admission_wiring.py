@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from localcluster.apiserver.webhook_sources import ADDRESS_ANNOTATION
 from tests.localcluster.webhook_stub import WebhookStub
 from tests.localcluster_fixtures import SHARED_USERS, role_binding
 
@@ -27,13 +26,7 @@ def stub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookStub]:
 def policed(kubectl: Kubectl, stub: WebhookStub) -> Iterator[Callable[[str, str, str], str]]:
     """Register a webhook configuration for configmaps in one fresh labelled namespace."""
     made: list[str] = []
-    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Namespace",
-                                                   "metadata": {"name": stub.namespace}}))
-    kubectl("apply", "-f", "-", input=json.dumps({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": stub.service, "namespace": stub.namespace,
-                     "annotations": {ADDRESS_ANNOTATION: f"127.0.0.1:{stub.port}"}},
-        "spec": {"ports": [{"port": 443}]}}))
+    kubectl("apply", "-f", "-", input=stub.routing())
 
     def register(kind: str, path: str, failure_policy: str = "Fail") -> str:
         namespace = f"p-{uuid.uuid4().hex[:8]}"

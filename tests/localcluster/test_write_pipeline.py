@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from localcluster.apiserver.webhook_sources import ADDRESS_ANNOTATION
 from tests.localcluster.webhook_stub import Received, WebhookStub
 from tests.localcluster_fixtures import repo_root
 
@@ -173,13 +172,7 @@ def policed(kubectl: Kubectl, stub: WebhookStub) -> Iterator[str]:
     """A fresh namespace whose Gizmos a mutating (/stamp) and a validating (/allow) webhook judge."""
     kubectl("apply", "-f", "-", input=json.dumps(GIZMO_CRD))
     kubectl("wait", "--for=condition=established", "crd/gizmos.pipeline.example.com", "--timeout=10s")
-    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Namespace",
-                                                   "metadata": {"name": stub.namespace}}))
-    kubectl("apply", "-f", "-", input=json.dumps({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": stub.service, "namespace": stub.namespace,
-                     "annotations": {ADDRESS_ANNOTATION: f"127.0.0.1:{stub.port}"}},
-        "spec": {"ports": [{"port": 443}]}}))
+    kubectl("apply", "-f", "-", input=stub.routing())
     namespace = f"g-{uuid.uuid4().hex[:8]}"
     kubectl("create", "namespace", namespace)
     kubectl("label", "namespace", namespace, f"gizmos={namespace}")

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime as dt
 import json
-import ssl
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from aiohttp import web
 
-from certs.authority import ServingFiles, service_names, write_serving_files
+from certs.authority import ServingFiles
+from localcluster.apiserver.webhook_sources import ADDRESS_ANNOTATION
+from tests.tls_stub import TlsStub
 
 
 @dataclass
@@ -42,38 +42,27 @@ class WebhookStub:
     port: int = 0
 
     def __enter__(self) -> "WebhookStub":
-        self.files: ServingFiles = write_serving_files(
-            self.workdir / "pki", service_names(self.service, self.namespace), dt.datetime.now(dt.timezone.utc))
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.files.cert, self.files.key)
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
+        def app() -> web.Application:
+            made = web.Application()
+            made.router.add_post("/{tail:.*}", self._handle)
+            return made
 
-        async def start() -> None:
-            app = web.Application()
-            app.router.add_post("/{tail:.*}", self._handle)
-            self._runner = web.AppRunner(app, shutdown_timeout=0.1)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
-            await site.start()
-            self.port = self._runner.addresses[0][1]
-
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(start())
-            ready.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("webhook stub did not start")
+        self._server = TlsStub(app, self.workdir / "pki", self.service, self.namespace, "webhook stub")
+        self.files: ServingFiles = self._server.files
+        self.port = self._server.port
         return self
 
     def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        self._server.stop()
+
+    def routing(self) -> str:
+        """For `kubectl apply`: the stub's Namespace and a Service the local cluster sends to its port."""
+        return yaml.safe_dump_all((
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}},
+            {"apiVersion": "v1", "kind": "Service",
+             "metadata": {"name": self.service, "namespace": self.namespace,
+                          "annotations": {ADDRESS_ANNOTATION: f"127.0.0.1:{self.port}"}},
+             "spec": {"ports": [{"port": 443}]}}))
 
     def paths(self) -> list[str]:
         return [r.path for r in self.received]

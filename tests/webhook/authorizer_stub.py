@@ -13,17 +13,13 @@ seconds). Every SubjectAccessReview received is kept in `reviews`; every request
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import ssl
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from aiohttp import web
 
-from certs.authority import service_names, write_serving_files
+from tests.tls_stub import TlsStub
 
 TOKEN = "gateway-token"
 SERVED: dict[str, list[tuple[str, str]]] = {
@@ -46,54 +42,21 @@ class AuthorizerStub:
     port: int = 0
 
     def __enter__(self) -> "AuthorizerStub":
-        files = write_serving_files(self.workdir / "stub-pki", service_names("authorizer", "stub"),
-                                    dt.datetime.now(dt.timezone.utc))
-        self.ca_file = files.ca_cert
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(files.cert, files.key)
-        self._loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        async def start() -> None:
-            app = web.Application()
+        def app() -> web.Application:
+            made = web.Application()
             for path in ("/api/v1", "/api/v1/", "/apis/{group}/{version}", "/apis/{group}/{version}/"):
-                app.router.add_get(path, self._discovery)
-            app.router.add_post("/apis/authorization.k8s.io/v1/subjectaccessreviews", self._review)
-            self._runner = web.AppRunner(app, shutdown_timeout=0.1)
-            await self._runner.setup()
-            await web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context).start()
-            self.port = self._runner.addresses[0][1]
+                made.router.add_get(path, self._discovery)
+            made.router.add_post("/apis/authorization.k8s.io/v1/subjectaccessreviews", self._review)
+            return made
 
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(start())
-            ready.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=run, name="authorizer-stub", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("authorizer stub did not start")
-        self.kubeconfig = self.workdir / "stub.kubeconfig"
-        self.kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "stub",
-            "clusters": [{"name": "stub", "cluster": {"server": f"https://127.0.0.1:{self.port}",
-                                                      "certificate-authority": str(self.ca_file)}}],
-            "users": [{"name": "gateway", "user": {"token": TOKEN}}],
-            "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "gateway"}}],
-        }))
+        self._server = TlsStub(app, self.workdir / "stub-pki", "authorizer", "stub", "authorizer-stub")
+        self.ca_file = self._server.files.ca_cert
+        self.port = self._server.port
+        self.kubeconfig = self._server.write_kubeconfig(self.workdir / "stub.kubeconfig", TOKEN)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            await self._runner.cleanup()
-            for task in asyncio.all_tasks():  # a slow answer still sleeping
-                if task is not asyncio.current_task():
-                    task.cancel()
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        self._server.stop()
 
     def _authorized(self, request: web.Request) -> bool:
         return request.headers.get("Authorization") == f"Bearer {TOKEN}"

@@ -11,7 +11,8 @@ from dataclasses import replace
 from typing import Mapping
 
 from batchgate.api import objects
-from batchgate.api.errors import type_name
+from batchgate.api.errors import FieldError, type_name
+from batchgate.api.kueue_fields import string_map
 from batchgate.api.wire import nesting_depth
 from batchgate.policy import DEFAULT_POLICY_CONFIGMAP, Policy
 from webhook.rules.mutation import MAX_NESTING, run_steps
@@ -108,9 +109,8 @@ def _metadata_problem(obj: object) -> tuple[str, str] | None:
     if not isinstance(meta, dict):
         return "metadata", f"must be a mapping, got {type_name(meta)}"
     for key in ("labels", "annotations"):
-        value = meta.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            return f"metadata.{key}", "must be a mapping of strings"
+        try:
+            string_map(meta.get(key), f"metadata.{key}")
+        except FieldError as exc:
+            return exc.path, exc.detail
     return None

@@ -21,6 +21,7 @@ from batchgate.api.appwrapper_status import AppWrapperState, ComponentStatus
 from batchgate.api.errors import FieldError, type_name
 from batchgate.api.objects import metadata
 from batchgate.api.paths import parse_podset_path, resolve
+from batchgate.api.kueue_fields import string_map
 from batchgate.policy import NodeHealth
 from controller.decisions.appwrapper.pods import uses_resource
 
@@ -232,8 +233,7 @@ def _list_at(parent: Mapping[str, Any], key: str, where: str) -> list[Any]:
 
 
 def _string_map(value: Any, where: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ComponentError(f"{where}: must be a mapping of strings", fatal=True)
-    return dict(value)
+    try:
+        return string_map(value, where)
+    except FieldError as exc:
+        raise ComponentError(str(exc), fatal=True) from None

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any, Iterable, Mapping
 
 from batchgate import keys
+from batchgate.api.objects import as_mapping
 from batchgate.policy import NodeHealth
 from batchgate.quantity import QuantityError, Resources, add, format_quantity, parse_quantity
 
@@ -29,7 +30,7 @@ def unusable(node: Mapping[str, Any], health: NodeHealth, resource: str = keys.G
     capacity = _capacity(node)
     if _unschedulable(node):
         return {name: value for name, value in capacity.items() if name != "pods" and value}
-    labels = _mapping(_mapping(node.get("metadata")).get("labels"))
+    labels = as_mapping(as_mapping(node.get("metadata")).get("labels"))
     flagged = any(labels.get(label) in values for label, values in health.unschedulable.items())
     return {resource: capacity[resource]} if flagged and capacity.get(resource) else {}
 
@@ -96,19 +97,19 @@ def slack_lending_limits(cluster_queue: Mapping[str, Any], unusable_now: Resourc
 
 
 def _unschedulable(node: Mapping[str, Any]) -> bool:
-    spec = _mapping(node.get("spec"))
+    spec = as_mapping(node.get("spec"))
     if spec.get("unschedulable") is True:
         return True
     if any(isinstance(t, Mapping) and t.get("key") in UNSCHEDULABLE_TAINTS for t in spec.get("taints") or ()):
         return True
-    conditions = _mapping(node.get("status")).get("conditions") or ()
+    conditions = as_mapping(node.get("status")).get("conditions") or ()
     ready = next((c for c in conditions if isinstance(c, Mapping) and c.get("type") == "Ready"), None)
     return ready is not None and ready.get("status") != "True"
 
 
 def _capacity(node: Mapping[str, Any]) -> Resources:
     out: Resources = {}
-    for name, value in _mapping(_mapping(node.get("status")).get("capacity")).items():
+    for name, value in as_mapping(as_mapping(node.get("status")).get("capacity")).items():
         try:
             out[name] = parse_quantity(value)
         except QuantityError:
@@ -116,5 +117,3 @@ def _capacity(node: Mapping[str, Any]) -> Resources:
     return out
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

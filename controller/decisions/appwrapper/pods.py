@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from batchgate import keys
+from batchgate.api.objects import as_list, as_mapping
 from batchgate.quantity import QuantityError, parse_quantity
 
 PENDING, RUNNING, SUCCEEDED, FAILED = "Pending", "Running", "Succeeded", "Failed"
@@ -33,8 +34,8 @@ def no_execute_nodes(nodes: Iterable[Mapping[str, Any]], labels: Mapping[str, tu
     """Names of the nodes carrying a NoExecute value of one of the policy's health labels."""
     found = set()
     for node in nodes:
-        meta = _mapping(node.get("metadata"))
-        node_labels = _mapping(meta.get("labels"))
+        meta = as_mapping(node.get("metadata"))
+        node_labels = as_mapping(meta.get("labels"))
         name = meta.get("name")
         if isinstance(name, str) and name and any(node_labels.get(k) in v for k, v in labels.items()):
             found.add(name)
@@ -55,7 +56,7 @@ def count_pods(
     present = 0
     for pod in pods:
         present += 1
-        meta, spec, status = (_mapping(pod.get(part)) for part in ("metadata", "spec", "status"))
+        meta, spec, status = (as_mapping(pod.get(part)) for part in ("metadata", "spec", "status"))
         phase = status.get("phase") or PENDING
         if phase == RUNNING and meta.get("deletionTimestamp"):
             continue
@@ -82,7 +83,7 @@ def count_pods(
 
 def _failed_exit_codes(status: Mapping[str, Any]) -> set[int]:
     codes = set()
-    for container in _list(status.get("containerStatuses")):
+    for container in as_list(status.get("containerStatuses")):
         state = container.get("state") if isinstance(container, Mapping) else None
         terminated = state.get("terminated") if isinstance(state, Mapping) else None
         code = terminated.get("exitCode") if isinstance(terminated, Mapping) else None
@@ -93,7 +94,7 @@ def _failed_exit_codes(status: Mapping[str, Any]) -> set[int]:
 
 def uses_resource(spec: Mapping[str, Any], resource: str) -> bool:
     """Whether any container or init container requests or limits a non-zero amount of `resource`."""
-    containers = [*_list(spec.get("containers")), *_list(spec.get("initContainers"))]
+    containers = [*as_list(spec.get("containers")), *as_list(spec.get("initContainers"))]
     for container in containers:
         resources = container.get("resources") if isinstance(container, Mapping) else None
         if not isinstance(resources, Mapping):
@@ -102,14 +103,6 @@ def uses_resource(spec: Mapping[str, Any], resource: str) -> bool:
             if isinstance(amounts, Mapping) and resource in amounts and _non_zero(amounts[resource]):
                 return True
     return False
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _non_zero(value: Any) -> bool:

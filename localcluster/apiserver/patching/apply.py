@@ -80,11 +80,7 @@ def apply(live: dict[str, Any] | None, applied: dict[str, Any], manager: str, fo
         if unchanged and any(_identity_of(e) == mine and owned == wanted for e, owned in entries):
             _store(result, entries)  # a no-op apply keeps its time, so nothing is written
             return result
-    entry = {"manager": manager, "operation": "Apply", "apiVersion": applied.get("apiVersion", ""),
-             "time": now_iso, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(wanted)}
-    if subresource:
-        entry["subresource"] = subresource
-    _store(result, _replace(entries, mine, entry, wanted))
+    _record(result, entries, mine, applied.get("apiVersion", ""), now_iso, wanted)
     return result
 
 
@@ -178,11 +174,7 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], manager: str,
     if not changed and previous == owned and any(_identity_of(e) == mine for e, _ in entries):
         _store(result, entries)
         return result
-    entry = {"manager": manager, "operation": "Update", "apiVersion": new.get("apiVersion", ""),
-             "time": now_iso, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(owned)}
-    if subresource:
-        entry["subresource"] = subresource
-    _store(result, _replace(entries, mine, entry, owned))
+    _record(result, entries, mine, new.get("apiVersion", ""), now_iso, owned)
     return result
 
 
@@ -252,6 +244,18 @@ def _replace(entries: list[tuple[dict[str, Any], set[Path]]], mine: tuple[str, s
     position = next((i for i, (e, _) in enumerate(entries) if _identity_of(e) == mine), len(kept))
     kept.insert(min(position, len(kept)), (entry, owned))
     return kept
+
+
+def _record(result: dict[str, Any], entries: list[tuple[dict[str, Any], set[Path]]], mine: tuple[str, str, str],
+            api_version: str, now_iso: str, owned: set[Path]) -> None:
+    """Store the managedFields with the writer's entry (`mine`: manager, operation, subresource) now
+    owning `owned`, in the place its previous entry had."""
+    manager, operation, subresource = mine
+    entry = {"manager": manager, "operation": operation, "apiVersion": api_version,
+             "time": now_iso, "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(owned)}
+    if subresource:
+        entry["subresource"] = subresource
+    _store(result, _replace(entries, mine, entry, owned))
 
 
 def _store(obj: dict[str, Any], entries: list[tuple[dict[str, Any], set[Path]]]) -> None:

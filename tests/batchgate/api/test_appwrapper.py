@@ -45,7 +45,7 @@ def test_label_selectors(selector: Any, labels: dict[str, str], matches: bool) -
                      r"selector.matchExpressions\[0\].operator: must be one of", id="an unknown operator"),
         pytest.param({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
                      "must be empty for operator Exists", id="Exists with values"),
-        pytest.param({"matchLabels": {"a": 1}}, r"selector.matchLabels.a: keys and values must be strings",
+        pytest.param({"matchLabels": {"a": 1}}, r"selector.matchLabels.a: must be a string, got number",
                      id="a numeric label value"),
     ],
 )
@@ -106,7 +106,7 @@ def test_the_typed_appwrapper() -> None:
                      r"spec.components\[0\].podSets\[0\].replicas: must be a non-negative integer",
                      id="negative replicas"),
         pytest.param(an_appwrapper().labelled("a", "b").build() | {"metadata": {"labels": {"a": 3}}},
-                     "metadata.labels.a: keys and values must be strings", id="a numeric label"),
+                     "metadata.labels.a: must be a string, got number", id="a numeric label"),
         pytest.param({**an_appwrapper().build(), "spec": {"components": [{"template": {}}, 7]}},
                      r"spec.components\[1\]: must be a mapping, got number", id="a component that is a number"),
     ],

@@ -15,7 +15,7 @@ from controller.adapters.kube import RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
 from controller.adapters.metrics import ProbeServer
 from tests.controller.builders import a_job
-from tests.controller.cluster import eventually, kubectl, started_controller
+from tests.controller.cluster import eventually, kubectl, make_team, started_controller
 from tests.controller.adapters.test_jobs import cond, workload_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -31,21 +31,7 @@ def controller(cluster: Any) -> Iterator[Controller]:
 @pytest.fixture
 def team(client: KubeClient, controller: Controller) -> dict[str, str]:
     """A namespace with LocalQueue `default-queue` on its own ClusterQueue of 4 cpu (flavor `default`)."""
-    suffix = uuid.uuid4().hex[:6]
-    ns, cq = f"team-{suffix}", f"cq-{suffix}"
-    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    try:
-        client.create(RESOURCES["ResourceFlavor"], {"apiVersion": KUEUE, "kind": "ResourceFlavor",
-                                                    "metadata": {"name": "default"}})
-    except Exception:  # another test made it already
-        pass
-    client.create(CQ, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
-        "namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
-        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}})
-    client.create(LQ, {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "default-queue", "namespace": ns},
-                       "spec": {"clusterQueue": cq}})
-    return {"ns": ns, "cq": cq}
+    return make_team(client, preemption={"withinClusterQueue": "LowerPriority"})
 
 
 def submit(client: KubeClient, ns: str, name: str, cpu: str, **kw: Any) -> dict[str, Any]:

@@ -10,7 +10,6 @@ the finalizer. The fault scenarios live in the acceptance tests.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any, Iterator
 
 import pytest
@@ -18,14 +17,13 @@ import pytest
 from batchgate import keys
 from batchgate.kinds import APPWRAPPER
 from batchgate.clock import SystemClock
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller
-from tests.controller.cluster import controller_client, eventually, started_controller
+from tests.controller.cluster import controller_client, eventually, get_or_none, make_team, started_controller
 
 pytestmark = pytest.mark.timeout(90)
 AW, JOBS, PODS, WL = RESOURCES["AppWrapper"], RESOURCES["Job"], RESOURCES["Pod"], RESOURCES["Workload"]
-CQ, LQ, RF = RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"], RESOURCES["ResourceFlavor"]
-KUEUE = keys.KUEUE_API_VERSION
+CQ = RESOURCES["ClusterQueue"]
 BEHAVIOR = "localcluster.batchgate.dev/behavior"
 
 
@@ -37,20 +35,7 @@ def controller(live_cluster: Any) -> Iterator[Controller]:
 @pytest.fixture
 def team(live_client: KubeClient, controller: Controller) -> dict[str, str]:
     """A namespace whose LocalQueue `default-queue` feeds its own ClusterQueue of 4 cpu."""
-    suffix = uuid.uuid4().hex[:6]
-    ns, cq = f"team-{suffix}", f"cq-{suffix}"
-    live_client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    try:
-        live_client.create(RF, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
-    except ApiError as exc:
-        if not exc.already_exists:
-            raise
-    live_client.create(CQ, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
-        "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}})
-    live_client.create(LQ, {"apiVersion": KUEUE, "kind": "LocalQueue",
-                            "metadata": {"name": "default-queue", "namespace": ns}, "spec": {"clusterQueue": cq}})
-    return {"ns": ns, "cq": cq}
+    return make_team(live_client)
 
 
 def an_appwrapper(ns: str, name: str, *, pods: int = 2, run_for: str | None = "1s") -> dict[str, Any]:
@@ -66,22 +51,13 @@ def an_appwrapper(ns: str, name: str, *, pods: int = 2, run_for: str | None = "1
             "spec": {"suspend": True, "components": [{"template": job}]}}
 
 
-def get(client: KubeClient, res: Any, name: str, ns: str) -> dict[str, Any] | None:
-    try:
-        return client.get(res, name, ns)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
-
-
 def status_of(obj: dict[str, Any] | None, type_: str) -> str | None:
     conds = ((obj or {}).get("status") or {}).get("conditions") or []
     return next((c["status"] for c in conds if c["type"] == type_), None)
 
 
 def phase(client: KubeClient, ns: str, name: str) -> str:
-    return ((get(client, AW, name, ns) or {}).get("status") or {}).get("phase", "")
+    return ((get_or_none(client, AW, name, ns) or {}).get("status") or {}).get("phase", "")
 
 
 def labelled_pods(client: KubeClient, ns: str, name: str) -> list[dict[str, Any]]:
@@ -185,7 +161,7 @@ def test_a_kueue_eviction_suspends_the_appwrapper_and_releases_its_quota(
     assert suspended["spec"]["suspend"] is True
     assert status_of(suspended, keys.COND_QUOTA_RESERVED) == "False"
     assert status_of(suspended, keys.COND_RESOURCES_DEPLOYED) == "False"
-    assert get(live_client, JOBS, "serve-job", ns) is None
+    assert get_or_none(live_client, JOBS, "serve-job", ns) is None
     eventually(lambda: not labelled_pods(live_client, ns, "serve"), what="the pods to be gone")
     eventually(lambda: status_of(workload(live_client, ns, aw), keys.COND_QUOTA_RESERVED) == "False",
                what="the Workload's quota to be released")
@@ -198,9 +174,9 @@ def test_deleting_a_running_appwrapper_removes_its_children_then_its_finalizer(
     live_client.create(AW, an_appwrapper(ns, "doomed", run_for=None))
     eventually(lambda: labelled_pods(live_client, ns, "doomed"), timeout=30, what="its pods")
     live_client.delete(AW, "doomed", ns)
-    eventually(lambda: get(live_client, AW, "doomed", ns) is None, timeout=30,
+    eventually(lambda: get_or_none(live_client, AW, "doomed", ns) is None, timeout=30,
                what=lambda: f"the AppWrapper to go, phase {phase(live_client, ns, 'doomed')!r}")
-    assert get(live_client, JOBS, "doomed-job", ns) is None
+    assert get_or_none(live_client, JOBS, "doomed-job", ns) is None
     eventually(lambda: not labelled_pods(live_client, ns, "doomed"), what="its pods to be gone")
 
 
@@ -236,7 +212,7 @@ def test_a_component_that_cannot_be_created_fails_the_appwrapper_at_once(
     assert (unhealthy["status"], unhealthy["reason"]) == ("True", keys.REASON_CREATE_FAILED)
     assert message in unhealthy["message"]
     assert failed["status"].get("resettingCount", 0) == 0, "a fatal error is not retried"
-    eventually(lambda: get(live_client, JOBS, "broken-job", ns) is None, timeout=20,
+    eventually(lambda: get_or_none(live_client, JOBS, "broken-job", ns) is None, timeout=20,
                what="the component created before the failure to be deleted")
     eventually(lambda: status_of(live_client.get(AW, "broken", ns), keys.COND_RESOURCES_DEPLOYED) == "False",
                what="ResourcesDeployed False once the failed AppWrapper's components are gone")
@@ -260,15 +236,15 @@ def test_pods_that_never_stop_are_force_deleted_after_the_grace_period(
         live_client: KubeClient, controller: Controller, team: dict[str, str], grace: str) -> None:
     ns = team["ns"]
     live_client.create(AW, a_pod_appwrapper(ns, "stubborn", grace=grace))
-    pod = eventually(lambda: (p := get(live_client, PODS, "stubborn-pod", ns)) and p.get("status", {}).get("phase") == "Running" and p,
+    pod = eventually(lambda: (p := get_or_none(live_client, PODS, "stubborn-pod", ns)) and p.get("status", {}).get("phase") == "Running" and p,
                      timeout=30, what="its pod running")
     node = pod["spec"]["nodeName"]
     try:  # its kubelet stops answering: a polite deletion would leave the pod Terminating for 300 s
         live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": "unreachable"}}})
         live_client.delete(AW, "stubborn", ns)
-        eventually(lambda: get(live_client, AW, "stubborn", ns) is None, timeout=15,
-                   what=lambda: f"the AppWrapper to go; pod {(get(live_client, PODS, 'stubborn-pod', ns) or {}).get('metadata')}")
-        assert get(live_client, PODS, "stubborn-pod", ns) is None
+        eventually(lambda: get_or_none(live_client, AW, "stubborn", ns) is None, timeout=15,
+                   what=lambda: f"the AppWrapper to go; pod {(get_or_none(live_client, PODS, 'stubborn-pod', ns) or {}).get('metadata')}")
+        assert get_or_none(live_client, PODS, "stubborn-pod", ns) is None
     finally:
         live_client.patch(RESOURCES["Node"], node, None, {"metadata": {"labels": {"localcluster.batchgate.dev/health": None}}})
 
@@ -324,7 +300,7 @@ def test_a_component_missing_only_from_a_stale_cache_does_not_fail_the_appwrappe
     as_controller.close()
     after = live_client.get(AW, "steady", ns)
     assert phase(live_client, ns, "steady") == keys.PHASE_RUNNING, after["status"].get("conditions")
-    assert get(live_client, JOBS, "steady-job", ns) is not None
+    assert get_or_none(live_client, JOBS, "steady-job", ns) is not None
 
 
 def test_a_component_a_previous_leader_created_before_its_status_write_is_adopted_not_duplicated(

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from batchgate import keys
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller
 from tests.controller.builders import ROOT, a_framework_job
-from tests.controller.cluster import eventually, kubectl, started_controller
+from tests.controller.cluster import eventually, get_or_none, kubectl, started_controller
 
 pytestmark = pytest.mark.timeout(90)
 JOBS, SERVICES, CONFIGMAPS = RESOURCES["Job"], RESOURCES["Service"], RESOURCES["ConfigMap"]
@@ -26,15 +26,6 @@ def controller(cluster: Any) -> Iterator[Controller]:
 
 def submit(client: KubeClient, namespace: str, name: str, framework: str, completions: int) -> dict[str, Any]:
     return client.create(JOBS, a_framework_job(name, framework, completions, namespace=namespace, uid=None))
-
-
-def get_or_none(client: KubeClient, res: Any, name: str, namespace: str) -> dict[str, Any] | None:
-    try:
-        return client.get(res, name, namespace)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
 
 
 def described(cluster: Any, namespace: str, job: str) -> str:

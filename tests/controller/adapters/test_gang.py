@@ -24,11 +24,11 @@ from batchgate.clock import SystemClock
 from batchgate.policy import parse_policy
 from controller.adapters.events import EventRecorder
 from controller.adapters.gang import GangScheduler
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient
+from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller
 from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
-from tests.controller.cluster import controller_client, eventually, running_cluster, started_controller
+from tests.controller.cluster import controller_client, eventually, get_or_none, running_cluster, started_controller
 
 pytestmark = pytest.mark.timeout(120)
 PODS, JOBS, PODGROUPS, EVENTS = RESOURCES["Pod"], RESOURCES["Job"], RESOURCES["PodGroup"], RESOURCES["Event"]
@@ -95,12 +95,7 @@ def bound(pods: list[dict[str, Any]]) -> list[str]:
 
 
 def podgroup(client: KubeClient, ns: str, name: str) -> dict[str, Any] | None:
-    try:
-        return client.get(PODGROUPS, name, ns)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    return get_or_none(client, PODGROUPS, name, ns)
 
 
 def phase(client: KubeClient, ns: str, name: str) -> str:

@@ -20,7 +20,8 @@ from controller.adapters.kube import EVENTS, RESOURCES, ApiError, KubeClient
 from controller.adapters.manager import Controller
 from controller.decisions.jobs.workloads import workload_name
 from tests.controller.builders import a_job, a_pytorch_appwrapper, stored_sample
-from tests.controller.cluster import controller_kubeconfig, eventually, kubectl, subprocess_env, started_controller
+from tests.controller.cluster import (controller_kubeconfig, eventually, get_or_none, kubectl, subprocess_env,
+                                     started_controller)
 
 pytestmark = pytest.mark.timeout(120)
 JOBS, WL, AW, RF = RESOURCES["Job"], RESOURCES["Workload"], RESOURCES["AppWrapper"], RESOURCES["ResourceFlavor"]
@@ -44,12 +45,7 @@ def controller(cluster: Any) -> Iterator[Controller]:
 
 def workload_of(client: KubeClient, kind: str, obj: dict[str, Any]) -> dict[str, Any] | None:
     meta = obj["metadata"]
-    try:
-        return client.get(WL, workload_name(QUEUED[kind], meta["name"], meta["uid"]), meta["namespace"])
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
+    return get_or_none(client, WL, workload_name(QUEUED[kind], meta["name"], meta["uid"]), meta["namespace"])
 
 
 def conditions(*items: tuple[str, str, str]) -> list[dict[str, Any]]:

@@ -11,8 +11,8 @@ import pytest
 from batchgate.clock import SystemClock
 from controller.adapters.kube import RESOURCES, KubeClient
 from controller.adapters.manager import Controller, ControllerOptions
-from tests.controller.cluster import ROOT, controller_client, eventually, kubectl
-from tests.controller.adapters.test_admission_cluster import KUEUE, running, submit
+from tests.controller.cluster import ROOT, controller_client, eventually, kubectl, make_team
+from tests.controller.adapters.test_admission_cluster import running, submit
 from tests.controller.adapters.test_jobs import workload_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -33,16 +33,7 @@ def holding(client: KubeClient, ns: str) -> list[str]:
 
 
 def test_a_restarted_controller_admits_nothing_twice(local_cluster: Any, client: KubeClient) -> None:
-    suffix = uuid.uuid4().hex[:6]
-    ns, cq = f"restart-{suffix}", f"cq-restart-{suffix}"
-    client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    flavor = f"flavor-{suffix}"
-    client.create(RESOURCES["ResourceFlavor"], {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": flavor}})
-    client.create(RESOURCES["ClusterQueue"], {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
-        "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-            {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}})
-    client.create(RESOURCES["LocalQueue"], {"apiVersion": KUEUE, "kind": "LocalQueue",
-                                            "metadata": {"name": "default-queue", "namespace": ns}, "spec": {"clusterQueue": cq}})
+    ns = make_team(client, prefix="restart", flavor=f"flavor-{uuid.uuid4().hex[:6]}")["ns"]
     first = Controller(as_controller := controller_client(local_cluster), SystemClock(),
                        ControllerOptions(leader_elect=False, watch_timeout=2, namespace=ns))
     first.start()

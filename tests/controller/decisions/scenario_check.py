@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.simulation import StepReport
+from controller.simulation import StepReport, run_trace
 
 
 def expect(*, admitted: list[str] | None = None, flavors: dict[str, Any] | None = None,
@@ -38,3 +38,11 @@ def check(report: StepReport, want: dict[str, Any]) -> None:
             assert got_pending[name]["reason"] == reason
     for key, value in want.get("counts", {}).items():
         assert report.counts[key] == value, report.counts
+
+
+def check_scenario(scenario: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+    """Run the trace; each step's report must show what `steps` expects of it, one for one."""
+    reports = run_trace(scenario)
+    assert len(reports) == len(steps)
+    for report, want in zip(reports, steps):
+        check(report, want)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from batchgate.clock import format_time
+from batchgate.clock import FakeClock, format_time
 from batchgate.quantity import format_quantity, parse_quantity
+from controller.simulation import Simulation
 from controller.state.cache import ObjectKey
 from controller.state.quota_state import workload_key
 
@@ -172,3 +173,11 @@ def trace(objects: list[dict[str, Any]], *steps: dict[str, Any]) -> dict[str, An
 def basic(cq_name: str = "cq", cpu: Any = 10, **cq_options: Any) -> list[dict[str, Any]]:
     """One flavor `default`, one ClusterQueue with `cpu` quota, LocalQueue ns/lq pointing at it."""
     return [flavor(), cluster_queue(cq_name, cpu=cpu, **cq_options), local_queue("lq", cq_name)]
+
+
+def simulation(*objects: dict[str, Any]) -> Simulation:
+    """A simulation at T0 with `objects` applied in order."""
+    sim = Simulation(FakeClock(T0))
+    for obj in objects:
+        sim.apply(obj)
+    return sim

@@ -331,7 +331,7 @@ FATAL_CASES = [
         id="a template without apiVersion is fatal"),
     pytest.param(
         an_appwrapper(a_job(), infos=[{"labels": {"a": 1}}]),
-        "spec.components[0].podSetInfos[0].labels: must be a mapping of strings",
+        "spec.components[0].podSetInfos[0].labels.a: must be a string, got number",
         id="podSetInfo labels that are not strings are fatal"),
 ]
 

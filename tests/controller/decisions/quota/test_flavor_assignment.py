@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.simulation import run_trace
-from tests.controller.decisions.scenario_check import check, expect
+from tests.controller.decisions.scenario_check import check_scenario, expect
 from tests.controller.decisions.trace_builders import (
     cluster_queue, flavor, group, local_queue, pod_set, quota, trace, workload,
 )
@@ -269,7 +268,4 @@ COHORT_SCENARIOS = [
 
 @pytest.mark.parametrize(("scenario", "steps"), FLAVOR_SCENARIOS + AFFINITY_SCENARIOS + COHORT_SCENARIOS)
 def test_flavor_and_cohort_scenario(scenario: dict, steps: list[dict]) -> None:
-    reports = run_trace(scenario)
-    assert len(reports) == len(steps)
-    for report, want in zip(reports, steps):
-        check(report, want)
+    check_scenario(scenario, steps)

@@ -14,15 +14,8 @@ from controller.decisions.quota.kueue_metrics import (
 from controller.simulation import Simulation
 from batchgate.policy import FairSharing
 from tests.controller.decisions.trace_builders import (
-    T0, at, cluster_queue, flavor, group, local_queue, quota, workload,
+    T0, at, cluster_queue, flavor, group, local_queue, quota, simulation, workload,
 )
-
-
-def simulation(*objects: dict) -> Simulation:
-    sim = Simulation(FakeClock(T0))
-    for obj in objects:
-        sim.apply(obj)
-    return sim
 
 
 def test_wait_buckets_are_kueues_exponential_buckets() -> None:

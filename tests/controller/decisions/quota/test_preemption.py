@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.simulation import run_trace
-from tests.controller.decisions.scenario_check import check, expect
+from tests.controller.decisions.scenario_check import check_scenario, expect
 from tests.controller.decisions.trace_builders import (
     basic, cluster_queue, flavor, group, local_queue, quota, trace, workload,
 )
@@ -251,7 +250,4 @@ STOP_SCENARIOS = [
 
 @pytest.mark.parametrize(("scenario", "steps"), PREEMPTION_SCENARIOS + UPSTREAM_SCENARIOS + STOP_SCENARIOS)
 def test_preemption_and_stop_scenario(scenario: dict, steps: list[dict]) -> None:
-    reports = run_trace(scenario)
-    assert len(reports) == len(steps)
-    for report, want in zip(reports, steps):
-        check(report, want)
+    check_scenario(scenario, steps)

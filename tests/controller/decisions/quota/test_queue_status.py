@@ -7,22 +7,13 @@ import datetime as _dt
 import pytest
 
 from batchgate.api.conditions import to_wire
-from batchgate.clock import FakeClock
 from controller.decisions.quota.queue_status import (
     admitted_conditions, cluster_queue_status, local_queue_status, pending_conditions,
     preempted_conditions, released_conditions,
 )
-from controller.simulation import Simulation
-from tests.controller.decisions.trace_builders import T0, cluster_queue, flavor, group, local_queue, workload
+from tests.controller.decisions.trace_builders import T0, cluster_queue, flavor, group, local_queue, simulation, workload
 
 LATER = T0 + _dt.timedelta(minutes=5)
-
-
-def simulation(*objects: dict) -> Simulation:
-    sim = Simulation(FakeClock(T0))
-    for obj in objects:
-        sim.apply(obj)
-    return sim
 
 
 def test_cluster_queue_status_counts_and_reports_borrowing() -> None:

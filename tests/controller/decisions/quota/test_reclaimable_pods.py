@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from batchgate.api.errors import FieldError
-from controller.simulation import run_trace
 from controller.state.quota_state import QuotaState
-from tests.controller.decisions.scenario_check import check, expect
+from tests.controller.decisions.scenario_check import check_scenario, expect
 from tests.controller.decisions.trace_builders import (
     cluster_queue, flavor, group, local_queue, pod_set, trace, wl_key, workload,
 )
@@ -114,7 +113,4 @@ RECLAIMABLE_SCENARIOS = [
 
 @pytest.mark.parametrize(("scenario", "steps"), RECLAIMABLE_SCENARIOS)
 def test_reclaimable_pods_scenario(scenario: dict, steps: list[dict]) -> None:
-    reports = run_trace(scenario)
-    assert len(reports) == len(steps)
-    for report, want in zip(reports, steps):
-        check(report, want)
+    check_scenario(scenario, steps)

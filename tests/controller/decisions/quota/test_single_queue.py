@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.simulation import run_trace
-from tests.controller.decisions.scenario_check import check, expect
+from tests.controller.decisions.scenario_check import check_scenario, expect
 from tests.controller.decisions.trace_builders import (
     basic, cluster_queue, flavor, group, local_queue, namespace, pod_set, priority_class, trace, workload,
 )
@@ -179,7 +178,4 @@ SCENARIOS = [
 
 @pytest.mark.parametrize(("scenario", "steps"), SCENARIOS)
 def test_single_queue_scenario(scenario: dict, steps: list[dict]) -> None:
-    reports = run_trace(scenario)
-    assert len(reports) == len(steps)
-    for report, want in zip(reports, steps):
-        check(report, want)
+    check_scenario(scenario, steps)

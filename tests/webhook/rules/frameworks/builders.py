@@ -99,6 +99,16 @@ def admit(obj: dict[str, Any], kind: GroupVersionKind, settings: FrameworkSettin
     return apply_frameworks(obj, kind, "CREATE", settings, top_level=top_level)
 
 
+def assert_denied(obj: dict[str, Any], kind: GroupVersionKind, path: str, message: str) -> None:
+    """The framework phases deny `obj` at `path` with `message` in the reason, and leave it as it was."""
+    before = copy.deepcopy(obj)
+    outcome = admit(obj, kind)
+    assert outcome.error is not None, outcome
+    assert outcome.error.path == path
+    assert message in outcome.error.message
+    assert obj == before, "a denied object is left untouched"
+
+
 def _pod(template: dict[str, Any], owner_kind: str, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
     pod = {"apiVersion": "v1", "kind": "Pod", **copy.deepcopy(template)}
     meta = pod.setdefault("metadata", {})

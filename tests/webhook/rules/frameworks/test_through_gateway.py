@@ -104,12 +104,17 @@ def test_a_pytorch_appwrapper_with_a_master_and_three_workers_gets_section_2_6_e
     assert {p["spec"]["schedulerName"] for p in pods.values()} == {"batchgate-scheduler"}
 
 
-@upstream
-def test_the_corpus_pytorchjob_appwrapper_with_the_framework_label_gets_env_per_replica() -> None:
-    aw = corpus("appwrapper/wrapped-pytorch-job.yaml")
+
+def pytorch_labelled(aw: dict[str, Any]) -> dict[str, Any]:
+    """A corpus AppWrapper as a user in team1 marks it for the pytorch framework."""
     aw["metadata"]["labels"][keys.FRAMEWORK_LABEL] = "pytorch"
     aw["metadata"]["namespace"] = "team1"
-    pods = run_everything(aw)
+    return aw
+
+
+@upstream
+def test_the_corpus_pytorchjob_appwrapper_with_the_framework_label_gets_env_per_replica() -> None:
+    pods = run_everything(pytorch_labelled(corpus("appwrapper/wrapped-pytorch-job.yaml")))
     master = "pytorch-simple-master-0.sample-pytorch-job"
     assert {host: (env_of(p)["MASTER_ADDR"], env_of(p)["RANK"]) for host, p in pods.items()} == {
         "pytorch-simple-master-0": (master, "0"),
@@ -201,10 +206,7 @@ def test_the_workload_phase_run_again_on_its_own_output_changes_nothing(framewor
 
 @upstream
 def test_the_corpus_fsdp_pytorchjob_keeps_its_own_nproc_per_node_in_every_pods_env() -> None:
-    aw = corpus("mlbatch/pytorch-training.yaml")
-    aw["metadata"]["labels"][keys.FRAMEWORK_LABEL] = "pytorch"
-    aw["metadata"]["namespace"] = "team1"
-    pods = run_everything(aw)
+    pods = run_everything(pytorch_labelled(corpus("mlbatch/pytorch-training.yaml")))
     assert {host: (env_of(p)["PET_NPROC_PER_NODE"], env_of(p)["WORLD_SIZE"]) for host, p in pods.items()} == {
         "mnist-training-master-0": ("2", "2"),
         "mnist-training-worker-0": ("2", "2"),

@@ -21,6 +21,7 @@ from tests.webhook.rules.frameworks.builders import (
     APPWRAPPER,
     POD,
     admit,
+    assert_denied,
     appwrapper,
     env_of,
     indexed_job,
@@ -95,12 +96,7 @@ def object_labelled(job: dict[str, Any], role: str) -> dict[str, Any]:
 )
 def test_a_pytorchjob_whose_operator_env_would_disagree_with_the_layout_is_denied(
         obj: dict[str, Any], path: str, message: str) -> None:
-    before = copy.deepcopy(obj)
-    outcome = admit(obj, APPWRAPPER)
-    assert outcome.error is not None, outcome
-    assert outcome.error.path == path
-    assert message in outcome.error.message
-    assert obj == before, "a denied object is left untouched"
+    assert_denied(obj, APPWRAPPER, path, message)
 
 
 def operator_pods(ptj: dict[str, Any]) -> list[dict[str, Any]]:
