@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 from batchgate import keys
 from controller.check.findings import MISSING_LOCAL_QUEUE, UNCOVERED_RESOURCE, Finding
@@ -56,7 +56,8 @@ def explain(state: QuotaState, key: ObjectKey, now: _dt.datetime) -> str:
     return result.requeue[0].reason if result.requeue else ""
 
 
-def pending_workloads(inv: Inventory, state: QuotaState, now: _dt.datetime) -> list[PendingWorkload]:
+def pending_workloads(inv: Inventory, state: QuotaState, reason_of: Callable[[ObjectKey], str]) -> list[PendingWorkload]:
+    """Every pending Workload with its reason: its status message, else `reason_of` (`explain`'s)."""
     out = []
     for key in sorted((k for k in state.workloads if state.is_pending(k)), key=lambda k: k.namespaced_name):
         wl = inv.workloads[key]
@@ -66,7 +67,7 @@ def pending_workloads(inv: Inventory, state: QuotaState, now: _dt.datetime) -> l
         if cond is not None and cond.status == "False" and cond.message:
             reason, source = cond.message, "status"
         else:
-            reason, source = explain(state, key, now), "computed"
+            reason, source = reason_of(key), "computed"
         totals: dict[str, int] = {}
         for ps in info.pod_sets:
             for resource, value in ps.total.items():

@@ -9,12 +9,9 @@ from __future__ import annotations
 import datetime as _dt
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Mapping
 
 from controller.check.findings import Finding
-from controller.check.inventory import build_inventory
-from controller.check.queues import build_state
-from controller.check.report import check
+from controller.check.view import CheckView
 from controller.state.quota_book import UsageOverlay
 from controller.state.quota_state import FairSharing
 from dashboard.views.appwrappers import AppWrapperDetail, AppWrapperRow, appwrapper_detail, appwrapper_rows
@@ -68,19 +65,49 @@ class Digest:
         return self.pending if not local_queue else tuple(p for p in self.pending if p.local_queue == local_queue)
 
 
-def _with_kind(kind: str, objects: tuple[Obj, ...]) -> list[Mapping[str, Any]]:
-    """Listed and watched objects carry no kind; the check's inventory sorts by it."""
-    return [obj if obj.get("kind") == kind else {**obj, "kind": kind} for obj in objects]
+class Digests:
+    """Digest after digest of one changing cluster: the check's view is kept between them
+    (`CheckView`), so a change batch costs what changed, not a check over everything."""
+
+    def __init__(self) -> None:
+        self._check = CheckView()
+        self._kinded: dict[int, tuple[Obj, Obj]] = {}  # id(watched object) -> (it, it with its kind)
+
+    def next(self, observed: Observed, now: _dt.datetime) -> Digest:
+        fair = FairSharing(enable=observed.fair_sharing)
+        if fair != self._check.fair_sharing:
+            self._check = CheckView(fair)
+        self._check.update(self._with_kinds(observed))
+        return _digest(observed, self._check, now)
+
+    def _with_kinds(self, observed: Observed) -> list[Obj]:
+        """Listed and watched objects carry no kind; the check's inventory sorts by it. The copy
+        with a kind is kept per object, so the inventory sees the same object until it changes."""
+        kinded: dict[int, tuple[Obj, Obj]] = {}
+        out = []
+        for kind in CHECK_KINDS:
+            for obj in observed.of(kind):
+                hit = self._kinded.get(id(obj))
+                if hit is None or hit[0] is not obj:
+                    hit = (obj, obj if obj.get("kind") == kind else {**obj, "kind": kind})
+                kinded[id(obj)] = hit
+                out.append(hit[1])
+        self._kinded = kinded
+        return out
 
 
 def digest(observed: Observed, now: _dt.datetime) -> Digest:
-    inventory = build_inventory(o for kind in CHECK_KINDS for o in _with_kind(kind, observed.of(kind)))
-    fair = FairSharing(enable=observed.fair_sharing)
-    report = check(inventory, now, fair)
+    """One digest from scratch: the first of a fresh `Digests`."""
+    return Digests().next(observed, now)
+
+
+def _digest(observed: Observed, view: CheckView, now: _dt.datetime) -> Digest:
+    inventory = view.inventory
+    report = view.report(now)
     shares = None
     if observed.fair_sharing:
-        view = UsageOverlay(build_state(inventory, fair).book)
-        shares = {name: (str(cq.fair_weight), view.dominant_resource_share(name))
+        overlay = UsageOverlay(view.state.book)
+        shares = {name: (str(cq.fair_weight), overlay.dominant_resource_share(name))
                   for name, cq in inventory.cluster_queues.items()}
     pending = pending_rows(report.pending)
     local_queues = local_queue_rows({f"{ns}/{name}": lq.cluster_queue for (ns, name), lq in inventory.local_queues.items()},
