@@ -70,15 +70,15 @@ class Digests:
     (`CheckView`), so a change batch costs what changed, not a check over everything."""
 
     def __init__(self) -> None:
-        self._check = CheckView()
+        self.view = CheckView()
         self._kinded: dict[int, tuple[Obj, Obj]] = {}  # id(watched object) -> (it, it with its kind)
 
     def next(self, observed: Observed, now: _dt.datetime) -> Digest:
         fair = FairSharing(enable=observed.fair_sharing)
-        if fair != self._check.fair_sharing:
-            self._check = CheckView(fair)
-        self._check.update(self._with_kinds(observed))
-        return _digest(observed, self._check, now)
+        if fair != self.view.fair_sharing:
+            self.view = CheckView(fair)
+        self.view.update(self._with_kinds(observed))
+        return _digest(observed, self.view, now)
 
     def _with_kinds(self, observed: Observed) -> list[Obj]:
         """Listed and watched objects carry no kind; the check's inventory sorts by it. The copy
