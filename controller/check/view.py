@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 from batchgate.policy import FairSharing
 from controller.check.inventory import Inventory, ParseMemo, build_inventory
-from controller.check.pending import explain
+from controller.check.pending import Kept, explain
 from controller.check.queues import build_state
 from controller.check.report import Report, report_of
 from controller.state.cache import ObjectKey
@@ -35,6 +35,7 @@ class CheckView:
         self.inventory = Inventory()
         self.state = build_state(self.inventory, fair_sharing)
         self._reasons: dict[ObjectKey, str] = {}  # computed pending reasons still valid
+        self._rows: Kept = {}  # the last report's pending rows
 
     def update(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """Take the whole observed state; only what changed since the last update costs work."""
@@ -50,7 +51,8 @@ class CheckView:
         by_now = {member for cq, held in self.state.admitted_by_cq.items()
                   if any(h.reserved_at is None for h in held.values())
                   for member in (cq, *self.state.book.cohort_members(cq))}
-        return report_of(self.inventory, self.state, now, lambda key: self._reason(key, now, by_now))
+        return report_of(self.inventory, self.state, now, lambda key: self._reason(key, now, by_now),
+                         self._rows)
 
     def _take_workloads(self, inv: Inventory) -> None:
         old = self.inventory.workloads
