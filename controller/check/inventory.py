@@ -84,12 +84,16 @@ class ParseMemo:
         self._last, self._now = self._now, {}
 
 
-def build_inventory(objects: Iterable[Mapping[str, Any]], memo: ParseMemo | None = None) -> Inventory:
+def build_inventory(objects: Iterable[Mapping[str, Any]]) -> Inventory:
     """Parse every object of the kinds a check reads; each bad one becomes an InvalidObject error."""
+    return inventory_of((str(raw.get("kind")), raw) for raw in objects)
+
+
+def inventory_of(objects: Iterable[tuple[str, Mapping[str, Any]]], memo: ParseMemo | None = None) -> Inventory:
+    """`build_inventory` over (kind, object) pairs: watched objects carry no kind of their own."""
     inv = Inventory()
     read = memo.parse if memo is not None else parse
-    for raw in objects:
-        kind = str(raw.get("kind"))
+    for kind, raw in objects:
         if kind not in KINDS:
             inv.ignored[kind] = inv.ignored.get(kind, 0) + 1
             continue

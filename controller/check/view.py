@@ -15,12 +15,11 @@ import datetime as _dt
 from typing import Any, Iterable, Mapping
 
 from batchgate.policy import FairSharing
-from controller.check.inventory import Inventory, ParseMemo, build_inventory
+from controller.check.inventory import Inventory, ParseMemo, inventory_of
 from controller.check.pending import Kept, explain
 from controller.check.queues import build_state
 from controller.check.report import Report, report_of
 from controller.state.cache import ObjectKey
-from controller.state.quota_state import QuotaState
 
 
 def _queue_objects(inv: Inventory) -> tuple[object, ...]:
@@ -37,9 +36,10 @@ class CheckView:
         self._reasons: dict[ObjectKey, str] = {}  # computed pending reasons still valid
         self._rows: Kept = {}  # the last report's pending rows
 
-    def update(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        """Take the whole observed state; only what changed since the last update costs work."""
-        inv = build_inventory(objects, self._memo)
+    def update(self, objects: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+        """Take the whole observed state as (kind, object) pairs; only what changed since the last
+        update costs work."""
+        inv = inventory_of(objects, self._memo)
         if _queue_objects(inv) != _queue_objects(self.inventory):
             self.state = build_state(inv, self.fair_sharing)
             self._reasons.clear()

@@ -1,7 +1,8 @@
 """One digest per observed state: every page's data, computed once and shared by all viewers.
 
 The heavy part is the `batchgate check` report (quota arithmetic and pending reasons over every
-Workload); pages only slice the digest, so a viewer's request costs no API call and no recount.
+Workload), kept up to date between change batches (`Digests`); pages only slice the digest, so a
+viewer's request costs no API call and no recount.
 """
 
 from __future__ import annotations
@@ -11,20 +12,18 @@ from collections import Counter
 from dataclasses import dataclass
 
 from controller.check.findings import Finding
+from controller.check.inventory import KINDS as CHECK_KINDS
 from controller.check.view import CheckView
 from controller.state.quota_book import UsageOverlay
 from controller.state.quota_state import FairSharing
 from dashboard.views.appwrappers import AppWrapperDetail, AppWrapperRow, appwrapper_detail, appwrapper_rows
 from dashboard.views.audit import AuditView, audit_view
 from dashboard.views.nodes import NodeRow, node_rows
-from dashboard.views.observed import Obj, Observed
+from dashboard.views.observed import Observed
 from dashboard.views.queues import (
     ClusterQueueCard, CohortCard, LocalQueueRow, PendingRow, cluster_queue_cards, cohort_cards, local_queue_rows,
     pending_rows,
 )
-
-CHECK_KINDS = ("Node", "Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
-
 
 @dataclass(frozen=True)
 class Overview:
@@ -71,29 +70,13 @@ class Digests:
 
     def __init__(self) -> None:
         self.view = CheckView()
-        self._kinded: dict[int, tuple[Obj, Obj]] = {}  # id(watched object) -> (it, it with its kind)
 
     def next(self, observed: Observed, now: _dt.datetime) -> Digest:
         fair = FairSharing(enable=observed.fair_sharing)
         if fair != self.view.fair_sharing:
             self.view = CheckView(fair)
-        self.view.update(self._with_kinds(observed))
+        self.view.update((kind, obj) for kind in CHECK_KINDS for obj in observed.of(kind))
         return _digest(observed, self.view, now)
-
-    def _with_kinds(self, observed: Observed) -> list[Obj]:
-        """Listed and watched objects carry no kind; the check's inventory sorts by it. The copy
-        with a kind is kept per object, so the inventory sees the same object until it changes."""
-        kinded: dict[int, tuple[Obj, Obj]] = {}
-        out = []
-        for kind in CHECK_KINDS:
-            for obj in observed.of(kind):
-                hit = self._kinded.get(id(obj))
-                if hit is None or hit[0] is not obj:
-                    hit = (obj, obj if obj.get("kind") == kind else {**obj, "kind": kind})
-                kinded[id(obj)] = hit
-                out.append(hit[1])
-        self._kinded = kinded
-        return out
 
 
 def digest(observed: Observed, now: _dt.datetime) -> Digest:
