@@ -67,7 +67,8 @@ def pending_workloads(inv: Inventory, state: QuotaState, reason_of: Callable[[Ob
     `kept` (updated here) holds the last call's rows by Workload, reused while the Workload object,
     its ClusterQueue, priority and reason stay the same."""
     out = []
-    last = dict(kept or {})
+    last = kept if kept is not None else {}
+    fresh: Kept = {}
     for key, info in state.workloads.items():
         if not state.is_pending(key):
             continue
@@ -83,16 +84,19 @@ def pending_workloads(inv: Inventory, state: QuotaState, reason_of: Callable[[Ob
         if hit is not None and hit[0] is wl and (hit[1].cluster_queue, hit[1].priority, hit[1].reason) == (
                 cq, info.priority, reason):
             out.append(hit[1])
+            fresh[key] = hit
             continue
         totals: dict[str, int] = {}
         for ps in info.pod_sets:
             for resource, value in ps.total.items():
                 totals[resource] = totals.get(resource, 0) + value
-        out.append(PendingWorkload(key, wl.queue_name, cq, info.priority, tuple(sorted(totals.items())), reason, source))
+        entry = PendingWorkload(key, wl.queue_name, cq, info.priority, tuple(sorted(totals.items())), reason, source)
+        out.append(entry)
+        fresh[key] = (wl, entry)
     out.sort(key=lambda p: (p.cluster_queue or "", -p.priority, state.workloads[p.key].timestamp, p.key.namespaced_name))
     if kept is not None:
         kept.clear()
-        kept.update((p.key, (inv.workloads[p.key], p)) for p in out)
+        kept.update(fresh)
     return out
 
 
