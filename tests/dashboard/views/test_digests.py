@@ -26,7 +26,7 @@ put_workload = st.builds(
     st.sampled_from(["pending", "admitted", "evicted", "finished"]), st.sampled_from([None, 1.0, 50.0]))
 delete = st.tuples(st.just("delete"), st.integers(0, 7))
 change = st.one_of(  # mostly Workloads, as on a cluster: queue and flavor changes rebuild the view
-    *[put_workload] * 8, delete, delete,
+    *[put_workload] * 8, delete, delete, st.tuples(st.just("broken"), st.integers(0, 7)),
     st.tuples(st.just("quota"), st.sampled_from(["a", "b", "d"]), st.integers(2, 8)),
     st.tuples(st.just("flavor"), st.booleans()))
 
@@ -44,6 +44,10 @@ def _apply(objects: dict[Key, dict[str, Any]], op: tuple[Any, ...]) -> None:
         if held == "finished":
             wl["status"] = {"conditions": [{"type": "Finished", "status": "True", "reason": "Succeeded",
                                             "lastTransitionTime": at(i)}]}
+        _put(objects, wl)
+    elif op[0] == "broken":  # an InvalidObject finding, until replaced
+        wl = workload(f"w{op[1]}", ns="ta", cpu=1)
+        wl["spec"]["podSets"] = "none"
         _put(objects, wl)
     elif op[0] == "delete":
         objects.pop(("Workload", "", f"w{op[1]}"), None)
