@@ -20,7 +20,7 @@ from controller.adapters.informer import Informer
 from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource, WatchStream
 from controller.adapters.store import SharedStore
 from controller.state.cache import Change
-from dashboard.views.digest import Published, digest
+from dashboard.views.digest import Digests, Published
 from dashboard.views.observed import KINDS, Observed
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class ObservingClient(KubeClient):
 
 
 class Hub:
-    """Watches, recomputes the digest when something changed, and wakes the viewers."""
+    """Watches, brings the digest up to date when something changed, and wakes the viewers."""
 
     def __init__(self, client: KubeClient, clock: Clock, *, audit_log: str | None = None, fair_sharing: bool = False,
                  watch_timeout: int = 300) -> None:
@@ -107,7 +107,8 @@ class Hub:
         self._dirty = threading.Event()
         self._stop = threading.Event()
         self._cond = threading.Condition()
-        self._published = Published(0, digest(Observed({}, reading=KINDS), clock.now()))
+        self._digests = Digests()  # touched by the digest thread only, after this first one
+        self._published = Published(0, self._digests.next(Observed({}, reading=KINDS), clock.now()))
         self._audit_mark: tuple[float, int] | None = None
         observing = ObservingClient(client, self.health)
         self.informers = [Informer(observing, RESOURCES[kind], self.store, self._changed, watch_timeout=watch_timeout,
@@ -151,7 +152,7 @@ class Hub:
             self._dirty.clear()
             self.health.changed.clear()
             try:
-                fresh = digest(self._observe(), self.clock.now())
+                fresh = self._digests.next(self._observe(), self.clock.now())
             except Exception:  # a digest bug must not stop the live view; the last good digest stays
                 log.exception("dashboard: could not compute the view")
                 continue

@@ -56,18 +56,53 @@ def flatten(documents: Iterable[Any], where: str = "input") -> list[Mapping[str,
     return out
 
 
+Parsed = Any  # a Node, ResourceFlavor, ... model; a Namespace as (name, labels)
+
+
+class ParseMemo:
+    """Parsed objects by identity, for a caller that rebuilds the inventory from mostly the same
+    objects (the dashboard after each change batch): only objects not seen last time are parsed."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[Mapping[str, Any], Parsed | FieldError]] = {}
+        self._now: dict[int, tuple[Mapping[str, Any], Parsed | FieldError]] = {}
+
+    def parse(self, kind: str, raw: Mapping[str, Any]) -> Parsed:
+        hit = self._now.get(id(raw)) or self._last.get(id(raw))
+        if hit is None or hit[0] is not raw:  # the raw object is kept, so its id is not reused meanwhile
+            try:
+                hit = (raw, parse(kind, raw))
+            except FieldError as exc:
+                hit = (raw, exc)
+        self._now[id(raw)] = hit
+        if isinstance(hit[1], FieldError):
+            raise hit[1]
+        return hit[1]
+
+    def forget_unseen(self) -> None:
+        """Drop what the last build did not read (objects deleted or replaced)."""
+        self._last, self._now = self._now, {}
+
+
 def build_inventory(objects: Iterable[Mapping[str, Any]]) -> Inventory:
     """Parse every object of the kinds a check reads; each bad one becomes an InvalidObject error."""
+    return inventory_of((str(raw.get("kind")), raw) for raw in objects)
+
+
+def inventory_of(objects: Iterable[tuple[str, Mapping[str, Any]]], memo: ParseMemo | None = None) -> Inventory:
+    """`build_inventory` over (kind, object) pairs: watched objects carry no kind of their own."""
     inv = Inventory()
-    for raw in objects:
-        kind = str(raw.get("kind"))
+    read = memo.parse if memo is not None else parse
+    for kind, raw in objects:
         if kind not in KINDS:
             inv.ignored[kind] = inv.ignored.get(kind, 0) + 1
             continue
         try:
-            _add(inv, kind, raw)
+            _add(inv, kind, read(kind, raw))
         except FieldError as exc:
             inv.findings.append(Finding("error", INVALID_OBJECT, f"{kind} {_label(raw)}", str(exc)))
+    if memo is not None:
+        memo.forget_unseen()
     # A Workload's namespace that no Namespace object declares exists, unlabelled (as in simulate).
     for wl in inv.workloads.values():
         inv.namespaces.setdefault(wl.namespace, {})
@@ -76,30 +111,41 @@ def build_inventory(objects: Iterable[Mapping[str, Any]]) -> Inventory:
     return inv
 
 
-def _add(inv: Inventory, kind: str, raw: Mapping[str, Any]) -> None:
+def parse(kind: str, raw: Mapping[str, Any]) -> Parsed:
+    """One object of a kind the check reads, as its model; raises FieldError naming the bad field."""
     if kind == "Node":
-        n = Node.from_dict(raw)
-        inv.nodes[n.name] = n
-    elif kind == "Namespace":
+        return Node.from_dict(raw)
+    if kind == "Namespace":
         meta = raw.get("metadata")
         if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
             raise FieldError("metadata.name", "is required")
-        inv.namespaces[meta["name"]] = string_map(meta.get("labels"), "metadata.labels")
+        return meta["name"], string_map(meta.get("labels"), "metadata.labels")
+    if kind == "ResourceFlavor":
+        return ResourceFlavor.from_dict(raw)
+    if kind == "WorkloadPriorityClass":
+        return WorkloadPriorityClass.from_dict(raw)
+    if kind == "ClusterQueue":
+        return ClusterQueue.from_dict(raw)
+    if kind == "LocalQueue":
+        return LocalQueue.from_dict(raw)
+    return Workload.from_dict(raw)
+
+
+def _add(inv: Inventory, kind: str, parsed: Parsed) -> None:
+    if kind == "Node":
+        inv.nodes[parsed.name] = parsed
+    elif kind == "Namespace":
+        inv.namespaces[parsed[0]] = parsed[1]
     elif kind == "ResourceFlavor":
-        rf = ResourceFlavor.from_dict(raw)
-        inv.flavors[rf.name] = rf
+        inv.flavors[parsed.name] = parsed
     elif kind == "WorkloadPriorityClass":
-        wpc = WorkloadPriorityClass.from_dict(raw)
-        inv.priority_classes[wpc.name] = wpc
+        inv.priority_classes[parsed.name] = parsed
     elif kind == "ClusterQueue":
-        cq = ClusterQueue.from_dict(raw)
-        inv.cluster_queues[cq.name] = cq
+        inv.cluster_queues[parsed.name] = parsed
     elif kind == "LocalQueue":
-        lq = LocalQueue.from_dict(raw)
-        inv.local_queues[(lq.namespace, lq.name)] = lq
+        inv.local_queues[(parsed.namespace, parsed.name)] = parsed
     else:
-        wl = Workload.from_dict(raw)
-        inv.workloads[workload_key(wl.namespace, wl.name)] = wl
+        inv.workloads[workload_key(parsed.namespace, parsed.name)] = parsed
 
 
 def _label(raw: Mapping[str, Any]) -> str:

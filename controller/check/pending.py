@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 from batchgate import keys
+from batchgate.api.kueue import Workload
 from controller.check.findings import MISSING_LOCAL_QUEUE, UNCOVERED_RESOURCE, Finding
 from controller.check.inventory import Inventory
 from controller.decisions.quota.admission import run_cycle
@@ -56,24 +57,46 @@ def explain(state: QuotaState, key: ObjectKey, now: _dt.datetime) -> str:
     return result.requeue[0].reason if result.requeue else ""
 
 
-def pending_workloads(inv: Inventory, state: QuotaState, now: _dt.datetime) -> list[PendingWorkload]:
+Kept = dict[ObjectKey, tuple[Workload, "PendingWorkload"]]
+
+
+def pending_workloads(inv: Inventory, state: QuotaState, reason_of: Callable[[ObjectKey], str],
+                      kept: Kept | None = None) -> list[PendingWorkload]:
+    """Every pending Workload with its reason: its status message, else `reason_of` (`explain`'s).
+
+    `kept` (updated here) holds the last call's rows by Workload, reused while the Workload object,
+    its ClusterQueue, priority and reason stay the same."""
     out = []
-    for key in sorted((k for k in state.workloads if state.is_pending(k)), key=lambda k: k.namespaced_name):
+    last = kept if kept is not None else {}
+    fresh: Kept = {}
+    for key, info in state.workloads.items():
+        if not state.is_pending(key):
+            continue
         wl = inv.workloads[key]
-        info = state.workloads[key]
+        cq = state.cluster_queue_of(key)
         cond = wl.condition(keys.COND_QUOTA_RESERVED)
         source: Source
         if cond is not None and cond.status == "False" and cond.message:
             reason, source = cond.message, "status"
         else:
-            reason, source = explain(state, key, now), "computed"
+            reason, source = reason_of(key), "computed"
+        hit = last.get(key)
+        if hit is not None and hit[0] is wl and (hit[1].cluster_queue, hit[1].priority, hit[1].reason) == (
+                cq, info.priority, reason):
+            out.append(hit[1])
+            fresh[key] = hit
+            continue
         totals: dict[str, int] = {}
         for ps in info.pod_sets:
             for resource, value in ps.total.items():
                 totals[resource] = totals.get(resource, 0) + value
-        out.append(PendingWorkload(key, wl.queue_name, state.cluster_queue_of(key), info.priority,
-                                   tuple(sorted(totals.items())), reason, source))
+        entry = PendingWorkload(key, wl.queue_name, cq, info.priority, tuple(sorted(totals.items())), reason, source)
+        out.append(entry)
+        fresh[key] = (wl, entry)
     out.sort(key=lambda p: (p.cluster_queue or "", -p.priority, state.workloads[p.key].timestamp, p.key.namespaced_name))
+    if kept is not None:
+        kept.clear()
+        kept.update(fresh)
     return out
 
 

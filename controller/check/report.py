@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from batchgate import keys
 from batchgate.api.kueue import validate_cluster_queue
@@ -18,9 +18,10 @@ from controller.check import findings as codes
 from controller.check.capacity import CapacityRow, NodeVerdict, capacity_findings, capacity_rows, judge_nodes
 from controller.check.findings import Finding, sort_findings
 from controller.check.inventory import Inventory
-from controller.check.pending import PendingWorkload, pending_findings, pending_workloads
+from controller.check.pending import Kept, PendingWorkload, explain, pending_findings, pending_workloads
 from controller.check.queues import ClusterQueueSummary, CohortSummary, build_state, summarize_queues
 from batchgate.policy import FairSharing
+from controller.state.cache import ObjectKey
 from controller.state.quota_state import QuotaState
 
 
@@ -55,6 +56,13 @@ class Report:
 def check(inv: Inventory, now: _dt.datetime, fair_sharing: FairSharing = FairSharing()) -> Report:
     """`fair_sharing` is the controller's configuration; it changes computed pending reasons only."""
     state = build_state(inv, fair_sharing)
+    return report_of(inv, state, now, lambda key: explain(state, key, now))
+
+
+def report_of(inv: Inventory, state: QuotaState, now: _dt.datetime, reason: Callable[[ObjectKey], str],
+              kept: Kept | None = None) -> Report:
+    """The report over `state` (the quota state of `inv`); `reason(key)` is `explain`'s, maybe
+    remembered, and `kept` the last report's pending rows (see `pending_workloads`)."""
     tolerations = {repr(t): t for key, wl in inv.workloads.items() if key not in state.finished
                    for ps in wl.pod_sets for t in ps.tolerations}.values()  # distinct ones: many pods share them
     verdicts = judge_nodes(inv.nodes.values(), inv.flavors, tolerations)
@@ -64,7 +72,7 @@ def check(inv: Inventory, now: _dt.datetime, fair_sharing: FairSharing = FairSha
             usage[fr] = usage.get(fr, 0) + value
     cluster, per_flavor = capacity_rows(inv.nodes, verdicts, inv.cluster_queues.values(), usage)
     queues, cohorts = summarize_queues(inv, state)
-    pending = pending_workloads(inv, state, now)
+    pending = pending_workloads(inv, state, reason, kept)
     found = list(inv.findings)
     if inv.ignored:
         kinds = ", ".join(f"{kind} ({count})" for kind, count in sorted(inv.ignored.items()))

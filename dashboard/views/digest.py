@@ -1,7 +1,8 @@
 """One digest per observed state: every page's data, computed once and shared by all viewers.
 
 The heavy part is the `batchgate check` report (quota arithmetic and pending reasons over every
-Workload); pages only slice the digest, so a viewer's request costs no API call and no recount.
+Workload), kept up to date between change batches (`Digests`); pages only slice the digest, so a
+viewer's request costs no API call and no recount.
 """
 
 from __future__ import annotations
@@ -9,25 +10,20 @@ from __future__ import annotations
 import datetime as _dt
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Mapping
 
 from controller.check.findings import Finding
-from controller.check.inventory import build_inventory
-from controller.check.queues import build_state
-from controller.check.report import check
+from controller.check.inventory import KINDS as CHECK_KINDS
+from controller.check.view import CheckView
 from controller.state.quota_book import UsageOverlay
 from controller.state.quota_state import FairSharing
 from dashboard.views.appwrappers import AppWrapperDetail, AppWrapperRow, appwrapper_detail, appwrapper_rows
 from dashboard.views.audit import AuditView, audit_view
 from dashboard.views.nodes import NodeRow, node_rows
-from dashboard.views.observed import Obj, Observed
+from dashboard.views.observed import Observed
 from dashboard.views.queues import (
     ClusterQueueCard, CohortCard, LocalQueueRow, PendingRow, cluster_queue_cards, cohort_cards, local_queue_rows,
     pending_rows,
 )
-
-CHECK_KINDS = ("Node", "Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
-
 
 @dataclass(frozen=True)
 class Overview:
@@ -68,19 +64,33 @@ class Digest:
         return self.pending if not local_queue else tuple(p for p in self.pending if p.local_queue == local_queue)
 
 
-def _with_kind(kind: str, objects: tuple[Obj, ...]) -> list[Mapping[str, Any]]:
-    """Listed and watched objects carry no kind; the check's inventory sorts by it."""
-    return [obj if obj.get("kind") == kind else {**obj, "kind": kind} for obj in objects]
+class Digests:
+    """Digest after digest of one changing cluster: the check's view is kept between them
+    (`CheckView`), so a change batch costs what changed, not a check over everything."""
+
+    def __init__(self) -> None:
+        self.view = CheckView()
+
+    def next(self, observed: Observed, now: _dt.datetime) -> Digest:
+        fair = FairSharing(enable=observed.fair_sharing)
+        if fair != self.view.fair_sharing:
+            self.view = CheckView(fair)
+        self.view.update((kind, obj) for kind in CHECK_KINDS for obj in observed.of(kind))
+        return _digest(observed, self.view, now)
 
 
 def digest(observed: Observed, now: _dt.datetime) -> Digest:
-    inventory = build_inventory(o for kind in CHECK_KINDS for o in _with_kind(kind, observed.of(kind)))
-    fair = FairSharing(enable=observed.fair_sharing)
-    report = check(inventory, now, fair)
+    """One digest from scratch: the first of a fresh `Digests`."""
+    return Digests().next(observed, now)
+
+
+def _digest(observed: Observed, view: CheckView, now: _dt.datetime) -> Digest:
+    inventory = view.inventory
+    report = view.report(now)
     shares = None
     if observed.fair_sharing:
-        view = UsageOverlay(build_state(inventory, fair).book)
-        shares = {name: (str(cq.fair_weight), view.dominant_resource_share(name))
+        overlay = UsageOverlay(view.state.book)
+        shares = {name: (str(cq.fair_weight), overlay.dominant_resource_share(name))
                   for name, cq in inventory.cluster_queues.items()}
     pending = pending_rows(report.pending)
     local_queues = local_queue_rows({f"{ns}/{name}": lq.cluster_queue for (ns, name), lq in inventory.local_queues.items()},

@@ -6,6 +6,8 @@ and the checker always say the same thing about a queue and about why a Workload
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from controller.check.pending import PendingWorkload
@@ -105,10 +107,15 @@ def pending_rows(pending: tuple[PendingWorkload, ...]) -> tuple[PendingRow, ...]
         cq = p.cluster_queue or ""
         position[cq] = position.get(cq, 0) + 1
         namespace = p.key.namespace
-        requests = ", ".join(f"{r}={format_units(r, v)}" for r, v in p.requests if v)
         out.append(PendingRow(position[cq], p.key.namespaced_name, f"{namespace}/{p.local_queue}", cq or "(none)", p.priority,
-                              requests, p.reason, p.source))
+                              _requests_text(p.requests), p.reason, p.source))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _requests_text(requests: tuple[tuple[str, int], ...]) -> str:
+    """Formatted once per distinct request: thousands of pending Workloads share a few shapes."""
+    return ", ".join(f"{r}={format_units(r, v)}" for r, v in requests if v)
 
 
 @dataclass(frozen=True)
