@@ -30,11 +30,9 @@ import yaml
 
 from batchgate import keys
 from batchgate.kinds import APPWRAPPER, PYTORCHJOB
-from batchgate.clock import SystemClock
-from controller.adapters.kube import KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
+from controller.adapters.manager import Controller
 from tests.controller.cluster import eventually
-from tests.e2e.stack import NAMESPACE, ROOT, Kubectl, Stack, pods_env, submit
+from tests.e2e.stack import NAMESPACE, ROOT, Kubectl, Stack, pods_env, running_controller, submit
 
 pytestmark = pytest.mark.timeout(180)
 BEHAVIOR = "localcluster.batchgate.dev/behavior"
@@ -69,13 +67,8 @@ spec: {{clusterQueue: frameworks-cq}}
 def controller(stack: Stack) -> Iterator[Controller]:
     """The real controller, in this process, as its (exempt) service account; with the queues it admits into."""
     stack.kubectl("apply", "-f", "-", input=QUEUES)
-    client = KubeClient.from_kubeconfig(str(stack.controller_kubeconfig))
-    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
-    ctl.start()
-    assert ctl.wait_synced(20)
-    yield ctl
-    ctl.stop()
-    client.close()
+    with running_controller(stack) as ctl:
+        yield ctl
 
 
 def container(name: str = "main") -> dict[str, Any]:

@@ -19,10 +19,8 @@ import pytest
 import yaml
 
 from batchgate import keys
-from batchgate.clock import SystemClock
-from controller.adapters.kube import KubeClient
-from controller.adapters.manager import Controller, ControllerOptions
-from tests.e2e.stack import NAMESPACE, ROOT, Kubectl, Stack, running_stack, submit
+from controller.adapters.manager import Controller
+from tests.e2e.stack import NAMESPACE, ROOT, Kubectl, Stack, running_controller, running_stack, submit
 from tests.upstream_corpus import corpus, upstream
 
 pytestmark = pytest.mark.timeout(180)
@@ -53,13 +51,8 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def controller(shipped: Stack) -> Iterator[Controller]:
-    client = KubeClient.from_kubeconfig(str(shipped.controller_kubeconfig))
-    ctl = Controller(client, SystemClock(), ControllerOptions(leader_elect=False, watch_timeout=5))
-    ctl.start()
-    assert ctl.wait_synced(20)
-    yield ctl
-    ctl.stop()
-    client.close()
+    with running_controller(shipped) as ctl:
+        yield ctl
 
 
 def a_job(name: str, *, pods: int, gpus: int, run_for: str) -> dict[str, Any]:
