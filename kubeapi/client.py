@@ -28,7 +28,7 @@ JSON = "application/json"
 # One connection per open watch (a dozen kinds) plus the workers' requests.
 POOL_SIZE = 64
 CREDENTIALS_SECONDS = 1.0
-"""How often the credentials are looked at again (see `at_most_every`)."""
+"""How often the credentials are looked at again (see `CredentialRefresh`)."""
 
 
 class Limiter(Protocol):
@@ -88,21 +88,30 @@ class ApiError(Exception):
                    str(body.get("message") or text[:200]), body)
 
 
-def at_most_every(seconds: float, clock: Clock, refresh: Callable[[Any], None]) -> Callable[[Any], None]:
+class CredentialRefresh:
     """The client's credential refresh, run at most once per `seconds`. The kubernetes client calls
     it before every request, and a token kubeconfig's refresh copies host, certificates and proxy
     into the configuration again (reading the proxy environment each time): about a sixth of
-    the Python time of each of the controller's requests. A token that expires is still reloaded within `seconds`."""
-    lock = threading.Lock()
-    due = [float("-inf")]
+    the Python time of each of the controller's requests. A token that expires is still reloaded
+    within `seconds`."""
 
-    def throttled(configuration: Any) -> None:
-        with lock:
-            if clock.monotonic() < due[0]:
+    def __init__(self, configuration: Any, seconds: float, clock: Clock) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.refresh: Callable[[Any], None] = configuration.refresh_api_key_hook
+        self._due = float("-inf")
+        self._lock = threading.Lock()
+        configuration.refresh_api_key_hook = self
+
+    def __call__(self, configuration: Any) -> None:  # (the client types the hook None)
+        with self._lock:
+            if self.clock.monotonic() < self._due:
                 return
-            due[0] = clock.monotonic() + seconds
-        refresh(configuration)
-    return throttled
+            self._due = self.clock.monotonic() + self.seconds
+            self.refresh(configuration)
+            # the kubeconfig loader's refresh installs itself again: take its newest, stay in front
+            if configuration.refresh_api_key_hook is not self:
+                self.refresh = configuration.refresh_api_key_hook
+                configuration.refresh_api_key_hook = self
 
 
 class KubeClient:
@@ -125,8 +134,7 @@ class KubeClient:
             k8s_config.load_incluster_config(client_configuration=configuration)
         configuration.connection_pool_maxsize = pool_size
         if configuration.refresh_api_key_hook is not None:
-            configuration.refresh_api_key_hook = at_most_every(CREDENTIALS_SECONDS, clock or SystemClock(),
-                                                               configuration.refresh_api_key_hook)
+            CredentialRefresh(configuration, CREDENTIALS_SECONDS, clock or SystemClock())
         return cls(k8s_client.ApiClient(configuration), limiter)
 
     def with_limiter(self, limiter: Limiter | None) -> "KubeClient":
