@@ -12,19 +12,23 @@ Every request first takes a token from the client rate limiter (`--qps`, `--burs
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping, Protocol
+import threading
+from typing import Any, Callable, Iterator, Mapping, Protocol
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from batchgate.api.objects import metadata
+from batchgate.clock import Clock, SystemClock
 from batchgate.kinds.model import Resource
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
 # One connection per open watch (a dozen kinds) plus the workers' requests.
 POOL_SIZE = 64
+CREDENTIALS_SECONDS = 1.0
+"""How often the credentials are looked at again (see `CredentialRefresh`)."""
 
 
 class Limiter(Protocol):
@@ -84,6 +88,32 @@ class ApiError(Exception):
                    str(body.get("message") or text[:200]), body)
 
 
+class CredentialRefresh:
+    """The client's credential refresh, run at most once per `seconds`. The kubernetes client calls
+    it before every request, and a token kubeconfig's refresh copies host, certificates and proxy
+    into the configuration again (reading the proxy environment each time): about a sixth of
+    the Python time of each of the controller's requests. A token that expires is still reloaded
+    within `seconds`."""
+
+    def __init__(self, configuration: Any, seconds: float, clock: Clock) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.refresh: Callable[[Any], None] = configuration.refresh_api_key_hook
+        self._due = float("-inf")
+        self._lock = threading.Lock()
+        configuration.refresh_api_key_hook = self
+
+    def __call__(self, configuration: Any) -> None:  # (the client types the hook None)
+        with self._lock:
+            if self.clock.monotonic() < self._due:
+                return
+            self._due = self.clock.monotonic() + self.seconds
+            self.refresh(configuration)
+            # the kubeconfig loader's refresh installs itself again: take its newest, stay in front
+            if configuration.refresh_api_key_hook is not self:
+                self.refresh = configuration.refresh_api_key_hook
+                configuration.refresh_api_key_hook = self
+
+
 class KubeClient:
     def __init__(self, api_client: k8s_client.ApiClient, limiter: Limiter | None = None,
                  request_timeout: float = 30.0) -> None:
@@ -93,7 +123,7 @@ class KubeClient:
 
     @classmethod
     def from_kubeconfig(cls, path: str | None, limiter: Limiter | None = None,
-                        pool_size: int = POOL_SIZE) -> "KubeClient":
+                        pool_size: int = POOL_SIZE, clock: Clock | None = None) -> "KubeClient":
         """A kubeconfig file (or $KUBECONFIG / ~/.kube/config), else the in-cluster service account."""
         configuration = k8s_client.Configuration()
         try:
@@ -103,6 +133,8 @@ class KubeClient:
                 raise
             k8s_config.load_incluster_config(client_configuration=configuration)
         configuration.connection_pool_maxsize = pool_size
+        if configuration.refresh_api_key_hook is not None:
+            CredentialRefresh(configuration, CREDENTIALS_SECONDS, clock or SystemClock())
         return cls(k8s_client.ApiClient(configuration), limiter)
 
     def with_limiter(self, limiter: Limiter | None) -> "KubeClient":

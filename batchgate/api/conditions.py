@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from batchgate.clock import format_time, parse_time
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 
 class FieldError(ValueError):
@@ -14,8 +15,12 @@ class FieldError(ValueError):
         self.detail = detail
 
 
+@lru_cache(maxsize=4096, typed=True)  # typed: True is not the index 1
 def child(path: str, key: str | int) -> str:
-    """Extend a field path with a map key or a list index, the way Kubernetes prints them."""
+    """Extend a field path with a map key or a list index, the way Kubernetes prints them.
+
+    Parsers build the path of every field they read, error or not, and the same few hundred paths
+    recur in every Workload: remembered, each costs a lookup (the watch parses every event)."""
     if isinstance(key, int):
         return f"{path}[{key}]"
     if not key or any(c.isspace() or not c.isprintable() or c in '[]"' for c in key):

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from decimal import Decimal
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from batchgate import keys
 from batchgate.api import kueue_fields as f

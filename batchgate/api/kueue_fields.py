@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime as _dt
 from decimal import Decimal
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from batchgate.api.errors import FieldError, child, type_name
 from batchgate.clock import parse_time

@@ -8,7 +8,8 @@ stands in for a missing request (the API server defaults requests from limits).
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from batchgate.api import kueue_fields as f
 from batchgate.quantity import Resources, add
