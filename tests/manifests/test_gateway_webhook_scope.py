@@ -1,4 +1,5 @@
-"""The shipped validating webhook polices workload kinds and never the control plane's own writes.
+"""The shipped validating webhook polices workload kinds and never the control plane's own writes;
+the mutating one gets every queued kind too.
 
 A rule matching every namespaced resource made the gateway deny the Endpoints, EndpointSlices,
 Events and ServiceAccounts Kubernetes writes into each managed namespace (they have no owner, so
@@ -15,17 +16,21 @@ from localcluster.apiserver.admission_match import AdmissionAttributes, webhook_
 from tests.manifests.kustomize import webhook_documents
 
 
-def workloads_hook() -> dict:
-    (config,) = [d for d in webhook_documents() if d["kind"] == "ValidatingWebhookConfiguration"]
-    (hook,) = [h for h in config["webhooks"] if h["name"] == "workloads.validate.batchgate.dev"]
+VALIDATE = ("ValidatingWebhookConfiguration", "workloads.validate.batchgate.dev")
+MUTATE = ("MutatingWebhookConfiguration", "workloads.mutate.batchgate.dev")
+
+
+def workloads_hook(which: tuple[str, str] = VALIDATE) -> dict:
+    kind, name = which
+    (hook,) = [h for d in webhook_documents() if d["kind"] == kind for h in d["webhooks"] if h["name"] == name]
     return hook
 
 
 def sent(group: str, version: str, resource: str, operation: str = "CREATE", namespace: str = "team-a",
-         team: bool = True) -> bool:
+         team: bool = True, which: tuple[str, str] = VALIDATE) -> bool:
     attrs = AdmissionAttributes(operation, group, version, "", resource, "", namespace, "x", {})
     labels = {"kubernetes.io/metadata.name": namespace, **({"mlbatch-team-namespace": "true"} if team else {})}
-    return webhook_matches(workloads_hook(), attrs, {}, None, labels)
+    return webhook_matches(workloads_hook(which), attrs, {}, None, labels)
 
 
 @pytest.mark.parametrize(("group", "version", "resource"), [
@@ -68,10 +73,13 @@ def test_a_namespace_that_has_not_opted_in_is_never_policed() -> None:
     assert not sent("apps", "v1", "deployments", namespace="monitoring", team=False)
 
 
+@pytest.mark.parametrize("which", [VALIDATE, MUTATE], ids=["policed", "mutated"])
 @pytest.mark.parametrize("kind", kinds.QUEUED.values(), ids=lambda k: k.qualified)
-def test_every_queued_kind_is_policed_on_create_and_update(kind: kinds.Kind) -> None:
-    """A kind added to the registry (docs/kinds.md) needs its rule in the gateway's webhook too."""
-    assert sent(kind.group, kind.version, kind.plural, "CREATE") and sent(kind.group, kind.version, kind.plural, "UPDATE")
+def test_every_queued_kind_is_policed_and_mutated_on_create_and_update(kind: kinds.Kind, which: tuple[str, str]) -> None:
+    """A kind added to the registry (docs/kinds.md) needs its rule in both of the gateway's
+    webhooks: without the mutating one it would be created unsuspended, with no queue label."""
+    assert all(sent(kind.group, kind.version, kind.plural, op, which=which) for op in ("CREATE", "UPDATE")), \
+        f"{which[1]} gets no {kind.plural}.{kind.group}: add a rule in manifests/webhook/gateway.yaml"
 
 
 def pods_sent(operation: str) -> bool:
