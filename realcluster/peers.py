@@ -35,7 +35,7 @@ from localcluster.sim.endpoints import ADDRESS_ANNOTATION
 from realcluster import toolchain
 from realcluster.cluster import RealCluster
 from realcluster.processes import Program, StartError, free_port, listeners, port_taken
-from realcluster.setup import SetupError, get_json, request_token
+from realcluster.setup import SetupError, get_json, request_token, wait_established
 
 READY_SECONDS = 180.0  # Kueue bootstraps its certificates before it serves; slow on a loaded machine
 KUBECTL_SECONDS = 120.0
@@ -268,9 +268,12 @@ class Peers:
         self.webhooks += webhook_configurations(install)
         self._kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
                       input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(install)}))
-        crds = [f"crd/{o['metadata']['name']}" for o in install if o["kind"] == "CustomResourceDefinition"]
-        if crds:
-            self._kubectl("wait", "--for=condition=Established", "--timeout=60s", *crds)
+        crds = [o for o in install if o["kind"] == "CustomResourceDefinition"]
+        cluster = self.cluster
+        try:
+            wait_established(cluster.url, str(cluster.ca_file), cluster.token("admin"), crds)
+        except SetupError as err:
+            raise PeerError(str(err)) from None
 
     def _kubeconfig(self, layout: Layout) -> Path:
         """The peer acts as the service account upstream's Deployment runs as."""

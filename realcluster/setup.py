@@ -9,7 +9,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from localcluster.rbac import bootstrap
@@ -61,7 +61,7 @@ def get_json(url: str, ca_file: str, token: str, path: str, missing_ok: bool = F
         raise
 
 
-def object_path(obj: dict[str, Any]) -> str:
+def object_path(obj: Mapping[str, Any]) -> str:
     prefix, plural, namespaced = _KINDS[obj["kind"]]
     meta = obj["metadata"]
     namespace = f"/namespaces/{meta['namespace']}" if namespaced else ""
@@ -73,7 +73,14 @@ def apply_objects(url: str, ca_file: str, token: str, objects: list[dict[str, An
     for obj in objects:
         _call(url, ca_file, token, "PATCH", f"{object_path(obj)}?fieldManager={FIELD_MANAGER}&force=true",
               json.dumps(obj).encode(), "application/apply-patch+yaml")
-    for crd in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
+    wait_established(url, ca_file, token, [o for o in objects if o["kind"] == "CustomResourceDefinition"])
+
+
+def wait_established(url: str, ca_file: str, token: str, crds: Iterable[Mapping[str, Any]]) -> None:
+    """Until every CRD is Established. `kubectl wait --for=condition=Established` is no substitute:
+    it fails at once (`.status.conditions accessor error: <nil>`) on a CRD read before the API
+    server first wrote its conditions."""
+    for crd in crds:
         deadline = time.monotonic() + ESTABLISHED_SECONDS
         while True:
             conditions = (get_json(url, ca_file, token, object_path(crd)).get("status") or {}).get("conditions") or []

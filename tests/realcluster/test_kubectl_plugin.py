@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from realcluster.cluster import RealCluster
+from realcluster.setup import wait_established
 from tests.controller.decisions.trace_builders import cluster_queue, flavor, group, local_queue, pod_set
 from tests.realcluster_fixtures import real_kubectl
 
@@ -102,8 +103,9 @@ def scene(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -
     served = kubectl("get", "crd", WORKLOAD_CRD, check=False).returncode == 0
     before = None if served else plugin("list", "workloads", check=False)
     kubectl("apply", "--server-side", "-k", str(CRDS))
-    kubectl("wait", "--for=condition=Established", f"crd/{WORKLOAD_CRD}", "crd/clusterqueues.kueue.x-k8s.io",
-            "--timeout=30s")
+    wait_established(real_cluster.url, str(real_cluster.ca_file), real_cluster.token("admin"),
+                     [{"kind": "CustomResourceDefinition", "metadata": {"name": name}}
+                      for name in (WORKLOAD_CRD, "clusterqueues.kueue.x-k8s.io")])
     suffix = uuid.uuid4().hex[:6]
     ns, cq, rf = f"plugin-{suffix}", f"plugin-cq-{suffix}", f"plugin-rf-{suffix}"
     kubectl("create", "namespace", ns)
