@@ -56,7 +56,7 @@ def webhook_configurations(test_id: str, system: str, ca_bundle: str) -> list[di
 def test_kubectl_apply_as_alice_is_mutated_and_validated_by_the_gateway(
         local_cluster: LocalCluster, kubectl: Kubectl,  # noqa: F811
         launch: Callable[..., RunningGateway], tmp_path: Path) -> None:
-    test_id = uuid.uuid4().hex[:8]
+    test_id = f"t{uuid.uuid4().hex[:7]}"  # a letter first: kubectl reads a bare 123e4567 as a number
     system, team = f"gw-sys-{test_id}", f"gw-team-{test_id}"
     cert_dir = tmp_path / "certs"  # the API server checks the name <service>.<namespace>.svc
     write_serving_files(cert_dir, service_names("batchgate-webhook", system), SystemClock().now())
