@@ -54,10 +54,22 @@ class ReloadingContext:
     def _default_build(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
-        certfile, keyfile = self._resolved()
-        context.load_cert_chain(certfile=certfile, keyfile=keyfile)
+        self._load_pair(context)
         context.set_alpn_protocols(["http/1.1"])
         return context
+
+    def _load_pair(self, context: ssl.SSLContext, attempts: int = 3) -> None:
+        """Load the pair the links point at. A writer removes the pair before last once a new one
+        is in place (as kubelet does), so a directory resolved just before two quick rotations can
+        be gone when it is read: resolve again rather than report a load that was only late."""
+        for attempt in range(attempts):
+            certfile, keyfile = self._resolved()
+            try:
+                context.load_cert_chain(certfile=certfile, keyfile=keyfile)
+                return
+            except FileNotFoundError:
+                if attempt == attempts - 1 or os.path.dirname(certfile) == os.path.dirname(self._resolved()[0]):
+                    raise
 
     def get(self) -> ssl.SSLContext:
         """The context for the files as they are now (the previous one if they do not load)."""
