@@ -14,6 +14,7 @@ only when one may decide something new.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
@@ -29,6 +30,7 @@ from batchgate.policy import FairSharing
 from controller.state.cache import ObjectKey
 from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
+from controller.state.recall import Recall
 
 EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 QUOTA_KINDS = ("Namespace", "ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue", "Workload")
@@ -61,6 +63,11 @@ class WorkloadInfo:
     uid: str
     pod_sets: tuple[PodSetRequest, ...]
     active: bool = True
+
+    @functools.cached_property
+    def requests_key(self) -> str:
+        """The pod sets as one hashable value, made once (what a recalled nomination is keyed by)."""
+        return repr(self.pod_sets)
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,9 @@ class QuotaState:
     flavor_progress: dict[ObjectKey, FlavorProgress] = field(default_factory=dict)
     # the fair-sharing policy the last cycle ran under, if it changed nothing; None once anything changed
     _settled_under: FairSharing | None = None
+    nominations: Recall = field(default_factory=Recall, compare=False, repr=False)  # see nomination_scope
+    _objects_version: int = 0  # bumped when queues, flavors, namespaces or priority classes change
+    _held_versions: dict[tuple[str, str], int] = field(default_factory=dict)  # per nomination scope
 
     # --- whether a cycle can decide anything new -----------------------------------------------
     @property
@@ -123,6 +133,27 @@ class QuotaState:
         self._settled_under = self.fair_sharing if settled else None
 
     # --- lookups -----------------------------------------------------------------------------
+    def nomination_scope(self, cluster_queue: str) -> tuple[tuple[str, str], tuple[int, int, FairSharing]]:
+        """What a nomination in `cluster_queue` reads besides the workload itself, as (scope,
+        version): its cohort (or the queue alone), and a version that moves whenever usage or a held
+        workload changes there, or an object every nomination reads, or the fair-sharing policy."""
+        scope = self._scope_of(cluster_queue)
+        return scope, (self._objects_version, self._held_versions.get(scope, 0), self.fair_sharing)
+
+    def holds_unreserved(self, cluster_queue: str) -> bool:
+        """Whether a workload held in the queue's cohort has no reservation time (no QuotaReserved
+        condition): preemption then orders it by the time of the cycle."""
+        return any(held.reserved_at is None for member in self.book.cohort_members(cluster_queue)
+                   for held in self.admitted_by_cq.get(member, {}).values())
+
+    def _scope_of(self, cluster_queue: str) -> tuple[str, str]:
+        cohort = self.book.cohort_of.get(cluster_queue, "")
+        return ("cohort", cohort) if cohort else ("queue", cluster_queue)
+
+    def _held_changed(self, cluster_queue: str) -> None:
+        scope = self._scope_of(cluster_queue)
+        self._held_versions[scope] = self._held_versions.get(scope, 0) + 1
+
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace, {})
 
@@ -206,6 +237,7 @@ class QuotaState:
             return False
         self.namespaces[name] = dict(labels)
         self._settled_under = None
+        self._objects_version += 1
         self._unpark_all()
         return True
 
@@ -214,6 +246,7 @@ class QuotaState:
             return False
         self.flavors[flavor.name] = flavor
         self._settled_under = None
+        self._objects_version += 1
         self._inactive.clear()
         self._unpark_all()
         return True
@@ -223,6 +256,7 @@ class QuotaState:
             return False
         self.priority_classes[wpc.name] = wpc
         self._settled_under = None
+        self._objects_version += 1
         return True
 
     def put_cluster_queue(self, cq: ClusterQueue) -> bool:
@@ -231,6 +265,7 @@ class QuotaState:
             return False
         self.cluster_queues[cq.name] = cq
         self._settled_under = None
+        self._objects_version += 1
         self._inactive.clear()
         self._track_draining()
         self.book.set_cluster_queue(cq)
@@ -251,6 +286,7 @@ class QuotaState:
             return False
         self.local_queues[(lq.namespace, lq.name)] = lq
         self._settled_under = None
+        self._objects_version += 1
         self._track_draining()
         for key in [k for k, info in self.workloads.items()
                     if (info.namespace, info.queue_name) == (lq.namespace, lq.name) and self.is_pending(k)]:
@@ -350,6 +386,7 @@ class QuotaState:
         self.flavor_progress.pop(workload, None)
         if held is not None:
             self._bump(held.cluster_queue)
+            self._held_changed(held.cluster_queue)
             self.admitted_by_cq[held.cluster_queue].pop(workload, None)
             if held.cluster_queue in self.book.quotas:
                 self.book.add_usage(held.cluster_queue, {fr: -v for fr, v in held.usage.items()})
@@ -457,6 +494,7 @@ class QuotaState:
             self._route(workload)
 
     def _hold(self, held: AdmittedWorkload) -> None:
+        self._held_changed(held.cluster_queue)
         self.pending.remove(held.info.key)
         self.blocked.pop(held.info.key, None)
         self.admitted[held.info.key] = held
@@ -469,5 +507,7 @@ class QuotaState:
         self.draining |= {lq.cluster_queue for lq in self.local_queues.values() if lq.stop_policy == "HoldAndDrain"}
 
     def _set_held(self, held: AdmittedWorkload) -> None:
+        if self.admitted.get(held.info.key) != held:
+            self._held_changed(held.cluster_queue)
         self.admitted[held.info.key] = held
         self.admitted_by_cq[held.cluster_queue][held.info.key] = held

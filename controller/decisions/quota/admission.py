@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Hashable, Mapping
 
 from controller.decisions.quota.flavor_assignment import FIT, NO_FIT, PREEMPT, FlavorAssignment, assign_flavors
 from controller.decisions.quota.outcomes import Admit, CycleResult, Preempt, PreemptionTarget, QueueName, Requeue
@@ -45,11 +45,16 @@ class _Entry:
     def mode(self) -> int:
         return NO_FIT if self.assignment is None else self.assignment.mode
 
+    def recalled_for(self, info: WorkloadInfo) -> "_Entry":
+        """This fresh nomination's entry for another workload of the same shape."""
+        return _Entry(info, self.cluster_queue, message=self.message, cause=self.cause, assignment=self.assignment,
+                      targets=list(self.targets), share=self.share, progress=self.progress)
+
 
 def run_cycle(state: QuotaState, heads: list[ObjectKey], now: _dt.datetime) -> CycleResult:
     """Decide, for one head per ClusterQueue, admit / preempt / requeue."""
     view = UsageOverlay(state.book)
-    entries = [_nominate(state, key, view, now) for key in heads if state.is_pending(key)]
+    entries = [_recalled(state, key, view, now) for key in heads if state.is_pending(key)]
     # Preemptors waiting for their victims go first (Kueue#13797), so the room their victims free
     # is theirs; then Kueue's order.
     entries.sort(key=lambda e: (not state.pending.is_preemptor(e.info.key),
@@ -93,6 +98,35 @@ def run_cycle(state: QuotaState, heads: list[ObjectKey], now: _dt.datetime) -> C
                      for e in entries if e.info.key not in done)
     progress = {e.info.key: e.progress for e in entries if e.assignment is not None and e.info.key not in done}
     return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped, progress)
+
+
+def _recalled(state: QuotaState, key: ObjectKey, view: UsageOverlay, now: _dt.datetime) -> _Entry:
+    """`_nominate`'s entry, recalled when a workload of the same shape was nominated in the same
+    ClusterQueue while nothing it reads has changed (`controller/state/recall.py`). The view is
+    the book itself here: nominations come before any entry is processed."""
+    info = state.workloads[key]
+    cq_name = state.cluster_queue_of(key) or ""
+    scope, version = state.nomination_scope(cq_name)
+    kept = state.nominations.kept(scope, version)
+    if kept.reads_now is None:  # victims without a reservation time are ordered by now
+        kept.reads_now = state.holds_unreserved(cq_name)
+    shape = _shape(state, info, cq_name, now if kept.reads_now else None)
+    recalled = kept.results.get(shape)
+    if not isinstance(recalled, _Entry):
+        recalled = kept.results[shape] = _nominate(state, key, view, now)
+    return recalled.recalled_for(info)
+
+
+def _shape(state: QuotaState, info: WorkloadInfo, cq_name: str, now: _dt.datetime | None) -> Hashable:
+    """Everything of the workload a nomination reads: its namespace (the queue's selector), its
+    requests, priority and flavor progress; its creation time only where it can pick victims
+    (LowerOrNewerEqualPriority), and `now` where a victim without a reservation time is ordered by it."""
+    cq = state.cluster_queues.get(cq_name)
+    newer_equal = cq is not None and cq.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
+    progress = state.current_progress(info.key, cq_name)
+    tried = None if progress is None else (progress.generation, repr(progress.tried))
+    return (cq_name, info.namespace, info.priority, info.timestamp if newer_equal else None, info.requests_key,
+            tried, now)
 
 
 def _nominate(state: QuotaState, key: ObjectKey, view: UsageOverlay, now: _dt.datetime) -> _Entry:

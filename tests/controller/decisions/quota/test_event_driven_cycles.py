@@ -1,8 +1,9 @@
-"""The controller runs a cycle only when the quota state is not settled (issue 29): skipping the
-others must change no decision. Over generated histories (submissions, finishes, deletions,
-ClusterQueue edits, flavors tried one after another, stops and ticks), a loop that cycles at
-every tick and one that skips the ticks finding the state settled admit and preempt the same
-workloads, at the same ticks and in the same order, and leave the same pending reasons."""
+"""The controller runs a cycle only when the quota state is not settled, and recalls a nomination
+while nothing it reads has changed (issue 29): neither may change a decision. Over generated
+histories (submissions, finishes, deletions, ClusterQueue edits, flavors tried one after another,
+stops and ticks), a loop that cycles at every tick and nominates every head afresh, one that skips
+the ticks finding the state settled, and one that also recalls nominations admit and preempt the
+same workloads, at the same ticks and in the same order, and leave the same pending reasons."""
 
 from __future__ import annotations
 
@@ -33,11 +34,12 @@ histories = st.lists(st.tuples(st.one_of(submit, submit, submit, finish, finish,
 
 class Loop:
     """The simulation driven as the controller's loop is: one cycle per tick, or (`gated`) one
-    per tick that finds the state unsettled or evictions to complete."""
+    per tick that finds the state unsettled or evictions to complete; nominations recalled
+    between cycles (`recall`) or forgotten before each."""
 
-    def __init__(self, fair: bool, *, gated: bool) -> None:
+    def __init__(self, fair: bool, *, gated: bool, recall: bool = True) -> None:
         self.sim = Simulation(FakeClock(T0), FairSharing(enable=fair))
-        self.gated = gated
+        self.gated, self.recall = gated, recall
         self.ticks = self.cycles = 0
         self.decided: list[tuple[int, str, Any]] = []  # admissions, preemptions, drains: at which tick
 
@@ -46,6 +48,8 @@ class Loop:
         if self.gated and self.sim.state.settled and not self.sim.evicting:
             return
         self.cycles += 1
+        if not self.recall:
+            self.sim.state.nominations.clear()
         effects = self.sim.cycle()
         self.decided += [(self.ticks, "admit", (a.admit.workload, a.admit.cluster_queue, a.admit.assignment.flavors))
                          for a in effects.admitted]
@@ -89,15 +93,17 @@ def play(loop: Loop, objects: list[dict], history: list[tuple]) -> None:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories, fair=st.booleans(), data=st.data())
-def test_skipping_the_cycles_of_a_settled_state_changes_no_decision(history: list[tuple], fair: bool,
-                                                                     data: st.DataObject) -> None:
+def test_skipping_settled_cycles_and_recalling_nominations_change_no_decision(history: list[tuple], fair: bool,
+                                                                                data: st.DataObject) -> None:
     named = [*CQS, *(op[1] for op, _ in history if op[0] in ("edit", "stop"))]
     objects = [data.draw(queue_specs(name, FLAVORS, st.integers(1, 8))) for name in named]
-    every, gated = Loop(fair, gated=False), Loop(fair, gated=True)
-    for loop in (every, gated):
+    every, gated, recalled = Loop(fair, gated=False, recall=False), Loop(fair, gated=True, recall=False), \
+        Loop(fair, gated=True)
+    for loop in (every, gated, recalled):
         play(loop, objects, history)
     assert gated.decided == every.decided
-    assert gated.reasons() == every.reasons()
+    assert recalled.decided == every.decided
+    assert gated.reasons() == every.reasons() == recalled.reasons()
     assert gated.cycles <= every.cycles
     target(float(every.cycles - gated.cycles), label="cycles skipped")
     target(float(len(every.decided)), label="decisions")
