@@ -461,10 +461,14 @@ class QuotaState:
         if queue is None or cq is None:
             return
 
+        selector = cq.namespace_selector
+        selected: dict[str, bool] = {}  # per namespace: a cohort's parked work shares a few
+
         def eligible(workload: ObjectKey) -> bool:
-            selector = cq.namespace_selector
-            labels = self.namespace_labels(self.workloads[workload].namespace)
-            return selector is not None and selector.matches(labels)
+            namespace = self.workloads[workload].namespace
+            if namespace not in selected:
+                selected[namespace] = selector is not None and selector.matches(self.namespace_labels(namespace))
+            return selected[namespace]
 
         queue.unpark(eligible)
 
