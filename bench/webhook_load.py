@@ -381,15 +381,21 @@ def run_sar_tables(args: argparse.Namespace, cert_dir: Path) -> None:
                 gateway.stop()
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def load_arguments(description: str) -> argparse.ArgumentParser:
+    """The options of a load run that measure_window reads, and the gateway's shape."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--warmup", type=float, default=1.5)
     p.add_argument("--workers", default="2")
     p.add_argument("--threads", default="4")
     p.add_argument("--conns", default="1,16")
-    p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
+    return p
+
+
+def main() -> int:
+    p = load_arguments(__doc__.splitlines()[0])
+    p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--peer-python", default=os.environ.get("BATCHGATE_PEER_PYTHON"),
                    help="a Python with kopf installed (bench/requirements.txt): also measure the kopf peer")
     p.add_argument("--repeat", type=int, default=1, help="runs per concurrency (each printed): others' load varies")

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -50,8 +49,9 @@ sys.path.insert(0, str(ROOT))
 from batchgate.clock import SystemClock  # noqa: E402
 from bench.admission_decisions import CONFIGS, Config  # noqa: E402
 from bench.machine_info import machine  # noqa: E402
-from bench.webhook_load import (BENCH_USER, CHECK_OFF, CLIENTS, USER_ONLY, Target, check_reply, measure_window,  # noqa: E402
-                                process_tree_cpu_seconds, review_body, validate_body)
+from bench.webhook_load import (BENCH_USER, CHECK_OFF, CLIENTS, USER_ONLY, Target, check_reply,  # noqa: E402
+                                load_arguments, measure_window, process_tree_cpu_seconds, review_body,
+                                validate_body)
 from certs.authority import service_names, write_serving_files  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
@@ -251,14 +251,7 @@ def run(args: argparse.Namespace, workdir: Path, rate: float) -> list[Window]:
 
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seconds", type=float, default=8.0)
-    p.add_argument("--warmup", type=float, default=1.5)
-    p.add_argument("--conns", default="1,16")
-    p.add_argument("--workers", default="2")
-    p.add_argument("--threads", default="4")
-    p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
-    args = p.parse_args(argv)
+    args = load_arguments(__doc__.splitlines()[0]).parse_args(argv)
     baseline = arrival(CONFIGS["baseline"])
     versions = toolchain.load_versions()
     out(f"machine: {machine()}; load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
