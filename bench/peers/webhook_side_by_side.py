@@ -67,7 +67,6 @@ PACED_CONNS = 16
 # the roles compared: each server's path for each, ours doing what the peer's does
 MUTATE, VALIDATE, VALIDATE_SAR = "mutate", "validate", "validate + SAR"
 GATEWAY_PATHS = {MUTATE: "/mutate", VALIDATE: "/validate", VALIDATE_SAR: "/validate"}
-
 CONFIGURATION_KIND = {"mutate": "MutatingWebhookConfiguration", "validate": "ValidatingWebhookConfiguration"}
 # PyTorchJobs served (the CRD the stand-in operator serves: each validator looks its resource up) and
 # alice allowed to create them, so that every validator's SubjectAccessReview allows

@@ -2,9 +2,10 @@
 a peer's install, the arrival rate it paces at, CPU per review, the verdicts and the table; the
 paced client on a real gateway; a peer not built ending it in one line.
 
-The bench itself is not run here: the control plane and both peers take 25 s or more to start
-before any window, and the AppWrapper controller needs port 9443 on every address
-(tests/realcluster/test_peers.py's marker); `python bench/peers/webhook_side_by_side.py` runs it."""
+The bench itself is not run here: no session fixture starts both peers, a cluster with both takes
+22-30 s to start before any window (five servers' idle and load windows then add 30 s at 1 s
+windows), and the AppWrapper controller needs port 9443 on every address (tests/conftest.py orders
+such tests); `python bench/peers/webhook_side_by_side.py --seconds 1` runs it in about 90 s."""
 
 from __future__ import annotations
 
