@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,50 +72,90 @@ def pod_phase_body() -> bytes:
 BENCH_USER = UserInfo("alice", "uid-alice-1001", ("system:authenticated", "team-a"))
 
 
-def review_body() -> bytes:
+def appwrapper_object(labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The demo's AppWrapper in team-a, with `labels` added (a queue the user names, say)."""
     obj = yaml.safe_load(MANIFEST.read_text())
-    obj.setdefault("metadata", {})["namespace"] = "team-a"
+    meta = obj.setdefault("metadata", {})
+    meta["namespace"] = "team-a"
+    if labels:
+        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    return dict(obj)
+
+
+def review_body(labels: dict[str, str] | None = None) -> bytes:
+    obj = appwrapper_object(labels)
     return json.dumps(review_document(request_for(obj, BENCH_USER, resource="appwrappers"))).encode()
 
 
-def validate_body() -> bytes:
+def validate_body(labels: dict[str, str] | None = None) -> bytes:
     """The same AppWrapper as the API server sends it to /validate: mutated by /mutate first."""
-    obj = yaml.safe_load(MANIFEST.read_text())
-    obj.setdefault("metadata", {})["namespace"] = "team-a"
+    obj = appwrapper_object(labels)
     mutated = rules.mutate(request_for(obj, BENCH_USER, resource="appwrappers"), DEFAULTS.policy).object or obj
     return json.dumps(review_document(request_for(mutated, BENCH_USER, resource="appwrappers"))).encode()
 
 
-def _connection_loop(host: str, port: int, ca: str, body: bytes, path: str, warmup_until: float, stop_at: float,
-                     latencies: list[float], errors: list[str]) -> None:
-    client = GatewayClient(host, port, ca)
+@dataclass(frozen=True)
+class Target:
+    """Where the reviews go: a server's address, the CA its certificate chains to, the path. A peer's
+    certificate names its Service, not the 127.0.0.1 dialled: then `check_name` is off (the chain is
+    still verified)."""
+
+    host: str
+    port: int
+    ca_file: Path
+    path: str = "/mutate"
+    check_name: bool = True
+
+
+def _connection_loop(target: Target, body: bytes, warmup_until: float, stop_at: float, interval: float | None,
+                     start_at: float, latencies: list[float], errors: list[str], served: list[int]) -> None:
+    """One keep-alive connection: back to back, or with `interval` one review every `interval`
+    seconds from `start_at` (an open loop: a latency counts from when the review was due, so a
+    server that falls behind is charged its queue)."""
+    client = GatewayClient(target.host, target.port, target.ca_file, check_name=target.check_name)
+    answered = 0
+    due = start_at
     while True:
-        started = time.perf_counter()
+        now = time.perf_counter()
+        if interval is not None:
+            if now < due:
+                time.sleep(due - now)
+            started, due = due, due + interval
+        else:
+            started = now
         if started >= stop_at:
             break
-        status, data, _ = client.request("POST", path, body)
+        status, data, _ = client.request("POST", target.path, body)
         elapsed = time.perf_counter() - started
         if status != 200 or b'"allowed":true' not in data:
             errors.append(f"{status} {data[:120]!r}")
-        elif started >= warmup_until:
+            continue
+        answered += 1
+        if started >= warmup_until:
             latencies.append(elapsed)
     client.close()
+    served.append(answered)
 
 
-def load_process(host: str, port: int, ca: str, body: bytes, path: str, conns: int, warmup: float, seconds: float,
-                 out: "multiprocessing.Queue[tuple[list[float], list[str]]]") -> None:
-    """Runs in its own process so the generator does not share the server's GIL."""
+def load_process(target: Target, body: bytes, conns: int, warmup: float, seconds: float, rate: float | None,
+                 out: "multiprocessing.Queue[tuple[list[float], list[str], int, float]]") -> None:
+    """Runs in its own process so the generator does not share the server's GIL. With `rate`, the
+    connections send `rate` reviews a second between them, evenly staggered."""
     now = time.perf_counter()
     warmup_until, stop_at = now + warmup, now + warmup + seconds
+    interval = conns / rate if rate else None
     latencies: list[float] = []
     errors: list[str] = []
-    threads = [threading.Thread(target=_connection_loop, args=(host, port, ca, body, path, warmup_until, stop_at,
-                                                               latencies, errors)) for _ in range(conns)]
+    served: list[int] = []
+    threads = [threading.Thread(target=_connection_loop, args=(
+        target, body, warmup_until, stop_at, interval, now + (n * interval / conns if interval else 0.0),
+        latencies, errors, served)) for n in range(conns)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    out.put((latencies, errors[:5] + [f"... {len(errors)} errors"] if errors else []))
+    span = time.perf_counter() - warmup_until  # past `seconds` by the last answers; by more where a paced server fell behind
+    out.put((latencies, errors[:5] + [f"... {len(errors)} errors"] if errors else [], sum(served), span))
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -144,35 +185,37 @@ def warmup_seconds(warmup: float) -> int:
     return max(1, round(warmup))
 
 
-def measure_wrk(host: str, port: int, body: bytes, path: str, conns: int, seconds: float, warmup: float,
+def measure_wrk(target: Target, body: bytes, conns: int, seconds: float, warmup: float,
                 workdir: Path) -> dict[str, Any]:
     """wrk over keep-alive TLS (it does not verify certificates; the Python client does)."""
     (workdir / "review.json").write_bytes(body)
     (workdir / "post.lua").write_text(WRK_SCRIPT)
     env = {**os.environ, "BENCH_BODY": str(workdir / "review.json")}
-    target = f"https://{host}:{port}{path}"
+    url = f"https://{target.host}:{target.port}{target.path}"
     base = ["wrk", "-t1", f"-c{conns}", "--timeout", "10s", "-s", str(workdir / "post.lua")]
-    subprocess.run([*base, f"-d{warmup_seconds(warmup)}s", target], env=env, capture_output=True, check=True)
-    out = subprocess.run([*base, f"-d{round(seconds)}s", target], env=env, capture_output=True, text=True,
+    subprocess.run([*base, f"-d{warmup_seconds(warmup)}s", url], env=env, capture_output=True, check=True)
+    out = subprocess.run([*base, f"-d{round(seconds)}s", url], env=env, capture_output=True, text=True,
                          check=True).stdout
     fields = next(line.split()[1:] for line in out.splitlines() if line.startswith("RESULT "))
     requests, micros, p50, p99, p999, errors = (int(x) for x in fields)
+    # The warm-up run's requests are not counted: the served figure counts them at the measured rate.
     return {"conns": conns, "requests": requests, "errors": errors, "error_sample": [],
-            "rps": requests / (micros / 1e6), "p50": p50 / 1000, "p99": p99 / 1000, "p999": p999 / 1000}
+            "rps": requests / (micros / 1e6), "p50": p50 / 1000, "p99": p99 / 1000, "p999": p999 / 1000,
+            "served": requests * (1 + warmup_seconds(warmup) / seconds)}
 
 
-def measure_python(host: str, port: int, ca: str, body: bytes, path: str, conns: int, seconds: float,
-                   warmup: float) -> dict[str, float]:
+def measure_python(target: Target, body: bytes, conns: int, seconds: float, warmup: float,
+                   rate: float | None = None) -> dict[str, Any]:
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    proc = multiprocessing.Process(target=load_process, args=(host, port, ca, body, path, conns, warmup, seconds,
-                                                              queue))
+    proc = multiprocessing.Process(target=load_process, args=(target, body, conns, warmup, seconds, rate, queue))
     proc.start()
-    latencies, errors = queue.get(timeout=warmup + seconds + 60)
+    latencies, errors, served, span = queue.get(timeout=warmup + seconds + 60)
     proc.join(timeout=30)
     latencies.sort()
     return {"conns": conns, "requests": len(latencies), "errors": len(errors), "error_sample": errors,
-            "rps": len(latencies) / seconds, "p50": percentile(latencies, 0.50) * 1000,
-            "p99": percentile(latencies, 0.99) * 1000, "p999": percentile(latencies, 0.999) * 1000}
+            "rps": len(latencies) / max(span, seconds), "p50": percentile(latencies, 0.50) * 1000,
+            "p99": percentile(latencies, 0.99) * 1000, "p999": percentile(latencies, 0.999) * 1000,
+            "served": served}
 
 
 CLIENTS = {
@@ -181,15 +224,17 @@ CLIENTS = {
 }
 
 
-def check_reply(host: str, port: int, cert_dir: Path, body: bytes, path: str) -> None:
-    """The review really is mutated (a patch comes back) or, on /validate, allowed, so the figures
-    are for real work."""
-    client = GatewayClient(host, port, cert_dir / "ca.crt")
-    status, reply = client.review(path, json.loads(body))
+def check_reply(target: Target, body: bytes, mutating: bool) -> None:
+    """The review is allowed and, when `mutating`, really mutated (a patch comes back), so the
+    figures are for real work: else the bench stops, saying what came back."""
+    client = GatewayClient(target.host, target.port, target.ca_file, check_name=target.check_name)
+    status, reply = client.review(target.path, json.loads(body))
     client.close()
-    mutated = path != "/mutate" or "patch" in reply.get("response", {})
-    if status != 200 or not reply["response"]["allowed"] or not mutated:
-        raise SystemExit(f"unexpected reply {status}: {reply}")
+    response = reply.get("response") or {}
+    if status != 200 or not response.get("allowed") or (mutating and "patch" not in response):
+        raise SystemExit(f"unexpected reply from {target.host}:{target.port}{target.path} "
+                         f"({'allowed without a patch' if response.get('allowed') else 'not allowed'}), "
+                         f"{status}: {json.dumps(reply)[:400]}")
 
 
 def process_tree_cpu_seconds(root: int) -> float:
@@ -237,6 +282,26 @@ def reviews_since(audit_log: Path, offset: int) -> int:
         lines.seek(offset)
         return sum(1 for _ in lines)
 
+def measure_window(args: argparse.Namespace, target: Target, pid: int, body: bytes, workdir: Path, conns: int,
+                   rate: float | None = None) -> dict[str, Any]:
+    """One window of load (args.client's; the Python client's when paced at `rate`) with the server's
+    CPU over it (`pid` and its children, warm-up included: "cpu", seconds; "served", the reviews it
+    answered meanwhile; "wall", the window's length) and the other work on the machine meanwhile ("other", CPUs' worth, neither
+    server nor load generator)."""
+    busy_before, children_before, own_before = machine_busy_seconds(), children_cpu_seconds(), time.process_time()
+    wall_before = time.monotonic()
+    cpu_before = process_tree_cpu_seconds(pid)
+    if args.client == "wrk" and rate is None:
+        r = measure_wrk(target, body, conns, args.seconds, args.warmup, workdir)
+    else:
+        r = measure_python(target, body, conns, args.seconds, args.warmup, rate)
+    cpu = process_tree_cpu_seconds(pid) - cpu_before
+    ours = cpu + children_cpu_seconds() - children_before + time.process_time() - own_before
+    wall = time.monotonic() - wall_before
+    other = (machine_busy_seconds() - busy_before - ours) / wall
+    return {**r, "cpu": cpu, "wall": wall, "other": max(other, 0.0)}
+
+
 def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: bytes, cert_dir: Path,
               audit_log: Path | None = None, path: str = "/mutate", stub: AuthorizerStub | None = None) -> None:
     """One line per run: throughput, latency percentiles, the server's CPU per review, the other
@@ -244,25 +309,16 @@ def run_table(args: argparse.Namespace, host: str, port: int, pid: int, body: by
     reviews were shared among the workers (from the audit log)."""
     print(f"{'conns':>5} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p999 ms':>8} {'errors':>6} "
           f"{'server CPU us/review':>8} {'other load':>10} {'worker shares %':>15}")
+    target = Target(host, port, cert_dir / "ca.crt", path)
     for conns in [int(c) for c in args.conns.split(",") for _ in range(args.repeat)]:
-        check_reply(host, port, cert_dir, body, path)
+        check_reply(target, body, mutating=path == "/mutate")
         asked_before = len(stub.reviews) if stub else 0
         offset = audit_log.stat().st_size if audit_log else 0
-        busy_before, children_before, own_before = machine_busy_seconds(), children_cpu_seconds(), time.process_time()
-        wall_before = time.monotonic()
-        cpu_before = process_tree_cpu_seconds(pid)
-        if args.client == "wrk":
-            r = measure_wrk(host, port, body, path, conns, args.seconds, args.warmup, cert_dir)
-        else:
-            r = measure_python(host, port, str(cert_dir / "ca.crt"), body, path, conns, args.seconds, args.warmup)
-        cpu = process_tree_cpu_seconds(pid) - cpu_before
-        ours = cpu + children_cpu_seconds() - children_before + time.process_time() - own_before
-        other = (machine_busy_seconds() - busy_before - ours) / (time.monotonic() - wall_before)
+        r = measure_window(args, target, pid, body, cert_dir, conns)
         shares = worker_shares(audit_log, offset) if audit_log else "-"
-        # Warm-up requests are not in r["requests"]; the CPU figure counts them at the measured rate.
-        served = r["requests"] * (1 + warmup_seconds(args.warmup) / args.seconds)
         print(f"{r['conns']:>5} {r['requests']:>9} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-              f"{r['p999']:>8.2f} {r['errors']:>6} {cpu / served * 1e6:>8.0f} {max(other, 0.0):>10.2f} {shares:>15}")
+              f"{r['p999']:>8.2f} {r['errors']:>6} {r['cpu'] / max(r['served'], 1) * 1e6:>8.0f} "
+              f"{r['other']:>10.2f} {shares:>15}")
         for sample in r["error_sample"]:
             print(f"      error: {sample}")
         if stub is not None and audit_log is not None:
@@ -294,9 +350,9 @@ def start_peer(python: str, cert_dir: Path) -> tuple[subprocess.Popen[bytes], in
 
 # The submitter's check alone (no controller account to ask about), so a miss is one review.
 USER_ONLY = "controllers: {appWrapper: []}\n"
+CHECK_OFF = "authorization: {userRBACCheck: false}\n" + USER_ONLY
 SAR_CASES = (
-    ("authorization.userRBACCheck off (no SubjectAccessReview)", "authorization: {userRBACCheck: false}\n" + USER_ONLY,
-     "10"),
+    ("authorization.userRBACCheck off (no SubjectAccessReview)", CHECK_OFF, "10"),
     ("userRBACCheck on, warm answer cache (answers reused 10 s)", USER_ONLY, "10"),
     ("userRBACCheck on, every review missing the cache (--authorization-cache-ttl 0)", USER_ONLY, "0"),
 )
@@ -325,15 +381,21 @@ def run_sar_tables(args: argparse.Namespace, cert_dir: Path) -> None:
                 gateway.stop()
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def load_arguments(description: str) -> argparse.ArgumentParser:
+    """The options of a load run that measure_window reads, and the gateway's shape."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--warmup", type=float, default=1.5)
     p.add_argument("--workers", default="2")
     p.add_argument("--threads", default="4")
     p.add_argument("--conns", default="1,16")
-    p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
+    return p
+
+
+def main() -> int:
+    p = load_arguments(__doc__.splitlines()[0])
+    p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread")
     p.add_argument("--peer-python", default=os.environ.get("BATCHGATE_PEER_PYTHON"),
                    help="a Python with kopf installed (bench/requirements.txt): also measure the kopf peer")
     p.add_argument("--repeat", type=int, default=1, help="runs per concurrency (each printed): others' load varies")

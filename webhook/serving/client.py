@@ -16,8 +16,11 @@ TIMEOUT_SECONDS = 10.0
 """The API server's default webhook timeout (admissionregistration/v1 timeoutSeconds)."""
 
 
-def verifying_context(ca_file: str | Path) -> ssl.SSLContext:
+def verifying_context(ca_file: str | Path, check_name: bool = True) -> ssl.SSLContext:
+    """Verifies the chain to `ca_file`; and the name dialled unless `check_name` is off (a peer's
+    certificate names its Service while the bench dials 127.0.0.1)."""
     context = ssl.create_default_context(cafile=str(ca_file))
+    context.check_hostname = check_name
     context.set_alpn_protocols(["http/1.1"])
     return context
 
@@ -25,9 +28,10 @@ def verifying_context(ca_file: str | Path) -> ssl.SSLContext:
 class GatewayClient:
     """One kept-alive connection to a gateway; reconnects once if the server closed it."""
 
-    def __init__(self, host: str, port: int, ca_file: str | Path, timeout: float = TIMEOUT_SECONDS):
+    def __init__(self, host: str, port: int, ca_file: str | Path, timeout: float = TIMEOUT_SECONDS,
+                 check_name: bool = True):
         self.host, self.port, self.timeout = host, port, timeout
-        self.context = verifying_context(ca_file)
+        self.context = verifying_context(ca_file, check_name)
         self._conn: http.client.HTTPSConnection | None = None
 
     def _connection(self) -> http.client.HTTPSConnection:
