@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import operator
 from functools import partial
 import threading
 from dataclasses import dataclass
@@ -86,6 +87,7 @@ class AdmissionLoop:
         self.reasons = PendingReasons()
         self.spare_capacity, self.reserve = spare_capacity, reserve
         self._bad: set[ObjectKey] = set()  # objects whose invalid field was already told once
+        self._figures_shown: list[kueue_metrics.ClusterQueueFigures] = []  # the gauges' last figures
         self.writes = WritePool("admission-write", writers)
         self._backoff = 0.0  # the pause after the last cycle; none after an admission
         self._loop = CycleLoop("admission", self.cycle, is_leader, wait=lambda: tick)
@@ -243,8 +245,14 @@ class AdmissionLoop:
     def show_metrics(self) -> None:
         """The per-ClusterQueue gauges, from the state as it is now (every status interval)."""
         with self._lock:
-            figures = [kueue_metrics.cluster_queue_figures(self.state, name) for name in self.state.cluster_queues]
+            state = self.state
+            figures = [state.queue_views.one(("figures", name), state.queue_version(name),
+                                             partial(kueue_metrics.cluster_queue_figures, state, name))
+                       for name in state.cluster_queues]
+        if len(figures) == len(self._figures_shown) and all(map(operator.is_, figures, self._figures_shown)):
+            return  # recalled, every one: nothing to show anew
         self.metrics.show_cluster_queues(figures)
+        self._figures_shown = figures
 
     def write_reasons(self, now: _dt.datetime) -> None:
         """The pending reasons that changed, from the limiter's spare capacity only."""

@@ -29,8 +29,10 @@ Statuses = dict[ObjectKey, Mapping[str, Any]]
 
 
 def wanted_statuses(state: QuotaState) -> Statuses:
-    """What every ClusterQueue's and LocalQueue's status should say now (read under the state's lock)."""
-    wanted: Statuses = {ObjectKey("ClusterQueue", "", name): queue_status.cluster_queue_status(state, name)
+    """What every ClusterQueue's and LocalQueue's status should say now (read under the state's lock); a
+    ClusterQueue's is recalled while its `queue_version` stands (hundreds of queues, once a second)."""
+    wanted: Statuses = {ObjectKey("ClusterQueue", "", name): state.queue_views.one(
+                            ("status", name), state.queue_version(name), partial(queue_status.cluster_queue_status, state, name))
                         for name in state.cluster_queues}
     wanted.update((ObjectKey("LocalQueue", namespace, name), queue_status.local_queue_status(state, namespace, name))
                   for namespace, name in state.local_queues)
@@ -58,7 +60,8 @@ class QueueStatusReconciler:
     def write(self, now: _dt.datetime) -> None:
         """Write every queue status that changed since this reconciler last wrote it, while capacity lasts."""
         for key, wanted in self.wanted().items():
-            if self._written.get(key) == wanted:
+            written_before = self._written.get(key)
+            if written_before is wanted or written_before == wanted:
                 continue
             if not self.has_spare():
                 return

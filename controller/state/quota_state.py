@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Hashable, Mapping
 
 from batchgate import keys
 from batchgate.api.kueue import (
@@ -119,6 +119,7 @@ class QuotaState:
     # the fair-sharing policy the last cycle ran under, if it changed nothing; None once anything changed
     _settled_under: FairSharing | None = None
     nominations: Recall = field(default_factory=Recall, compare=False, repr=False)  # see nomination_scope
+    queue_views: Recall = field(default_factory=Recall, compare=False, repr=False)  # see queue_version
     _objects_version: int = 0  # bumped when queues, flavors, namespaces or priority classes change
     _held_versions: dict[tuple[str, str], int] = field(default_factory=dict)  # per nomination scope
 
@@ -139,6 +140,14 @@ class QuotaState:
         workload changes there, or an object every nomination reads, or the fair-sharing policy."""
         scope = self._scope_of(cluster_queue)
         return scope, (self._objects_version, self._held_versions.get(scope, 0), self.fair_sharing)
+
+    def queue_version(self, cluster_queue: str) -> Hashable:
+        """A value that moves whenever a ClusterQueue's own status or gauges may say something new:
+        its spec, flavors, usage and held workloads (the nomination version, which covers its
+        cohort's), or the number of its pending workloads, active or parked."""
+        queue = self.pending.queues.get(cluster_queue)
+        counts = (len(queue.active), len(queue.inadmissible)) if queue is not None else (0, 0)
+        return self.nomination_scope(cluster_queue)[1], counts
 
     def holds_unreserved(self, cluster_queue: str) -> bool:
         """Whether a workload held in the queue's cohort has no reservation time (no QuotaReserved

@@ -11,7 +11,9 @@ recalled instead of computed again until they move.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable
+from typing import Callable, Hashable, TypeVar, cast
+
+T = TypeVar("T")
 
 MAX_KEPT = 4096  # results per scope; a scope over it starts afresh (bounded memory whatever the shapes)
 
@@ -38,3 +40,10 @@ class Recall:
 
     def clear(self) -> None:
         self._scopes.clear()
+
+    def one(self, scope: Hashable, version: Hashable, compute: Callable[[], T]) -> T:
+        """The single result of `scope` under `version`, computed if it has moved."""
+        results = self.kept(scope, version).results
+        if scope not in results:
+            results[scope] = compute()
+        return cast(T, results[scope])

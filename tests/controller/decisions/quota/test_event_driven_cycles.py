@@ -8,6 +8,7 @@ same workloads, at the same ticks and in the same order, and leave the same pend
 from __future__ import annotations
 
 import datetime as _dt
+from functools import partial
 from typing import Any
 
 import pytest
@@ -16,6 +17,9 @@ from hypothesis import strategies as st
 
 from batchgate.clock import FakeClock
 from batchgate.policy import FairSharing
+from controller.adapters.queue_status import wanted_statuses
+from controller.decisions.quota.kueue_metrics import cluster_queue_figures
+from controller.decisions.quota.queue_status import cluster_queue_status
 from controller.simulation import Simulation
 from controller.state.cache import ObjectKey
 from tests.controller.decisions.quota.test_invariants import CQS, delete, finish, queue_specs
@@ -55,6 +59,17 @@ class Loop:
                          for a in effects.admitted]
         self.decided += [(self.ticks, "preempt", (p.target.workload, p.preemptor)) for p in effects.preempted]
         self.decided += [(self.ticks, "drain", d.workload) for d in effects.drained]
+        if self.recall:
+            self.views_are_current()
+
+    def views_are_current(self) -> None:
+        """What the queue status writer and the gauges recall equals what they would compute now."""
+        state = self.sim.state
+        recalled = wanted_statuses(state)
+        for name in state.cluster_queues:
+            assert recalled[ObjectKey("ClusterQueue", "", name)] == cluster_queue_status(state, name)
+            figures = partial(cluster_queue_figures, state, name)  # as the admission loop's gauges recall them
+            assert state.queue_views.one(("figures", name), state.queue_version(name), figures) == figures()
 
     def reasons(self) -> dict[ObjectKey, tuple[str, str]]:
         state = self.sim.state
