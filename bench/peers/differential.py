@@ -12,6 +12,11 @@ flavor, whom each preempted (victim, preemptor, reason) and each pending Workloa
 
     python bench/peers/differential.py [--seeds 0:50] [--parallel 4] [--timeout 60]
 
+Fair sharing is a scenario's setting but a controller's config (Kueue reads its config once), so
+the seeds are played in two groups, fair sharing off then on, each side's controller restarted
+with the setting between them: Kueue with its `fairSharing` block, batchgate with its policy
+ConfigMap's `fairSharing.enable`.
+
 It prints one line per scenario (agree, or its differences and the scenario), then the agreement.
 A side that is not built or does not start ends the run with one line: nothing is compared
 against nothing.
@@ -27,12 +32,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -41,7 +49,7 @@ from bench.admission_scale import (WL, keep_watching, mark_finished, real_cluste
                                    release_evicted, start_controller)
 from bench.peers.differential_scenarios import Arrive, Scenario, describe, generate, setup_objects, workload  # noqa: E402
 from bench.peers.kueue_scale import NOT_BUILT, WORKLOADS as KUEUE_WORKLOADS  # noqa: E402
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
+from controller.adapters.kube import CONFIGMAPS, RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
 from realcluster.peers import PeerError, Peers  # noqa: E402
@@ -178,8 +186,10 @@ class Side:
     """A controller on its own cluster: plays scenarios there and reports each event's outcome.
     One watch of all Workloads serves every scenario; evictions are finished as Kueue's harness does."""
 
-    def __init__(self, name: str, client: KubeClient, workloads: Resource, timeout: float) -> None:
+    def __init__(self, name: str, client: KubeClient, workloads: Resource, timeout: float,
+                 restart: Callable[[bool], None], fair_sharing: bool) -> None:
         self.name, self.client, self.api, self.timeout = name, client, workloads, timeout
+        self.restart, self.fair_sharing = restart, fair_sharing
         self.lock = threading.Lock()
         self.recorders: dict[str, Recorder] = {}
         self.done = threading.Event()
@@ -189,6 +199,12 @@ class Side:
     def close(self) -> None:
         self.done.set()
         self.pool.shutdown(wait=False)
+
+    def use(self, fair_sharing: bool) -> None:
+        """Fair sharing on or off from now on: the controller restarted with it. Between scenarios only."""
+        if fair_sharing != self.fair_sharing:
+            self.restart(fair_sharing)
+            self.fair_sharing = fair_sharing
 
     def _observe(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -208,6 +224,9 @@ class Side:
                 self.pool.submit(release_evicted, self.client, self.api, meta["name"], meta["namespace"])
 
     def play(self, scenario: Scenario) -> list[Outcome]:
+        if scenario.fair_sharing != self.fair_sharing:
+            raise RuntimeError(f"{self.name}: seed {scenario.seed} wants fair sharing {scenario.fair_sharing}, "
+                               f"the controller runs with {self.fair_sharing}: call use() between groups")
         rec = Recorder(scenario.prefix)
         with self.lock:
             self.recorders[scenario.prefix] = rec
@@ -264,46 +283,104 @@ class Side:
 
 
 @contextmanager
-def kueue_side(stack: ExitStack, timeout: float) -> Iterator[Side]:
+def kueue_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iterator[Side]:
     """Kueue v0.17 (batch/job integrated only) on a fresh real control plane."""
     control_plane, built = toolchain.locate(), toolchain.locate(which=toolchain.peer_programs)
     if control_plane is None or built is None:
         raise PeerError(NOT_BUILT)
     cluster = stack.enter_context(RealCluster(Path(tempfile.mkdtemp(prefix="differential-kueue-")), binaries=control_plane,
                                               operators=False))
-    stack.enter_context(Peers(cluster, built)).start_kueue(["batch/job"])
-    side = Side("kueue", KubeClient.from_kubeconfig(str(cluster.kubeconfig)), KUEUE_WORKLOADS, timeout)
+    peers = stack.enter_context(Peers(cluster, built))
+    peers.start_kueue(["batch/job"], fair_sharing)
+
+    def restart(fair: bool) -> None:
+        peers.restart_kueue(fair)
+
+    side = Side("kueue", KubeClient.from_kubeconfig(str(cluster.kubeconfig)), KUEUE_WORKLOADS, timeout, restart,
+                fair_sharing)
     try:
         yield side
     finally:
         side.close()
+
+
+POLICY = ("batchgate-system", "batchgate-policy")  # the controller's default --policy-configmap
+
+
+def policy_configmap(fair_sharing: bool) -> dict[str, Any]:
+    """batchgate's policy ConfigMap: the defaults, fair sharing on or off."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": POLICY[0], "name": POLICY[1]},
+            "data": {"policy.yaml": yaml.safe_dump({"fairSharing": {"enable": fair_sharing}})}}
 
 
 @contextmanager
-def batchgate_side(stack: ExitStack, timeout: float) -> Iterator[Side]:
-    """batchgate's controller on a fresh real control plane with batchgate's CRDs and RBAC."""
+def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iterator[Side]:
+    """batchgate's controller on a fresh real control plane with batchgate's CRDs and RBAC; a
+    restart writes the policy ConfigMap first and waits until the new controller is ready (its
+    informers listed, the ConfigMap's policy applied)."""
     if toolchain.locate() is None:
         raise PeerError(NOT_BUILT)
     kubeconfig, controller_kubeconfig, _ = real_cluster(stack, Path(tempfile.mkdtemp(prefix="differential-batchgate-")))
-    start_controller(stack, controller_kubeconfig)
-    side = Side("batchgate", KubeClient.from_kubeconfig(str(kubeconfig)), WL, timeout)
+    client = KubeClient.from_kubeconfig(str(kubeconfig))
+    running = [stack.enter_context(ExitStack())]  # the controller's own, closed at a restart or with `stack`
+
+    def start(fair: bool) -> None:
+        configmap = policy_configmap(fair)
+        try:
+            client.create(CONFIGMAPS, configmap)
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise
+            client.replace(CONFIGMAPS, configmap)
+        running[0].close()
+        _, metrics = start_controller(running[0], controller_kubeconfig)
+        wait_ready(metrics.replace("/metrics", "/readyz"), timeout)
+
+    start(fair_sharing)
+    side = Side("batchgate", client, WL, timeout, start, fair_sharing)
     try:
         yield side
     finally:
         side.close()
 
 
-def both_sides(stack: ExitStack, timeout: float) -> tuple[Side, Side]:
+def wait_ready(url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} not ready after {timeout:.0f} s")
+
+
+def both_sides(stack: ExitStack, timeout: float, fair_sharing: bool = False) -> tuple[Side, Side]:
     """Kueue's side and batchgate's, started at once (each cluster takes a minute on a busy
     machine), both stopped with `stack`; if one does not start, the other is stopped too."""
     owns = [stack.enter_context(ExitStack()), stack.enter_context(ExitStack())]  # closed with `stack`, even on Ctrl-C
 
-    def start(own: ExitStack, side: Callable[[ExitStack, float], AbstractContextManager[Side]]) -> Side:
-        return own.enter_context(side(own, timeout))
+    def start(own: ExitStack, side: Callable[[ExitStack, float, bool], AbstractContextManager[Side]]) -> Side:
+        return own.enter_context(side(own, timeout, fair_sharing))
 
     with ThreadPoolExecutor(2) as pool:
         kueue, batchgate = pool.submit(start, owns[0], kueue_side), pool.submit(start, owns[1], batchgate_side)
     return kueue.result(), batchgate.result()
+
+
+def use(sides: Iterable[Side], fair_sharing: bool) -> None:
+    """Every side switched to `fair_sharing` at once (each restart takes seconds)."""
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(side.use, fair_sharing) for side in sides]:
+            done.result()
+
+
+def by_fair_sharing(seeds: Iterable[int]) -> list[tuple[bool, list[int]]]:
+    """The seeds in the groups they are played in: fair sharing off, then on (a group without seeds left out)."""
+    settings = {seed: generate(seed).fair_sharing for seed in seeds}
+    return [(fair, group) for fair in (False, True) if (group := [s for s, f in settings.items() if f == fair])]
 
 
 @dataclass(frozen=True)
@@ -346,18 +423,23 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60, help="seconds an event may take to settle")
     args = parser.parse_args()
     results: list[Compared] = []
+    groups = by_fair_sharing(args.seeds)
     try:
         with ExitStack() as stack:
-            kueue, batchgate = both_sides(stack, args.timeout)
-            pool = ThreadPoolExecutor(args.parallel)
-            try:
-                for r in pool.map(lambda seed: compare(kueue, batchgate, seed), args.seeds):
-                    results.append(r)
-                    report(r)
-            except KeyboardInterrupt:  # stop: the scenarios under way finish, the rest are not started
-                print("interrupted: the agreement below is over the scenarios finished", flush=True)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+            kueue, batchgate = both_sides(stack, args.timeout, groups[0][0] if groups else False)
+            for fair, seeds in groups:
+                print(f"fair sharing {'on' if fair else 'off'}: {len(seeds)} scenarios", flush=True)
+                use((kueue, batchgate), fair)
+                pool = ThreadPoolExecutor(args.parallel)
+                try:
+                    for r in pool.map(lambda seed: compare(kueue, batchgate, seed), seeds):
+                        results.append(r)
+                        report(r)
+                except KeyboardInterrupt:  # stop: the scenarios under way finish, the rest are not started
+                    print("interrupted: the agreement below is over the scenarios finished", flush=True)
+                    break
+                finally:
+                    pool.shutdown(wait=True, cancel_futures=True)
     except (PeerError, RealClusterError, subprocess.CalledProcessError) as err:
         print(f"bench/peers/differential: {err}", file=sys.stderr)
         return 2
