@@ -8,7 +8,9 @@ one settled before the next (no Workload of the scenario changed for two quiet s
 decided: admitted, or pending with a reason). As in Kueue's own performance harness, the runner
 finishes an eviction (quota unset) and marks a Workload finished; neither side's job integration
 is involved. After every event the two sides' outcomes are compared: what is admitted, in which
-flavor, whom each preempted (victim, preemptor, reason) and each pending Workload's reason.
+flavor, whom each preempted (victim, preemptor, reason) and each pending Workload's reason. A
+scenario played, its Workloads are deleted (standalone ones carry no finalizer on either side):
+left pending, Kueue would keep trying them in every scheduling cycle of every later scenario.
 
     python bench/peers/differential.py [--seeds 0:50] [--parallel 4] [--timeout 60]
 
@@ -58,6 +60,8 @@ from realcluster.peers import PeerError, Peers  # noqa: E402
 # Kueue v0.17 moves parked Workloads back a second after quota is freed (its requeue batch period).
 QUIET_SECONDS = 2.0
 UNDECIDED_SECONDS = 5.0  # a Workload that long without a word from the controller counts as pending without a reason
+RESTART_SECONDS = 600.0  # a controller restarted, at most this long to catch up
+CAUGHT_UP_SECONDS = 5.0
 UID = re.compile(r"\(UID: ([^,)]+)")
 
 
@@ -201,10 +205,23 @@ class Side:
         self.pool.shutdown(wait=False)
 
     def use(self, fair_sharing: bool) -> None:
-        """Fair sharing on or off from now on: the controller restarted with it. Between scenarios only."""
-        if fair_sharing != self.fair_sharing:
-            self.restart(fair_sharing)
-            self.fair_sharing = fair_sharing
+        """Fair sharing on or off from now on: the controller restarted with it, and caught up (no
+        ClusterQueue written for a while: Kueue rewrites every one's status after a restart, at its
+        client's 50 requests/s, before it gets to a new scenario's). Between scenarios only."""
+        if fair_sharing == self.fair_sharing:
+            return
+        self.restart(fair_sharing)
+        self.fair_sharing = fair_sharing
+        cq = RESOURCES["ClusterQueue"]
+        deadline, last, since = time.monotonic() + RESTART_SECONDS, -1, time.monotonic()
+        while time.monotonic() < deadline:
+            latest = max((int(o["metadata"]["resourceVersion"]) for o in self.client.list(cq)["items"]), default=0)
+            if latest != last:
+                last, since = latest, time.monotonic()
+            elif time.monotonic() - since >= CAUGHT_UP_SECONDS:
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"{self.name}: ClusterQueues still written {RESTART_SECONDS:.0f} s after the restart")
 
     def _observe(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -242,6 +259,12 @@ class Side:
             outcomes.append(self._settle(rec))
         with self.lock:
             del self.recorders[scenario.prefix]
+        for name in rec.objects:  # gone, so that no later scenario shares a controller with them
+            try:
+                self.client.delete(self.api, name, scenario.prefix)
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
         return outcomes
 
     def _create(self, api: Resource, obj: dict[str, Any]) -> None:

@@ -222,5 +222,5 @@ def _describe_arrival(e: Arrive) -> str:
     kind, value = e.placement
     placement = {"selector": f" nodeSelector zone={value}", "other": f" nodeSelector other={value}",
                  "notin": f" affinity zone NotIn {value}"}.get(kind, "")
-    toleration = f" tolerates {TOLERATIONS[e.toleration]}" if e.toleration >= 0 else ""
+    toleration = f" tolerates {' '.join(TOLERATIONS[e.toleration].values())}" if e.toleration >= 0 else ""
     return f"  arrive {e.workload} in {e.queue} priority {e.priority} cpu {e.cpu}{placement}{toleration}"
