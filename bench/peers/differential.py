@@ -444,9 +444,11 @@ def main() -> int:
     parser.add_argument("--seeds", type=parse_seeds, default=range(0, 50), help="start:stop (a range of seeds) or one seed")
     parser.add_argument("--parallel", type=int, default=4, help="scenarios played at once on each side")
     parser.add_argument("--timeout", type=float, default=60, help="seconds an event may take to settle")
+    parser.add_argument("--fair-sharing", choices=("off", "on"), help="play only the seeds with fair sharing so")
     args = parser.parse_args()
     results: list[Compared] = []
-    groups = by_fair_sharing(args.seeds)
+    groups = [(fair, seeds) for fair, seeds in by_fair_sharing(args.seeds)
+              if args.fair_sharing is None or fair == (args.fair_sharing == "on")]
     try:
         with ExitStack() as stack:
             kueue, batchgate = both_sides(stack, args.timeout, groups[0][0] if groups else False)
@@ -460,6 +462,9 @@ def main() -> int:
                         report(r)
                 except KeyboardInterrupt:  # stop: the scenarios under way finish, the rest are not started
                     print("interrupted: the agreement below is over the scenarios finished", flush=True)
+                    break
+                except (ApiError, RuntimeError) as err:  # a side stopped answering (a peer that exited, say)
+                    print(f"did not finish: {err}; the agreement below is over the scenarios finished", flush=True)
                     break
                 finally:
                     pool.shutdown(wait=True, cancel_futures=True)

@@ -131,8 +131,13 @@ def _queue(rng: random.Random, name: str, flavors: int, cohorts: int, fair: bool
     borrow_within = reclaim != "Never" and rng.random() < 0.3  # Kueue refuses it without reclaim
     threshold = rng.choice((None, 0, 10)) if borrow_within else None
     weight = rng.choice(("", "", "2")) if fair else ""
-    return Queue(name, tuple(quotas), rng.choice(WITHIN), reclaim, borrow_within, threshold, rng.random() < 0.2,
-                 cohort, weight)
+    within, strict = rng.choice(WITHIN), rng.random() < 0.2
+    if fair and not cohort:
+        # Kueue v0.17.0 dereferences a nil cohort when fair sharing looks for victims of a Workload
+        # of a ClusterQueue in no cohort, and exits (fairsharing/ordering.go, Iter; fixed later by
+        # kubernetes-sigs/kueue#10891): under fair sharing such a ClusterQueue never preempts.
+        within = "Never"
+    return Queue(name, tuple(quotas), within, reclaim, borrow_within, threshold, strict, cohort, weight)
 
 
 def _amount(value: int | None) -> Decimal | None:
