@@ -131,16 +131,18 @@ def decided(obj: dict[str, Any]) -> bool:
     return bool(_condition(obj, "QuotaReserved"))
 
 
-def preemption(obj: dict[str, Any], names: dict[str, str]) -> tuple[tuple[str, str], Preempted] | None:
-    """The Preempted=True condition of a Workload (keyed by its time and message, so that each
-    preemption counts once), the preemptor named from the UID in its message."""
+def preemption(obj: dict[str, Any], names: dict[str, str]) -> tuple[tuple[str, str, str], Preempted] | None:
+    """The Preempted=True condition of a Workload (keyed by the victim, its time and message, so
+    that each preemption counts once: the victims of one preemptor share a time and a message),
+    the preemptor named from the UID in its message."""
     cond = _condition(obj, "Preempted")
     if cond.get("status") != "True":
         return None
     match = UID.search(str(cond.get("message", "")))
     preemptor = names.get(match.group(1), "?") if match else "?"
-    key = (str(cond.get("lastTransitionTime")), str(cond.get("message")))
-    return key, Preempted(obj["metadata"]["name"], preemptor, str(cond.get("reason")))
+    victim = obj["metadata"]["name"]
+    key = (victim, str(cond.get("lastTransitionTime")), str(cond.get("message")))
+    return key, Preempted(victim, preemptor, str(cond.get("reason")))
 
 
 def differences(scenario: Scenario, kueue: list[Outcome], batchgate: list[Outcome]) -> list[Difference]:
@@ -181,7 +183,7 @@ class Recorder:
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # uid -> name
     first_seen: dict[str, float] = field(default_factory=dict)
-    seen_preemptions: set[tuple[str, str]] = field(default_factory=set)
+    seen_preemptions: set[tuple[str, str, str]] = field(default_factory=set)
     preempted: set[Preempted] = field(default_factory=set)  # since the last outcome
     changed: float = field(default_factory=time.monotonic)
 

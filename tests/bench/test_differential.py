@@ -65,7 +65,13 @@ def test_a_preemption_names_the_preemptor_from_the_uid_in_its_message() -> None:
     obj = wl(("Preempted", "True", "Preempted to accommodate a workload (UID: u-9, JobUID: UNKNOWN) due to x"))
     key, seen = preemption(obj, {"u-9": "w4"}) or ((), None)
     assert seen == Preempted("w1", "w4", "R")
-    assert key == ("2026-01-01T00:00:00Z", "Preempted to accommodate a workload (UID: u-9, JobUID: UNKNOWN) due to x")
+    assert key == ("w1", "2026-01-01T00:00:00Z", "Preempted to accommodate a workload (UID: u-9, JobUID: UNKNOWN) due to x")
+
+
+def test_two_victims_of_one_preemptor_in_the_same_second_are_two_preemptions() -> None:
+    message = ("Preempted", "True", "Preempted to accommodate a workload (UID: u-9) due to x")
+    first, second = preemption(wl(message), {}), preemption(wl(message, name="w2"), {})
+    assert first is not None and second is not None and first[0] != second[0]
 
 
 SCENARIO = Scenario(1, (Flavor("f0"),), (), (Arrive("w0", "cq-0", 0, 1), Finish("w0")))
