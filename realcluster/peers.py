@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from batchgate.policy import FAIR_SHARING_STRATEGIES
 from certs.authority import write_pair
 from localcluster.sim.endpoints import ADDRESS_ANNOTATION
 from realcluster import toolchain
@@ -139,9 +140,11 @@ def upstream_config(objects: Sequence[Mapping[str, Any]], layout: Layout) -> dic
 
 
 def kueue_config(base: Mapping[str, Any], ports: Ports, cert_dir: Path,
-                 integrations: Iterable[str]) -> dict[str, Any]:
+                 integrations: Iterable[str], fair_sharing: bool = False) -> dict[str, Any]:
     """Upstream's Kueue config for a local process: leader election off, loopback ports, its cert
-    dir, the chosen integrations (each one upstream ships), and the visibility API off."""
+    dir, the chosen integrations (each one upstream ships), the visibility API off, and fair
+    sharing on (Kueue's v1beta2 config: a `fairSharing` block, with both preemption strategies)
+    or off (no block, as upstream ships it)."""
     chosen = list(integrations)
     offered = list((base.get("integrations") or {}).get("frameworks") or [])
     unknown = [name for name in chosen if name not in offered]
@@ -155,6 +158,9 @@ def kueue_config(base: Mapping[str, Any], ports: Ports, cert_dir: Path,
     config["leaderElection"] = {**(base.get("leaderElection") or {}), "leaderElect": False}
     config["integrations"] = {**(base.get("integrations") or {}), "frameworks": chosen}
     config["featureGates"] = {**(base.get("featureGates") or {}), "VisibilityOnDemand": False}
+    config.pop("fairSharing", None)
+    if fair_sharing:
+        config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_STRATEGIES)}
     return config
 
 
@@ -204,6 +210,7 @@ class Peers:
         self.workdir = cluster.workdir / "peers"
         self.running: dict[str, RunningPeer] = {}
         self.webhooks: list[tuple[str, str]] = []  # every one installed, removed at stop
+        self._kueue: tuple[list[dict[str, Any]], Ports, tuple[str, ...]] | None = None  # its install, ports, integrations
 
     def __enter__(self) -> Peers:
         return self
@@ -211,15 +218,29 @@ class Peers:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start_kueue(self, integrations: Iterable[str] = KUEUE_INTEGRATIONS) -> RunningPeer:
+    def start_kueue(self, integrations: Iterable[str] = KUEUE_INTEGRATIONS, fair_sharing: bool = False) -> RunningPeer:
         objects = self.render(KUEUE)
         ports = Ports(free_port(), free_port(), free_port())
+        self._kueue = (objects, ports, tuple(integrations))
+        self._install(installed_objects(objects, KUEUE, f"127.0.0.1:{ports.webhook}"))
+        return self._launch_kueue(fair_sharing)
+
+    def restart_kueue(self, fair_sharing: bool) -> RunningPeer:
+        """Kueue stopped and started again, installed as it was, with fair sharing on or off:
+        Kueue reads its config once, at start."""
+        if self._kueue is None or "kueue" not in self.running:
+            raise PeerError("Kueue is not running: start it (Peers.start_kueue) before restarting it")
+        self.running.pop("kueue").program.stop()
+        return self._launch_kueue(fair_sharing)
+
+    def _launch_kueue(self, fair_sharing: bool) -> RunningPeer:
+        assert self._kueue is not None
+        objects, ports, integrations = self._kueue
         cert_dir = self.workdir / "kueue" / "certs"
-        config = kueue_config(upstream_config(objects, KUEUE), ports, cert_dir, integrations)
+        config = kueue_config(upstream_config(objects, KUEUE), ports, cert_dir, integrations, fair_sharing)
         config_file = self.workdir / "kueue" / "config.yaml"
         config_file.parent.mkdir(parents=True, exist_ok=True)
         config_file.write_text(yaml.safe_dump(config, sort_keys=False))
-        self._install(installed_objects(objects, KUEUE, f"127.0.0.1:{ports.webhook}"))
         argv = [str(self.binaries["kueue"]), f"--config={config_file}", *upstream_args(objects, KUEUE),
                 f"--kubeconfig={self._kubeconfig(KUEUE)}"]
         return self._start(KUEUE, argv, ports, cert_dir, {})

@@ -8,9 +8,16 @@ one settled before the next (no Workload of the scenario changed for two quiet s
 decided: admitted, or pending with a reason). As in Kueue's own performance harness, the runner
 finishes an eviction (quota unset) and marks a Workload finished; neither side's job integration
 is involved. After every event the two sides' outcomes are compared: what is admitted, in which
-flavor, whom each preempted (victim, preemptor, reason) and each pending Workload's reason.
+flavor, whom each preempted (victim, preemptor, reason) and each pending Workload's reason. A
+scenario played, its Workloads are deleted (standalone ones carry no finalizer on either side):
+left pending, Kueue would keep trying them in every scheduling cycle of every later scenario.
 
     python bench/peers/differential.py [--seeds 0:50] [--parallel 4] [--timeout 60]
+
+Fair sharing is a scenario's setting but a controller's config (Kueue reads its config once), so
+the seeds are played in two groups, fair sharing off then on, each side's controller restarted
+with the setting between them: Kueue with its `fairSharing` block, batchgate with its policy
+ConfigMap's `fairSharing.enable`.
 
 It prints one line per scenario (agree, or its differences and the scenario), then the agreement.
 A side that is not built or does not start ends the run with one line: nothing is compared
@@ -27,12 +34,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -41,7 +51,7 @@ from bench.admission_scale import (WL, keep_watching, mark_finished, real_cluste
                                    release_evicted, start_controller)
 from bench.peers.differential_scenarios import Arrive, Scenario, describe, generate, setup_objects, workload  # noqa: E402
 from bench.peers.kueue_scale import NOT_BUILT, WORKLOADS as KUEUE_WORKLOADS  # noqa: E402
-from controller.adapters.kube import RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
+from controller.adapters.kube import CONFIGMAPS, RESOURCES, ApiError, KubeClient, Resource  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
 from realcluster.peers import PeerError, Peers  # noqa: E402
@@ -50,6 +60,8 @@ from realcluster.peers import PeerError, Peers  # noqa: E402
 # Kueue v0.17 moves parked Workloads back a second after quota is freed (its requeue batch period).
 QUIET_SECONDS = 2.0
 UNDECIDED_SECONDS = 5.0  # a Workload that long without a word from the controller counts as pending without a reason
+RESTART_SECONDS = 600.0  # a controller restarted, at most this long to catch up
+CAUGHT_UP_SECONDS = 5.0
 UID = re.compile(r"\(UID: ([^,)]+)")
 
 
@@ -119,16 +131,18 @@ def decided(obj: dict[str, Any]) -> bool:
     return bool(_condition(obj, "QuotaReserved"))
 
 
-def preemption(obj: dict[str, Any], names: dict[str, str]) -> tuple[tuple[str, str], Preempted] | None:
-    """The Preempted=True condition of a Workload (keyed by its time and message, so that each
-    preemption counts once), the preemptor named from the UID in its message."""
+def preemption(obj: dict[str, Any], names: dict[str, str]) -> tuple[tuple[str, str, str], Preempted] | None:
+    """The Preempted=True condition of a Workload (keyed by the victim, its time and message, so
+    that each preemption counts once: the victims of one preemptor share a time and a message),
+    the preemptor named from the UID in its message."""
     cond = _condition(obj, "Preempted")
     if cond.get("status") != "True":
         return None
     match = UID.search(str(cond.get("message", "")))
     preemptor = names.get(match.group(1), "?") if match else "?"
-    key = (str(cond.get("lastTransitionTime")), str(cond.get("message")))
-    return key, Preempted(obj["metadata"]["name"], preemptor, str(cond.get("reason")))
+    victim = obj["metadata"]["name"]
+    key = (victim, str(cond.get("lastTransitionTime")), str(cond.get("message")))
+    return key, Preempted(victim, preemptor, str(cond.get("reason")))
 
 
 def differences(scenario: Scenario, kueue: list[Outcome], batchgate: list[Outcome]) -> list[Difference]:
@@ -169,7 +183,7 @@ class Recorder:
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # uid -> name
     first_seen: dict[str, float] = field(default_factory=dict)
-    seen_preemptions: set[tuple[str, str]] = field(default_factory=set)
+    seen_preemptions: set[tuple[str, str, str]] = field(default_factory=set)
     preempted: set[Preempted] = field(default_factory=set)  # since the last outcome
     changed: float = field(default_factory=time.monotonic)
 
@@ -178,8 +192,10 @@ class Side:
     """A controller on its own cluster: plays scenarios there and reports each event's outcome.
     One watch of all Workloads serves every scenario; evictions are finished as Kueue's harness does."""
 
-    def __init__(self, name: str, client: KubeClient, workloads: Resource, timeout: float) -> None:
+    def __init__(self, name: str, client: KubeClient, workloads: Resource, timeout: float,
+                 restart: Callable[[bool], None], fair_sharing: bool) -> None:
         self.name, self.client, self.api, self.timeout = name, client, workloads, timeout
+        self.restart, self.fair_sharing = restart, fair_sharing
         self.lock = threading.Lock()
         self.recorders: dict[str, Recorder] = {}
         self.done = threading.Event()
@@ -189,6 +205,25 @@ class Side:
     def close(self) -> None:
         self.done.set()
         self.pool.shutdown(wait=False)
+
+    def use(self, fair_sharing: bool) -> None:
+        """Fair sharing on or off from now on: the controller restarted with it, and caught up (no
+        ClusterQueue written for a while: Kueue rewrites every one's status after a restart, at its
+        client's 50 requests/s, before it gets to a new scenario's). Between scenarios only."""
+        if fair_sharing == self.fair_sharing:
+            return
+        self.restart(fair_sharing)
+        self.fair_sharing = fair_sharing
+        cq = RESOURCES["ClusterQueue"]
+        deadline, last, since = time.monotonic() + RESTART_SECONDS, -1, time.monotonic()
+        while time.monotonic() < deadline:
+            latest = max((int(o["metadata"]["resourceVersion"]) for o in self.client.list(cq)["items"]), default=0)
+            if latest != last:
+                last, since = latest, time.monotonic()
+            elif time.monotonic() - since >= CAUGHT_UP_SECONDS:
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"{self.name}: ClusterQueues still written {RESTART_SECONDS:.0f} s after the restart")
 
     def _observe(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -208,6 +243,9 @@ class Side:
                 self.pool.submit(release_evicted, self.client, self.api, meta["name"], meta["namespace"])
 
     def play(self, scenario: Scenario) -> list[Outcome]:
+        if scenario.fair_sharing != self.fair_sharing:
+            raise RuntimeError(f"{self.name}: seed {scenario.seed} wants fair sharing {scenario.fair_sharing}, "
+                               f"the controller runs with {self.fair_sharing}: call use() between groups")
         rec = Recorder(scenario.prefix)
         with self.lock:
             self.recorders[scenario.prefix] = rec
@@ -223,6 +261,12 @@ class Side:
             outcomes.append(self._settle(rec))
         with self.lock:
             del self.recorders[scenario.prefix]
+        for name in rec.objects:  # gone, so that no later scenario shares a controller with them
+            try:
+                self.client.delete(self.api, name, scenario.prefix)
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
         return outcomes
 
     def _create(self, api: Resource, obj: dict[str, Any]) -> None:
@@ -264,46 +308,104 @@ class Side:
 
 
 @contextmanager
-def kueue_side(stack: ExitStack, timeout: float) -> Iterator[Side]:
+def kueue_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iterator[Side]:
     """Kueue v0.17 (batch/job integrated only) on a fresh real control plane."""
     control_plane, built = toolchain.locate(), toolchain.locate(which=toolchain.peer_programs)
     if control_plane is None or built is None:
         raise PeerError(NOT_BUILT)
     cluster = stack.enter_context(RealCluster(Path(tempfile.mkdtemp(prefix="differential-kueue-")), binaries=control_plane,
                                               operators=False))
-    stack.enter_context(Peers(cluster, built)).start_kueue(["batch/job"])
-    side = Side("kueue", KubeClient.from_kubeconfig(str(cluster.kubeconfig)), KUEUE_WORKLOADS, timeout)
+    peers = stack.enter_context(Peers(cluster, built))
+    peers.start_kueue(["batch/job"], fair_sharing)
+
+    def restart(fair: bool) -> None:
+        peers.restart_kueue(fair)
+
+    side = Side("kueue", KubeClient.from_kubeconfig(str(cluster.kubeconfig)), KUEUE_WORKLOADS, timeout, restart,
+                fair_sharing)
     try:
         yield side
     finally:
         side.close()
+
+
+POLICY = ("batchgate-system", "batchgate-policy")  # the controller's default --policy-configmap
+
+
+def policy_configmap(fair_sharing: bool) -> dict[str, Any]:
+    """batchgate's policy ConfigMap: the defaults, fair sharing on or off."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": POLICY[0], "name": POLICY[1]},
+            "data": {"policy.yaml": yaml.safe_dump({"fairSharing": {"enable": fair_sharing}})}}
 
 
 @contextmanager
-def batchgate_side(stack: ExitStack, timeout: float) -> Iterator[Side]:
-    """batchgate's controller on a fresh real control plane with batchgate's CRDs and RBAC."""
+def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iterator[Side]:
+    """batchgate's controller on a fresh real control plane with batchgate's CRDs and RBAC; a
+    restart writes the policy ConfigMap first and waits until the new controller is ready (its
+    informers listed, the ConfigMap's policy applied)."""
     if toolchain.locate() is None:
         raise PeerError(NOT_BUILT)
     kubeconfig, controller_kubeconfig, _ = real_cluster(stack, Path(tempfile.mkdtemp(prefix="differential-batchgate-")))
-    start_controller(stack, controller_kubeconfig)
-    side = Side("batchgate", KubeClient.from_kubeconfig(str(kubeconfig)), WL, timeout)
+    client = KubeClient.from_kubeconfig(str(kubeconfig))
+    running = [stack.enter_context(ExitStack())]  # the controller's own, closed at a restart or with `stack`
+
+    def start(fair: bool) -> None:
+        configmap = policy_configmap(fair)
+        try:
+            client.create(CONFIGMAPS, configmap)
+        except ApiError as exc:
+            if not exc.already_exists:
+                raise
+            client.replace(CONFIGMAPS, configmap)
+        running[0].close()
+        _, metrics = start_controller(running[0], controller_kubeconfig)
+        wait_ready(metrics.replace("/metrics", "/readyz"), timeout)
+
+    start(fair_sharing)
+    side = Side("batchgate", client, WL, timeout, start, fair_sharing)
     try:
         yield side
     finally:
         side.close()
 
 
-def both_sides(stack: ExitStack, timeout: float) -> tuple[Side, Side]:
+def wait_ready(url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} not ready after {timeout:.0f} s")
+
+
+def both_sides(stack: ExitStack, timeout: float, fair_sharing: bool = False) -> tuple[Side, Side]:
     """Kueue's side and batchgate's, started at once (each cluster takes a minute on a busy
     machine), both stopped with `stack`; if one does not start, the other is stopped too."""
     owns = [stack.enter_context(ExitStack()), stack.enter_context(ExitStack())]  # closed with `stack`, even on Ctrl-C
 
-    def start(own: ExitStack, side: Callable[[ExitStack, float], AbstractContextManager[Side]]) -> Side:
-        return own.enter_context(side(own, timeout))
+    def start(own: ExitStack, side: Callable[[ExitStack, float, bool], AbstractContextManager[Side]]) -> Side:
+        return own.enter_context(side(own, timeout, fair_sharing))
 
     with ThreadPoolExecutor(2) as pool:
         kueue, batchgate = pool.submit(start, owns[0], kueue_side), pool.submit(start, owns[1], batchgate_side)
     return kueue.result(), batchgate.result()
+
+
+def use(sides: Iterable[Side], fair_sharing: bool) -> None:
+    """Every side switched to `fair_sharing` at once (each restart takes seconds)."""
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(side.use, fair_sharing) for side in sides]:
+            done.result()
+
+
+def by_fair_sharing(seeds: Iterable[int]) -> list[tuple[bool, list[int]]]:
+    """The seeds in the groups they are played in: fair sharing off, then on (a group without seeds left out)."""
+    settings = {seed: generate(seed).fair_sharing for seed in seeds}
+    return [(fair, group) for fair in (False, True) if (group := [s for s, f in settings.items() if f == fair])]
 
 
 @dataclass(frozen=True)
@@ -344,20 +446,30 @@ def main() -> int:
     parser.add_argument("--seeds", type=parse_seeds, default=range(0, 50), help="start:stop (a range of seeds) or one seed")
     parser.add_argument("--parallel", type=int, default=4, help="scenarios played at once on each side")
     parser.add_argument("--timeout", type=float, default=60, help="seconds an event may take to settle")
+    parser.add_argument("--fair-sharing", choices=("off", "on"), help="play only the seeds with fair sharing so")
     args = parser.parse_args()
     results: list[Compared] = []
+    groups = [(fair, seeds) for fair, seeds in by_fair_sharing(args.seeds)
+              if args.fair_sharing is None or fair == (args.fair_sharing == "on")]
     try:
         with ExitStack() as stack:
-            kueue, batchgate = both_sides(stack, args.timeout)
-            pool = ThreadPoolExecutor(args.parallel)
-            try:
-                for r in pool.map(lambda seed: compare(kueue, batchgate, seed), args.seeds):
-                    results.append(r)
-                    report(r)
-            except KeyboardInterrupt:  # stop: the scenarios under way finish, the rest are not started
-                print("interrupted: the agreement below is over the scenarios finished", flush=True)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+            kueue, batchgate = both_sides(stack, args.timeout, groups[0][0] if groups else False)
+            for fair, seeds in groups:
+                print(f"fair sharing {'on' if fair else 'off'}: {len(seeds)} scenarios", flush=True)
+                use((kueue, batchgate), fair)
+                pool = ThreadPoolExecutor(args.parallel)
+                try:
+                    for r in pool.map(lambda seed: compare(kueue, batchgate, seed), seeds):
+                        results.append(r)
+                        report(r)
+                except KeyboardInterrupt:  # stop: the scenarios under way finish, the rest are not started
+                    print("interrupted: the agreement below is over the scenarios finished", flush=True)
+                    break
+                except (ApiError, RuntimeError) as err:  # a side stopped answering (a peer that exited, say)
+                    print(f"did not finish: {err}; the agreement below is over the scenarios finished", flush=True)
+                    break
+                finally:
+                    pool.shutdown(wait=True, cancel_futures=True)
     except (PeerError, RealClusterError, subprocess.CalledProcessError) as err:
         print(f"bench/peers/differential: {err}", file=sys.stderr)
         return 2

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bench.peers.differential import (Difference, Held, Outcome, Preempted, Side, both_sides, compare, decided,
-                                      differences, held, preemption)
-from bench.peers.differential_scenarios import Arrive, Finish, Scenario, generate, setup_objects
+from batchgate.policy_configmap import policy_from_configmap
+from bench.peers.differential import (POLICY, Difference, Held, Outcome, Preempted, Side, both_sides, by_fair_sharing,
+                                      compare, decided, differences, held, policy_configmap, preemption, use)
+from bench.peers.differential_scenarios import (TOLERATIONS, Arrive, Finish, Flavor, Scenario, generate, setup_objects,
+                                                workload)
 from tests.realcluster_fixtures import BINARIES, NOT_BUILT, PEERS, PEERS_NOT_BUILT
 
 
@@ -63,10 +65,16 @@ def test_a_preemption_names_the_preemptor_from_the_uid_in_its_message() -> None:
     obj = wl(("Preempted", "True", "Preempted to accommodate a workload (UID: u-9, JobUID: UNKNOWN) due to x"))
     key, seen = preemption(obj, {"u-9": "w4"}) or ((), None)
     assert seen == Preempted("w1", "w4", "R")
-    assert key == ("2026-01-01T00:00:00Z", "Preempted to accommodate a workload (UID: u-9, JobUID: UNKNOWN) due to x")
+    assert key == ("w1", "2026-01-01T00:00:00Z", "Preempted to accommodate a workload (UID: u-9, JobUID: UNKNOWN) due to x")
 
 
-SCENARIO = Scenario(1, ("f0",), (), (Arrive("w0", "cq-0", 0, 1), Finish("w0")))
+def test_two_victims_of_one_preemptor_in_the_same_second_are_two_preemptions() -> None:
+    message = ("Preempted", "True", "Preempted to accommodate a workload (UID: u-9) due to x")
+    first, second = preemption(wl(message), {}), preemption(wl(message, name="w2"), {})
+    assert first is not None and second is not None and first[0] != second[0]
+
+
+SCENARIO = Scenario(1, (Flavor("f0"),), (), (Arrive("w0", "cq-0", 0, 1), Finish("w0")))
 A, P = Held("admitted", "f0"), Held("pending", reason="no quota")
 DIFFERENCES = [
     pytest.param([Outcome({"w0": A}, frozenset())], [Outcome({"w0": A}, frozenset())], [],
@@ -107,8 +115,51 @@ def test_every_seed_gives_the_same_valid_scenario(seed: int) -> None:
         assert len(q.quotas) == len(s.flavors)
         assert all(x.lending_limit is None or x.lending_limit <= x.nominal for x in q.quotas)  # Kueue's webhook rule
         assert not q.borrow_within or q.reclaim != "Never"  # ditto
-    names = [o["metadata"]["name"] for o in setup_objects(s) if o["kind"] != "LocalQueue"]
+        assert q.cohort or all(x.borrowing_limit is None and x.lending_limit is None for x in q.quotas)  # ditto
+        assert not q.weight or s.fair_sharing
+        assert q.cohort or not s.fair_sharing or q.within == "Never"  # Kueue v0.17.0's crash, kubernetes-sigs/kueue#10891
+    objects = setup_objects(s)
+    names = [o["metadata"]["name"] for o in objects if o["kind"] != "LocalQueue"]
     assert all(n == s.prefix or n.startswith(f"{s.prefix}-") for n in names)
+    cohorts = [o["spec"]["cohort"] for o in objects if o["kind"] == "ClusterQueue" and "cohort" in o["spec"]]
+    assert all(c.startswith(f"{s.prefix}-cohort-") for c in cohorts)  # borrowing never leaves the scenario
+
+
+def pod(arrive: Arrive) -> dict[str, Any]:
+    template: dict[str, Any] = workload(SCENARIO, arrive, "v")["spec"]["podSets"][0]["template"]["spec"]
+    return {k: v for k, v in template.items() if k not in ("restartPolicy", "containers")}
+
+
+NOT_IN_A = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}]}}}
+PLACEMENTS = [
+    pytest.param(Arrive("w0", "cq-0", 0, 1), {}, id="a Workload without placement has no selector, affinity or toleration"),
+    pytest.param(Arrive("w0", "cq-0", 0, 1, ("selector", "b")), {"nodeSelector": {"zone": "b"}},
+                 id="a zone selector is a nodeSelector on the flavors' label key"),
+    pytest.param(Arrive("w0", "cq-0", 0, 1, ("other", "x")), {"nodeSelector": {"other": "x"}},
+                 id="a selector on a key no flavor has is one flavor assignment ignores"),
+    pytest.param(Arrive("w0", "cq-0", 0, 1, ("notin", "a")), {"affinity": NOT_IN_A},
+                 id="zone NotIn is a required node affinity"),
+    pytest.param(Arrive("w0", "cq-0", 0, 1, toleration=0), {"tolerations": [TOLERATIONS[0]]},
+                 id="a toleration is the pod template's"),
+]
+
+
+@pytest.mark.parametrize(("arrive", "expected"), PLACEMENTS)
+def test_what_a_workload_asks_of_its_flavor_is_in_its_pod_template(arrive: Arrive, expected: dict[str, Any]) -> None:
+    assert pod(arrive) == expected
+
+
+def test_fair_sharing_groups_the_seeds_off_first_each_seed_once() -> None:
+    groups = by_fair_sharing(range(40))
+    assert [fair for fair, _ in groups] == [False, True]
+    assert sorted(s for _, seeds in groups for s in seeds) == list(range(40))
+    assert all(generate(s).fair_sharing is fair for fair, seeds in groups for s in seeds)
+
+
+@pytest.mark.parametrize("fair", [False, True], ids=["off", "on"])
+def test_the_policy_configmap_the_runner_writes_is_the_one_batchgate_reads(fair: bool) -> None:
+    assert policy_from_configmap(policy_configmap(fair), *POLICY).fair_sharing.enable is fair
 
 
 KUEUE_7232 = "previously considered podsets requests"
@@ -128,9 +179,16 @@ def sides() -> Iterator[tuple[Side, Side]]:
 
 @pytest.mark.realcluster
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("seed", [1, 2], ids=["seed 1", "seed 2"])
-def test_kueue_and_batchgate_decide_a_generated_scenario_alike(sides: tuple[Side, Side], seed: int) -> None:
-    compared = compare(*sides, seed)
-    assert compared.decisions_agree, compared.differences
-    # the one pending-reason difference docs/quota.md lists: v0.17's wording of kubernetes-sigs/kueue#7232
-    assert all(KUEUE_7232 in d.text for d in compared.differences), compared.differences
+def test_kueue_and_batchgate_decide_generated_scenarios_alike_with_fair_sharing_off_then_on(
+        sides: tuple[Side, Side]) -> None:
+    # seed 10: two cohorts and a ClusterQueue in none, flavors with zone labels; seed 8: fair sharing,
+    # a tainted flavor, a weight. As the bench command: grouped off then on, both controllers restarted between.
+    groups = by_fair_sharing([10, 8])
+    assert [fair for fair, _ in groups] == [False, True]
+    for fair, seeds in groups:
+        use(sides, fair)
+        for seed in seeds:
+            compared = compare(*sides, seed)
+            assert compared.decisions_agree, (seed, compared.differences)
+            # the one pending-reason difference docs/quota.md lists: v0.17's wording of kubernetes-sigs/kueue#7232
+            assert all(KUEUE_7232 in d.text for d in compared.differences), (seed, compared.differences)

@@ -81,6 +81,14 @@ def test_kueues_config_is_upstreams_with_what_a_local_process_needs(tmp_path: Pa
     assert config["integrations"] == {"frameworks": ["batch/job"]}
     assert config["featureGates"] == {"VisibilityOnDemand": False}
     assert config["clientConnection"] == {"qps": 50, "burst": 100}
+    assert "fairSharing" not in config
+
+
+def test_kueues_fair_sharing_is_its_v1beta2_block_with_both_strategies(tmp_path: Path) -> None:
+    base = {**peers.upstream_config(UPSTREAM, KUEUE), "fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}
+    on = peers.kueue_config(base, PORTS, tmp_path, ["batch/job"], fair_sharing=True)
+    assert on["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+    assert "fairSharing" not in peers.kueue_config(base, PORTS, tmp_path, ["batch/job"], fair_sharing=False)
 
 
 def test_an_integration_upstream_does_not_ship_is_one_line_naming_the_choices(tmp_path: Path) -> None:
