@@ -368,7 +368,11 @@ class QuotaState:
     # --- effects of decisions ----------------------------------------------------------------
     def assume(self, workload: ObjectKey, cluster_queue: str, usage: Mapping[tuple[str, str], int],
                flavors: Mapping[str, Mapping[str, str]], now: _dt.datetime) -> None:
-        """Record an admission; the caller writes it to the API and calls `forget` on failure."""
+        """Record an admission; the caller writes it to the API and calls `forget` on failure.
+
+        The reservation time is kept at the second, as the API stores a condition's time: its
+        echo then reads back equal and leaves the cohort's recalled nominations standing.
+        """
         self._settled_under = None
         if workload in self.admitted:
             raise ValueError(f"workload {workload} already holds quota")
@@ -377,7 +381,7 @@ class QuotaState:
         self.messages.pop(workload, None)
         self.flavor_progress.pop(workload, None)
         self._hold(AdmittedWorkload(self.workloads[workload], cluster_queue, dict(usage),
-                                    {k: dict(v) for k, v in flavors.items()}, now))
+                                    {k: dict(v) for k, v in flavors.items()}, now.replace(microsecond=0)))
 
     def mark_evicted(self, workload: ObjectKey) -> bool:
         """Evicted=True: it still holds quota until its pods are gone. False if already so."""
