@@ -122,6 +122,9 @@ class QuotaState:
     queue_views: Recall = field(default_factory=Recall, compare=False, repr=False)  # see queue_version
     _objects_version: int = 0  # bumped when queues, flavors, namespaces or priority classes change
     _held_versions: dict[tuple[str, str], int] = field(default_factory=dict)  # per nomination scope
+    # pending workloads (in a heap, parked or blocked) per LocalQueue, kept as they move: see pending_in
+    _pending_by_queue: dict[tuple[str, str], int] = field(default_factory=dict, compare=False, repr=False)
+    _counted_in: dict[ObjectKey, tuple[str, str]] = field(default_factory=dict, compare=False, repr=False)
 
     # --- whether a cycle can decide anything new -----------------------------------------------
     @property
@@ -189,6 +192,25 @@ class QuotaState:
         if self.missing_flavors(cq):
             return f"ClusterQueue {name} is inactive"
         return None
+
+    def pending_in(self, namespace: str, local_queue: str) -> int:
+        """How many workloads of a LocalQueue wait: counted as they move, so a status flush over
+        many LocalQueues does not walk every pending workload once per queue."""
+        return self._pending_by_queue.get((namespace, local_queue), 0)
+
+    def _count_pending(self, workload: ObjectKey) -> None:
+        """Called wherever `workload` may have entered or left the heaps, the parked or the blocked."""
+        queue = self._counted_in.pop(workload, None)
+        if queue is not None:
+            left = self._pending_by_queue[queue] - 1
+            if left:
+                self._pending_by_queue[queue] = left
+            else:
+                del self._pending_by_queue[queue]
+        if workload in self.pending.where or workload in self.blocked:
+            info = self.workloads[workload]
+            queue = self._counted_in[workload] = (info.namespace, info.queue_name)
+            self._pending_by_queue[queue] = self._pending_by_queue.get(queue, 0) + 1
 
     def is_pending(self, workload: ObjectKey) -> bool:
         return (workload in self.workloads and workload not in self.admitted
@@ -414,6 +436,7 @@ class QuotaState:
         self.blocked.pop(workload, None)
         self.messages.pop(workload, None)
         self.finished.add(workload)
+        self._count_pending(workload)
 
     def forget(self, workload: ObjectKey) -> None:
         """The workload is gone (deleted, or replaced by a newer observation)."""
@@ -422,6 +445,7 @@ class QuotaState:
         self.flavor_progress.pop(workload, None)
         self.pending.remove(workload)
         self.blocked.pop(workload, None)
+        self._count_pending(workload)
         self.messages.pop(workload, None)
         self.finished.discard(workload)
         self.workloads.pop(workload, None)
@@ -501,10 +525,11 @@ class QuotaState:
         if reason is not None:
             self.pending.remove(workload)
             self.blocked[workload] = reason
-            return
-        self.blocked.pop(workload, None)
-        assert lq is not None
-        self.pending.push(lq.cluster_queue, workload, sort_key(info.priority, info.timestamp, workload))
+        else:
+            self.blocked.pop(workload, None)
+            assert lq is not None
+            self.pending.push(lq.cluster_queue, workload, sort_key(info.priority, info.timestamp, workload))
+        self._count_pending(workload)
 
     def _reroute_blocked(self) -> None:
         for workload in list(self.blocked):
@@ -514,6 +539,7 @@ class QuotaState:
         self._held_changed(held.cluster_queue)
         self.pending.remove(held.info.key)
         self.blocked.pop(held.info.key, None)
+        self._count_pending(held.info.key)
         self.admitted[held.info.key] = held
         self.admitted_by_cq.setdefault(held.cluster_queue, {})[held.info.key] = held
         if held.cluster_queue in self.book.quotas:

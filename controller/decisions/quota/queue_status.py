@@ -67,10 +67,7 @@ def local_queue_status(state: QuotaState, namespace: str, name: str) -> dict[str
     lq = state.local_queues[(namespace, name)]
     mine = [h for h in state.admitted_by_cq.get(lq.cluster_queue, {}).values()
             if (h.info.namespace, h.info.queue_name) == (namespace, name)]
-    queue = state.pending.queues.get(lq.cluster_queue)
-    waiting = [*queue.active, *queue.inadmissible] if queue is not None else []
-    pending = sum(1 for key in [*waiting, *state.blocked]
-                  if (state.workloads[key].namespace, state.workloads[key].queue_name) == (namespace, name))
+    pending = state.pending_in(namespace, name)
     totals: dict[tuple[str, str], int] = {}
     for held in mine:
         for fr, value in held.usage.items():

@@ -8,6 +8,7 @@ same workloads, at the same ticks and in the same order, and leave the same pend
 from __future__ import annotations
 
 import datetime as _dt
+from collections import Counter
 from functools import partial
 from typing import Any
 
@@ -70,6 +71,11 @@ class Loop:
             assert recalled[ObjectKey("ClusterQueue", "", name)] == cluster_queue_status(state, name)
             figures = partial(cluster_queue_figures, state, name)  # as the admission loop's gauges recall them
             assert state.queue_views.one(("figures", name), state.queue_version(name), figures) == figures()
+        waiting = Counter((state.workloads[key].namespace, state.workloads[key].queue_name)
+                          for key in state.workloads if state.is_pending(key))
+        for namespace, name in state.local_queues:  # the counts kept as workloads move, against a walk
+            assert recalled[ObjectKey("LocalQueue", namespace, name)]["pendingWorkloads"] == waiting[(namespace, name)]
+        assert all(state.pending_in(*queue) == count for queue, count in waiting.items())  # LocalQueues gone too
 
     def reasons(self) -> dict[ObjectKey, tuple[str, str]]:
         state = self.sim.state
