@@ -398,6 +398,9 @@ class Measured:
     served: Counter[str] = field(default_factory=Counter)  # API server's requests by verb (real control plane)
     own: Counter[str] = field(default_factory=Counter)  # the controller's, by `verb resource` (audit log)
     harness_usage: float = float("nan")  # mean ClusterQueue usage, %, as Kueue's harness checker computes it
+    api_cpu: float = float("nan")  # the API server's CPU seconds over the wall (kube-apiserver, or the stand-in)
+    api_rss: float = float("nan")  # the API server's peak RSS, MB
+    done: int = 0  # Workloads finished by the end (all of them, unless the run timed out)
     evicted: Counter[str] = field(default_factory=Counter)  # evictions by the victim's class and the reason
 
     @property
@@ -411,10 +414,13 @@ class Measured:
 
 
 def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, timeout: float,
-                 requests: ApiRequests | None, api: Resource = WL, done: threading.Event | None = None) -> Measured:
-    """Create and finish the Workloads while the controller (process `pid`) admits them; measure."""
+                 requests: ApiRequests | None, api: Resource = WL, done: threading.Event | None = None,
+                 api_pid: int | None = None) -> Measured:
+    """Create and finish the Workloads while the controller (process `pid`) admits them; measure,
+    with the API server's own CPU and memory when its process (`api_pid`) is given."""
     before = (requests.served(), requests.own()) if requests else (Counter[str](), Counter[str]())
     cpu0 = proc_cpu_seconds(pid)
+    api_cpu0 = proc_cpu_seconds(api_pid) if api_pid else float("nan")
     total = sum(len(queues) * max(1, round(c.count * scale)) for c in BASELINE)
     run, done, queue_samples = Run(), done or threading.Event(), dict[str, list[tuple[float, float]]]()
     threading.Thread(target=follow_queues, args=(client, queue_samples, done), daemon=True).start()
@@ -426,13 +432,16 @@ def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, 
     time.sleep(2)  # the last ClusterQueue status writes, for the harness's usage
     done.set()
     cpu, rss = proc_cpu_seconds(pid) - cpu0, proc_peak_rss_mb(pid)
+    api_cpu, api_rss = ((proc_cpu_seconds(api_pid) - api_cpu0, proc_peak_rss_mb(api_pid)) if api_pid
+                        else (float("nan"), float("nan")))
     served, own = (requests.served() - before[0], requests.own() - before[1]) if requests else before
     by_class: dict[str, list[float]] = {}
     for t in run.tracked.values():
         if t.admitted is not None:
             by_class.setdefault(t.cls.name, []).append(t.admitted - t.created)
     return Measured(total, finished, t1 - t0, cpu, rss, mean_usage(run, queues, t0, t1), run.evictions, by_class,
-                    served=served, own=own, harness_usage=harness_usage(dict(queue_samples)), evicted=run.evicted)
+                    served=served, own=own, harness_usage=harness_usage(dict(queue_samples)), evicted=run.evicted,
+                    api_cpu=api_cpu, api_rss=api_rss, done=run.finished)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -484,10 +493,13 @@ def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burs
     with ExitStack() as stack:
         if kube == "real":
             kubeconfig, controller_kubeconfig, requests = real_cluster(stack, work)
+            apiserver = requests.cluster.programs["kube-apiserver"].process
+            api_pid = apiserver.pid if apiserver is not None else None
         else:
             cluster, _ = start([sys.executable, "-m", "batchgate.cli", "cluster", "--workdir", str(work)],
                                r"KUBECONFIG=", env, on_stdout=True)
             stack.callback(stop, cluster)
+            api_pid = cluster.pid
             kubeconfig = controller_kubeconfig = work / "kubeconfig"
             subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={work / 'cache'}", "apply", "-k",
                             str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
@@ -502,7 +514,7 @@ def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burs
                     urllib.request.urlopen(metrics_url, timeout=10).read()
                     scrapes += 1
             threading.Thread(target=scrape_controller, daemon=True).start()
-        m = run_scenario(client, queues, controller.pid, scale, timeout, requests, done=done)
+        m = run_scenario(client, queues, controller.pid, scale, timeout, requests, done=done, api_pid=api_pid)
         m.metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
         m.scrapes = scrapes
     if m.finished:  # an unfinished run keeps its cluster's logs
@@ -545,11 +557,14 @@ def main() -> int:
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads "
           f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}, {args.kube} control plane")
+    print(f"controller: {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB; "
+          f"API server ({args.kube}): {1000 * m.api_cpu / m.wall:.0f} mCPU average, peak RSS {m.api_rss:.0f} MB")
     if not m.finished:
-        print(f"NOT FINISHED within {args.timeout:.0f} s")
+        admitted = sum(len(values) for values in m.by_class.values())
+        print(f"NOT FINISHED within {args.timeout:.0f} s: {m.done} of {m.total} Workloads finished, "
+              f"{admitted} ever admitted")
         return 1
     print_admissions(m, "preemptions")
-    print(f"controller: {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB")
     if m.served:
         print("API server, requests served by verb (all clients): "
               + ", ".join(f"{verb} {count:.0f}" for verb, count in sorted(m.served.items()) if count))
