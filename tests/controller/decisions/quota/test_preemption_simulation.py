@@ -114,3 +114,26 @@ def test_when_can_preempt_with_the_simulation(when_can_preempt: str, held_object
     assert len(reports) == len(steps)
     for report, want in zip(reports, steps):
         check(report, want)
+
+
+# Each resource's simulation finds victims in f0 (cpu: take back what `borrowed` borrows; memory:
+# `own`, of lower priority), but together they cannot be had (over nominal memory, this queue may
+# only preempt its own), so whenCanPreempt Preempt stops at f0 and the search finds nobody. Kueue's
+# LastAssignment.PendingFlavors() then keeps the head in the heap (pkg/queue/cluster_queue.go
+# requeueIfNotPresent) and its next attempt resumes at f1.
+PENDING_FLAVORS = [
+    flavor("f0"), flavor("f1"),
+    cluster_queue("cq", group({"f0": {"cpu": 2, "memory": "2Gi"}, "f1": {"cpu": 4, "memory": "4Gi"}}), cohort="c",
+                  within="LowerPriority", reclaim="Any", when_can_preempt="Preempt"),
+    cluster_queue("other", group({"f0": {"cpu": quota(0, borrow=2), "memory": 0}, "f1": {"cpu": 0, "memory": 0}}),
+                  cohort="c"),
+    local_queue("lq", "cq"), local_queue("lq-other", "other"),
+    workload("borrowed", queue="lq-other", cpu=2, admitted_to="other", flavors={"cpu": "f0"}),
+    workload("own", memory="2Gi", admitted_to="cq", flavors={"memory": "f0"}),
+    workload("new", cpu=1, memory="1Gi", priority=10, created=10)]
+
+
+def test_a_head_whose_victims_cannot_be_had_together_resumes_at_the_next_flavor() -> None:
+    first, second = run_trace({"objects": PENDING_FLAVORS, "steps": [{"cycles": 1}, {"cycles": 1}]})
+    check(first, expect(admitted=[], preempted=[], pending={"ns/new": ("active", None)}))
+    check(second, expect(admitted=["ns/new"], flavors={"ns/new": {"main": {"cpu": "f1", "memory": "f1"}}}))
