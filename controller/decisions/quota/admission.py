@@ -17,7 +17,9 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Hashable, Mapping
 
-from controller.decisions.quota.flavor_assignment import FIT, NO_FIT, PREEMPT, FlavorAssignment, assign_flavors
+from controller.decisions.quota.flavor_assignment import (
+    FIT, NO_CANDIDATES, NO_FIT, PREEMPT, RECLAIM, FlavorAssignment, assign_flavors,
+)
 from controller.decisions.quota.outcomes import Admit, CycleResult, Preempt, PreemptionTarget, QueueName, Requeue
 from controller.decisions.quota.preemption import get_targets
 from controller.state.cache import ObjectKey
@@ -154,14 +156,16 @@ def _nominate(state: QuotaState, key: ObjectKey, view: UsageOverlay, now: _dt.da
             searched[key] = get_targets(info, cq, usage, needs, state, view, now)
         return list(searched[key])
 
-    def reclaim_possible(fr: tuple[str, str], value: int) -> bool:
-        """Kueue's preemption oracle: room can be made without touching this queue's own work."""
-        if view.borrowing_with(cq.name, fr, value):
-            return False
-        return all(t.cluster_queue != cq.name for t in targets_for({fr: value}, frozenset({fr})))
+    def simulate_preemption(fr: tuple[str, str], value: int) -> int:
+        """Kueue's preemption oracle since kubernetes-sigs/kueue#5529: the victims the search
+        would take for this flavor resource alone say whether preemption can make room there."""
+        targets = targets_for({fr: value}, frozenset({fr}))
+        if not targets:
+            return NO_CANDIDATES
+        return PREEMPT if any(t.cluster_queue == cq.name for t in targets) else RECLAIM
 
     fair = state.fair_sharing.enable
-    entry.assignment = assign_flavors(info, cq, state.flavors, view, reclaim_possible, fair,
+    entry.assignment = assign_flavors(info, cq, state.flavors, view, simulate_preemption, fair,
                                       state.current_progress(key, cq_name))
     entry.message = entry.assignment.message
     entry.progress = FlavorProgress(state.generation.get(cq_name, 0), entry.assignment.tried)

@@ -5,6 +5,13 @@ flavors are tried in the ClusterQueue's order; a flavor's mode is the worst over
 resources; the default fungibility stops at the first flavor that fits (borrowing included)
 and keeps a flavor that needs preemption only if no later one fits. The reasons collected on
 the way become the message a pending workload shows.
+
+Named later fix, kubernetes-sigs/kueue#5529 (with its follow-up #5698, both in Kueue v0.17): a
+flavor that needs preemption is judged by simulating the preemption there (the preemptor's own
+target search for that one flavor and resource). No victims: the flavor is kept only if no later
+flavor does better, whatever `whenCanPreempt` says; victims all in other ClusterQueues: reclaim;
+any of its own: preempt. Kueue v0.10 instead took the first flavor where preemption "might help",
+so a workload could wait on a flavor that can never make room while a later one could.
 """
 
 from __future__ import annotations
@@ -19,13 +26,15 @@ from controller.decisions.quota.outcomes import Assignment
 from controller.state.quota_book import FlavorResource, UsageOverlay, format_units
 from controller.state.quota_state import FlavorProgress, PodSetRequest, WorkloadInfo
 
-NO_FIT, PREEMPT, FIT = 0, 1, 3
-RECLAIM = 2  # a Preempt that only takes back lent quota: preferred when choosing between flavors
-ReclaimCheck = Callable[[FlavorResource, int], bool]
+NO_FIT, PREEMPT, FIT = 0, 2, 4
+# The finer modes of a flavor that needs preemption, each a Preempt to the rest of the cycle:
+NO_CANDIDATES = 1  # the simulated preemption found no victims (kueue#5529): the next flavor is tried
+RECLAIM = 3  # the victims are all other queues' borrowed quota: preferred when choosing between flavors
+PreemptionCheck = Callable[[FlavorResource, int], int]  # (flavor resource, value) -> one of the three
 
 
 def _coarse(mode: int) -> int:
-    return PREEMPT if mode == RECLAIM else mode
+    return PREEMPT if mode in (NO_CANDIDATES, RECLAIM) else mode
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,7 @@ class _Context:
     cq: ClusterQueue
     flavors: Mapping[str, ResourceFlavor]
     view: UsageOverlay
-    reclaim_possible: ReclaimCheck
+    simulate_preemption: PreemptionCheck
     fair_sharing: bool
     progress: FlavorProgress | None
 
@@ -64,11 +73,12 @@ class _Context:
 
 
 def assign_flavors(info: WorkloadInfo, cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor],
-                   view: UsageOverlay, reclaim_possible: ReclaimCheck, fair_sharing: bool = False,
+                   view: UsageOverlay, simulate_preemption: PreemptionCheck, fair_sharing: bool = False,
                    progress: FlavorProgress | None = None) -> FlavorAssignment:
-    """Kueue's assignment; `reclaim_possible(fr, value)` tells reclaim from in-queue preemption,
-    `progress` is where the previous attempt stopped (None: start from the first flavor)."""
-    ctx = _Context(cq, flavors, view, reclaim_possible, fair_sharing, progress)
+    """Kueue's assignment; `simulate_preemption(fr, value)` is the mode preemption would give
+    where `value` of `fr` does not fit (NO_CANDIDATES, PREEMPT or RECLAIM), `progress` is where the
+    previous attempt stopped (None: start from the first flavor)."""
+    ctx = _Context(cq, flavors, view, simulate_preemption, fair_sharing, progress)
     usage: dict[FlavorResource, int] = {}
     chosen: dict[str, dict[str, str]] = {}
     needs_preemption: set[FlavorResource] = set()
@@ -178,14 +188,15 @@ def _fits(ctx: _Context, fr: FlavorResource, value: int) -> tuple[int, bool, str
         return FIT, borrow, ""
     reason = (f"insufficient unused quota for {res} in flavor {flavor}, "
               f"{format_units(res, value - available)} more needed")
-    if value <= view.book.quota(cq.name, fr).nominal:
-        return (RECLAIM if ctx.reclaim_possible(fr, value) else PREEMPT), borrow, reason
-    if cq.preemption.borrow_within_cohort != "Never" or (ctx.fair_sharing and cq.preemption.reclaim_within_cohort != "Never"):
-        return PREEMPT, borrow, reason
+    if (value <= view.book.quota(cq.name, fr).nominal or cq.preemption.borrow_within_cohort != "Never"
+            or (ctx.fair_sharing and cq.preemption.reclaim_within_cohort != "Never")):
+        return ctx.simulate_preemption(fr, value), borrow, reason
     return NO_FIT, borrow, reason
 
 
 def _try_next_flavor(mode: int, borrow: bool, cq: ClusterQueue) -> bool:
+    if mode == NO_CANDIDATES:  # kueue#5529: preemption cannot make room here now
+        return True
     fungibility = cq.flavor_fungibility
     if mode in (PREEMPT, RECLAIM) and fungibility.when_can_preempt == "Preempt":
         if not borrow or fungibility.when_can_borrow == "Borrow":
