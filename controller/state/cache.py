@@ -59,6 +59,16 @@ def revision(obj: Obj | None) -> int | None:
     return int(raw) if isinstance(raw, str) and raw.isdigit() else None
 
 
+def kept(obj: Obj) -> Obj:
+    """What the cache keeps of an object: all but `metadata.managedFields`, which nothing here
+    reads (every write is a merge patch) and which is more than half of a Workload's memory
+    (17 KB a Workload with it, 7.5 KB without): the bulk of a controller holding 150,000."""
+    meta = metadata(obj)
+    if "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 def _older(obj: Obj, seen: Obj | None) -> bool:
     """Whether `obj` predates `seen` (`revision`)."""
     mine, theirs = revision(obj), revision(seen)
@@ -91,6 +101,7 @@ class ObjectCache:
 
     def apply(self, kind: str, event_type: str, obj: Obj) -> Change | None:
         """Record a watch event; None when it tells nothing new (a replay of a known version)."""
+        obj = kept(obj)
         key = key_of(kind, obj)
         objects = self._objects.setdefault(kind, {})
         old = objects.get(key)
@@ -109,7 +120,7 @@ class ObjectCache:
 
     def replace(self, kind: str, items: Iterable[Obj]) -> list[Change]:
         """A fresh list replaces everything known of a kind; the differences come back as changes."""
-        fresh = {key_of(kind, obj): obj for obj in items}
+        fresh = {key_of(kind, obj): kept(obj) for obj in items}
         objects = self._objects.setdefault(kind, {})
         changes = [Change(key, "DELETED", old, None) for key, old in objects.items() if key not in fresh]
         for key, obj in fresh.items():
@@ -132,6 +143,7 @@ class ObjectCache:
 
         Ignored when the watch already showed the object deleted, or a newer version of it.
         """
+        obj = kept(obj)
         key = key_of(kind, obj)
         uid = metadata(obj).get("uid")
         if uid and uid in self._deleted_uids:

@@ -37,6 +37,25 @@ def test_a_relist_reports_exactly_what_changed_while_we_were_away() -> None:
     assert sorted(o["metadata"]["name"] for o in cache.list("Job")) == ["edited", "kept", "new"]
 
 
+@pytest.mark.parametrize("how", ["event", "relist", "assumed"])
+def test_managed_fields_are_not_kept_and_nothing_else_is_lost(how: str) -> None:
+    managed = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    observed = obj("a", "7", metadata_uid="u1", metadata_labels={"team": "x"}, spec={"queueName": "q"})
+    observed["metadata"]["managedFields"] = managed
+    cache = ObjectCache()
+    if how == "event":
+        change = cache.apply("Workload", "ADDED", observed)
+        assert change is not None and "managedFields" not in change.new["metadata"]
+    elif how == "relist":
+        change, = cache.replace("Workload", [observed])
+        assert change.new is not None and "managedFields" not in change.new["metadata"]
+    else:
+        cache.assume("Workload", observed)
+    stored = cache.get("Workload", "ns", "a")
+    assert stored == obj("a", "7", metadata_uid="u1", metadata_labels={"team": "x"}, spec={"queueName": "q"})
+    assert observed["metadata"]["managedFields"] == managed, "the caller's object is left as it was"
+
+
 def test_an_assumption_shadows_the_observed_object_until_its_next_event() -> None:
     cache = ObjectCache()
     cache.apply("Workload", "ADDED", obj("w", "1"))
