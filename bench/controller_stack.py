@@ -67,9 +67,14 @@ class Processes:
     def controller_requests(self) -> Counter[str]:
         """The controller's resource requests by `verb resource[/subresource]`, as the cluster counted
         them (read after `stop`: the cluster writes its counts as it stops)."""
-        out: Counter[str] = Counter()
-        for request in json.loads(self.recorded.read_text()):
-            if request["user"] == CONTROLLER_USER:
-                what = request["resource"] + (f"/{request['subresource']}" if request["subresource"] else "")
-                out[f"{request['verb']} {what}"] += int(request["count"])
-        return out
+        return recorded_requests(self.recorded, CONTROLLER_USER)
+
+
+def recorded_requests(path: Path, user: str) -> Counter[str]:
+    """`user`'s requests by `verb resource[/subresource]`, as `batchgate cluster --record-requests` wrote them."""
+    out: Counter[str] = Counter()
+    for request in json.loads(path.read_text()):
+        if request["user"] == user:
+            what = request["resource"] + (f"/{request['subresource']}" if request["subresource"] else "")
+            out[f"{request['verb']} {what}"] += int(request["count"])
+    return out
