@@ -31,6 +31,7 @@ timeout is reported as not finished, and not compared.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -46,8 +47,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ["BATCHGATE_TEST_KUBE"] = "real"  # the harness's cluster: the real control plane on both sides
 
+from batchgate import keys  # noqa: E402
 from bench.admission_scale import keep_watching  # noqa: E402
 from bench.peers.kueue_scale import NOT_BUILT  # noqa: E402
 from controller.adapters.kube import RESOURCES, KubeClient  # noqa: E402
@@ -60,6 +61,7 @@ from realcluster.processes import StartError  # noqa: E402
 from tests.e2e.appwrapper_harness import (NODES, PRIORITIES, QUEUE, USERS, AwStack, ControllerProcess,  # noqa: E402
                                           Scenario as Namespace, appwrapper, fault_tolerance, job, new_scenario,
                                           start_stack)
+from tests.clusters import CHOICE  # noqa: E402
 from tests.e2e.test_appwrapper_lifecycle import FAILS, QUICK, RUNNING  # noqa: E402
 
 SETTLE_SECONDS = 3.0  # after a scenario's last step: late writes (a TTL, a finalizer) reach the watches
@@ -140,9 +142,11 @@ def differences(name: str, upstream: Timeline, batchgate: Timeline) -> list[str]
 
 # the scenarios: what alice does, on either side -------------------------------------------------------
 
-def wrapper(name: str, *components: dict[str, Any], annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """An AppWrapper naming the queue: upstream's webhook defaults none."""
-    return appwrapper(name, components, annotations=annotations, labels=QUEUE_LABEL)
+def wrapper(name: str, *components: dict[str, Any], annotations: Mapping[str, str] | None = None,
+            priority: str = "") -> dict[str, Any]:
+    """An AppWrapper naming the queue (upstream's webhook defaults none) and, if given, its priority class."""
+    labels = {**QUEUE_LABEL, **({keys.PRIORITY_CLASS_LABEL: priority} if priority else {})}
+    return appwrapper(name, components, annotations=annotations, labels=labels)
 
 
 def succeeds(ns: Namespace, timeout: float) -> list[str]:
@@ -185,6 +189,28 @@ def deleted_while_running(ns: Namespace, timeout: float) -> list[str]:
     return ["bye"]
 
 
+def preempted(ns: Namespace, timeout: float) -> list[str]:
+    """A higher-priority AppWrapper takes the whole quota from a running one, which suspends and
+    runs again once the other has succeeded."""
+    ns.apply(wrapper("low", job("low-job", cpu="4", behavior=RUNNING), priority="aw-e2e-low"))
+    ns.wait_condition("low", "PodsReady", "True", timeout=timeout)
+    ns.apply(wrapper("high", job("high-job", cpu="4", behavior={"startAfter": "5s", "runFor": "100s"}),
+                     priority="aw-e2e-high"))
+    ns.wait_phase("high", "Succeeded", timeout)
+    ns.wait_condition("low", "PodsReady", "True", timeout=timeout)
+    return ["low", "high"]
+
+
+def missing_component(ns: Namespace, timeout: float) -> list[str]:
+    """alice deletes the running wrapped Job: Failed at once with MissingComponent, no retry."""
+    ns.apply(wrapper("lost", job("lost-job", behavior=RUNNING), annotations={**QUICK, **fault_tolerance(retryLimit="3")}))
+    ns.wait_condition("lost", "PodsReady", "True", timeout=timeout)
+    ns.kubectl("delete", "job", "lost-job", "--wait=false")
+    ns.wait_phase("lost", "Failed", timeout)
+    ns.wait_condition("lost", "ResourcesDeployed", "False", timeout=timeout)
+    return ["lost"]
+
+
 def warmup_exhausted(ns: Namespace, timeout: float) -> list[str]:
     """Its pod never starts: the warmup grace runs out, one reset (retryLimit 1), then Failed."""
     ns.apply(wrapper("stuck", job("stuck-job", behavior={"startAfter": "1h"}),
@@ -203,8 +229,10 @@ def fails_at_once(ns: Namespace, timeout: float) -> list[str]:
 
 
 Play = Callable[[Namespace, float], list[str]]
+Recorded = dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]  # AppWrapper -> its versions, its Workloads' 
 SCENARIOS: dict[str, Play] = {"succeeds": succeeds, "retries": retries, "waits-for-quota": waits_for_quota,
-                              "deleted-while-running": deleted_while_running, "warmup-exhausted": warmup_exhausted,
+                              "deleted-while-running": deleted_while_running, "preempted": preempted,
+                              "missing-component": missing_component, "warmup-exhausted": warmup_exhausted,
                               "fails-at-once": fails_at_once}
 
 
@@ -218,8 +246,9 @@ class Side:
     stack: AwStack
     client: KubeClient
 
-    def play(self, play: Play, timeout: float) -> dict[str, Timeline] | str:
-        """The scenario in a namespace of its own: each AppWrapper's timeline, or why it did not finish."""
+    def play(self, play: Play, timeout: float) -> Recorded | str:
+        """The scenario in a namespace of its own: each AppWrapper's versions and its Workloads', or
+        why it did not finish."""
         scenarios = new_scenario(self.stack)
         ns = next(scenarios)
         workloads: list[dict[str, Any]] = []
@@ -235,7 +264,7 @@ class Side:
             names = play(ns, timeout)
             time.sleep(SETTLE_SECONDS)
             with lock:
-                return {name: timeline(ns.watch.versions(name), owned_by(workloads, name)) for name in names}
+                return {name: (ns.watch.versions(name), owned_by(workloads, name)) for name in names}
         except (AssertionError, KubectlError) as err:
             return str(err).splitlines()[0]
         finally:
@@ -285,17 +314,29 @@ class Result:
     not_finished: list[str] = field(default_factory=list)  # "<side>: why", where a side did not finish
 
 
-def compare(upstream: Side, batchgate: Side, name: str, timeout: float) -> Result:
-    """One scenario on both sides at once, compared when both finished."""
+def compare(upstream: Side, batchgate: Side, name: str, timeout: float, dump: Path | None) -> Result:
+    """One scenario on both sides at once, compared when both finished; with `dump`, what each
+    side recorded is written there (<scenario>.<side>.json: the versions' metadata and status)."""
     with ThreadPoolExecutor(2) as pool:
         runs = [(side.name, pool.submit(side.play, SCENARIOS[name], timeout)) for side in (upstream, batchgate)]
         got = [(side, run.result()) for side, run in runs]
+    if dump is not None:
+        for side, recorded in got:
+            if not isinstance(recorded, str):
+                (dump / f"{name}.{side}.json").write_text(json.dumps(
+                    {aw: [[_kept(v) for v in versions] for versions in pair] for aw, pair in recorded.items()}, indent=1))
     unfinished = [f"{side}: {why}" for side, why in got if isinstance(why, str)]
     if unfinished:
         return Result(name, not_finished=unfinished)
     (_, u), (_, b) = got
     assert not isinstance(u, str) and not isinstance(b, str)
-    return Result(name, [line for aw in u for line in differences(aw, u[aw], b[aw])])
+    return Result(name, [line for aw in u for line in differences(aw, timeline(*u[aw]), timeline(*b[aw]))])
+
+
+def _kept(version: Mapping[str, Any]) -> dict[str, Any]:
+    meta = version.get("metadata") or {}
+    return {"name": meta.get("name"), "resourceVersion": meta.get("resourceVersion"),
+            "deletionTimestamp": meta.get("deletionTimestamp"), "status": version.get("status")}
 
 
 def report(r: Result) -> None:
@@ -320,7 +361,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenarios", type=scenario_names, default=list(SCENARIOS), help="comma-separated")
     parser.add_argument("--timeout", type=float, default=90, help="wall seconds each step of a scenario may take")
+    parser.add_argument("--dump", type=Path, help="a directory to write what each side recorded to")
     args = parser.parse_args()
+    os.environ[CHOICE] = "real"  # the harness's cluster (and its pods' wall-clock durations): the real control plane
     results: list[Result] = []
     workdir = Path(tempfile.mkdtemp(prefix="aw-differential-"))
     with ExitStack() as stack:
@@ -331,7 +374,7 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         for name in args.scenarios:
-            results.append(compare(upstream, batchgate, name, args.timeout))
+            results.append(compare(upstream, batchgate, name, args.timeout, args.dump))
             report(results[-1])
     finished = [r for r in results if not r.not_finished]
     agree = sum(not r.differences for r in finished)
