@@ -149,22 +149,25 @@ def wrapper(name: str, *components: dict[str, Any], annotations: Mapping[str, st
     return appwrapper(name, components, annotations=annotations, labels=labels)
 
 
+def ended(ns: Namespace, name: str, phase: str, timeout: float) -> list[str]:
+    """Until `name` is in its terminal `phase` with its resources deleted: its story is told."""
+    ns.wait_phase(name, phase, timeout)
+    ns.wait_condition(name, "ResourcesDeployed", "False", timeout=timeout)
+    return [name]
+
+
 def succeeds(ns: Namespace, timeout: float) -> list[str]:
     """Its two pods succeed: Succeeded, then the successTTL deletes its components."""
     done = {"startAfter": "5s", "runFor": "10s"}
     ns.apply(wrapper("done", job("done-job", parallelism=2, completions=2, behavior=done),
                      annotations=fault_tolerance(successTTLDuration="3s")))
-    ns.wait_phase("done", "Succeeded", timeout)
-    ns.wait_condition("done", "ResourcesDeployed", "False", timeout=timeout)
-    return ["done"]
+    return ended(ns, "done", "Succeeded", timeout)
 
 
 def retries(ns: Namespace, timeout: float) -> list[str]:
     """Its pod fails each time: reset up to retryLimit 2, then Failed and its resources deleted."""
     ns.apply(wrapper("flaky", job("flaky-job", behavior=FAILS), annotations={**QUICK, **fault_tolerance(retryLimit="2")}))
-    ns.wait_phase("flaky", "Failed", timeout)
-    ns.wait_condition("flaky", "ResourcesDeployed", "False", timeout=timeout)
-    return ["flaky"]
+    return ended(ns, "flaky", "Failed", timeout)
 
 
 def waits_for_quota(ns: Namespace, timeout: float) -> list[str]:
@@ -206,30 +209,24 @@ def missing_component(ns: Namespace, timeout: float) -> list[str]:
     ns.apply(wrapper("lost", job("lost-job", behavior=RUNNING), annotations={**QUICK, **fault_tolerance(retryLimit="3")}))
     ns.wait_condition("lost", "PodsReady", "True", timeout=timeout)
     ns.kubectl("delete", "job", "lost-job", "--wait=false")
-    ns.wait_phase("lost", "Failed", timeout)
-    ns.wait_condition("lost", "ResourcesDeployed", "False", timeout=timeout)
-    return ["lost"]
+    return ended(ns, "lost", "Failed", timeout)
 
 
 def warmup_exhausted(ns: Namespace, timeout: float) -> list[str]:
     """Its pod never starts: the warmup grace runs out, one reset (retryLimit 1), then Failed."""
     ns.apply(wrapper("stuck", job("stuck-job", behavior={"startAfter": "1h"}),
                      annotations={**QUICK, **fault_tolerance(retryLimit="1", warmupGracePeriodDuration="2s")}))
-    ns.wait_phase("stuck", "Failed", timeout)
-    ns.wait_condition("stuck", "ResourcesDeployed", "False", timeout=timeout)
-    return ["stuck"]
+    return ended(ns, "stuck", "Failed", timeout)
 
 
 def fails_at_once(ns: Namespace, timeout: float) -> list[str]:
     """One failed pod with retryLimit 0 and no failure grace: Failed at once, resources deleted."""
     ns.apply(wrapper("once", job("once-job", behavior=FAILS), annotations={**QUICK, **fault_tolerance(retryLimit="0")}))
-    ns.wait_phase("once", "Failed", timeout)
-    ns.wait_condition("once", "ResourcesDeployed", "False", timeout=timeout)
-    return ["once"]
+    return ended(ns, "once", "Failed", timeout)
 
 
 Play = Callable[[Namespace, float], list[str]]
-Recorded = dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]  # AppWrapper -> its versions, its Workloads' 
+Recorded = dict[str, tuple[list[dict[str, Any]], list[Mapping[str, Any]]]]  # AppWrapper -> its versions, its Workloads'
 SCENARIOS: dict[str, Play] = {"succeeds": succeeds, "retries": retries, "waits-for-quota": waits_for_quota,
                               "deleted-while-running": deleted_while_running, "preempted": preempted,
                               "missing-component": missing_component, "warmup-exhausted": warmup_exhausted,
@@ -269,7 +266,7 @@ class Side:
             return str(err).splitlines()[0]
         finally:
             done.set()
-            scenarios.close()
+            next(scenarios, None)  # its namespace and queues torn down
 
 
 def upstream_side(stack: ExitStack, workdir: Path) -> Side:
