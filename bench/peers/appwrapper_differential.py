@@ -59,7 +59,7 @@ from realcluster.cluster import RealCluster, RealClusterError  # noqa: E402
 from realcluster.peers import PeerError, Peers  # noqa: E402
 from realcluster.processes import StartError  # noqa: E402
 from tests.e2e.appwrapper_harness import (NODES, PRIORITIES, QUEUE, USERS, AwStack, ControllerProcess,  # noqa: E402
-                                          Scenario as Namespace, appwrapper, fault_tolerance, job, new_scenario,
+                                          Scenario as Namespace, appwrapper, fault_tolerance, job, new_scenario, pod,
                                           start_stack)
 from tests.clusters import CHOICE  # noqa: E402
 from tests.e2e.test_appwrapper_lifecycle import FAILS, QUICK, RUNNING  # noqa: E402
@@ -104,7 +104,8 @@ def timeline(versions: Sequence[Mapping[str, Any]], workloads: Sequence[Mapping[
     phase of the object before a controller first wrote it and repeats dropped, a resettingCount
     left out counted as 0, times, UIDs and messages not kept."""
     status = [v.get("status") or {} for v in versions]
-    deleting = [s.get("phase", "") for v, s in zip(versions, status) if (v.get("metadata") or {}).get("deletionTimestamp")]
+    deleting = [s.get("phase", "") for v, s in zip(versions, status)
+                if (v.get("metadata") or {}).get("deletionTimestamp")]
     return Timeline(collapsed(s["phase"] for s in status if s.get("phase")),
                     collapsed(int(s.get("resettingCount") or 0) for s in status if s.get("phase")),
                     changes(versions), changes(workloads), deleting[0] if deleting else "")
@@ -157,8 +158,10 @@ def ended(ns: Namespace, name: str, phase: str, timeout: float) -> list[str]:
 
 
 def succeeds(ns: Namespace, timeout: float) -> list[str]:
-    """Its two pods succeed: Succeeded, then the successTTL deletes its components."""
-    done = {"startAfter": "5s", "runFor": "10s"}
+    """Its two pods succeed: Succeeded, then the successTTL deletes its components. They run 6 s
+    (the acceptance test's 1 s would end between two of upstream's looks, 5 s apart, so that
+    whether it shows PodsReady True is chance)."""
+    done = {"startAfter": "5s", "runFor": "60s"}
     ns.apply(wrapper("done", job("done-job", parallelism=2, completions=2, behavior=done),
                      annotations=fault_tolerance(successTTLDuration="3s")))
     return ended(ns, "done", "Succeeded", timeout)
@@ -166,15 +169,16 @@ def succeeds(ns: Namespace, timeout: float) -> list[str]:
 
 def retries(ns: Namespace, timeout: float) -> list[str]:
     """Its pod fails each time: reset up to retryLimit 2, then Failed and its resources deleted."""
-    ns.apply(wrapper("flaky", job("flaky-job", behavior=FAILS), annotations={**QUICK, **fault_tolerance(retryLimit="2")}))
+    ns.apply(wrapper("flaky", job("flaky-job", behavior=FAILS),
+                     annotations={**QUICK, **fault_tolerance(retryLimit="2")}))
     return ended(ns, "flaky", "Failed", timeout)
 
 
 def waits_for_quota(ns: Namespace, timeout: float) -> list[str]:
     """Two fill the quota; a third waits Suspended and runs once one of the two is deleted."""
-    for name in ("first", "second"):
+    for name in ("first", "second"):  # each until its pods are ready (upstream looks every 5 s)
         ns.apply(wrapper(name, job(f"{name}-job", cpu="2", behavior=RUNNING)))
-        ns.wait_phase(name, "Running", timeout)
+        ns.wait_condition(name, "PodsReady", "True", timeout=timeout)
     ns.apply(wrapper("third", job("third-job", cpu="2", behavior=RUNNING)))
     ns.wait_phase("third", "Suspended", timeout)
     time.sleep(3)
@@ -206,7 +210,8 @@ def preempted(ns: Namespace, timeout: float) -> list[str]:
 
 def missing_component(ns: Namespace, timeout: float) -> list[str]:
     """alice deletes the running wrapped Job: Failed at once with MissingComponent, no retry."""
-    ns.apply(wrapper("lost", job("lost-job", behavior=RUNNING), annotations={**QUICK, **fault_tolerance(retryLimit="3")}))
+    ns.apply(wrapper("lost", job("lost-job", behavior=RUNNING),
+                     annotations={**QUICK, **fault_tolerance(retryLimit="3")}))
     ns.wait_condition("lost", "PodsReady", "True", timeout=timeout)
     ns.kubectl("delete", "job", "lost-job", "--wait=false")
     return ended(ns, "lost", "Failed", timeout)
@@ -217,6 +222,15 @@ def warmup_exhausted(ns: Namespace, timeout: float) -> list[str]:
     ns.apply(wrapper("stuck", job("stuck-job", behavior={"startAfter": "1h"}),
                      annotations={**QUICK, **fault_tolerance(retryLimit="1", warmupGracePeriodDuration="2s")}))
     return ended(ns, "stuck", "Failed", timeout)
+
+
+def held_on_failure(ns: Namespace, timeout: float) -> list[str]:
+    """One of two pods fails, retryLimit 0, deletionOnFailureGracePeriod 4 s: Failed, its resources
+    (and quota) held for 4 s, then deleted."""
+    ns.apply(wrapper("debug", pod("debug-fails", behavior=FAILS), pod("debug-runs", cpu="3", behavior=RUNNING),
+                     annotations={**QUICK, **fault_tolerance(retryLimit="0",
+                                                             deletionOnFailureGracePeriodDuration="4s")}))
+    return ended(ns, "debug", "Failed", timeout)
 
 
 def fails_at_once(ns: Namespace, timeout: float) -> list[str]:
@@ -230,7 +244,7 @@ Recorded = dict[str, tuple[list[dict[str, Any]], list[Mapping[str, Any]]]]  # Ap
 SCENARIOS: dict[str, Play] = {"succeeds": succeeds, "retries": retries, "waits-for-quota": waits_for_quota,
                               "deleted-while-running": deleted_while_running, "preempted": preempted,
                               "missing-component": missing_component, "warmup-exhausted": warmup_exhausted,
-                              "fails-at-once": fails_at_once}
+                              "held-on-failure": held_on_failure, "fails-at-once": fails_at_once}
 
 
 # running them ----------------------------------------------------------------------------------------
@@ -320,8 +334,8 @@ def compare(upstream: Side, batchgate: Side, name: str, timeout: float, dump: Pa
     if dump is not None:
         for side, recorded in got:
             if not isinstance(recorded, str):
-                (dump / f"{name}.{side}.json").write_text(json.dumps(
-                    {aw: [[_kept(v) for v in versions] for versions in pair] for aw, pair in recorded.items()}, indent=1))
+                kept = {aw: [[_kept(v) for v in versions] for versions in pair] for aw, pair in recorded.items()}
+                (dump / f"{name}.{side}.json").write_text(json.dumps(kept, indent=1))
     unfinished = [f"{side}: {why}" for side, why in got if isinstance(why, str)]
     if unfinished:
         return Result(name, not_finished=unfinished)

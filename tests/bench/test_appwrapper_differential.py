@@ -4,11 +4,12 @@ AppWrapper's watched versions into a timeline and what it calls a difference. Th
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import pytest
 
-from bench.peers.appwrapper_differential import Timeline, differences, owned_by, timeline
+from bench.peers.appwrapper_differential import Timeline, differences, owned_by, scenario_names, timeline
 
 
 def version(phase: str = "", *conditions: tuple[str, str, str], resetting: int | None = None,
@@ -60,7 +61,8 @@ def test_a_resetting_count_left_out_counts_as_zero() -> None:
 
 
 DIFFERENT = [
-    pytest.param([version("Suspended"), version("Running")], [version("Suspended"), version("Resuming"), version("Running")],
+    pytest.param([version("Suspended"), version("Running")],
+                 [version("Suspended"), version("Resuming"), version("Running")],
                  "aw phases: upstream Suspended > Running; batchgate Suspended > Resuming > Running",
                  id="a phase one side passes through and the other does not differs"),
     pytest.param([version("Failed", ("Unhealthy", "True", "FailedComponent"))],
@@ -72,7 +74,8 @@ DIFFERENT = [
                  id="a condition only one side writes differs"),
     pytest.param([version("Failed", resetting=2)], [version("Failed", resetting=1)],
                  "aw resettingCount: upstream 2; batchgate 1", id="the retry count differs"),
-    pytest.param([version("Running"), version("Running", deleting=True)], [version("Running"), version("Terminating", deleting=True)],
+    pytest.param([version("Running"), version("Running", deleting=True)],
+                 [version("Running"), version("Terminating", deleting=True)],
                  "aw deletion began in: upstream Running; batchgate Terminating",
                  id="the phase a deletion began in differs"),
 ]
@@ -98,3 +101,9 @@ def test_workloads_are_matched_to_their_appwrapper_by_owner_not_by_name_and_thei
     batchgate = timeline([version("Suspended")], [workload("aw", ("QuotaReserved", "True", "QuotaReserved"))])
     assert differences("aw", upstream, batchgate) == [
         "aw Workload condition Evicted: upstream True/Preempted; batchgate none"]
+
+
+def test_an_unknown_scenario_is_refused_naming_the_ones_there_are() -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="no scenario sucess: choose from succeeds, retries"):
+        scenario_names("sucess,retries")
+    assert scenario_names("retries,succeeds") == ["retries", "succeeds"]
