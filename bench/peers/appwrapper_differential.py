@@ -21,7 +21,7 @@ reason) changes, each Workload condition type's likewise, and the phase in which
 Condition types are compared each on its own: the two controllers may write two conditions in one
 update or in two, which orders them differently for no reason a user sees.
 
-    python bench/peers/appwrapper_differential.py [--scenarios succeeds,retries] [--timeout 90]
+    python bench/peers/appwrapper_differential.py [--scenarios succeeds,retries] [--timeout 90] [--dump DIR]
 
 One line per scenario (agree, or each difference), then a summary. A side that is not built or
 does not start ends the run with one line; a scenario that does not finish on a side within its
