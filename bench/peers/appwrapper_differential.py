@@ -240,7 +240,8 @@ def fails_at_once(ns: Namespace, timeout: float) -> list[str]:
 
 
 Play = Callable[[Namespace, float], list[str]]
-Recorded = dict[str, tuple[list[dict[str, Any]], list[Mapping[str, Any]]]]  # AppWrapper -> its versions, its Workloads'
+# each AppWrapper of a scenario: its versions, and its Workloads' versions
+Recorded = dict[str, tuple[list[dict[str, Any]], list[Mapping[str, Any]]]]
 SCENARIOS: dict[str, Play] = {"succeeds": succeeds, "retries": retries, "waits-for-quota": waits_for_quota,
                               "deleted-while-running": deleted_while_running, "preempted": preempted,
                               "missing-component": missing_component, "warmup-exhausted": warmup_exhausted,
