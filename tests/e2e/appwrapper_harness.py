@@ -172,12 +172,14 @@ class ControllerProcess:
 
 @dataclass
 class AwStack:
-    """The cluster, the gateway and the controller, installed as an admin would."""
+    """The cluster, the gateway and the controller, installed as an admin would. No gateway where
+    upstream's webhooks serve instead (bench/peers/appwrapper_differential.py: Kueue and the
+    AppWrapper controller, whose `controller` is that controller's log, run by realcluster/peers.py)."""
 
     workdir: Path
     cluster: LocalCluster | RealCluster
     kubectl: Kubectl
-    gateway: RunningGateway
+    gateway: RunningGateway | None
     controller: ControllerProcess
 
     def admin(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -185,7 +187,8 @@ class AwStack:
 
     def stop(self) -> None:
         self.controller.stop()
-        self.gateway.stop()
+        if self.gateway is not None:
+            self.gateway.stop()
         self.cluster.stop()
 
 
@@ -480,11 +483,11 @@ def new_scenario(stack: AwStack, quota: Mapping[str, str] | None = None) -> Iter
                 + team_controller_binding(stack, namespace))
     watch = Watch.start(stack.kubectl, namespace)
     # kubectl needs a moment before its watch stands; an AppWrapper no controller of ours manages
-    # (the admin's, so unqueued, and managed by someone else) shows when it does.
+    # (the admin's, so unqueued, and managed by someone else) shows when it does. It wraps a pod:
+    # upstream's webhook refuses an AppWrapper without one (bench/peers/appwrapper_differential.py).
     sentinel = {"apiVersion": APPWRAPPER.api_version, "kind": "AppWrapper",
                 "metadata": {"name": WATCH_SENTINEL, "namespace": namespace},
-                "spec": {"managedBy": "example.com/nobody", "components": [{"template": {
-                    "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": WATCH_SENTINEL}}}]}}
+                "spec": {"managedBy": "example.com/nobody", "components": [{"template": pod(WATCH_SENTINEL)}]}}
     stack.admin("apply", "-f", "-", stdin=yaml.safe_dump(sentinel))
     eventually(lambda: watch.versions(WATCH_SENTINEL), lambda: f"kubectl get aw -w in {namespace} saw nothing")
     try:
