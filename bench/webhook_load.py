@@ -401,10 +401,17 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=1, help="runs per concurrency (each printed): others' load varies")
     p.add_argument("--review", choices=["appwrapper", "pod-phase"], default="appwrapper",
                    help="what to POST: the demo's PyTorchJob-in-AppWrapper, or a pod of a 256-pod pytorch job (Pod phase)")
+    p.add_argument("--endpoint", choices=["mutate", "validate"], default="mutate",
+                   help="where the main table's reviews go: /mutate, or /validate (the AppWrapper as mutated, "
+                        "authorization.userRBACCheck off: the rules alone, as Kueue's validator)")
     p.add_argument("--sar", action="store_true",
                    help="also /validate with per-component SubjectAccessReviews: check off, warm cache, every review missing")
     args = p.parse_args()
     body = review_body() if args.review == "appwrapper" else pod_phase_body()
+    if args.endpoint == "validate":
+        if args.review != "appwrapper":
+            raise SystemExit("--endpoint validate sends the mutated AppWrapper: drop --review pod-phase")
+        body = validate_body()
     described = (MANIFEST.name if args.review == "appwrapper"
                  else f"pod {POD_PHASE_PODS // 2} of a {POD_PHASE_PODS}-pod pytorch Indexed Job (Pod phase)")
     with tempfile.TemporaryDirectory(prefix="batchgate-bench-") as tmp:
@@ -413,19 +420,25 @@ def main() -> int:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"machine: {machine()}; load generator on the same host; load average before: {load}")
         print(f"client: {CLIENTS[args.client]}")
+        policy: tuple[str, ...] = ()
+        if args.endpoint == "validate":
+            (cert_dir / "policy.yaml").write_text(CHECK_OFF)
+            policy = ("--policy-file", str(cert_dir / "policy.yaml"))
         gateway = start_gateway(cert_dir, "--workers", args.workers, "--threads", args.threads,
-                                "--worker-class", args.worker_class,
+                                "--worker-class", args.worker_class, *policy,
                                 "--audit-log", str(cert_dir / "audit.log"))
         try:
             shape = f"{args.workers} workers x {args.threads} threads" if args.worker_class == "gthread" else \
                 f"{args.workers} workers (no keep-alive: a TLS handshake per review)"
             print(f"gateway: gunicorn {args.worker_class}, {shape}, TLS (ECDSA P-256), "
                   f"audit log to a file, multiprocess metrics on; review: {described} "
-                  f"({len(body)} bytes) to /mutate")
-            run_table(args, gateway.host, gateway.port, gateway.process.pid, body, cert_dir, cert_dir / "audit.log")
+                  f"({len(body)} bytes) to /{args.endpoint}"
+                  + (" (authorization.userRBACCheck off)" if args.endpoint == "validate" else ""))
+            run_table(args, gateway.host, gateway.port, gateway.process.pid, body, cert_dir, cert_dir / "audit.log",
+                      path=f"/{args.endpoint}")
         finally:
             gateway.stop()
-        if args.peer_python and args.review == "appwrapper":
+        if args.peer_python and args.review == "appwrapper" and args.endpoint == "mutate":
             peer = start_peer(args.peer_python, cert_dir)
             try:
                 print("peer: kopf 1.45.2 WebhookServer (aiohttp, one process), same rules via @kopf.on.mutate, "

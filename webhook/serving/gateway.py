@@ -7,7 +7,6 @@ allowed=false review, logged with its traceback) and the worker keeps serving.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
@@ -48,8 +47,8 @@ layout annotations; only a pathological object could make its patch larger, and 
 would refuse the result anyway."""
 
 
-def _patch_too_large(patch: list[dict[str, Any]]) -> Verdict | None:
-    size = len(json.dumps(patch, separators=(",", ":")))
+def _patch_too_large(reply: Reply) -> Verdict | None:
+    size = len(reply.encoded_patch)
     if size <= MAX_PATCH_BYTES:
         return None
     return Verdict(allowed=False, code=403, reason="PatchTooLarge",
@@ -68,10 +67,10 @@ def mutate_reply(
     if mutation.denial is not None and not mutation.denial.allowed:
         return Decision(_denied(request.uid, mutation.denial))
     patch = json_patch(request.object, mutation.object)
-    too_large = _patch_too_large(patch) if patch else None
+    reply = Reply(request.uid, allowed=True, patch=patch, warnings=mutation.warnings)
+    too_large = _patch_too_large(reply) if patch else None
     if too_large:
         return Decision(_denied(request.uid, too_large))
-    reply = Reply(request.uid, allowed=True, patch=patch, warnings=mutation.warnings)
     return Decision(reply, changes=mutation.changes, mutated=mutation.object if patch else None)
 
 

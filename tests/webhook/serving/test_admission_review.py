@@ -149,3 +149,11 @@ def test_the_patch_always_turns_the_original_into_the_mutated_object(original: d
     assert original == before
     assert jsonpatch.apply_patch(original, ops) == mutated
     assert (ops == []) == (original == mutated)
+
+
+def test_the_patch_sent_is_the_one_whose_size_was_checked() -> None:
+    patch = [{"op": "add", "path": "/metadata/labels", "value": {"kueue.x-k8s.io/queue-name": "q-é"}}]
+    reply = Reply("uid-1", allowed=True, patch=patch)
+    sent = base64.b64decode(reply.to_review()["response"]["patch"])
+    assert sent == reply.encoded_patch
+    assert json.loads(sent) == patch and sent == json.dumps(patch, separators=(",", ":")).encode()

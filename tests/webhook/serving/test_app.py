@@ -251,6 +251,30 @@ def test_flask_errors_are_json_too(client: FlaskClient, method: str, path: str, 
     assert response.json["code"] == status
 
 
+class BrokenClock(FakeClock):
+    """A clock that fails when the audit line asks the time: a bug outside the rules."""
+
+    def now(self) -> Any:
+        raise RuntimeError("clock broken")
+
+
+def test_a_bug_outside_the_rules_is_a_json_500_and_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = PolicyStore()
+    store.install(DEFAULTS)
+    context = GatewayContext(store=store, audit=AuditLog(str(tmp_path / "audit.log")), clock=BrokenClock())
+    response = create_app(context).test_client().post(
+        "/mutate", data=json.dumps(review_for(sample("alice/appwrapper-job.yaml"))), content_type="application/json")
+    assert response.status_code == 500 and response.content_type == "application/json"
+    assert response.json["reason"] == "InternalServerError"
+    assert "Exception on /mutate [POST]" in caplog.text and "clock broken" in caplog.text
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "HEAD"])
+def test_a_review_path_answers_only_post(client: FlaskClient, method: str) -> None:
+    response = client.open("/validate", method=method)
+    assert response.status_code == 405 and response.content_type == "application/json"
+
+
 # --- hostile reviews ----------------------------------------------------------------------
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
