@@ -53,10 +53,10 @@ def fair_preemptions(cq: str, requests: Mapping[FlavorResource, int], frs: froze
     fits = False
     while queues and not fits:
         cand = _pop_highest(queues)
-        if cand.name == cq or owed:
+        own = cand.name == cq
+        if own or owed:  # no strategy asked: the preemptor's own queue, or a borrower of quota it is owed
             held = cand.workloads.pop(0)
             view.add(held.cluster_queue, held.usage, -1)
-            own = cand.name == cq
             removed.append((held, keys.PREEMPTED_IN_CLUSTER_QUEUE if own else keys.PREEMPTED_IN_COHORT_RECLAMATION))
             if view.fits(cq, requests):
                 fits = True
