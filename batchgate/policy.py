@@ -174,6 +174,10 @@ class FairSharing:
         default=FAIR_SHARING_STRATEGIES, metadata=_wire("preemptionStrategies", _parse_strategies, list)
     )
     """Which fair-sharing preemption rules may pick victims, tried in order."""
+    preempt_within_nominal: bool = field(default=True, metadata=_wire("preemptWithinNominal", values.parse_bool))
+    """A preemptor whose ClusterQueue stays within its nominal quota takes cohort victims without the
+    strategies (kubernetes-sigs/kueue#9494, Kueue v0.17's gate FairSharingPreemptWithinNominal, on by
+    default); false is Kueue v0.10's behaviour."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from batchgate.api.objects import metadata
 from batchgate.clock import FakeClock
 from batchgate.durations import DurationError, parse_duration
 from controller.decisions.quota.cycle import Effects, admission_cycle
-from batchgate.policy import FAIR_SHARING_STRATEGIES as STRATEGIES, FairSharing
+from batchgate.policy import FairSharing, policy_from_value
 from controller.decisions.quota.kueue_metrics import ClusterQueueFigures, cluster_queue_figures
 from controller.state.cache import ObjectKey
 from controller.state.quota_state import QUOTA_KINDS, QuotaState, workload_key
@@ -212,19 +212,12 @@ def _apply_all(running: World, objects: list[Any], where: str) -> None:
 
 
 def _fair_sharing(raw: Any) -> FairSharing:
-    """Kueue's configuration block `fairSharing: {enable, preemptionStrategies}`."""
-    if raw is None:
-        return FairSharing()
-    if not isinstance(raw, Mapping) or set(raw) - {"enable", "preemptionStrategies"}:
-        raise TraceError("fairSharing: must be a mapping with enable and optionally preemptionStrategies")
-    enable = raw.get("enable", False)
-    if not isinstance(enable, bool):
-        raise TraceError(f"fairSharing.enable: must be true or false, got {enable!r}")
-    strategies = _list(raw.get("preemptionStrategies"), "fairSharing.preemptionStrategies") or list(STRATEGIES)
-    for i, name in enumerate(strategies):
-        if name not in STRATEGIES:
-            raise TraceError(f"fairSharing.preemptionStrategies[{i}]: must be one of {', '.join(STRATEGIES)}")
-    return FairSharing(enable, tuple(strategies))
+    """Kueue's configuration block `fairSharing: {enable, preemptionStrategies}`, read as the policy's
+    section of the same name (which adds `preemptWithinNominal`, Kueue v0.17's feature gate)."""
+    try:
+        return policy_from_value({"fairSharing": raw}).fair_sharing
+    except FieldError as exc:
+        raise TraceError(str(exc)) from None
 
 
 def _list(raw: Any, where: str) -> list[Any]:

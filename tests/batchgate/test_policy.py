@@ -38,6 +38,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert dict(p.fault_tolerance.node_health.unschedulable) == {"autopilot.ibm.com/gpuhealth": ("TESTING", "EVICT")}
     assert dict(p.fault_tolerance.node_health.prefer_not) == {"autopilot.ibm.com/gpuhealth": ("WARN",)}
     assert p.fault_tolerance.node_health.prefer_no_schedule_weight == 50
+    assert p.fair_sharing.preempt_within_nominal is True  # as Kueue v0.17's gate (kueue#9494)
 
 
 def test_the_policy_is_frozen() -> None:
@@ -56,6 +57,7 @@ def test_a_full_policy_overrides_every_section() -> None:
         priority: {defaultWorkloadPriorityClass: default-priority}
         allowedKinds: {topLevel: [AppWrapper.workload.codeflare.dev], wrapped: [Job.batch, Pod]}
         frameworks: {pytorch: {port: 29500}, mpi: {hostfilePath: /etc/hf, slotsPerHost: 8}}
+        fairSharing: {enable: true, preemptWithinNominal: false}
         faultTolerance:
           retryLimit: 0
           failurePolicy: [{action: Fail, onExitCodes: [42]}]
@@ -74,6 +76,7 @@ def test_a_full_policy_overrides_every_section() -> None:
     assert p.fault_tolerance.node_health.slack_cluster_queue == "slack-cluster-queue"
     assert dict(p.fault_tolerance.node_health.no_execute) == {"health": ("bad",)}
     assert (p.fault_tolerance.node_health.prefer_not, p.fault_tolerance.node_health.prefer_no_schedule_weight) == ({}, 5)
+    assert (p.fair_sharing.enable, p.fair_sharing.preempt_within_nominal) == (True, False)
     assert p.version != DEFAULT_POLICY.version
 
 
@@ -98,6 +101,9 @@ def test_a_full_policy_overrides_every_section() -> None:
                      "policy.yaml:2: fairSharing.preemptionStrategies: needs at least one of "
                      "LessThanOrEqualToFinalShare, LessThanInitialShare",
                      id="no fair-sharing strategy at all"),
+        pytest.param("fairSharing:\n  enable: true\n  preemptWithinNominal: \"no\"\n",
+                     "policy.yaml:3: fairSharing.preemptWithinNominal: must be true or false, got string",
+                     id="preemptWithinNominal must be a boolean"),
         pytest.param("scheduling:\n  gang: maybe\n",
                      "policy.yaml:2: scheduling.gang: must be true or false, got string",
                      id="a boolean must be a boolean"),

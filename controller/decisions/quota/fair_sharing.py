@@ -8,6 +8,11 @@ without the victim; then `LessThanInitialShare`: below the victim queue's curren
 borrowWithinCohort has no say here, as in Kueue since kubernetes-sigs/kueue#4165: a victim taken
 below its priority threshold but against the shares wins readmission on fair-sharing order, and
 the preemptor takes it again, forever.
+
+Named fix kubernetes-sigs/kueue#9494 (Kueue v0.17's gate FairSharingPreemptWithinNominal, policy
+`fairSharing.preemptWithinNominal`): a preemptor whose ClusterQueue, the workload included, stays
+within its nominal quota in every resource needing preemption is owed that quota, so victims of
+other queues are taken in share order without asking the strategies, as InCohortReclamation.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from batchgate import keys
 from controller.decisions.quota.outcomes import PreemptionTarget
 from controller.decisions.quota.victims import settle
 from controller.state.quota_book import FlavorResource, UsageOverlay
-from batchgate.policy import FAIR_SHARING_STRATEGIES as STRATEGIES
+from batchgate.policy import FAIR_SHARING_STRATEGIES as STRATEGIES, FairSharing
 from controller.state.quota_state import AdmittedWorkload
 
 Strategy = Callable[[int, int, int], bool]  # (preemptor new share, victim CQ old share, victim CQ new share)
@@ -37,9 +42,10 @@ class _CandidateQueue:
 
 
 def fair_preemptions(cq: str, requests: Mapping[FlavorResource, int], frs: frozenset[FlavorResource],
-                     candidates: list[AdmittedWorkload], view: UsageOverlay, strategies: tuple[str, ...]) -> list[PreemptionTarget]:
+                     candidates: list[AdmittedWorkload], view: UsageOverlay, settings: FairSharing) -> list[PreemptionTarget]:
     """Victims in the cohort, fairest first; empty if the preemptor still would not fit."""
-    rules = [_RULES[s] for s in strategies] or [_RULES[s] for s in STRATEGIES]
+    rules = [_RULES[s] for s in settings.preemption_strategies] or [_RULES[s] for s in STRATEGIES]
+    owed = settings.preempt_within_nominal and not any(view.borrowing_with(cq, fr, requests.get(fr, 0)) for fr in frs)
     queues = _by_queue(candidates, view, first_only=False)
     new_share = view.dominant_resource_share(cq, requests)
     removed: list[tuple[AdmittedWorkload, str]] = []
@@ -47,15 +53,17 @@ def fair_preemptions(cq: str, requests: Mapping[FlavorResource, int], frs: froze
     fits = False
     while queues and not fits:
         cand = _pop_highest(queues)
-        if cand.name == cq:
+        own = cand.name == cq
+        if own or owed:  # no strategy asked: the preemptor's own queue, or a borrower of quota it is owed
             held = cand.workloads.pop(0)
             view.add(held.cluster_queue, held.usage, -1)
-            removed.append((held, keys.PREEMPTED_IN_CLUSTER_QUEUE))
+            removed.append((held, keys.PREEMPTED_IN_CLUSTER_QUEUE if own else keys.PREEMPTED_IN_COHORT_RECLAMATION))
             if view.fits(cq, requests):
                 fits = True
                 break
-            new_share = view.dominant_resource_share(cq, requests)
-            if cand.workloads:
+            if own:
+                new_share = view.dominant_resource_share(cq, requests)
+            if cand.workloads and (own or view.is_borrowing(cand.name, frs)):
                 cand.share = view.dominant_resource_share(cand.name)
                 queues[cand.name] = cand
             continue

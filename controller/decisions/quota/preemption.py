@@ -46,8 +46,7 @@ def get_targets(info: WorkloadInfo, cq: ClusterQueue, requests: Mapping[FlavorRe
     if len(own) == len(candidates):
         return _minimal(requests, cq, view, needs_preemption, candidates, True, None)
     if fair:  # borrowWithinCohort is ignored: taking below-threshold victims against the shares livelocks
-        return fair_preemptions(cq.name, requests, needs_preemption, candidates, view,
-                                state.fair_sharing.preemption_strategies)
+        return fair_preemptions(cq.name, requests, needs_preemption, candidates, view, state.fair_sharing)
     threshold = _borrow_within_cohort_threshold(cq, info.priority)
     if threshold is not None:
         if not _under_nominal(cq, needs_preemption, view):

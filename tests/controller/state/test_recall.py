@@ -116,6 +116,8 @@ CHANGES: list[tuple[str, Callable[[Simulation], None], bool]] = [
     ("a flavor edited", _apply(flavor(labels={"zone": "a"})), True),
     ("a namespace relabelled", _apply(namespace("ns", team="y")), True),
     ("fair sharing switched on", _fair, True),
+    ("fair-sharing preemption within nominal switched off",
+     lambda sim: setattr(sim.state, "fair_sharing", FairSharing(preempt_within_nominal=False)), True),
 ]
 
 
