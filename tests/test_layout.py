@@ -43,7 +43,6 @@ UNMIRRORED: Mapping[str, str] = {
                                      "tests/controller/decisions/jobs/test_pod_requests.py",
     "batchgate/api/selectors.py": "label selectors, tabled in tests/batchgate/api/test_appwrapper.py",
     "batchgate/api/values.py": "typed YAML values, through the policy in tests/batchgate/test_policy.py",
-    "batchgate/api/wire.py": "the admission request's wire form, through tests/webhook/rules/test_mutation.py",
     "batchgate/cli.py": "the `batchgate` command's dispatch; each verb is run as a subprocess, e.g. "
                         "tests/batchgate/generator/test_cli.py, tests/webhook/test_wrap_cli.py, tests/controller/test_cli.py",
     "batchgate/controller_rights.py": "the controller's RBAC needs, checked against the shipped roles in "
