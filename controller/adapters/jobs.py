@@ -34,17 +34,31 @@ class JobReconciler:
     def __init__(self, store: SharedStore, writer: Writer, recorder: EventRecorder, clock: Clock) -> None:
         self.store, self.writer, self.recorder, self.clock = store, writer, recorder, clock
 
-    @staticmethod
-    def keys_for(change: Change) -> list[ObjectKey]:
-        """Which jobs a change concerns: the job itself, or the owner of a Workload."""
+    def keys_for(self, change: Change) -> list[ObjectKey]:
+        """Which jobs a change concerns: the job itself, the owner of a Workload, or, when a priority
+        class appears or changes, every queued job still without a Workload: one may have named it
+        before it existed, and nothing else would look at that job again (Kueue retries it with backoff)."""
         if change.key.kind in QUEUED:
             return [change.key]
+        if change.key.kind in ("WorkloadPriorityClass", "PriorityClass") and change.new is not None:
+            return self._without_workload()
         if change.key.kind == "Workload":
             obj = change.new or change.old or {}
             ref = controller_owner(obj)
             if ref is not None and owner_kind(ref) is not None:
                 return [ObjectKey(str(ref["kind"]), change.key.namespace, str(ref["name"]))]
         return []
+
+    def _without_workload(self) -> list[ObjectKey]:
+        out = []
+        for kind in QUEUED.values():
+            for job in self.store.list(kind.kind):
+                meta = job["metadata"]
+                namespace = meta.get("namespace") or ""
+                name = workload_name(kind, str(meta.get("name")), meta.get("uid", ""))
+                if self.store.get("Workload", namespace, name) is None:
+                    out.append(ObjectKey(kind.kind, namespace, str(meta.get("name"))))
+        return out
 
     def _classes(self) -> PriorityClasses:
         workload = {o["metadata"]["name"]: int(o.get("value") or 0) for o in self.store.list("WorkloadPriorityClass")}

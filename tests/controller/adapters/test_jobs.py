@@ -163,6 +163,24 @@ def test_a_job_that_cannot_have_a_workload_gets_a_warning_event(
     assert client.list(WL, namespace)["items"] == []
 
 
+def test_a_job_that_named_a_priority_class_before_it_existed_gets_its_workload_once_the_class_appears(
+        cluster: Any, client: KubeClient, controller: Controller, namespace: str) -> None:
+    early = a_job("early", labels={"kueue.x-k8s.io/priority-class": "silver"})
+    early["metadata"]["namespace"] = namespace
+    early["metadata"].pop("uid")
+    early = client.create(JOBS, early)
+    eventually(lambda: "InvalidJob" in kubectl(cluster.kubeconfig, "describe", "job", "early", "-n", namespace).stdout,
+               what="the warning event")
+    client.create(RESOURCES["WorkloadPriorityClass"], {"apiVersion": "kueue.x-k8s.io/v1beta1",
+                                                       "kind": "WorkloadPriorityClass",
+                                                       "metadata": {"name": "silver"}, "value": 7})
+    try:
+        wl = eventually(lambda: workload_of(client, "Job", early), what="the Workload once the class exists")
+        assert (wl["spec"]["priorityClassName"], wl["spec"]["priority"]) == ("silver", 7)
+    finally:
+        client.delete(RESOURCES["WorkloadPriorityClass"], "silver")
+
+
 def test_a_job_inside_a_queued_appwrapper_is_never_queued_itself(
         client: KubeClient, controller: Controller, namespace: str) -> None:
     aw = stored_sample("alice/appwrapper-job.yaml")
