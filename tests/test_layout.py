@@ -77,8 +77,6 @@ UNMIRRORED: Mapping[str, str] = {
     "controller/adapters/cluster_reader.py": "read-only cluster access for `check` and `migrate`, through "
                                              "tests/controller/check/test_check_cluster.py and tests/realcluster/test_migrate.py",
     "controller/adapters/discovery.py": "discovery of wrapped kinds, through tests/controller/adapters/test_appwrappers.py",
-    "controller/adapters/events.py": "Event writing, seen by `kubectl describe` in "
-                                     "tests/controller/adapters/test_runtime_cluster.py",
     "controller/adapters/kube.py": "the kubernetes client adapter every cluster test drives, e.g. "
                                    "tests/controller/adapters/test_runtime_cluster.py",
     "controller/adapters/leader.py": "Lease handover, in tests/controller/adapters/test_runtime_cluster.py; the decision is "
