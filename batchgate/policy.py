@@ -181,6 +181,21 @@ class FairSharing:
 
 
 @dataclass(frozen=True)
+class Admission:
+    """How the controller's quota admission paces itself (no Kueue Configuration key: a constant there)."""
+
+    requeue_batch_period: _dt.timedelta = field(
+        default=_dt.timedelta(0),
+        metadata=_wire("requeueBatchPeriod", values.parse_non_negative_duration, format_duration),
+    )
+    """How long parked (inadmissible) workloads wait to be tried again after an event that may let
+    them in (a finish, a quota or flavor change): `0s` moves them back at once, on every such event,
+    as Kueue v0.10; a period moves a cohort's (or a queue's outside any cohort) back at most once a
+    period, the first event starting it (Kueue v0.17: 1s, kubernetes-sigs/kueue#9232; 10s with
+    its gate SchedulerLongRequeueInterval)."""
+
+
+@dataclass(frozen=True)
 class AllowedKinds:
     """Kinds as `Kind` (core) or `Kind.group`."""
 
@@ -397,6 +412,9 @@ class Policy:
     )
     fair_sharing: FairSharing = field(
         default=FairSharing(), metadata=_wire("fairSharing", _section(FairSharing), _dump_section)
+    )
+    admission: Admission = field(
+        default=Admission(), metadata=_wire("admission", _section(Admission), _dump_section)
     )
 
     def to_wire(self) -> dict[str, Any]:

@@ -18,12 +18,13 @@ from batchgate.api.objects import metadata
 from batchgate.clock import FakeClock
 from batchgate.durations import DurationError, parse_duration
 from controller.decisions.quota.cycle import Effects, admission_cycle
-from batchgate.policy import FairSharing, policy_from_value
+from batchgate.policy import DEFAULT_POLICY, Policy, policy_from_value
 from controller.decisions.quota.kueue_metrics import ClusterQueueFigures, cluster_queue_figures
 from controller.state.cache import ObjectKey
 from controller.state.quota_state import QUOTA_KINDS, QuotaState, workload_key
 
 MAX_CYCLES_PER_STEP = 100_000
+POLICY_KEYS = ("fairSharing", "admission")  # the policy sections a trace may set
 KIND_ORDER = QUOTA_KINDS
 
 
@@ -63,9 +64,9 @@ class StepReport:
 class Simulation:
     """The quota state plus the world's reactions to decisions, driven by a FakeClock."""
 
-    def __init__(self, clock: FakeClock, fair_sharing: FairSharing = FairSharing()) -> None:
+    def __init__(self, clock: FakeClock, policy: Policy = DEFAULT_POLICY) -> None:
         self.clock = clock
-        self.state = QuotaState(fair_sharing=fair_sharing)
+        self.state = QuotaState(fair_sharing=policy.fair_sharing, requeue_batch=policy.admission.requeue_batch_period)
         self.evicting: list[ObjectKey] = []  # evicted by the last cycle; their pods stop before the next
         self.cycles = 0
         self.preemptions = 0
@@ -96,6 +97,7 @@ class Simulation:
         for key in self.evicting:
             if key in self.state.admitted:
                 self.state.release(key, requeue=True)
+        self.state.requeue_due(self.clock.now())
         effects = admission_cycle(self.state, self.clock.now())
         self.cycles += 1
         for admission in effects.admitted:
@@ -158,16 +160,16 @@ class World(Protocol):
     def take_report(self) -> StepReport: ...
 
 
-def run_trace(trace: Any, world: Callable[[FakeClock, FairSharing], World] = Simulation) -> list[StepReport]:
+def run_trace(trace: Any, world: Callable[[FakeClock, Policy], World] = Simulation) -> list[StepReport]:
     """Run a parsed YAML trace in `world`; raise TraceError naming the step and field on bad input."""
     if not isinstance(trace, Mapping):
         raise TraceError("trace: must be a mapping with `objects` and `steps`")
-    unknown = set(trace) - {"objects", "steps", "fairSharing"}
+    unknown = set(trace) - {"objects", "steps", *POLICY_KEYS}
     if unknown:
-        raise TraceError(f"trace: unknown keys {sorted(unknown)}; expected objects, steps, fairSharing")
+        raise TraceError(f"trace: unknown keys {sorted(unknown)}; expected objects, steps, {', '.join(POLICY_KEYS)}")
     objects = _list(trace.get("objects"), "objects")
     steps = _list(trace.get("steps"), "steps")
-    running = world(FakeClock(_latest_timestamp(trace) or FakeClock().now()), _fair_sharing(trace.get("fairSharing")))
+    running = world(FakeClock(_latest_timestamp(trace) or FakeClock().now()), _policy(trace))
     _apply_all(running, objects, "objects")
     reports = []
     for i, step in enumerate(steps):
@@ -211,11 +213,12 @@ def _apply_all(running: World, objects: list[Any], where: str) -> None:
             raise TraceError(f"{where}[{i}]{label}: {exc}") from None
 
 
-def _fair_sharing(raw: Any) -> FairSharing:
-    """Kueue's configuration block `fairSharing: {enable, preemptionStrategies}`, read as the policy's
-    section of the same name (which adds `preemptWithinNominal`, Kueue v0.17's feature gate)."""
+def _policy(trace: Mapping[str, Any]) -> Policy:
+    """The controller's configuration a trace may set, read as the policy's sections of the same
+    names: `fairSharing` (Kueue's block `{enable, preemptionStrategies}`, plus `preemptWithinNominal`,
+    Kueue v0.17's feature gate) and `admission` (`requeueBatchPeriod`)."""
     try:
-        return policy_from_value({"fairSharing": raw}).fair_sharing
+        return policy_from_value({key: trace[key] for key in POLICY_KEYS if trace.get(key) is not None})
     except FieldError as exc:
         raise TraceError(str(exc)) from None
 

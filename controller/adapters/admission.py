@@ -90,7 +90,7 @@ class AdmissionLoop:
         self._figures_shown: list[kueue_metrics.ClusterQueueFigures] = []  # the gauges' last figures
         self.writes = WritePool("admission-write", writers)
         self._backoff = 0.0  # the pause after the last cycle; none after an admission
-        self._loop = CycleLoop("admission", self.cycle, is_leader, wait=lambda: tick)
+        self._loop = CycleLoop("admission", self.cycle, is_leader, wait=partial(self.seconds_to_next_cycle, tick))
         self._flusher = CycleLoop("status-flush", self._flush, is_leader, wait=lambda: status_interval)
 
     # --- inputs ------------------------------------------------------------------------------
@@ -152,14 +152,25 @@ class AdmissionLoop:
     def wake(self) -> None:
         self._loop.wake()
 
-    def apply_policy(self, policy: Policy) -> None:
-        """Fair sharing is the policy's to switch; a change takes effect from the next cycle."""
-        wanted = policy.fair_sharing
+    def seconds_to_next_cycle(self, tick: float) -> float:
+        """Seconds until the next cycle is due without an event: a tick, or the end of a requeue period."""
         with self._lock:
-            if self.state.fair_sharing == wanted:
+            due = self.state.next_requeue
+        return tick if due is None else max(0.0, min(tick, (due - self.clock.now()).total_seconds()))
+
+    def apply_policy(self, policy: Policy) -> None:
+        """Fair sharing and the requeue batch are the policy's to switch; a change takes effect
+        from the next cycle."""
+        wanted, batch = policy.fair_sharing, policy.admission.requeue_batch_period
+        with self._lock:
+            if self.state.fair_sharing == wanted and self.state.requeue_batch == batch:
                 return
+            if self.state.fair_sharing != wanted:
+                log.info("fair sharing %s", "on" if wanted.enable else "off")
+            if self.state.requeue_batch != batch:
+                log.info("parked workloads asked back %s", f"at most every {batch}" if batch else "at once")
             self.state.fair_sharing = wanted
-        log.info("fair sharing %s", "on" if wanted.enable else "off")
+            self.state.set_requeue_batch(batch)
         self.wake()
 
     def cycle(self) -> bool:
@@ -168,6 +179,7 @@ class AdmissionLoop:
         now = self.clock.now()
         started = self.clock.monotonic()
         with self._lock:
+            self.state.requeue_due(now)
             if self.state.settled:
                 return False
             effects = admission_cycle(self.state, now)

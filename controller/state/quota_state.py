@@ -1,8 +1,10 @@
 """The in-memory mirror quota admission reads: objects, admitted usage and pending queues.
 
 It is fed object by object (as a watch would feed it) and by the effects of decisions
-(`assume`, `mark_evicted`, `release`). Every quota-freeing event moves the parked workloads of
-the affected cohort back into their heaps, as Kueue's queue manager does. Nothing here decides
+(`assume`, `mark_evicted`, `release`). Every quota-freeing event asks the parked workloads of
+the affected cohort back into their heaps, as Kueue's queue manager does: at once (v0.10), or once
+the `requeue_batch` period it starts is over (v0.17's requeuer; `requeue_due` before each cycle).
+Nothing here decides
 who gets quota; `controller.decisions.quota.admission` does, reading this state.
 
 `settled` tells whether another cycle would repeat the last one exactly: a cycle that changed
@@ -113,6 +115,9 @@ class QuotaState:
     messages: dict[ObjectKey, str] = field(default_factory=dict)  # last cycle's reason per pending workload
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
     fair_sharing: FairSharing = FairSharing()
+    requeue_batch: _dt.timedelta = _dt.timedelta(0)  # policy admission.requeueBatchPeriod: see _ask_back
+    # scopes whose parked workloads are asked back, with when (None: no cycle has started the period yet)
+    _requeues: dict[tuple[str, str], _dt.datetime | None] = field(default_factory=dict)
     draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
     generation: dict[str, int] = field(default_factory=dict)  # per ClusterQueue, for FlavorProgress
     flavor_progress: dict[ObjectKey, FlavorProgress] = field(default_factory=dict)
@@ -269,7 +274,7 @@ class QuotaState:
         self.namespaces[name] = dict(labels)
         self._settled_under = None
         self._objects_version += 1
-        self._unpark_all()
+        self._ask_all_back()
         return True
 
     def put_flavor(self, flavor: ResourceFlavor) -> bool:
@@ -279,7 +284,7 @@ class QuotaState:
         self._settled_under = None
         self._objects_version += 1
         self._inactive.clear()
-        self._unpark_all()
+        self._ask_all_back()
         return True
 
     def put_priority_class(self, wpc: WorkloadPriorityClass) -> bool:
@@ -307,9 +312,9 @@ class QuotaState:
             for held in self.admitted_by_cq.get(cq.name, {}).values():
                 self.book.add_usage(cq.name, held.usage)
         self._reroute_blocked()
-        self.unpark_cohort(cq.name)
+        self._ask_back(self._scope_of(cq.name))
         if old is not None and old.cohort and old.cohort != cq.cohort:
-            self._unpark_cohort_named(old.cohort)
+            self._ask_back(("cohort", old.cohort))
         return True
 
     def put_local_queue(self, lq: LocalQueue) -> bool:
@@ -415,7 +420,7 @@ class QuotaState:
         return True
 
     def release(self, workload: ObjectKey, *, requeue: bool) -> None:
-        """Quota is freed (eviction completed, finished, deleted); the cohort's parked work returns."""
+        """Quota is freed (eviction completed, finished, deleted); the cohort's parked work is asked back."""
         self._settled_under = None
         held = self.admitted.pop(workload, None)
         self.flavor_progress.pop(workload, None)
@@ -425,7 +430,7 @@ class QuotaState:
             self.admitted_by_cq[held.cluster_queue].pop(workload, None)
             if held.cluster_queue in self.book.quotas:
                 self.book.add_usage(held.cluster_queue, {fr: -v for fr, v in held.usage.items()})
-            self.unpark_cohort(held.cluster_queue)
+            self._ask_back(self._scope_of(held.cluster_queue))
         if requeue:
             self._route(workload)
 
@@ -477,26 +482,56 @@ class QuotaState:
         if queue == "inadmissible":
             self.pending.park(workload)
 
-    # --- queue movement ----------------------------------------------------------------------
-    def unpark_cohort(self, cluster_queue: str) -> None:
-        self._settled_under = None
-        for member in list(self.book.cohort_members(cluster_queue)):
-            self._unpark(member)
-        self._unpark(cluster_queue)
+    # --- parked workloads asked back -----------------------------------------------------------
+    def _ask_back(self, scope: tuple[str, str]) -> None:
+        """The parked workloads of `scope` (a cohort, or a ClusterQueue in none) may fit now: back to
+        their heaps at once (Kueue v0.10), or with `requeue_batch` when the period the first such
+        request starts is over, later requests joining it (Kueue v0.17's requeuer,
+        `pkg/cache/queue/inadmissible_workloads.go`: one delayed item per root cohort or queue)."""
+        if self.requeue_batch:
+            self._requeues.setdefault(scope, None)
+        else:
+            self._unpark_scope(scope)
 
-    def _unpark_cohort_named(self, cohort: str) -> None:
-        for member in list(self.book.members.get(cohort, ())):
-            self._unpark(member)
-
-    def _unpark_all(self) -> None:
+    def _ask_all_back(self) -> None:
         for name in list(self.pending.queues):
-            self._unpark(name)
+            self._ask_back(self._scope_of(name))
 
-    def _unpark(self, cluster_queue: str) -> None:
+    def requeue_due(self, now: _dt.datetime) -> None:
+        """Before a cycle: start the period of new requests at `now` and move back the parked
+        workloads of every scope whose period is over."""
+        for scope, due in list(self._requeues.items()):
+            if due is None:
+                due = self._requeues[scope] = now + self.requeue_batch
+            if due <= now:
+                del self._requeues[scope]
+                self._unpark_scope(scope)
+
+    @property
+    def next_requeue(self) -> _dt.datetime | None:
+        """When the earliest started period ends (the loop wakes then), if any."""
+        return min((due for due in self._requeues.values() if due is not None), default=None)
+
+    def set_requeue_batch(self, period: _dt.timedelta) -> None:
+        """A policy change; without a period, the requests still waiting are carried out now."""
+        self.requeue_batch = period
+        if not period:
+            for scope in list(self._requeues):
+                del self._requeues[scope]
+                self._unpark_scope(scope)
+
+    def _unpark_scope(self, scope: tuple[str, str]) -> None:
+        kind, name = scope
+        for member in list(self.book.members.get(name, ())) if kind == "cohort" else [name]:
+            if self._unpark(member):
+                self._settled_under = None
+
+    def _unpark(self, cluster_queue: str) -> bool:
+        """Whether any parked workload of `cluster_queue` went back to its heap."""
         queue = self.pending.queues.get(cluster_queue)
         cq = self.cluster_queues.get(cluster_queue)
         if queue is None or cq is None:
-            return
+            return False
 
         selector = cq.namespace_selector
         selected: dict[str, bool] = {}  # per namespace: a cohort's parked work shares a few
@@ -507,7 +542,7 @@ class QuotaState:
                 selected[namespace] = selector is not None and selector.matches(self.namespace_labels(namespace))
             return selected[namespace]
 
-        queue.unpark(eligible)
+        return bool(queue.unpark(eligible))
 
     def _route(self, workload: ObjectKey) -> None:
         """Put a pending workload where it waits: its ClusterQueue's heap, or blocked with why."""

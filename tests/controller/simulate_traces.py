@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from tests.controller import test_simulate_cli as cli
+from tests.controller.state import test_requeue_batch as batch
 from tests.controller.decisions.quota import (
     test_fair_sharing as fair, test_flavor_assignment as flavors, test_preemption as preemption,
     test_reclaimable_pods as reclaimable,
@@ -30,4 +31,5 @@ def all_traces() -> list[tuple[str, dict[str, Any]]]:
     out += [("simulate: the JSON example", cli.PREEMPTION), ("simulate: the table example", cli.TOO_BIG),
             ("simulate: late arrivals", cli.LATE_ARRIVALS),
             ("simulate: the documented example", yaml.safe_load(cli.EXAMPLE.read_text()))]
+    out += [("requeue batch: a trace sets the period", batch.BATCHED_TRACE)]
     return out

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping
 
 import pytest
 
 from batchgate.clock import FakeClock, format_time
-from batchgate.policy import DEFAULT_POLICY, FairSharing
+from batchgate.policy import Policy
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES
@@ -53,14 +52,14 @@ class LiveWorld:
     cycle — the simulation's model of a preempted job.
     """
 
-    def __init__(self, clock: FakeClock, fair_sharing: FairSharing) -> None:
+    def __init__(self, clock: FakeClock, policy: Policy) -> None:
         self.clock = clock
         self.store = SharedStore()
         self.api = RecordingApi(self._deliver)
         writer = Writer(self.api, lambda: True)  # type: ignore[arg-type]
         self.loop = AdmissionLoop(self.store, writer, EventRecorder(writer, clock, "replay"), clock,
                                   ControllerMetrics(), lambda: True, writers=4)
-        self.loop.apply_policy(replace(DEFAULT_POLICY, fair_sharing=fair_sharing))
+        self.loop.apply_policy(policy)
         self.loop.writes.start()
         self._seen_writes = 0  # writes already reported
         self._scanned_writes = 0  # writes already looked at for evictions
@@ -172,10 +171,10 @@ def live_worlds() -> Iterator[list[LiveWorld]]:
 
 
 @pytest.fixture
-def live(live_worlds: list[LiveWorld]) -> Callable[[FakeClock, FairSharing], LiveWorld]:
+def live(live_worlds: list[LiveWorld]) -> Callable[[FakeClock, Policy], LiveWorld]:
     """A world factory for `run_trace`."""
-    def make(clock: FakeClock, fair_sharing: FairSharing) -> LiveWorld:
-        live_worlds.append(LiveWorld(clock, fair_sharing))
+    def make(clock: FakeClock, policy: Policy) -> LiveWorld:
+        live_worlds.append(LiveWorld(clock, policy))
         return live_worlds[-1]
     return make
 
@@ -200,7 +199,7 @@ def test_the_replay_covers_every_kind_of_trace() -> None:
 
 @pytest.mark.parametrize("trace", [pytest.param(t, id=name) for name, t in TRACES])
 def test_the_controller_decides_every_simulate_trace_as_simulate_does(
-        trace: dict[str, Any], live: Callable[[FakeClock, FairSharing], LiveWorld]) -> None:
+        trace: dict[str, Any], live: Callable[[FakeClock, Policy], LiveWorld]) -> None:
     simulated = run_trace(trace)
     controlled = run_trace(trace, live)
     assert len(controlled) == len(simulated)
@@ -209,7 +208,7 @@ def test_the_controller_decides_every_simulate_trace_as_simulate_does(
 
 
 def test_a_preemption_skipped_for_overlapping_targets_shows_in_the_metric(
-        live: Callable[[FakeClock, FairSharing], LiveWorld], live_worlds: list[LiveWorld]) -> None:
+        live: Callable[[FakeClock, Policy], LiveWorld], live_worlds: list[LiveWorld]) -> None:
     """Kueue's admission_cycle_preemption_skips: heads per ClusterQueue whose preemption the last
     cycle skipped because another head took the same victims."""
     (trace,) = [t for name, t in TRACES if name == "two preemptors in one cycle never share a victim"]

@@ -15,13 +15,14 @@ each case gives, the way a loaded watch delivers them late.
 
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 import pytest
 
 from batchgate.clock import FakeClock
-from batchgate.policy import DEFAULT_POLICY
+from batchgate.policy import DEFAULT_POLICY, Admission
 from controller.adapters.admission import AdmissionLoop
 from controller.adapters.events import EventRecorder
 from controller.adapters.kube import RESOURCES, ApiError
@@ -169,3 +170,29 @@ def test_an_ownerless_workload_seen_evicted_while_holding_quota_is_released_with
     released = w.api.get(RESOURCES["Workload"], "old", "ns")
     assert not (released.get("status") or {}).get("admission") and w.loop.cycles == 0
     assert wl_key("ns/old") not in w.loop.state.admitted
+
+
+def test_with_a_requeue_batch_the_loop_wakes_when_the_period_ends_and_only_then_cycles(
+        world: Callable[..., HeldWatch]) -> None:
+    """Policy admission.requeueBatchPeriod (Kueue v0.17's requeuer): a finish frees quota at once,
+    but the parked workload waiting for it is tried only once the period is over; the loop sleeps
+    until then (no cycle for the wake-ups between) instead of a whole tick."""
+    w = world()
+    w.loop.apply_policy(replace(DEFAULT_POLICY, admission=Admission(requeue_batch_period=_dt.timedelta(seconds=1))))
+    w.api.put(workload("next", cpu=4, created=2))
+    while w.loop.cycle():
+        assert w.loop.writes.join(timeout=30)
+    assert w.admitted() == ["w"] and w.loop.seconds_to_next_cycle(5.0) == 5.0
+    w.api.set_status("Workload", "ns", "w", {"status": {"conditions": [{
+        "type": "Finished", "status": "True", "reason": "Succeeded", "message": "done",
+        "lastTransitionTime": "2025-01-01T00:00:02Z"}]}})
+    w.cycle()  # starts the period
+    assert w.admitted() == ["w"] and w.loop.seconds_to_next_cycle(5.0) == 1.0
+    w.clock.advance(_dt.timedelta(milliseconds=600))
+    cycles = w.loop.cycles
+    w.cycle()
+    assert w.loop.cycles == cycles and w.loop.seconds_to_next_cycle(5.0) == pytest.approx(0.4)
+    w.clock.advance(_dt.timedelta(milliseconds=400))
+    assert w.loop.seconds_to_next_cycle(5.0) == 0.0
+    w.cycle()
+    assert w.admitted() == ["next", "w"] and w.loop.seconds_to_next_cycle(5.0) == 5.0

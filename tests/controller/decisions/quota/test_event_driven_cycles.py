@@ -3,12 +3,14 @@ while nothing it reads has changed (issue 29): neither may change a decision. Ov
 histories (submissions, finishes, deletions, ClusterQueue edits, flavors tried one after another,
 stops and ticks), a loop that cycles at every tick and nominates every head afresh, one that skips
 the ticks finding the state settled, and one that also recalls nominations admit and preempt the
-same workloads, at the same ticks and in the same order, and leave the same pending reasons."""
+same workloads, at the same ticks and in the same order, and leave the same pending reasons; with
+parked workloads asked back at once or after a requeue batch period alike."""
 
 from __future__ import annotations
 
 import datetime as _dt
 from collections import Counter
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -17,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
 from batchgate.clock import FakeClock
-from batchgate.policy import FairSharing
+from batchgate.policy import DEFAULT_POLICY, Admission, FairSharing
 from controller.adapters.queue_status import wanted_statuses
 from controller.decisions.quota.kueue_metrics import cluster_queue_figures
 from controller.decisions.quota.queue_status import cluster_queue_status
@@ -33,7 +35,9 @@ submit = st.tuples(st.just("submit"), st.sampled_from(QUEUES), st.integers(1, 6)
 edit = st.tuples(st.just("edit"), st.sampled_from(QUEUES))
 stop = st.tuples(st.just("stop"), st.sampled_from(QUEUES), st.sampled_from(["Hold", "HoldAndDrain", "None", "None"]))
 # each event followed by 0-4 ticks of the loop
-histories = st.lists(st.tuples(st.one_of(submit, submit, submit, finish, finish, delete, edit, stop), st.integers(0, 4)),
+pause = st.tuples(st.just("pause"))  # a second passes with no event: a requeue period may end meanwhile
+histories = st.lists(st.tuples(st.one_of(submit, submit, submit, finish, finish, delete, edit, stop, pause),
+                               st.integers(0, 4)),
                      min_size=10, max_size=60)
 
 
@@ -42,14 +46,23 @@ class Loop:
     per tick that finds the state unsettled or evictions to complete; nominations recalled
     between cycles (`recall`) or forgotten before each."""
 
-    def __init__(self, fair: bool, *, gated: bool, recall: bool = True) -> None:
-        self.sim = Simulation(FakeClock(T0), FairSharing(enable=fair))
+    def __init__(self, fair: bool, batch: int, *, gated: bool, recall: bool = True) -> None:
+        policy = replace(DEFAULT_POLICY, fair_sharing=FairSharing(enable=fair),
+                         admission=Admission(requeue_batch_period=_dt.timedelta(seconds=batch)))
+        self.sim = Simulation(FakeClock(T0), policy)
         self.gated, self.recall = gated, recall
         self.ticks = self.cycles = 0
         self.decided: list[tuple[int, str, Any]] = []  # admissions, preemptions, drains: at which tick
+        self.asked_back = 0  # parked workloads moved back when a requeue period ended
+
+    def parked(self) -> int:
+        return sum(len(queue.inadmissible) for queue in self.sim.state.pending.queues.values())
 
     def tick(self) -> None:
         self.ticks += 1
+        parked = self.parked()
+        self.sim.state.requeue_due(self.sim.clock.now())  # as the admission loop, before it looks
+        self.asked_back += parked - self.parked()
         if self.gated and self.sim.state.settled and not self.sim.evicting:
             return
         self.cycles += 1
@@ -113,13 +126,13 @@ def play(loop: Loop, objects: list[dict], history: list[tuple]) -> None:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(history=histories, fair=st.booleans(), data=st.data())
+@given(history=histories, fair=st.booleans(), batch=st.sampled_from([0, 0, 1, 2]), data=st.data())
 def test_skipping_settled_cycles_and_recalling_nominations_change_no_decision(history: list[tuple], fair: bool,
-                                                                                data: st.DataObject) -> None:
+                                                                                batch: int, data: st.DataObject) -> None:
     named = [*CQS, *(op[1] for op, _ in history if op[0] in ("edit", "stop"))]
     objects = [data.draw(queue_specs(name, FLAVORS, st.integers(1, 8))) for name in named]
-    every, gated, recalled = Loop(fair, gated=False, recall=False), Loop(fair, gated=True, recall=False), \
-        Loop(fair, gated=True)
+    every, gated, recalled = Loop(fair, batch, gated=False, recall=False), Loop(fair, batch, gated=True, recall=False), \
+        Loop(fair, batch, gated=True)
     for loop in (every, gated, recalled):
         play(loop, objects, history)
     assert gated.decided == every.decided
@@ -128,6 +141,7 @@ def test_skipping_settled_cycles_and_recalling_nominations_change_no_decision(hi
     assert gated.cycles <= every.cycles
     target(float(every.cycles - gated.cycles), label="cycles skipped")
     target(float(len(every.decided)), label="decisions")
+    target(float(every.asked_back), label="parked workloads asked back at a period's end")
 
 
 @pytest.mark.parametrize("after", ["a finish", "a new workload", "a quota change"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import replace
 
 import pytest
 
@@ -12,7 +13,7 @@ from controller.decisions.quota.kueue_metrics import (
     ResourceFigures, attempt_result, cluster_queue_figures, preemptions, queued_wait_seconds, wait_buckets,
 )
 from controller.simulation import Simulation
-from batchgate.policy import FairSharing
+from batchgate.policy import DEFAULT_POLICY, FairSharing
 from tests.controller.decisions.trace_builders import (
     T0, at, cluster_queue, flavor, group, local_queue, quota, simulation, workload,
 )
@@ -42,7 +43,7 @@ def test_quota_and_usage_per_flavor_and_resource_in_kueues_units() -> None:
     pytest.param(False, (None, None), id="without fair sharing no share is reported, as in Kueue"),
 ])
 def test_weighted_share(fair_sharing: bool, shares: tuple) -> None:
-    sim = Simulation(FakeClock(T0), FairSharing(enable=fair_sharing))
+    sim = Simulation(FakeClock(T0), replace(DEFAULT_POLICY, fair_sharing=FairSharing(enable=fair_sharing)))
     for obj in (flavor(), cluster_queue("borrower", cpu=4, cohort="c"), cluster_queue("lender", cpu=4, cohort="c"),
                 local_queue("lq", "borrower"), workload("big", cpu=6, admitted_to="borrower")):
         sim.apply(obj)
