@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from batchgate.policy import DEFAULT_POLICY_CONFIGMAP, POLICY_KEY, PolicyError, parse_policy  # noqa: E402
 from batchgate.quantity import parse_quantity  # noqa: E402
 from bench.admission_decisions import CONFIGS, WorkloadClass  # noqa: E402
 from bench.controller_stack import CONTROLLER_USER, recorded_requests  # noqa: E402
@@ -116,8 +117,19 @@ def proc_peak_rss_mb(pid: int) -> float:
     return int(match.group(1)) / 1024 if match else float("nan")
 
 
-def setup(client: KubeClient, cohorts: int, queues: int) -> list[str]:
+def setup(client: KubeClient, cohorts: int, queues: int, policy: str | None = None) -> list[str]:
+    """The scenario's queues; with `policy`, the controller's policy ConfigMap (read as it starts)."""
     client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    if policy is not None:
+        namespace, name = DEFAULT_POLICY_CONFIGMAP
+        try:
+            client.create(RESOURCES["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        except ApiError as exc:
+            if not exc.already_exists:  # the real control plane's RBAC manifests made it
+                raise
+        client.create(RESOURCES["ConfigMap"], {"apiVersion": "v1", "kind": "ConfigMap",
+                                               "metadata": {"name": name, "namespace": namespace},
+                                               "data": {POLICY_KEY: policy}})
     client.create(RESOURCES["ResourceFlavor"], {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "default"}})
     names = []
     for c in range(cohorts):
@@ -485,10 +497,10 @@ def start_controller(stack: ExitStack, kubeconfig: Path, qps: float = 50, burst:
 
 def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burst: int,
             controller_args: tuple[str, ...] = (), scrape_every: float | None = None, kube: str = "local",
-            timeout: float = 3600) -> Measured:
-    """Start a fresh cluster (`kube`: real or local) and controller (with `controller_args`), run
-    the scenario, stop both. With `scrape_every`, /metrics is read that often meanwhile, as
-    Prometheus would."""
+            timeout: float = 3600, policy: str | None = None) -> Measured:
+    """Start a fresh cluster (`kube`: real or local) and controller (with `controller_args` and,
+    if given, the `policy` text as its policy ConfigMap), run the scenario, stop both. With
+    `scrape_every`, /metrics is read that often meanwhile, as Prometheus would."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     work = Path(tempfile.mkdtemp(prefix="bench-admission-"))
     requests: ApiRequests | None = None
@@ -512,7 +524,7 @@ def measure(cohorts: int, queues_per_cohort: int, scale: float, qps: float, burs
             subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={work / 'cache'}", "apply", "-k",
                             str(ROOT / "manifests" / "crds")], check=True, capture_output=True)
         client = KubeClient.from_kubeconfig(str(kubeconfig))
-        queues = setup(client, cohorts, queues_per_cohort)
+        queues = setup(client, cohorts, queues_per_cohort, policy)
         controller, metrics_url = start_controller(stack, controller_kubeconfig, qps, burst, controller_args)
         done, scrapes = threading.Event(), 0
         if scrape_every:
@@ -562,11 +574,22 @@ def main() -> int:
     parser.add_argument("--kube", choices=("real", "local"), default=default_kube(),
                         help="the real control plane (default when built) or the stand-in")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before the run counts as unfinished")
+    parser.add_argument("--policy", type=Path, metavar="FILE",
+                        help="a policy.yaml for the controller (e.g. admission.requeueBatchPeriod: 1s); default: none")
     args = parser.parse_args()
-    m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst, kube=args.kube, timeout=args.timeout)
+    policy = None
+    if args.policy is not None:
+        policy = args.policy.read_text()
+        try:
+            parse_policy(policy, str(args.policy))
+        except PolicyError as exc:
+            parser.error(str(exc))
+    m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst, kube=args.kube, timeout=args.timeout,
+                policy=policy)
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads "
-          f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}, {args.kube} control plane")
+          f"(scale {args.scale}), controller --qps {args.qps} --burst {args.burst}, {args.kube} control plane"
+          + (f", policy {args.policy}: {' '.join(policy.split())}" if policy is not None else ""))
     print(f"controller: {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB; "
           f"API server ({args.kube}): {1000 * m.api_cpu / m.wall:.0f} mCPU average, peak RSS {m.api_rss:.0f} MB")
     if not m.finished:
