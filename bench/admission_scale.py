@@ -555,6 +555,24 @@ def scenario_arguments(doc: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def policy_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policy", type=Path, metavar="FILE",
+                        help="a policy.yaml for batchgate's controller (e.g. admission.requeueBatchPeriod: 1s); "
+                             "default: none")
+
+
+def read_policy(parser: argparse.ArgumentParser, path: Path | None) -> str | None:
+    """The text of `--policy FILE`, checked first with the policy's own parser (an error names its line)."""
+    if path is None:
+        return None
+    text = path.read_text()
+    try:
+        parse_policy(text, str(path))
+    except PolicyError as exc:
+        parser.error(str(exc))
+    return text
+
+
 def print_admissions(m: Measured, evicted: str) -> None:
     """Wall, ClusterQueue usage both ways, the evictions seen (as `evicted`) and the mean time to
     admission per class: the lines every runner of the scenario prints alike."""
@@ -574,16 +592,9 @@ def main() -> int:
     parser.add_argument("--kube", choices=("real", "local"), default=default_kube(),
                         help="the real control plane (default when built) or the stand-in")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before the run counts as unfinished")
-    parser.add_argument("--policy", type=Path, metavar="FILE",
-                        help="a policy.yaml for the controller (e.g. admission.requeueBatchPeriod: 1s); default: none")
+    policy_argument(parser)
     args = parser.parse_args()
-    policy = None
-    if args.policy is not None:
-        policy = args.policy.read_text()
-        try:
-            parse_policy(policy, str(args.policy))
-        except PolicyError as exc:
-            parser.error(str(exc))
+    policy = read_policy(parser, args.policy)
     m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst, kube=args.kube, timeout=args.timeout,
                 policy=policy)
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at the end")

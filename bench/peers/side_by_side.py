@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.admission_scale import Measured, measure, scenario_arguments  # noqa: E402
+from bench.admission_scale import Measured, measure, policy_argument, read_policy, scenario_arguments  # noqa: E402
 from bench.machine_info import machine  # noqa: E402
 from bench.peers.kueue_scale import NOT_BUILT, measure_kueue  # noqa: E402
 from realcluster import toolchain  # noqa: E402
@@ -61,14 +61,17 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before a run counts as unfinished")
     parser.add_argument("--qps", type=float, default=50, help="batchgate controller's --qps")
     parser.add_argument("--burst", type=int, default=100, help="batchgate controller's --burst")
+    policy_argument(parser)
     args = parser.parse_args()
+    policy = read_policy(parser, args.policy)
     if toolchain.locate() is None or toolchain.locate(which=toolchain.peer_programs) is None:
         print(f"bench/peers: {NOT_BUILT}", file=sys.stderr)
         return 2
     versions = toolchain.load_versions()
     print(f"machine: {machine()}; "
           f"Kubernetes {versions.kubernetes}, Kueue {versions.kueue}, batchgate controller --qps {args.qps} "
-          f"--burst {args.burst}; scale {args.scale}, {args.cohorts} cohorts x {args.queues} ClusterQueues", flush=True)
+          f"--burst {args.burst}{f', policy {args.policy}: ' + ' '.join(policy.split()) if policy else ''}; "
+          f"scale {args.scale}, {args.cohorts} cohorts x {args.queues} ClusterQueues", flush=True)
     rows: list[str] = []
     finished: dict[str, list[list[float]]] = {side: [] for side in SIDES}
     for n in range(args.rounds):
@@ -80,7 +83,7 @@ def main() -> int:
                     shutil.rmtree(workdir, ignore_errors=True)
                 else:
                     m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst, kube="real",
-                                timeout=args.timeout)
+                                timeout=args.timeout, policy=policy)
             except (PeerError, RealClusterError) as err:
                 print(f"bench/peers: {err}", file=sys.stderr)
                 return 2
