@@ -31,7 +31,7 @@ from localcluster.crd_registration import CrdRegistrar
 from localcluster.garbage import Collector
 from localcluster.rbac import bootstrap
 from localcluster.resources import Registry
-from localcluster.store import Store
+from localcluster.store import HISTORY_FRESH_SECONDS, Store
 from localcluster.apiserver.webhook_sources import dispatcher
 from localcluster.users import AUTHENTICATED, Authenticator, User, kubeconfig, load_users
 
@@ -100,7 +100,8 @@ class LocalCluster:
                  webhook_addresses: Mapping[str, str] | None = None,
                  controllers: Sequence[ControllerFactory] = (), nodes: Sequence[Any] = (),
                  run_images: Sequence[str] = (), authorization: str = RBAC,
-                 record_requests: bool = False, kubelet_sync: _dt.timedelta = KUBELET_SYNC) -> None:
+                 record_requests: bool = False, kubelet_sync: _dt.timedelta = KUBELET_SYNC,
+                 watch_history: float = HISTORY_FRESH_SECONDS) -> None:
         self.workdir = Path(workdir)
         self.kubelet_sync = kubelet_sync
         self.nodes = tuple(nodes)
@@ -111,7 +112,7 @@ class LocalCluster:
         self.controllers = list(controllers)
         self.clock = ScaledClock(speed)
         self.users = load_users(users_file)
-        self.store = Store()
+        self.store = Store(self.clock.monotonic, watch_history)
         self.auth = Authenticator([*self.users, CONTROLLER_USER, *COMPONENT_USERS.values()], self.clock.now,
                                   functools.partial(tokens.still_bound, self.store))
         self.registry = Registry()

@@ -12,6 +12,7 @@ import asyncio
 import bisect
 import builtins
 import json
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,13 @@ GroupResource = tuple[str, str]
 Key = tuple[str, str]  # (namespace or "", name)
 
 HISTORY_PER_RESOURCE = 1000
+"""Events a resource's history always keeps, however old."""
+HISTORY_FRESH_SECONDS = 75.0
+"""Beyond those, events younger than this are kept too, as kube-apiserver's watch cache keeps at
+least 75 s of them (`DefaultEventFreshDuration`, k8s.io/apiserver pkg/storage/cacher): a client
+that spends a minute listing a large collection can still watch on from the list's version."""
+HISTORY_MAX = 100 * 1024
+"""And never more than this (the watch cache's `defaultUpperBoundCapacity`)."""
 WATCHER_QUEUE_LIMIT = 50_000
 
 
@@ -96,7 +104,8 @@ class Bucket:
 
     objects: dict[Key, Entry] = field(default_factory=dict)
     keys: list[Key] = field(default_factory=list)  # sorted, as etcd orders keys: by namespace, then name
-    history: deque[Event] = field(default_factory=lambda: deque(maxlen=HISTORY_PER_RESOURCE))
+    history: deque[Event] = field(default_factory=deque)
+    recorded: deque[float] = field(default_factory=deque)  # when each event of `history` was recorded (monotonic)
     evicted_rv: int = 0  # resourceVersion of the newest event no longer in history
     watchers: set[Watcher] = field(default_factory=set)
 
@@ -112,7 +121,10 @@ Listener = Callable[[GroupResource, Event], None]
 
 
 class Store:
-    def __init__(self) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic,
+                 history_seconds: float = HISTORY_FRESH_SECONDS) -> None:
+        """`history_seconds`: how young an event beyond the last HISTORY_PER_RESOURCE must be to be kept."""
+        self._monotonic, self.history_seconds = monotonic, history_seconds
         self.rv = 1
         self._buckets: dict[GroupResource, Bucket] = {}
         self._by_uid: dict[str, tuple[GroupResource, Key]] = {}
@@ -255,9 +267,13 @@ class Store:
                 watcher.close()
 
     def _announce(self, gr: GroupResource, bucket: Bucket, event: Event) -> None:
-        if len(bucket.history) == bucket.history.maxlen:
-            bucket.evicted_rv = bucket.history[0].rv
+        now = self._monotonic()
         bucket.history.append(event)
+        bucket.recorded.append(now)
+        while len(bucket.history) > HISTORY_MAX or (len(bucket.history) > HISTORY_PER_RESOURCE
+                                                   and now - bucket.recorded[0] >= self.history_seconds):
+            bucket.evicted_rv = bucket.history.popleft().rv
+            bucket.recorded.popleft()
         for watcher in list(bucket.watchers):
             watcher.offer(event)
         for listener in self._listeners:

@@ -111,8 +111,9 @@ def test_watch_sees_changes_after_a_list(core: client.CoreV1Api, namespace: str)
     assert seen == [("ADDED", "w"), ("MODIFIED", "w"), ("DELETED", "w")]
 
 
-@pytest.mark.standin_only("the stand-in keeps the last 1,000 events; kube-apiserver's watch cache keeps at least 75 s "
-                          "of them, so 1,001 quick writes evict nothing (test_bad_input's too-old watch holds on both)")
+@pytest.mark.standin_only("the suite's stand-in keeps only the last 1,000 events (watch_history=0); kube-apiserver's "
+                          "watch cache, like the stand-in's default, keeps at least 75 s of them, so 1,001 quick writes "
+                          "evict nothing (test_bad_input's too-old watch holds on both)")
 def test_a_watch_from_an_evicted_version_ends_in_410_expired(core: client.CoreV1Api, namespace: str,
                                                              local_cluster: LocalCluster) -> None:
     first = core.create_namespaced_config_map(namespace, {"metadata": {"name": "old"}})

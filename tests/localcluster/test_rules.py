@@ -16,7 +16,7 @@ from localcluster.errors import ApiError
 from localcluster.apiserver.patches import merge_patch
 from localcluster.resources import Registry, ResourceType
 from localcluster.apiserver.selectors import parse_field_selector, parse_label_selector
-from localcluster.store import Store, TooOld
+from localcluster.store import HISTORY_PER_RESOURCE, Store, TooOld
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 REGISTRY = Registry()
@@ -276,10 +276,38 @@ def test_resource_versions_only_grow_and_history_replays_exactly(ops: list[str])
     assert [e.rv for e in store.since(("", "configmaps"), 0)] == seen
 
 
-def test_history_is_bounded_and_older_versions_are_too_old() -> None:
-    store = Store()
-    for i in range(1005):
-        store.put(("", "configmaps"), {"metadata": {"name": f"c{i}", "namespace": "d"}})
+class Ticking:
+    """A monotonic time source the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def put_many(store: Store, count: int, prefix: str = "c") -> None:
+    for i in range(count):
+        store.put(("", "configmaps"), {"metadata": {"name": f"{prefix}{i}", "namespace": "d"}})
+
+
+def test_history_keeps_the_last_75_seconds_of_events_then_older_versions_are_too_old() -> None:
+    """As kube-apiserver's watch cache: at least 75 s of history, so a client that took a minute
+    to list a busy collection can watch on from the list's version."""
+    clock = Ticking()
+    store = Store(clock)
+    put_many(store, HISTORY_PER_RESOURCE + 500)  # within 75 s: nothing evicted, however many
+    assert len(store.since(("", "configmaps"), 1)) == HISTORY_PER_RESOURCE + 500
+    clock.now = 76.0
+    put_many(store, 1, "late")  # older than 75 s beyond the last HISTORY_PER_RESOURCE: evicted
+    with pytest.raises(TooOld):
+        store.since(("", "configmaps"), 3)
+    assert len(store.since(("", "configmaps"), store.rv - HISTORY_PER_RESOURCE)) == HISTORY_PER_RESOURCE
+
+
+def test_history_without_a_time_window_keeps_the_last_events_only() -> None:
+    store = Store(Ticking(), history_seconds=0.0)
+    put_many(store, HISTORY_PER_RESOURCE + 5)
     with pytest.raises(TooOld):
         store.since(("", "configmaps"), 3)
     assert len(store.since(("", "configmaps"), store.rv - 10)) == 10

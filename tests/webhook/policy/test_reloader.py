@@ -84,7 +84,7 @@ def test_the_gateway_follows_the_policy_configmap_and_namespace_labels(
 def test_a_watch_resumed_after_its_history_is_gone_lists_again(tmp_path: Path) -> None:
     """410 Gone: the watch's resourceVersion fell out of the server's bounded history; the policy
     the list finds is installed, and the watch that follows it sees the next edit."""
-    with LocalCluster(tmp_path / "cluster") as cluster:
+    with LocalCluster(tmp_path / "cluster", watch_history=0.0) as cluster:  # history: the last 1,000 events only
         core = client.CoreV1Api(api_client(str(cluster.kubeconfig)))
         core.create_namespace({"metadata": {"name": "busy"}})
         core.create_namespaced_config_map("busy", {"metadata": {"name": "policy"}, "data": {"policy.yaml": "{}"}})
