@@ -4,8 +4,7 @@ It is fed object by object (as a watch would feed it) and by the effects of deci
 (`assume`, `mark_evicted`, `release`). Every quota-freeing event asks the parked workloads of
 the affected cohort back into their heaps, as Kueue's queue manager does: at once (v0.10), or once
 the `requeue_batch` period it starts is over (v0.17's requeuer; `requeue_due` before each cycle).
-Nothing here decides
-who gets quota; `controller.decisions.quota.admission` does, reading this state.
+Nothing here decides who gets quota; `controller.decisions.quota.admission` does, reading this state.
 
 `settled` tells whether another cycle would repeat the last one exactly: a cycle that changed
 none of its own inputs marks the state settled (`mark_settled`), and any change made from outside
