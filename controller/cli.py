@@ -13,6 +13,7 @@ import threading
 import uuid
 
 from batchgate.clock import SystemClock
+from batchgate.collector import settle_started_process
 from kubeapi.listwatch import RELIST_SECONDS
 
 
@@ -92,6 +93,7 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    settle_started_process()
     probes.start()
     print(f"batchgate controller {args.identity}: probes on http://{args.metrics_address}:{probes.port}",
           file=sys.stderr, flush=True)
