@@ -71,10 +71,20 @@ class ClusterQueuePending:
         return None
 
     def unpark(self, eligible: Callable[[ObjectKey], bool]) -> list[ObjectKey]:
-        """Move parked workloads that pass `eligible` back into the heap."""
+        """Move parked workloads that pass `eligible` back into the heap.
+
+        A cohort's finish often moves back most of a queue: then the heap is rebuilt from the active
+        workloads at once (linear, and rid of its stale entries) rather than pushed into one by one
+        (parked workloads are older than most, so each push climbs the whole heap)."""
         moved = [w for w in self.inadmissible if eligible(w)]
+        if len(moved) * 4 < len(self.active):
+            for workload in moved:
+                self.push(workload, self.inadmissible[workload])
+            return moved
         for workload in moved:
-            self.push(workload, self.inadmissible[workload])
+            self.active[workload] = self.inadmissible.pop(workload)
+        self.heap = list(self.active.values())
+        heapq.heapify(self.heap)
         return moved
 
     def __contains__(self, workload: ObjectKey) -> bool:
@@ -123,9 +133,9 @@ class PendingQueues:
         queue = self.queues.get(cq) if cq is not None else None
         return (None, False) if queue is None else (queue.preemptor, queue.sticky)
 
-    def is_preemptor(self, workload: ObjectKey) -> bool:
-        cq = self.where.get(workload)
-        return cq is not None and self.queues[cq].preemptor == workload
+    def preemptors(self) -> set[ObjectKey]:
+        """Every queue's preemptor: the heads a cycle considers first."""
+        return {q.preemptor for q in self.queues.values() if q.preemptor is not None}
 
     def remove(self, workload: ObjectKey) -> None:
         cq = self.where.pop(workload, None)

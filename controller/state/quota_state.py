@@ -91,10 +91,17 @@ class FlavorProgress:
     generation: int
     tried: tuple[Mapping[str, int], ...]
 
-    @property
+    # Both are read for every head of every cycle, and a recalled nomination shares one progress
+    # among many heads: computed once each (`tried` is never changed after it is made).
+    @functools.cached_property
     def pending_flavors(self) -> bool:
         """Flavors were left untried (Kueue's PendingFlavors): the next attempt may still fit."""
         return any(index >= 0 for tried in self.tried for index in tried.values())
+
+    @functools.cached_property
+    def shape(self) -> tuple[int, str]:
+        """The progress as one hashable value (part of what a recalled nomination is keyed by)."""
+        return self.generation, repr(self.tried)
 
 
 @dataclass

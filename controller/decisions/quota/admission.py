@@ -14,7 +14,7 @@ same cohort capacity are settled by that order.
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Hashable, Mapping
 
 from controller.decisions.quota.flavor_assignment import (
@@ -31,14 +31,14 @@ GENERIC, NAMESPACE_MISMATCH, FAILED_AFTER_NOMINATION, PENDING_PREEMPTION = (
     "Generic", "NamespaceMismatch", "FailedAfterNomination", "PendingPreemption")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     info: WorkloadInfo
     cluster_queue: str
     message: str = ""
     cause: str = GENERIC
     assignment: FlavorAssignment | None = None
-    targets: list[PreemptionTarget] = field(default_factory=list)
+    targets: tuple[PreemptionTarget, ...] = ()  # shared by recalled entries, so never changed
     nominated: bool = False  # reached processing (Kueue: status nominated or skipped)
     share: int = 0  # dominant resource share with this workload admitted (fair sharing only)
     progress: FlavorProgress | None = None  # where flavor assignment resumes next time
@@ -50,7 +50,7 @@ class _Entry:
     def recalled_for(self, info: WorkloadInfo) -> "_Entry":
         """This fresh nomination's entry for another workload of the same shape."""
         return _Entry(info, self.cluster_queue, message=self.message, cause=self.cause, assignment=self.assignment,
-                      targets=list(self.targets), share=self.share, progress=self.progress)
+                      targets=self.targets, share=self.share, progress=self.progress)
 
 
 def run_cycle(state: QuotaState, heads: list[ObjectKey], now: _dt.datetime) -> CycleResult:
@@ -59,7 +59,8 @@ def run_cycle(state: QuotaState, heads: list[ObjectKey], now: _dt.datetime) -> C
     entries = [_recalled(state, key, view, now) for key in heads if state.is_pending(key)]
     # Preemptors waiting for their victims go first (Kueue#13797), so the room their victims free
     # is theirs; then Kueue's order.
-    entries.sort(key=lambda e: (not state.pending.is_preemptor(e.info.key),
+    preemptors = state.pending.preemptors()
+    entries.sort(key=lambda e: (e.info.key not in preemptors,
                                 e.assignment is not None and e.assignment.borrows, e.share, -e.info.priority,
                                 e.info.timestamp, e.info.key.namespaced_name))
     admitted: list[Admit] = []
@@ -92,7 +93,7 @@ def run_cycle(state: QuotaState, heads: list[ObjectKey], now: _dt.datetime) -> C
             e.message += f". Pending the preemption of {len(e.targets)} workload(s)"
             e.cause = PENDING_PREEMPTION
             e.progress = None  # once victims are gone, every flavor is worth trying again
-            preempted.append(Preempt(e.info.key, tuple(e.targets), e.message))
+            preempted.append(Preempt(e.info.key, e.targets, e.message))
             continue
         admitted.append(Admit(e.info.key, cq.name, e.assignment.to_assignment()))
     done = {a.workload for a in admitted}
@@ -126,9 +127,8 @@ def _shape(state: QuotaState, info: WorkloadInfo, cq_name: str, now: _dt.datetim
     cq = state.cluster_queues.get(cq_name)
     newer_equal = cq is not None and cq.preemption.within_cluster_queue == "LowerOrNewerEqualPriority"
     progress = state.current_progress(info.key, cq_name)
-    tried = None if progress is None else (progress.generation, repr(progress.tried))
     return (cq_name, info.namespace, info.priority, info.timestamp if newer_equal else None, info.requests_key,
-            tried, now)
+            None if progress is None else progress.shape, now)
 
 
 def _nominate(state: QuotaState, key: ObjectKey, view: UsageOverlay, now: _dt.datetime) -> _Entry:
@@ -146,15 +146,15 @@ def _nominate(state: QuotaState, key: ObjectKey, view: UsageOverlay, now: _dt.da
         entry.cause = NAMESPACE_MISMATCH
         return entry
 
-    searched: dict[tuple[tuple[tuple[tuple[str, str], int], ...], frozenset[tuple[str, str]]], list[PreemptionTarget]] = {}
+    searched: dict[tuple[tuple[tuple[tuple[str, str], int], ...], frozenset[tuple[str, str]]], tuple[PreemptionTarget, ...]] = {}
 
-    def targets_for(usage: Mapping[tuple[str, str], int], needs: frozenset[tuple[str, str]]) -> list[PreemptionTarget]:
+    def targets_for(usage: Mapping[tuple[str, str], int], needs: frozenset[tuple[str, str]]) -> tuple[PreemptionTarget, ...]:
         """A search leaves the view as it found it, so one nomination makes each search once (the
         oracle's single-resource search is most often the one the preemption needs again)."""
         key = (tuple(sorted(usage.items())), needs)
         if key not in searched:
-            searched[key] = get_targets(info, cq, usage, needs, state, view, now)
-        return list(searched[key])
+            searched[key] = tuple(get_targets(info, cq, usage, needs, state, view, now))
+        return searched[key]
 
     def simulate_preemption(fr: tuple[str, str], value: int) -> int:
         """Kueue's preemption oracle since kubernetes-sigs/kueue#5529: the victims the search

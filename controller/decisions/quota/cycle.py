@@ -82,11 +82,18 @@ def apply_cycle(state: QuotaState, result: CycleResult, now: _dt.datetime, drain
         state.set_progress(key, progress)
     parked = False
     for requeue in result.requeue:
-        before = state.pending.state_of(requeue.workload), state.pending.preemption_of(requeue.workload)
+        # once both are known, the rest need not be compared before and after
+        before = None if parked and moved else _place(state, requeue.workload)
         state.requeue(requeue.workload, requeue.queue, requeue.reason, preempting=requeue.preempting)
-        parked = parked or (before[0] == "active" and requeue.queue == "inadmissible")
-        moved = moved or before != (state.pending.state_of(requeue.workload), state.pending.preemption_of(requeue.workload))
+        if before is not None:
+            parked = parked or (before[0] == "active" and requeue.queue == "inadmissible")
+            moved = moved or before != _place(state, requeue.workload)
     changed = bool(admitted or preempted or drained or parked or resumed)
     state.mark_settled(not (changed or moved))
     return Effects(tuple(admitted), tuple(preempted), drained, tuple(r.workload for r in result.requeue),
                    result.skipped_preemptions, changed)
+
+
+def _place(state: QuotaState, workload: ObjectKey) -> tuple[str | None, tuple[ObjectKey | None, bool]]:
+    """Where a pending workload waits and its queue's preemptor: what orders the next cycle's heads."""
+    return state.pending.state_of(workload), state.pending.preemption_of(workload)
