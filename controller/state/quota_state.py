@@ -274,23 +274,36 @@ class QuotaState:
 
     # Each put returns early (False) when the spec it models is unchanged (a status update, a
     # resync), so only real changes bump generations, move parked workloads back and unsettle.
+    # A namespace or a flavor asks back only the ClusterQueues it may open, as Kueue does: another
+    # team's new namespace or flavor frees no quota, so it must not make parked workloads try again.
     def put_namespace(self, name: str, labels: Mapping[str, str]) -> bool:
-        if self.namespaces.get(name) == dict(labels):
+        """Kueue's `cqNamespaceHandler`: a namespace asks back the ClusterQueues whose selector
+        selects it now and did not before (a namespace not seen yet was read as unlabelled)."""
+        before = self.namespaces.get(name, {})
+        if name in self.namespaces and before == dict(labels):
             return False
         self.namespaces[name] = dict(labels)
         self._settled_under = None
         self._objects_version += 1
-        self._ask_all_back()
+        for cq_name, cq in self.cluster_queues.items():
+            selector = cq.namespace_selector
+            if selector is not None and selector.matches(labels) and not selector.matches(before):
+                self._ask_back(self._scope_of(cq_name))
         return True
 
     def put_flavor(self, flavor: ResourceFlavor) -> bool:
+        """A new or changed flavor asks back the ClusterQueues that name it (Kueue v0.17 those it
+        makes active; later Kueue, kubernetes-sigs/kueue#13734, also those whose flavor's labels,
+        taints or tolerations changed)."""
         if self.flavors.get(flavor.name) == flavor:
             return False
         self.flavors[flavor.name] = flavor
         self._settled_under = None
         self._objects_version += 1
         self._inactive.clear()
-        self._ask_all_back()
+        for cq_name, cq in self.cluster_queues.items():
+            if flavor.name in cq.flavor_names:
+                self._ask_back(self._scope_of(cq_name))
         return True
 
     def put_priority_class(self, wpc: WorkloadPriorityClass) -> bool:
@@ -498,10 +511,6 @@ class QuotaState:
             self._requeues.setdefault(scope, None)
         else:
             self._unpark_scope(scope)
-
-    def _ask_all_back(self) -> None:
-        for name in list(self.pending.queues):
-            self._ask_back(self._scope_of(name))
 
     def requeue_due(self, now: _dt.datetime) -> None:
         """Before a cycle: start the period of new requests at `now` and move back the parked

@@ -130,6 +130,16 @@ SCENARIOS = [
         id="a namespace outside the selector waits until it is labelled to match",
     ),
     pytest.param(
+        trace(basic(cpu=4) + [workload("w0", cpu=2, admitted_to="cq"), workload("w1", cpu=4, priority=20, created=1)],
+              {}, {"apply": [workload("w2", cpu=2, created=2)]},
+              {"apply": [namespace("other"), flavor("other-f0"), local_queue("lq", "other-cq", ns="other"),
+                         cluster_queue("other-cq", group({"other-f0": {"cpu": 4}}), cohort="other")]}),
+        [expect(admitted=[], pending={"ns/w1": ("inadmissible", MORE.format(2))}),
+         expect(admitted=["ns/w2"], pending={"ns/w1": ("inadmissible", MORE.format(2))}),
+         expect(admitted=[], pending={"ns/w1": ("inadmissible", MORE.format(2))})],
+        id="another team's namespace, flavor and queues free no quota: a parked workload is not tried again",
+    ),
+    pytest.param(
         trace([flavor(), cluster_queue("cq", cpu=10, selector=None), local_queue("lq", "cq"), workload("a", cpu=1)]),
         [expect(admitted=[], pending={"ns/a": ("inadmissible", "Workload namespace doesn't match ClusterQueue selector")})],
         id="a ClusterQueue without a namespaceSelector admits no namespace",
