@@ -14,8 +14,6 @@ from typing import Iterable
 from controller.state.cache import ObjectKey
 from controller.state.quota_state import QuotaState
 
-NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message before a cycle looked at it
-
 
 class PendingReasons:
     def __init__(self) -> None:
@@ -30,13 +28,14 @@ class PendingReasons:
         self._everything = True
 
     def note(self, state: QuotaState) -> None:
-        """Take the current message of every marked Workload that is still pending."""
+        """Take the current message of every marked Workload that is still pending (empty for one
+        no cycle has looked at yet: `admission_status.pending_patch` says what that one shows)."""
         if self._everything:
             self._marked.update(key for key in state.workloads if state.is_pending(key))
             self._everything = False
         for key in self._marked:
             if state.is_pending(key):
-                self._due[key] = state.pending_reason(key)[1] or NOT_YET_TRIED
+                self._due[key] = state.pending_reason(key)[1]
         self._marked.clear()
 
     def next_due(self, state: QuotaState) -> tuple[ObjectKey, str] | None:

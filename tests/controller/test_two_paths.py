@@ -21,7 +21,7 @@ from controller.adapters.store import SharedStore
 from controller.adapters.writer import Writer
 from controller.decisions.quota.admission_status import release_patch
 from controller.simulation import StepReport, run_trace
-from controller.state.pending_reasons import NOT_YET_TRIED
+from controller.decisions.quota.queue_status import NOT_YET_TRIED
 from tests.controller.recording_api import RecordingApi
 from tests.controller.decisions.trace_builders import wl_key
 from tests.controller.simulate_traces import all_traces

@@ -55,10 +55,19 @@ def stop_eviction_patch(workload: Mapping[str, Any], evict: Evict, now: _dt.date
 
 
 def pending_patch(workload: Mapping[str, Any], message: str, now: _dt.datetime) -> Patch | None:
-    """QuotaReserved=False, reason Pending, with the reason the workload waits (v0.10 wording)."""
+    """QuotaReserved=False, reason Pending, with the reason the workload waits (v0.10 wording).
+
+    An empty `message` is a workload no cycle has tried yet: it keeps the pending message it has
+    (a released victim's eviction message, which Kueue's job integration leaves there until the
+    next attempt), and one with none says that it waits (Kueue writes nothing then).
+    """
     if is_true(workload, keys.COND_QUOTA_RESERVED) or is_true(workload, keys.COND_FINISHED):
         return None
     old = condition_of(workload, keys.COND_QUOTA_RESERVED)
+    if not message:
+        if old is not None and old.status == "False" and old.message:
+            return None
+        message = qs.NOT_YET_TRIED
     if old is not None and old.status == "False" and old.message == message:
         return None
     return {"status": {"conditions": _with(workload, lambda c: qs.pending_conditions(c, message, now))}}

@@ -18,6 +18,7 @@ from controller.state.quota_book import format_units
 from controller.state.quota_state import QuotaState
 
 PENDING_REASON = "Pending"  # Kueue v0.10's QuotaReserved=False reason for a workload waiting for quota
+NOT_YET_TRIED = "Workload is waiting for quota"  # the pending message of a workload no cycle looked at yet
 
 
 def cluster_queue_status(state: QuotaState, name: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from batchgate.clock import FakeClock
 from controller.simulation import Simulation
-from controller.state.pending_reasons import NOT_YET_TRIED, PendingReasons
+from controller.state.pending_reasons import PendingReasons
 from tests.controller.decisions.trace_builders import T0, basic, wl_key, workload
 
 MORE = "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 5 more needed"
@@ -25,11 +25,11 @@ def drain(reasons: PendingReasons, sim: Simulation) -> list[tuple[str, str]]:
     return out
 
 
-def test_a_workload_no_cycle_looked_at_says_it_waits_for_quota() -> None:
+def test_a_workload_no_cycle_looked_at_is_noted_without_a_message() -> None:
     sim, reasons = full_queue(), PendingReasons()
     reasons.mark([wl_key("ns/waiting")])
     reasons.note(sim.state)
-    assert drain(reasons, sim) == [(wl_key("ns/waiting"), NOT_YET_TRIED)]
+    assert drain(reasons, sim) == [(wl_key("ns/waiting"), "")]
 
 
 def test_a_requeued_head_is_written_once_with_the_cycles_message() -> None:
@@ -45,7 +45,7 @@ def test_marking_everything_notes_every_pending_workload_and_no_admitted_one() -
     sim, reasons = full_queue(), PendingReasons()
     reasons.mark_everything()
     reasons.note(sim.state)
-    assert drain(reasons, sim) == [(wl_key("ns/waiting"), NOT_YET_TRIED)]
+    assert drain(reasons, sim) == [(wl_key("ns/waiting"), "")]
 
 
 def test_a_workload_that_stopped_pending_before_its_turn_is_skipped() -> None:

@@ -87,6 +87,8 @@ def test_readmission_marks_the_past_eviction_as_past() -> None:
                      id="a workload without quota is not preempted"),
         pytest.param(lambda: st.pending_patch(wl(("QuotaReserved", "False", "Pending")), "QuotaReserved earlier", NOW),
                      id="the same pending reason is not written twice"),
+        pytest.param(lambda: st.pending_patch(wl(("QuotaReserved", "False", "Pending")), "", NOW),
+                     id="a released victim not tried again keeps its eviction message, as Kueue's job integration leaves it"),
         pytest.param(lambda: st.release_patch(wl(("Evicted", "True", "Preempted")), NOW),
                      id="a workload without admission has nothing to release"),
         pytest.param(lambda: st.release_patch(wl(("QuotaReserved", "True", "QuotaReserved"), admitted=True), NOW),
@@ -113,6 +115,17 @@ def test_a_new_pending_reason_replaces_the_old_one() -> None:
     cond = by_type(patch)["QuotaReserved"]
     assert (cond["reason"], cond["message"]) == ("Pending", "LocalQueue lq doesn't exist")
     assert cond["lastTransitionTime"] == "2025-12-31T00:00:00Z", "the status did not flip, so the time stays"
+
+
+@pytest.mark.parametrize("obj", [
+    pytest.param(wl(), id="a new workload"),
+    pytest.param(wl(("QuotaReserved", "False", "Pending"), ), id="a workload whose pending message is empty"),
+])
+def test_a_workload_no_cycle_tried_says_it_waits_where_it_says_nothing_else(obj: dict[str, Any]) -> None:
+    if obj["status"]["conditions"]:
+        obj["status"]["conditions"][0]["message"] = ""
+    cond = by_type(st.pending_patch(obj, "", NOW))["QuotaReserved"]
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Pending", "Workload is waiting for quota")
 
 
 def test_queue_status_is_written_only_where_it_changed() -> None:
