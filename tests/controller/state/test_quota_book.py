@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from batchgate.api.kueue import ClusterQueue
 from batchgate.quantity import parse_quantity
@@ -102,3 +103,39 @@ def test_equal_priority_and_time_are_ordered_by_namespace_slash_name_as_written(
     for ref in ("team/x", "team-a/x"):
         queue.push(wl_key(ref), sort_key(0, t0, wl_key(ref)))
     assert queue.head() == wl_key("team-a/x")
+
+
+# A pending queue against a model of it: a dict of where each workload waits. Moving parked
+# workloads back takes one of two paths (a few pushed, most rebuilt into a new heap): whichever
+# it takes, the head is always the first active workload in queue order.
+_QUEUE_OPS = st.lists(st.tuples(st.sampled_from(["push", "park", "remove", "unpark-all", "unpark-even", "head"]),
+                                st.integers(0, 11)), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=_QUEUE_OPS, priorities=st.lists(st.integers(0, 2), min_size=12, max_size=12))
+def test_a_pending_queue_heads_the_first_active_workload_whatever_moves_it(ops: list[tuple[str, int]],
+                                                                         priorities: list[int]) -> None:
+    t0 = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
+    keys = [wl_key(f"ns/w{i:02}") for i in range(12)]
+    sort_keys = [sort_key(p, t0 + _dt.timedelta(seconds=i % 5), k) for i, (p, k) in enumerate(zip(priorities, keys))]
+    queue, where = ClusterQueuePending(), {}
+    for op, i in ops:
+        if op == "push":
+            queue.push(keys[i], sort_keys[i])
+            where[i] = "active"
+        elif op == "park" and i in where:
+            queue.park(keys[i])
+            where[i] = "parked"
+        elif op == "remove":
+            queue.remove(keys[i])
+            where.pop(i, None)
+        elif op.startswith("unpark"):
+            even = op == "unpark-even"
+            moved = queue.unpark(lambda w: not even or int(w.name[1:]) % 2 == 0)
+            expected = {j for j, at in where.items() if at == "parked" and (not even or j % 2 == 0)}
+            assert {int(w.name[1:]) for w in moved} == expected
+            where.update({j: "active" for j in expected})
+        active = [j for j, at in where.items() if at == "active"]
+        assert queue.head() == (keys[min(active, key=lambda j: sort_keys[j])] if active else None)
+        assert len(queue) == len(where)
