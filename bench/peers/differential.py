@@ -38,6 +38,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -332,14 +333,16 @@ def kueue_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iterator
 POLICY = ("batchgate-system", "batchgate-policy")  # the controller's default --policy-configmap
 
 
-def policy_configmap(fair_sharing: bool) -> dict[str, Any]:
-    """batchgate's policy ConfigMap: the defaults, fair sharing on or off."""
+def policy_configmap(fair_sharing: bool, requeue_batch: str = "0s") -> dict[str, Any]:
+    """batchgate's policy ConfigMap: the defaults, fair sharing on or off, and the period parked
+    Workloads wait to go back (`admission.requeueBatchPeriod`: 0s as Kueue v0.10, 1s as v0.17)."""
+    policy = {"fairSharing": {"enable": fair_sharing}, "admission": {"requeueBatchPeriod": requeue_batch}}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": POLICY[0], "name": POLICY[1]},
-            "data": {"policy.yaml": yaml.safe_dump({"fairSharing": {"enable": fair_sharing}})}}
+            "data": {"policy.yaml": yaml.safe_dump(policy)}}
 
 
 @contextmanager
-def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iterator[Side]:
+def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool, requeue_batch: str = "0s") -> Iterator[Side]:
     """batchgate's controller on a fresh real control plane with batchgate's CRDs and RBAC; a
     restart writes the policy ConfigMap first and waits until the new controller is ready (its
     informers listed, the ConfigMap's policy applied)."""
@@ -350,7 +353,7 @@ def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iter
     running = [stack.enter_context(ExitStack())]  # the controller's own, closed at a restart or with `stack`
 
     def start(fair: bool) -> None:
-        configmap = policy_configmap(fair)
+        configmap = policy_configmap(fair, requeue_batch)
         try:
             client.create(CONFIGMAPS, configmap)
         except ApiError as exc:
@@ -382,7 +385,8 @@ def wait_ready(url: str, timeout: float) -> None:
     raise RuntimeError(f"{url} not ready after {timeout:.0f} s")
 
 
-def both_sides(stack: ExitStack, timeout: float, fair_sharing: bool = False) -> tuple[Side, Side]:
+def both_sides(stack: ExitStack, timeout: float, fair_sharing: bool = False,
+               requeue_batch: str = "0s") -> tuple[Side, Side]:
     """Kueue's side and batchgate's, started at once (each cluster takes a minute on a busy
     machine), both stopped with `stack`; if one does not start, the other is stopped too."""
     owns = [stack.enter_context(ExitStack()), stack.enter_context(ExitStack())]  # closed with `stack`, even on Ctrl-C
@@ -391,7 +395,8 @@ def both_sides(stack: ExitStack, timeout: float, fair_sharing: bool = False) -> 
         return own.enter_context(side(own, timeout, fair_sharing))
 
     with ThreadPoolExecutor(2) as pool:
-        kueue, batchgate = pool.submit(start, owns[0], kueue_side), pool.submit(start, owns[1], batchgate_side)
+        kueue = pool.submit(start, owns[0], kueue_side)
+        batchgate = pool.submit(start, owns[1], partial(batchgate_side, requeue_batch=requeue_batch))
     return kueue.result(), batchgate.result()
 
 
@@ -447,13 +452,15 @@ def main() -> int:
     parser.add_argument("--parallel", type=int, default=4, help="scenarios played at once on each side")
     parser.add_argument("--timeout", type=float, default=60, help="seconds an event may take to settle")
     parser.add_argument("--fair-sharing", choices=("off", "on"), help="play only the seeds with fair sharing so")
+    parser.add_argument("--requeue-batch", default="0s", metavar="PERIOD",
+                        help="batchgate's admission.requeueBatchPeriod (default 0s, Kueue v0.10; 1s is Kueue v0.17's)")
     args = parser.parse_args()
     results: list[Compared] = []
     groups = [(fair, seeds) for fair, seeds in by_fair_sharing(args.seeds)
               if args.fair_sharing is None or fair == (args.fair_sharing == "on")]
     try:
         with ExitStack() as stack:
-            kueue, batchgate = both_sides(stack, args.timeout, groups[0][0] if groups else False)
+            kueue, batchgate = both_sides(stack, args.timeout, groups[0][0] if groups else False, args.requeue_batch)
             for fair, seeds in groups:
                 print(f"fair sharing {'on' if fair else 'off'}: {len(seeds)} scenarios", flush=True)
                 use((kueue, batchgate), fair)

@@ -4,6 +4,7 @@ batchgate's controller, each on its own real control plane."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -160,6 +161,8 @@ def test_fair_sharing_groups_the_seeds_off_first_each_seed_once() -> None:
 @pytest.mark.parametrize("fair", [False, True], ids=["off", "on"])
 def test_the_policy_configmap_the_runner_writes_is_the_one_batchgate_reads(fair: bool) -> None:
     assert policy_from_configmap(policy_configmap(fair), *POLICY).fair_sharing.enable is fair
+    policy = policy_from_configmap(policy_configmap(fair, "1s"), *POLICY)
+    assert (policy.fair_sharing.enable, policy.admission.requeue_batch_period) == (fair, dt.timedelta(seconds=1))
 
 
 KUEUE_7232 = "previously considered podsets requests"
