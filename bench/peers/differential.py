@@ -12,7 +12,13 @@ flavor, whom each preempted (victim, preemptor, reason) and each pending Workloa
 scenario played, its Workloads are deleted (standalone ones carry no finalizer on either side):
 left pending, Kueue would keep trying them in every scheduling cycle of every later scenario.
 
-    python bench/peers/differential.py [--seeds 0:50] [--parallel 4] [--timeout 60]
+    python bench/peers/differential.py [--seeds 0:50] [--parallel 4] [--timeout 60] [--requeue-batch 1s]
+
+batchgate runs with its policy's default, parked Workloads asked back at once on a quota-freeing
+event (`admission.requeueBatchPeriod: 0s`, as Kueue v0.10), while the peer, Kueue v0.17, asks a
+root cohort's back one second after the first such event: a parked Workload's "N more needed" can
+then differ, each side having tried it at another point (docs/quota.md, seeds 145 and 3).
+`--requeue-batch 1s` runs batchgate as the peer does.
 
 Fair sharing is a scenario's setting but a controller's config (Kueue reads its config once), so
 the seeds are played in two groups, fair sharing off then on, each side's controller restarted

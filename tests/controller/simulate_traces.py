@@ -32,4 +32,6 @@ def all_traces() -> list[tuple[str, dict[str, Any]]]:
             ("simulate: late arrivals", cli.LATE_ARRIVALS),
             ("simulate: the documented example", yaml.safe_load(cli.EXAMPLE.read_text()))]
     out += [("requeue batch: a trace sets the period", batch.BATCHED_TRACE)]
+    out += [(f"requeue batch: a victim and its parked neighbour, {period}", batch.victim_and_parked_neighbour(period))
+            for period in ("0s", "1s")]
     return out

@@ -15,7 +15,7 @@ from batchgate.api.kueue import ClusterQueue, ResourceFlavor
 from batchgate.clock import FakeClock
 from controller.simulation import Simulation, run_trace
 from tests.controller.decisions.trace_builders import (
-    T0, cluster_queue, flavor, local_queue, trace, wl_key, workload,
+    T0, cluster_queue, flavor, group, local_queue, quota, trace, wl_key, workload,
 )
 
 SECOND = _dt.timedelta(seconds=1)
@@ -167,3 +167,48 @@ def test_a_trace_sets_the_period_and_time_brings_the_parked_workload_back() -> N
     reports = run_trace(BATCHED_TRACE)
     assert [[a["name"] for a in r.admitted] for r in reports] == [["ns/first"], [], [], ["ns/second"]]
     assert [r.counts["pendingInadmissible"] for r in reports] == [1, 1, 1, 0]
+
+
+def victim_and_parked_neighbour(period: str) -> dict[str, Any]:
+    """The differential's seeds 145 and 3 made small. Cohort c: cq-a (4 CPUs, lends at most 2) runs
+    `victim` (4 CPUs); cq-b (2 CPUs, lends none) has `neighbour` (4 CPUs) parked, since cq-a lends
+    nothing while it uses all 4. Then `preemptor` (priority 20, 2 CPUs) arrives in cq-a and preempts
+    `victim`, whose release frees quota in the cohort; then a second passes with no event."""
+    objects = [flavor(),
+               cluster_queue("cq-a", group({"default": {"cpu": quota(4, lend=2)}}), cohort="c", within="LowerPriority"),
+               cluster_queue("cq-b", group({"default": {"cpu": quota(2, lend=0)}}), cohort="c"),
+               local_queue("lq-a", "cq-a"), local_queue("lq-b", "cq-b"),
+               workload("victim", queue="lq-a", cpu=4, priority=0, admitted_to="cq-a"),
+               workload("neighbour", queue="lq-b", cpu=4, priority=0, created=1)]
+    return {**trace(objects,
+                    {},
+                    {"apply": [workload("preemptor", queue="lq-a", cpu=2, priority=20, created=2)]},
+                    {"advance": "1s"}),
+            "admission": {"requeueBatchPeriod": period}}
+
+
+def more_needed(report: Any, name: str) -> str:
+    (reason,) = [p["reason"] for p in report.pending if p["name"] == f"ns/{name}"]
+    return reason.rsplit(", ", 1)[-1]
+
+
+@pytest.mark.parametrize("period, admitted, victim", [
+    # Kueue v0.17 (its requeuer, one second per root cohort): the victim, queued again by its own
+    # release, is tried once the preemptor is admitted, while the neighbour is still parked: 2 of
+    # cq-a's 4 CPUs are free. The neighbour comes back a second later and takes them by borrowing;
+    # nothing asks the victim back after that, so it keeps that attempt's message.
+    pytest.param("1s", [[], ["preemptor"], ["neighbour"]], "2 more needed",
+                 id="batched as Kueue v0.17: the victim is tried before the neighbour returns"),
+    # Kueue v0.10 (batchgate's default): the release asks the neighbour back at once, the preemptor
+    # and the neighbour are admitted in one cycle, and the victim is tried after both.
+    pytest.param("0s", [[], ["neighbour", "preemptor"], []], "4 more needed",
+                 id="at once as Kueue v0.10: the victim is tried after the neighbour took quota"),
+])
+def test_a_victim_s_message_depends_on_when_its_cohort_s_parked_workloads_return(
+        period: str, admitted: list[list[str]], victim: str) -> None:
+    reports = run_trace(victim_and_parked_neighbour(period))
+    assert more_needed(reports[0], "neighbour") == "2 more needed"
+    assert [sorted(a["name"] for a in r.admitted) for r in reports] == [[f"ns/{n}" for n in step] for step in admitted]
+    assert [p["name"] for p in reports[1].preempted] == ["ns/victim"]
+    assert more_needed(reports[-1], "victim") == victim
+    assert more_needed(reports[1], "victim") == victim  # the message of its one attempt after its release
