@@ -107,31 +107,34 @@ class Target:
     check_name: bool = True
 
 
-def _connection_loop(target: Target, body: bytes, warmup_until: float, stop_at: float, interval: float | None,
-                     start_at: float, latencies: list[float], errors: list[str], served: list[int]) -> None:
-    """One keep-alive connection: back to back, or with `interval` one review every `interval`
-    seconds from `start_at` (an open loop: a latency counts from when the review was due, so a
-    server that falls behind is charged its queue)."""
+_SLACK = 1e-9  # seconds: float rounding, never a real review's worth
+
+
+def _connection_loop(target: Target, body: bytes, origin: float, warmup: float, window: float,
+                     interval: float | None, offset: float, latencies: list[float], errors: list[str],
+                     served: list[int]) -> None:
+    """One keep-alive connection: back to back, or with `interval` one review due every `interval`
+    seconds from `offset` (an open loop: a latency counts from when the review was due, so a
+    server that falls behind is charged its queue). Times are seconds after `origin`; the k-th due
+    time is `offset + k * interval`, computed rather than summed, and compared with a nanosecond's
+    slack, so a window holds exactly the due times it should, however the floats round."""
     client = GatewayClient(target.host, target.port, target.ca_file, check_name=target.check_name)
     answered = 0
-    due = start_at
+    sent = 0
     while True:
-        now = time.perf_counter()
-        if interval is not None:
-            if now < due:
-                time.sleep(due - now)
-            started, due = due, due + interval
-        else:
-            started = now
-        if started >= stop_at:
+        started = offset + sent * interval if interval is not None else time.perf_counter() - origin
+        if started >= window - _SLACK:
             break
+        if interval is not None and (wait := started - (time.perf_counter() - origin)) > 0:
+            time.sleep(wait)
+        sent += 1
         status, data, _ = client.request("POST", target.path, body)
-        elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - origin - started
         if status != 200 or b'"allowed":true' not in data:
             errors.append(f"{status} {data[:120]!r}")
             continue
         answered += 1
-        if started >= warmup_until:
+        if started >= warmup - _SLACK:
             latencies.append(elapsed)
     client.close()
     served.append(answered)
@@ -141,20 +144,19 @@ def load_process(target: Target, body: bytes, conns: int, warmup: float, seconds
                  out: "multiprocessing.Queue[tuple[list[float], list[str], int, float]]") -> None:
     """Runs in its own process so the generator does not share the server's GIL. With `rate`, the
     connections send `rate` reviews a second between them, evenly staggered."""
-    now = time.perf_counter()
-    warmup_until, stop_at = now + warmup, now + warmup + seconds
+    origin = time.perf_counter()
     interval = conns / rate if rate else None
     latencies: list[float] = []
     errors: list[str] = []
     served: list[int] = []
     threads = [threading.Thread(target=_connection_loop, args=(
-        target, body, warmup_until, stop_at, interval, now + (n * interval / conns if interval else 0.0),
+        target, body, origin, warmup, warmup + seconds, interval, n * interval / conns if interval else 0.0,
         latencies, errors, served)) for n in range(conns)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    span = time.perf_counter() - warmup_until  # past `seconds` by the last answers; by more where a paced server fell behind
+    span = time.perf_counter() - origin - warmup  # past `seconds` by the last answers; by more where a paced server fell behind
     out.put((latencies, errors[:5] + [f"... {len(errors)} errors"] if errors else [], sum(served), span))
 
 
