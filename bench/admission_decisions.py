@@ -7,11 +7,16 @@ schedule, each finishes its runtime after admission, and cycles run until idle a
 No API server is involved, so the figures are the decision cost (CPU time in the cycle and its
 bookkeeping) plus the admission outcome in simulated time (usage, time to admission per class).
 
-    python bench/admission_decisions.py [baseline|large-scale|all] [--fair-sharing]
+    python bench/admission_decisions.py [baseline|large-scale|all] [--fair-sharing] [--requeue-batch SECONDS]
+
+`--requeue-batch` is the policy's `admission.requeueBatchPeriod` (Kueue v0.17's one-second batch is
+1): parked workloads go back when the period a freeing event starts is over, and the bench wakes
+then as the controller's loop does.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 from decimal import Decimal
 import heapq
@@ -73,10 +78,11 @@ def cluster_queue(name: str, cohort: str, config: Config) -> ClusterQueue:
             {"name": "cpu", "nominalQuota": config.nominal, "borrowingLimit": config.borrowing_limit}]}]}]}})
 
 
-def run(config: Config, fair_sharing: bool = False) -> dict[str, object]:
+def run(config: Config, fair_sharing: bool = False, requeue_batch_ms: int = 0) -> dict[str, object]:
     clock = FakeClock(T0)
     sim = Simulation(clock)
     sim.state.fair_sharing = FairSharing(enable=fair_sharing)
+    sim.state.set_requeue_batch(_dt.timedelta(milliseconds=requeue_batch_ms))
     sim.state.put_flavor(ResourceFlavor("default"))
     arrivals: list[tuple[int, int, Workload, WorkloadClass]] = []
     seq = 0
@@ -114,6 +120,8 @@ def run(config: Config, fair_sharing: bool = False) -> dict[str, object]:
             candidates.append(arrivals[next_arrival][0])
         if finishes:
             candidates.append(finishes[0][0])
+        if (requeue := sim.state.next_requeue) is not None:
+            candidates.append((requeue - T0) // _dt.timedelta(milliseconds=1))
         if not candidates:
             raise RuntimeError(f"stuck with {total - done} workloads unfinished")
         event_ms = min(candidates)
@@ -142,7 +150,7 @@ def run(config: Config, fair_sharing: bool = False) -> dict[str, object]:
     for key, at in admitted_ms.items():
         per_class.setdefault(classes[key].name, []).append(at - created_ms[key])
     return {
-        "config": config.name, "fairSharing": fair_sharing, "clusterQueues": config.cohorts * config.queues, "workloads": total,
+        "config": config.name, "fairSharing": fair_sharing, "requeueBatchMs": requeue_batch_ms, "clusterQueues": config.cohorts * config.queues, "workloads": total,
         "cycles": sim.cycles - cycles_before, "preemptions": sim.preemptions, "decisionCpuSeconds": round(cpu, 2),
         "admissionsPerCpuSecond": round(total / cpu) if cpu else None,
         "benchWallSeconds": round(wall, 2), "simulatedSeconds": round(now_ms / 1000, 1),
@@ -153,13 +161,21 @@ def run(config: Config, fair_sharing: bool = False) -> dict[str, object]:
 
 
 def main(argv: list[str]) -> int:
-    fair = "--fair-sharing" in argv
-    names = [a for a in argv if a != "--fair-sharing"] or ["baseline"]
-    if names == ["all"]:
-        names = list(CONFIGS)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="*", metavar="CONFIG",
+                        help=f"one of {', '.join(CONFIGS)} or all (default: baseline)")
+    parser.add_argument("--fair-sharing", action="store_true")
+    parser.add_argument("--requeue-batch", type=float, default=0.0, metavar="SECONDS",
+                        help="admission.requeueBatchPeriod (default 0: parked workloads go back at once)")
+    args = parser.parse_args(argv)
+    if unknown := [c for c in args.configs if c not in CONFIGS and c != "all"]:
+        parser.error(f"unknown config {', '.join(unknown)}: choose from {', '.join(CONFIGS)} or all")
+    if args.requeue_batch < 0:
+        parser.error("--requeue-batch must not be negative")
+    names = list(CONFIGS) if "all" in args.configs else args.configs or ["baseline"]
     print(f"machine: {machine()}")
     for name in names:
-        result = run(CONFIGS[name], fair)
+        result = run(CONFIGS[name], args.fair_sharing, round(args.requeue_batch * 1000))
         print(" ".join(f"{k}={v}" for k, v in result.items()), flush=True)
     return 0
 
