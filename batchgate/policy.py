@@ -193,6 +193,12 @@ class Admission:
     as Kueue v0.10; a period moves a cohort's (or a queue's outside any cohort) back at most once a
     period, the first event starting it (Kueue v0.17: 1s, kubernetes-sigs/kueue#9232; 10s with
     its gate SchedulerLongRequeueInterval)."""
+    scheduling_equivalence_hashing: bool = field(
+        default=False, metadata=_wire("schedulingEquivalenceHashing", values.parse_bool))
+    """In a BestEffortFIFO ClusterQueue, a head parked as not fitting takes every waiting workload of
+    the same priority and pod sets with it, and a new one of that shape is parked on arrival, until
+    the queue's parked workloads are next asked back (Kueue v0.17's beta gate
+    SchedulingEquivalenceHashing, off by default there too, kubernetes-sigs/kueue#9694)."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ No API server is involved, so the figures are the decision cost (CPU time in the
 bookkeeping) plus the admission outcome in simulated time (usage, time to admission per class).
 
     python bench/admission_decisions.py [baseline|large-scale|all] [--fair-sharing] [--requeue-batch SECONDS]
+        [--equivalence-hashing]
 
 `--requeue-batch` is the policy's `admission.requeueBatchPeriod` (Kueue v0.17's one-second batch is
 1): parked workloads go back when the period a freeing event starts is over, and the bench wakes
@@ -78,11 +79,13 @@ def cluster_queue(name: str, cohort: str, config: Config) -> ClusterQueue:
             {"name": "cpu", "nominalQuota": config.nominal, "borrowingLimit": config.borrowing_limit}]}]}]}})
 
 
-def run(config: Config, fair_sharing: bool = False, requeue_batch_ms: int = 0) -> dict[str, object]:
+def run(config: Config, fair_sharing: bool = False, requeue_batch_ms: int = 0,
+        equivalence_hashing: bool = False) -> dict[str, object]:
     clock = FakeClock(T0)
     sim = Simulation(clock)
     sim.state.fair_sharing = FairSharing(enable=fair_sharing)
     sim.state.set_requeue_batch(_dt.timedelta(milliseconds=requeue_batch_ms))
+    sim.state.set_equivalence_hashing(equivalence_hashing)
     sim.state.put_flavor(ResourceFlavor("default"))
     arrivals: list[tuple[int, int, Workload, WorkloadClass]] = []
     seq = 0
@@ -150,7 +153,8 @@ def run(config: Config, fair_sharing: bool = False, requeue_batch_ms: int = 0) -
     for key, at in admitted_ms.items():
         per_class.setdefault(classes[key].name, []).append(at - created_ms[key])
     return {
-        "config": config.name, "fairSharing": fair_sharing, "requeueBatchMs": requeue_batch_ms, "clusterQueues": config.cohorts * config.queues, "workloads": total,
+        "config": config.name, "fairSharing": fair_sharing, "requeueBatchMs": requeue_batch_ms,
+        "equivalenceHashing": equivalence_hashing, "clusterQueues": config.cohorts * config.queues, "workloads": total,
         "cycles": sim.cycles - cycles_before, "preemptions": sim.preemptions, "decisionCpuSeconds": round(cpu, 2),
         "admissionsPerCpuSecond": round(total / cpu) if cpu else None,
         "benchWallSeconds": round(wall, 2), "simulatedSeconds": round(now_ms / 1000, 1),
@@ -167,6 +171,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--fair-sharing", action="store_true")
     parser.add_argument("--requeue-batch", type=float, default=0.0, metavar="SECONDS",
                         help="admission.requeueBatchPeriod (default 0: parked workloads go back at once)")
+    parser.add_argument("--equivalence-hashing", action="store_true",
+                        help="admission.schedulingEquivalenceHashing: a head that does not fit parks its kind")
     args = parser.parse_args(argv)
     if unknown := [c for c in args.configs if c not in CONFIGS and c != "all"]:
         parser.error(f"unknown config {', '.join(unknown)}: choose from {', '.join(CONFIGS)} or all")
@@ -175,7 +181,7 @@ def main(argv: list[str]) -> int:
     names = list(CONFIGS) if "all" in args.configs else args.configs or ["baseline"]
     print(f"machine: {machine()}")
     for name in names:
-        result = run(CONFIGS[name], args.fair_sharing, round(args.requeue_batch * 1000))
+        result = run(CONFIGS[name], args.fair_sharing, round(args.requeue_batch * 1000), args.equivalence_hashing)
         print(" ".join(f"{k}={v}" for k, v in result.items()), flush=True)
     return 0
 

@@ -66,7 +66,8 @@ class Simulation:
 
     def __init__(self, clock: FakeClock, policy: Policy = DEFAULT_POLICY) -> None:
         self.clock = clock
-        self.state = QuotaState(fair_sharing=policy.fair_sharing, requeue_batch=policy.admission.requeue_batch_period)
+        self.state = QuotaState(fair_sharing=policy.fair_sharing, requeue_batch=policy.admission.requeue_batch_period,
+                                equivalence_hashing=policy.admission.scheduling_equivalence_hashing)
         self.evicting: list[ObjectKey] = []  # evicted by the last cycle; their pods stop before the next
         self.cycles = 0
         self.preemptions = 0
@@ -216,7 +217,7 @@ def _apply_all(running: World, objects: list[Any], where: str) -> None:
 def _policy(trace: Mapping[str, Any]) -> Policy:
     """The controller's configuration a trace may set, read as the policy's sections of the same
     names: `fairSharing` (Kueue's block `{enable, preemptionStrategies}`, plus `preemptWithinNominal`,
-    Kueue v0.17's feature gate) and `admission` (`requeueBatchPeriod`)."""
+    Kueue v0.17's feature gate) and `admission` (`requeueBatchPeriod`, `schedulingEquivalenceHashing`)."""
     try:
         return policy_from_value({key: trace[key] for key in POLICY_KEYS if trace.get(key) is not None})
     except FieldError as exc:

@@ -159,18 +159,23 @@ class AdmissionLoop:
         return tick if due is None else max(0.0, min(tick, (due - self.clock.now()).total_seconds()))
 
     def apply_policy(self, policy: Policy) -> None:
-        """Fair sharing and the requeue batch are the policy's to switch; a change takes effect
-        from the next cycle."""
+        """Fair sharing, the requeue batch and equivalence hashing are the policy's to switch; a
+        change takes effect from the next cycle."""
         wanted, batch = policy.fair_sharing, policy.admission.requeue_batch_period
+        hashing = policy.admission.scheduling_equivalence_hashing
         with self._lock:
-            if self.state.fair_sharing == wanted and self.state.requeue_batch == batch:
+            if (self.state.fair_sharing, self.state.requeue_batch, self.state.equivalence_hashing) == (
+                    wanted, batch, hashing):
                 return
             if self.state.fair_sharing != wanted:
                 log.info("fair sharing %s", "on" if wanted.enable else "off")
             if self.state.requeue_batch != batch:
                 log.info("parked workloads asked back %s", f"at most every {batch}" if batch else "at once")
+            if self.state.equivalence_hashing != hashing:
+                log.info("scheduling equivalence hashing %s", "on" if hashing else "off")
             self.state.fair_sharing = wanted
             self.state.set_requeue_batch(batch)
+            self.state.set_equivalence_hashing(hashing)
         self.wake()
 
     def cycle(self) -> bool:
@@ -321,7 +326,7 @@ class AdmissionLoop:
         if not ok:
             with self._lock:  # forget the assumption: the quota goes back, the workload waits again
                 if admit.workload in self.state.workloads:
-                    self.state.release(admit.workload, requeue=True)
+                    self.state.release(admit.workload, requeue=True, retry=True)
                 self._admission_written(admit.workload, None)
             self.wake()
             return

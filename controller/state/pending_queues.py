@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import heapq
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Hashable
 
 from controller.state.cache import ObjectKey
 
@@ -41,6 +41,9 @@ class ClusterQueuePending:
     inadmissible: dict[ObjectKey, SortKey] = field(default_factory=dict)
     preemptor: ObjectKey | None = None  # the head that is waiting for its preemptions to complete
     sticky: bool = False  # whether the preemptor stays the head (BestEffortFIFO)
+    # scheduling classes found not to fit since the parked workloads were last asked back (Kueue's
+    # noFitSchedulingHashes; only filled with policy admission.schedulingEquivalenceHashing)
+    no_fit: set[Hashable] = field(default_factory=set)
 
     def push(self, workload: ObjectKey, key: SortKey) -> None:
         self.inadmissible.pop(workload, None)
@@ -53,6 +56,15 @@ class ClusterQueuePending:
         key = self.active.pop(workload, None) or self.inadmissible.get(workload)
         if key is not None:
             self.inadmissible[workload] = key
+
+    def park_class(self, scheduling_class: Hashable, class_of: Callable[[ObjectKey], Hashable]) -> int:
+        """A workload of `scheduling_class` did not fit: park every waiting one of that class, and
+        remember it for arrivals (Kueue's handleInadmissibleHash). Returns how many were parked."""
+        self.no_fit.add(scheduling_class)
+        same = [w for w in self.active if class_of(w) == scheduling_class]
+        for workload in same:
+            self.inadmissible[workload] = self.active.pop(workload)
+        return len(same)
 
     def remove(self, workload: ObjectKey) -> None:
         self.active.pop(workload, None)

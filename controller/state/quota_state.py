@@ -70,6 +70,12 @@ class WorkloadInfo:
         """The pod sets as one hashable value, made once (what a recalled nomination is keyed by)."""
         return repr(self.pod_sets)
 
+    @property
+    def scheduling_class(self) -> tuple[int, str]:
+        """Priority and pod sets: what Kueue's scheduling equivalence hash covers (the namespace
+        and creation time are not in it), for admission.schedulingEquivalenceHashing."""
+        return self.priority, self.requests_key
+
 
 @dataclass(frozen=True)
 class AdmittedWorkload:
@@ -122,6 +128,7 @@ class QuotaState:
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
     fair_sharing: FairSharing = FairSharing()
     requeue_batch: _dt.timedelta = _dt.timedelta(0)  # policy admission.requeueBatchPeriod: see _ask_back
+    equivalence_hashing: bool = False  # policy admission.schedulingEquivalenceHashing: see requeue
     # scopes whose parked workloads are asked back, with when (None: no cycle has started the period yet)
     _requeues: dict[tuple[str, str], _dt.datetime | None] = field(default_factory=dict)
     draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
@@ -356,6 +363,7 @@ class QuotaState:
         """
         key = workload_key(wl.namespace, wl.name)
         previous = self.workloads.get(key)
+        in_heap = self.pending.state_of(key) == "active"
         info = self._info(wl)
         finished = wl.is_true(keys.COND_FINISHED)
         held = None if finished or not wl.holds_quota else self._held_from(wl, info)
@@ -380,7 +388,7 @@ class QuotaState:
         elif held is not None:
             self._hold(held)
         else:
-            self._route(key)
+            self._route(key, arriving=not in_heap)
         return True
 
     @staticmethod
@@ -438,8 +446,10 @@ class QuotaState:
         self._set_held(replace(held, evicted=True))
         return True
 
-    def release(self, workload: ObjectKey, *, requeue: bool) -> None:
-        """Quota is freed (eviction completed, finished, deleted); the cohort's parked work is asked back."""
+    def release(self, workload: ObjectKey, *, requeue: bool, retry: bool = False) -> None:
+        """Quota is freed (eviction completed, finished, deleted); the cohort's parked work is asked back.
+        `requeue`: the workload waits again, as one arriving (an evicted one), or with `retry` (its
+        admission was not written: Kueue's immediate requeue) straight in its heap."""
         self._settled_under = None
         held = self.admitted.pop(workload, None)
         self.flavor_progress.pop(workload, None)
@@ -451,7 +461,7 @@ class QuotaState:
                 self.book.add_usage(held.cluster_queue, {fr: -v for fr, v in held.usage.items()})
             self._ask_back(self._scope_of(held.cluster_queue))
         if requeue:
-            self._route(workload)
+            self._route(workload, arriving=not retry)
 
     def finish(self, workload: ObjectKey) -> None:
         self._settled_under = None
@@ -500,6 +510,25 @@ class QuotaState:
         self.pending.set_preemptor(workload, preempting, cq is not None and cq.queueing_strategy != "StrictFIFO")
         if queue == "inadmissible":
             self.pending.park(workload)
+            if self._hashing(cq):
+                assert cq is not None
+                self.pending.queue(cq.name).park_class(self.workloads[workload].scheduling_class, self._class_of)
+
+    def _hashing(self, cq: ClusterQueue | None) -> bool:
+        """Whether equivalent workloads are parked together in `cq`: with the policy switch, in a
+        BestEffortFIFO queue (StrictFIFO keeps its order: Kueue's handleInadmissibleHash)."""
+        return self.equivalence_hashing and cq is not None and cq.queueing_strategy == "BestEffortFIFO"
+
+    def _class_of(self, workload: ObjectKey) -> Hashable:
+        return self.workloads[workload].scheduling_class
+
+    def set_equivalence_hashing(self, on: bool) -> None:
+        """A policy change. Switched off, no class is remembered any more; what it parked waits for
+        the next ask-back, as the head that did not fit does."""
+        self.equivalence_hashing = on
+        if not on:
+            for queue in self.pending.queues.values():
+                queue.no_fit.clear()
 
     # --- parked workloads asked back -----------------------------------------------------------
     def _ask_back(self, scope: tuple[str, str]) -> None:
@@ -547,6 +576,7 @@ class QuotaState:
         cq = self.cluster_queues.get(cluster_queue)
         if queue is None or cq is None:
             return False
+        queue.no_fit.clear()  # what is asked back is tried afresh, classes included
 
         selector = cq.namespace_selector
         selected: dict[str, bool] = {}  # per namespace: a cohort's parked work shares a few
@@ -559,8 +589,11 @@ class QuotaState:
 
         return bool(queue.unpark(eligible))
 
-    def _route(self, workload: ObjectKey) -> None:
-        """Put a pending workload where it waits: its ClusterQueue's heap, or blocked with why."""
+    def _route(self, workload: ObjectKey, *, arriving: bool = False) -> None:
+        """Put a pending workload where it waits: its ClusterQueue's heap, or blocked with why. One
+        `arriving` (new, changed while not in its heap, or evicted) is parked at once when its class
+        did not fit since the queue was last asked back (Kueue's PushOrUpdate); a re-route (its
+        LocalQueue or ClusterQueue came or changed) is not (Kueue's AddFromLocalQueue)."""
         info = self.workloads[workload]
         lq = self.local_queues.get((info.namespace, info.queue_name))
         reason = None
@@ -579,6 +612,9 @@ class QuotaState:
             self.blocked.pop(workload, None)
             assert lq is not None
             self.pending.push(lq.cluster_queue, workload, sort_key(info.priority, info.timestamp, workload))
+            queue = self.pending.queues[lq.cluster_queue]
+            if arriving and info.scheduling_class in queue.no_fit and self._hashing(self.cluster_queues[lq.cluster_queue]):
+                queue.park(workload)
         self._count_pending(workload)
 
     def _reroute_blocked(self) -> None:

@@ -4,7 +4,8 @@ histories (submissions, finishes, deletions, ClusterQueue edits, flavors tried o
 stops and ticks), a loop that cycles at every tick and nominates every head afresh, one that skips
 the ticks finding the state settled, and one that also recalls nominations admit and preempt the
 same workloads, at the same ticks and in the same order, and leave the same pending reasons; with
-parked workloads asked back at once or after a requeue batch period alike."""
+parked workloads asked back at once or after a requeue batch period alike, and with equivalent
+workloads parked together or not."""
 
 from __future__ import annotations
 
@@ -46,9 +47,10 @@ class Loop:
     per tick that finds the state unsettled or evictions to complete; nominations recalled
     between cycles (`recall`) or forgotten before each."""
 
-    def __init__(self, fair: bool, batch: int, *, gated: bool, recall: bool = True) -> None:
+    def __init__(self, fair: bool, batch: int, *, gated: bool, recall: bool = True, hashing: bool = False) -> None:
         policy = replace(DEFAULT_POLICY, fair_sharing=FairSharing(enable=fair),
-                         admission=Admission(requeue_batch_period=_dt.timedelta(seconds=batch)))
+                         admission=Admission(requeue_batch_period=_dt.timedelta(seconds=batch),
+                                             scheduling_equivalence_hashing=hashing))
         self.sim = Simulation(FakeClock(T0), policy)
         self.gated, self.recall = gated, recall
         self.ticks = self.cycles = 0
@@ -126,13 +128,16 @@ def play(loop: Loop, objects: list[dict], history: list[tuple]) -> None:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(history=histories, fair=st.booleans(), batch=st.sampled_from([0, 0, 1, 2]), data=st.data())
+@given(history=histories, fair=st.booleans(), batch=st.sampled_from([0, 0, 1, 2]), hashing=st.booleans(),
+       data=st.data())
 def test_skipping_settled_cycles_and_recalling_nominations_change_no_decision(history: list[tuple], fair: bool,
-                                                                                batch: int, data: st.DataObject) -> None:
+                                                                                batch: int, hashing: bool,
+                                                                                data: st.DataObject) -> None:
     named = [*CQS, *(op[1] for op, _ in history if op[0] in ("edit", "stop"))]
     objects = [data.draw(queue_specs(name, FLAVORS, st.integers(1, 8))) for name in named]
-    every, gated, recalled = Loop(fair, batch, gated=False, recall=False), Loop(fair, batch, gated=True, recall=False), \
-        Loop(fair, batch, gated=True)
+    every, gated, recalled = (Loop(fair, batch, gated=False, recall=False, hashing=hashing),
+                              Loop(fair, batch, gated=True, recall=False, hashing=hashing),
+                              Loop(fair, batch, gated=True, hashing=hashing))
     for loop in (every, gated, recalled):
         play(loop, objects, history)
     assert gated.decided == every.decided
