@@ -139,12 +139,13 @@ def upstream_config(objects: Sequence[Mapping[str, Any]], layout: Layout) -> dic
     return dict(yaml.safe_load(next(iter(data.values()))) or {})
 
 
-def kueue_config(base: Mapping[str, Any], ports: Ports, cert_dir: Path,
-                 integrations: Iterable[str], fair_sharing: bool = False) -> dict[str, Any]:
+def kueue_config(base: Mapping[str, Any], ports: Ports, cert_dir: Path, integrations: Iterable[str],
+                 fair_sharing: bool = False, feature_gates: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """Upstream's Kueue config for a local process: leader election off, loopback ports, its cert
-    dir, the chosen integrations (each one upstream ships), the visibility API off, and fair
-    sharing on (Kueue's v1beta2 config: a `fairSharing` block, with both preemption strategies)
-    or off (no block, as upstream ships it)."""
+    dir, the chosen integrations (each one upstream ships), the visibility API off, fair sharing
+    on (Kueue's v1beta2 config: a `fairSharing` block, with both preemption strategies) or off (no
+    block, as upstream ships it), and any other feature gates asked for (Kueue refuses a gate it
+    does not know, and the start says so)."""
     chosen = list(integrations)
     offered = list((base.get("integrations") or {}).get("frameworks") or [])
     unknown = [name for name in chosen if name not in offered]
@@ -157,7 +158,7 @@ def kueue_config(base: Mapping[str, Any], ports: Ports, cert_dir: Path,
                          "certDir": str(cert_dir)}
     config["leaderElection"] = {**(base.get("leaderElection") or {}), "leaderElect": False}
     config["integrations"] = {**(base.get("integrations") or {}), "frameworks": chosen}
-    config["featureGates"] = {**(base.get("featureGates") or {}), "VisibilityOnDemand": False}
+    config["featureGates"] = {**(base.get("featureGates") or {}), "VisibilityOnDemand": False, **(feature_gates or {})}
     config.pop("fairSharing", None)
     if fair_sharing:
         config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_STRATEGIES)}
@@ -210,7 +211,8 @@ class Peers:
         self.workdir = cluster.workdir / "peers"
         self.running: dict[str, RunningPeer] = {}
         self.webhooks: list[tuple[str, str]] = []  # every one installed, removed at stop
-        self._kueue: tuple[list[dict[str, Any]], Ports, tuple[str, ...]] | None = None  # its install, ports, integrations
+        # its install, ports, integrations and feature gates
+        self._kueue: tuple[list[dict[str, Any]], Ports, tuple[str, ...], dict[str, bool]] | None = None
 
     def __enter__(self) -> Peers:
         return self
@@ -218,10 +220,11 @@ class Peers:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start_kueue(self, integrations: Iterable[str] = KUEUE_INTEGRATIONS, fair_sharing: bool = False) -> RunningPeer:
+    def start_kueue(self, integrations: Iterable[str] = KUEUE_INTEGRATIONS, fair_sharing: bool = False,
+                    feature_gates: Mapping[str, bool] | None = None) -> RunningPeer:
         objects = self.render(KUEUE)
         ports = Ports(free_port(), free_port(), free_port())
-        self._kueue = (objects, ports, tuple(integrations))
+        self._kueue = (objects, ports, tuple(integrations), dict(feature_gates or {}))
         self._install(installed_objects(objects, KUEUE, f"127.0.0.1:{ports.webhook}"))
         return self._launch_kueue(fair_sharing)
 
@@ -235,9 +238,9 @@ class Peers:
 
     def _launch_kueue(self, fair_sharing: bool) -> RunningPeer:
         assert self._kueue is not None
-        objects, ports, integrations = self._kueue
+        objects, ports, integrations, gates = self._kueue
         cert_dir = self.workdir / "kueue" / "certs"
-        config = kueue_config(upstream_config(objects, KUEUE), ports, cert_dir, integrations, fair_sharing)
+        config = kueue_config(upstream_config(objects, KUEUE), ports, cert_dir, integrations, fair_sharing, gates)
         config_file = self.workdir / "kueue" / "config.yaml"
         config_file.parent.mkdir(parents=True, exist_ok=True)
         config_file.write_text(yaml.safe_dump(config, sort_keys=False))

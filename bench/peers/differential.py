@@ -13,12 +13,14 @@ scenario played, its Workloads are deleted (standalone ones carry no finalizer o
 left pending, Kueue would keep trying them in every scheduling cycle of every later scenario.
 
     python bench/peers/differential.py [--seeds 0:50] [--parallel 4] [--timeout 60] [--requeue-batch 1s]
+        [--equivalence-hashing]
 
 batchgate runs with its policy's default, parked Workloads asked back at once on a quota-freeing
 event (`admission.requeueBatchPeriod: 0s`, as Kueue v0.10), while the peer, Kueue v0.17, asks a
 root cohort's back one second after the first such event: a parked Workload's "N more needed" can
 then differ, each side having tried it at another point (docs/quota.md, seeds 145 and 3).
-`--requeue-batch 1s` runs batchgate as the peer does.
+`--requeue-batch 1s` runs batchgate as the peer does. `--equivalence-hashing` turns on Kueue's beta
+gate SchedulingEquivalenceHashing and batchgate's `admission.schedulingEquivalenceHashing` alike.
 
 Fair sharing is a scenario's setting but a controller's config (Kueue reads its config once), so
 the seeds are played in two groups, fair sharing off then on, each side's controller restarted
@@ -315,15 +317,16 @@ class Side:
 
 
 @contextmanager
-def kueue_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iterator[Side]:
-    """Kueue v0.17 (batch/job integrated only) on a fresh real control plane."""
+def kueue_side(stack: ExitStack, timeout: float, fair_sharing: bool, hashing: bool = False) -> Iterator[Side]:
+    """Kueue v0.17 (batch/job integrated only) on a fresh real control plane, with its gate
+    SchedulingEquivalenceHashing on where `hashing`."""
     control_plane, built = toolchain.locate(), toolchain.locate(which=toolchain.peer_programs)
     if control_plane is None or built is None:
         raise PeerError(NOT_BUILT)
     cluster = stack.enter_context(RealCluster(Path(tempfile.mkdtemp(prefix="differential-kueue-")), binaries=control_plane,
                                               operators=False))
     peers = stack.enter_context(Peers(cluster, built))
-    peers.start_kueue(["batch/job"], fair_sharing)
+    peers.start_kueue(["batch/job"], fair_sharing, feature_gates={"SchedulingEquivalenceHashing": True} if hashing else None)
 
     def restart(fair: bool) -> None:
         peers.restart_kueue(fair)
@@ -339,16 +342,19 @@ def kueue_side(stack: ExitStack, timeout: float, fair_sharing: bool) -> Iterator
 POLICY = ("batchgate-system", "batchgate-policy")  # the controller's default --policy-configmap
 
 
-def policy_configmap(fair_sharing: bool, requeue_batch: str = "0s") -> dict[str, Any]:
-    """batchgate's policy ConfigMap: the defaults, fair sharing on or off, and the period parked
-    Workloads wait to go back (`admission.requeueBatchPeriod`: 0s as Kueue v0.10, 1s as v0.17)."""
-    policy = {"fairSharing": {"enable": fair_sharing}, "admission": {"requeueBatchPeriod": requeue_batch}}
+def policy_configmap(fair_sharing: bool, requeue_batch: str = "0s", hashing: bool = False) -> dict[str, Any]:
+    """batchgate's policy ConfigMap: the defaults, fair sharing on or off, the period parked
+    Workloads wait to go back (`admission.requeueBatchPeriod`: 0s as Kueue v0.10, 1s as v0.17) and
+    equivalent Workloads parked together or not (`admission.schedulingEquivalenceHashing`)."""
+    policy = {"fairSharing": {"enable": fair_sharing},
+              "admission": {"requeueBatchPeriod": requeue_batch, "schedulingEquivalenceHashing": hashing}}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": POLICY[0], "name": POLICY[1]},
             "data": {"policy.yaml": yaml.safe_dump(policy)}}
 
 
 @contextmanager
-def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool, requeue_batch: str = "0s") -> Iterator[Side]:
+def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool, requeue_batch: str = "0s",
+                   hashing: bool = False) -> Iterator[Side]:
     """batchgate's controller on a fresh real control plane with batchgate's CRDs and RBAC; a
     restart writes the policy ConfigMap first and waits until the new controller is ready (its
     informers listed, the ConfigMap's policy applied)."""
@@ -359,7 +365,7 @@ def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool, requeue
     running = [stack.enter_context(ExitStack())]  # the controller's own, closed at a restart or with `stack`
 
     def start(fair: bool) -> None:
-        configmap = policy_configmap(fair, requeue_batch)
+        configmap = policy_configmap(fair, requeue_batch, hashing)
         try:
             client.create(CONFIGMAPS, configmap)
         except ApiError as exc:
@@ -392,7 +398,7 @@ def wait_ready(url: str, timeout: float) -> None:
 
 
 def both_sides(stack: ExitStack, timeout: float, fair_sharing: bool = False,
-               requeue_batch: str = "0s") -> tuple[Side, Side]:
+               requeue_batch: str = "0s", hashing: bool = False) -> tuple[Side, Side]:
     """Kueue's side and batchgate's, started at once (each cluster takes a minute on a busy
     machine), both stopped with `stack`; if one does not start, the other is stopped too."""
     owns = [stack.enter_context(ExitStack()), stack.enter_context(ExitStack())]  # closed with `stack`, even on Ctrl-C
@@ -401,8 +407,8 @@ def both_sides(stack: ExitStack, timeout: float, fair_sharing: bool = False,
         return own.enter_context(side(own, timeout, fair_sharing))
 
     with ThreadPoolExecutor(2) as pool:
-        kueue = pool.submit(start, owns[0], kueue_side)
-        batchgate = pool.submit(start, owns[1], partial(batchgate_side, requeue_batch=requeue_batch))
+        kueue = pool.submit(start, owns[0], partial(kueue_side, hashing=hashing))
+        batchgate = pool.submit(start, owns[1], partial(batchgate_side, requeue_batch=requeue_batch, hashing=hashing))
     return kueue.result(), batchgate.result()
 
 
@@ -460,13 +466,17 @@ def main() -> int:
     parser.add_argument("--fair-sharing", choices=("off", "on"), help="play only the seeds with fair sharing so")
     parser.add_argument("--requeue-batch", default="0s", metavar="PERIOD",
                         help="batchgate's admission.requeueBatchPeriod (default 0s, Kueue v0.10; 1s is Kueue v0.17's)")
+    parser.add_argument("--equivalence-hashing", action="store_true",
+                        help="both sides park a head's equivalent Workloads with it (Kueue's beta gate "
+                             "SchedulingEquivalenceHashing, batchgate's admission.schedulingEquivalenceHashing)")
     args = parser.parse_args()
     results: list[Compared] = []
     groups = [(fair, seeds) for fair, seeds in by_fair_sharing(args.seeds)
               if args.fair_sharing is None or fair == (args.fair_sharing == "on")]
     try:
         with ExitStack() as stack:
-            kueue, batchgate = both_sides(stack, args.timeout, groups[0][0] if groups else False, args.requeue_batch)
+            kueue, batchgate = both_sides(stack, args.timeout, groups[0][0] if groups else False, args.requeue_batch,
+                                          args.equivalence_hashing)
             for fair, seeds in groups:
                 print(f"fair sharing {'on' if fair else 'off'}: {len(seeds)} scenarios", flush=True)
                 use((kueue, batchgate), fair)

@@ -14,6 +14,7 @@ verb and resource, read from kube-apiserver's audit log (Kueue's metrics count n
 controller-runtime no longer exports client-go's request metrics).
 
     python bench/peers/kueue_scale.py [--cohorts 5 --queues 6] [--scale 1.0] [--timeout 3600]
+        [--kueue-feature-gates SchedulingEquivalenceHashing=true]
 
 `--scale 0.05` runs a twentieth of the 15,000 Workloads: a few minutes. A peer that is not built
 or does not start ends the run with one line; a run that does not finish says so, with no time.
@@ -21,12 +22,14 @@ or does not start ends the run with one line; a run that does not finish says so
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Mapping
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -43,7 +46,28 @@ WORKLOADS = dataclasses.replace(RESOURCES["Workload"], version="v1beta2")
 NOT_BUILT = "the real control plane or the peers are not built: run `make kube peers` (needs Go)"
 
 
-def measure_kueue(cohorts: int, queues_per_cohort: int, scale: float, timeout: float) -> tuple[Measured, Path]:
+def feature_gates(text: str) -> dict[str, bool]:
+    """`Name=true,Other=false` (Kueue's own --feature-gates syntax) as a mapping; an argparse type."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or value.strip().lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"{item!r}: expected Name=true or Name=false")
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates
+
+
+def gate_text(gates: Mapping[str, bool]) -> str:
+    return ",".join(f"{name}={str(on).lower()}" for name, on in gates.items())
+
+
+def gates_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kueue-feature-gates", type=feature_gates, default={}, metavar="NAME=BOOL,...",
+                        help="Kueue's feature gates beside upstream's config (e.g. SchedulingEquivalenceHashing=true)")
+
+
+def measure_kueue(cohorts: int, queues_per_cohort: int, scale: float, timeout: float,
+                  gates: Mapping[str, bool] | None = None) -> tuple[Measured, Path]:
     """Kueue on a fresh real control plane (audit on), the scenario run against it; the run's
     workdir is returned (its logs), removed by the caller once the run is judged. Raises
     PeerError or RealClusterError when a peer is not built or it or the cluster does not start."""
@@ -54,7 +78,7 @@ def measure_kueue(cohorts: int, queues_per_cohort: int, scale: float, timeout: f
     workdir = Path(tempfile.mkdtemp(prefix="bench-peers-"))
     with RealCluster(workdir, binaries=control_plane, operators=False, audit=True) as cluster, \
             Peers(cluster, built) as peers:
-        kueue = peers.start_kueue(["batch/job"])
+        kueue = peers.start_kueue(["batch/job"], feature_gates=gates)
         assert kueue.program.process is not None
         client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
         queues = setup(client, cohorts, queues_per_cohort)
@@ -66,16 +90,18 @@ def measure_kueue(cohorts: int, queues_per_cohort: int, scale: float, timeout: f
 def main() -> int:
     parser = scenario_arguments(__doc__)
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before the run counts as unfinished")
+    gates_argument(parser)
     args = parser.parse_args()
     try:
-        m, workdir = measure_kueue(args.cohorts, args.queues, args.scale, args.timeout)
+        m, workdir = measure_kueue(args.cohorts, args.queues, args.scale, args.timeout, args.kueue_feature_gates)
     except (PeerError, RealClusterError) as err:
         print(f"bench/peers: {err}", file=sys.stderr)
         return 2
     versions = toolchain.load_versions()
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads (scale {args.scale}); "
-          f"Kueue {versions.kueue} on Kubernetes {versions.kubernetes}")
+          f"Kueue {versions.kueue} on Kubernetes {versions.kubernetes}"
+          f"{', feature gates ' + gate_text(args.kueue_feature_gates) if args.kueue_feature_gates else ''}")
     if not m.finished:
         print(f"NOT FINISHED within {args.timeout:.0f} s: {m.admitted} of {m.total} workloads admitted "
               f"(logs kept in {workdir / 'logs'})")

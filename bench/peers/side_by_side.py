@@ -11,6 +11,7 @@ then each side's means over its finished runs and the ratio batchgate/Kueue. The
 printed before each run: other work on the machine skews every figure.
 
     python bench/peers/side_by_side.py [--scale 0.05] [--rounds 2] [--timeout 3600]
+        [--policy FILE] [--kueue-feature-gates NAME=BOOL,...]
 
 A run that does not finish says NOT FINISHED and counts in no mean; a peer or control plane not
 built, or a peer that does not start, ends the comparison with one line.
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.admission_scale import Measured, measure, policy_argument, read_policy, scenario_arguments  # noqa: E402
 from bench.machine_info import machine  # noqa: E402
-from bench.peers.kueue_scale import NOT_BUILT, measure_kueue  # noqa: E402
+from bench.peers.kueue_scale import NOT_BUILT, gate_text, gates_argument, measure_kueue  # noqa: E402
 from realcluster import toolchain  # noqa: E402
 from realcluster.cluster import RealClusterError  # noqa: E402
 from realcluster.peers import PeerError  # noqa: E402
@@ -62,6 +63,7 @@ def main() -> int:
     parser.add_argument("--qps", type=float, default=50, help="batchgate controller's --qps")
     parser.add_argument("--burst", type=int, default=100, help="batchgate controller's --burst")
     policy_argument(parser)
+    gates_argument(parser)
     args = parser.parse_args()
     policy = read_policy(parser, args.policy)
     if toolchain.locate() is None or toolchain.locate(which=toolchain.peer_programs) is None:
@@ -70,7 +72,8 @@ def main() -> int:
     versions = toolchain.load_versions()
     print(f"machine: {machine()}; "
           f"Kubernetes {versions.kubernetes}, Kueue {versions.kueue}, batchgate controller --qps {args.qps} "
-          f"--burst {args.burst}{f', policy {args.policy}: ' + ' '.join(policy.split()) if policy else ''}; "
+          f"--burst {args.burst}{f', policy {args.policy}: ' + ' '.join(policy.split()) if policy else ''}"
+          f"{', Kueue feature gates ' + gate_text(args.kueue_feature_gates) if args.kueue_feature_gates else ''}; "
           f"scale {args.scale}, {args.cohorts} cohorts x {args.queues} ClusterQueues", flush=True)
     rows: list[str] = []
     finished: dict[str, list[list[float]]] = {side: [] for side in SIDES}
@@ -79,7 +82,8 @@ def main() -> int:
             load = " ".join(f"{v:.1f}" for v in os.getloadavg())
             try:
                 if side == "kueue":
-                    m, workdir = measure_kueue(args.cohorts, args.queues, args.scale, args.timeout)
+                    m, workdir = measure_kueue(args.cohorts, args.queues, args.scale, args.timeout,
+                                               args.kueue_feature_gates)
                     shutil.rmtree(workdir, ignore_errors=True)
                 else:
                     m = measure(args.cohorts, args.queues, args.scale, args.qps, args.burst, kube="real",

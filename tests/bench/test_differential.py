@@ -163,6 +163,8 @@ def test_the_policy_configmap_the_runner_writes_is_the_one_batchgate_reads(fair:
     assert policy_from_configmap(policy_configmap(fair), *POLICY).fair_sharing.enable is fair
     policy = policy_from_configmap(policy_configmap(fair, "1s"), *POLICY)
     assert (policy.fair_sharing.enable, policy.admission.requeue_batch_period) == (fair, dt.timedelta(seconds=1))
+    hashing = policy_from_configmap(policy_configmap(fair, "0s", hashing=True), *POLICY).admission
+    assert hashing.scheduling_equivalence_hashing and not policy.admission.scheduling_equivalence_hashing
 
 
 KUEUE_7232 = "previously considered podsets requests"

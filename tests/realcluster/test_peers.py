@@ -91,6 +91,14 @@ def test_kueues_fair_sharing_is_its_v1beta2_block_with_both_strategies(tmp_path:
     assert "fairSharing" not in peers.kueue_config(base, PORTS, tmp_path, ["batch/job"], fair_sharing=False)
 
 
+def test_feature_gates_asked_for_join_upstreams_and_the_visibility_api_stays_off(tmp_path: Path) -> None:
+    base = {**peers.upstream_config(UPSTREAM, KUEUE), "featureGates": {"TopologyAwareScheduling": True}}
+    config = peers.kueue_config(base, PORTS, tmp_path, ["batch/job"],
+                                feature_gates={"SchedulingEquivalenceHashing": True})
+    assert config["featureGates"] == {"TopologyAwareScheduling": True, "VisibilityOnDemand": False,
+                                      "SchedulingEquivalenceHashing": True}
+
+
 def test_an_integration_upstream_does_not_ship_is_one_line_naming_the_choices(tmp_path: Path) -> None:
     with pytest.raises(PeerError) as caught:
         peers.kueue_config(peers.upstream_config(UPSTREAM, KUEUE), PORTS, tmp_path, ["batch/job", "batch/cronjob"])
