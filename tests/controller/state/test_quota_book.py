@@ -107,8 +107,10 @@ def test_equal_priority_and_time_are_ordered_by_namespace_slash_name_as_written(
 
 # A pending queue against a model of it: a dict of where each workload waits. Moving parked
 # workloads back takes one of two paths (a few pushed, most rebuilt into a new heap): whichever
-# it takes, the head is always the first active workload in queue order.
-_QUEUE_OPS = st.lists(st.tuples(st.sampled_from(["push", "park", "remove", "unpark-all", "unpark-even", "head"]),
+# it takes, the head is always the first active workload in queue order. A class parked at once
+# (equivalence hashing: here a workload's class is its number modulo 3) parks exactly its active members.
+_QUEUE_OPS = st.lists(st.tuples(st.sampled_from(["push", "park", "park-class", "remove", "unpark-all", "unpark-even",
+                                                 "head"]),
                                 st.integers(0, 11)), max_size=80)
 
 
@@ -127,6 +129,10 @@ def test_a_pending_queue_heads_the_first_active_workload_whatever_moves_it(ops: 
         elif op == "park" and i in where:
             queue.park(keys[i])
             where[i] = "parked"
+        elif op == "park-class":
+            members = {j for j, at in where.items() if at == "active" and j % 3 == i % 3}
+            assert queue.park_class(i % 3, lambda w: int(w.name[1:]) % 3) == len(members)
+            where.update({j: "parked" for j in members})
         elif op == "remove":
             queue.remove(keys[i])
             where.pop(i, None)
