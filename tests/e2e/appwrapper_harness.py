@@ -16,6 +16,7 @@ the scenarios are wall-clock durations.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import re
@@ -452,11 +453,16 @@ def _split_like(header: str, line: str) -> list[str]:
     return [line[s:e].strip() for s, e in zip(starts, ends)]
 
 
+_TEAM_BINDING: dict[str, dict[str, Any]] = {}  # rendered once: it depends on the repository's files only
+
+
 def team_controller_binding(stack: AwStack, namespace: str) -> str:
     """The controller's RoleBinding from the shipped team template (manifests/team/), for `namespace`."""
-    rendered = stack.admin("kustomize", str(REPO_ROOT / "manifests" / "team")).stdout
-    binding = next(d for d in yaml.safe_load_all(rendered)
-                   if d["kind"] == "RoleBinding" and d["metadata"]["name"] == "batchgate-controller-team")
+    if not _TEAM_BINDING:
+        rendered = stack.admin("kustomize", str(REPO_ROOT / "manifests" / "team")).stdout
+        _TEAM_BINDING["binding"] = next(d for d in yaml.safe_load_all(rendered)
+                                        if d["kind"] == "RoleBinding" and d["metadata"]["name"] == "batchgate-controller-team")
+    binding = copy.deepcopy(_TEAM_BINDING["binding"])
     binding["metadata"]["namespace"] = namespace
     return yaml.safe_dump(binding)
 

@@ -1,7 +1,9 @@
 """The install as a user does it, end to end: an empty cluster (the real control plane when it is
-built, else the stand-in: tests/clusters.py) that runs the product's image as real pods, `kubectl apply -k manifests/local`, alice's AppWrapper through the gateway pods and
-the controller pods, then the documented `kubectl delete -k manifests/local -l ...`, which must leave users' objects and
-the third-party CRDs alone.
+built, else the stand-in: tests/clusters.py) that runs the product's image as real pods, `kubectl
+apply -k manifests/local`, alice's AppWrapper through the gateway pods and the controller pods;
+then, on that one install, disruptions and bad input, each healed. The documented upgrade and
+`kubectl delete -k manifests/local -l ...`, which must leave users' objects and the third-party
+CRDs alone, run in test_install_startup.py on a fresh install of their own.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from batchgate.keys import RENEW_ANNOTATION, RENEWED_ANNOTATION
+from batchgate.keys import BREAK_GLASS_ANNOTATION, RENEW_ANNOTATION, RENEWED_ANNOTATION
+from certs.authority import CA_CERT, issue_secret_data
 from controller.decisions.leader_election import LeaseTiming
 from demo.kubectl import Kubectl
 from demo.stack import DEMO_MANIFESTS, LOCAL_OVERLAY, SYSTEM_NAMESPACE, install_product, local_image, product_status
@@ -363,12 +366,6 @@ def test_with_the_gateway_scaled_to_zero_only_managed_namespaces_are_refused_and
     kubectl.run("create", "-f", "-", user="alice", stdin=json.dumps(alice_appwrapper("after-heal")))
 
 
-def test_uninstall_leaves_users_objects_and_third_party_crds_alone(tmp_path: Path) -> None:
-    """A cluster of its own: the other tests need the product installed, whatever their order."""
-    with installed(tmp_path) as (kubectl, crds_before):
-        uninstall_keeps_users_objects(kubectl, crds_before)
-
-
 def uninstall_with_kubectl(kubectl: Kubectl) -> None:
     """docs/install.md's uninstall: everything but batchgate's CRDs (which hold users' AppWrappers)."""
     kubectl.run("delete", "-k", str(LOCAL_OVERLAY), "-l", "app.kubernetes.io/component!=crd", "--wait=true",
@@ -391,3 +388,112 @@ def uninstall_keeps_users_objects(kubectl: Kubectl, crds_before: dict[str, str],
     assert kubectl.get_json("job", "-n", "default", "plain")
     assert kubectl.get_json("pytorchjob", "-n", "default", "torch")
     assert third_party_crds(kubectl) == crds_before
+
+
+# --- bad input at install and while running (issue 13, "Bad input"): each gives a clear status (a
+# pod condition, an Event, a probe message naming the cause) and heals when the input is put right.
+
+GATEWAY = "app.kubernetes.io/name=batchgate-webhook"
+
+
+def gateway_pods(kubectl: Kubectl) -> list[dict]:
+    return kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l", GATEWAY)["items"]
+
+
+def ready(pod: dict) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", []))
+
+
+def unhealthy_messages(kubectl: Kubectl) -> list[str]:
+    events = kubectl.get_json("events", "-n", SYSTEM_NAMESPACE, "--field-selector", "reason=Unhealthy")["items"]
+    return [e.get("message", "") for e in events]
+
+
+def set_keeper_verbs(kubectl: Kubectl, verbs: list[str]) -> None:
+    role = kubectl.get_json("clusterrole", "batchgate-webhook-certs")
+    for rule in role["rules"]:
+        rule["verbs"] = verbs
+    kubectl.run("replace", "-f", "-", stdin=json.dumps(role))
+
+
+def test_a_cabundle_of_another_ca_the_keeper_cannot_fix_makes_the_gateway_unready_naming_the_cause(
+        kubectl: Kubectl) -> None:
+    eventually(lambda: product_status(kubectl)[0], "the product Ready: " + product_status(kubectl)[1])
+    set_keeper_verbs(kubectl, ["get"])  # the keeper may still read the configurations, not repair them
+    other = base64.b64encode(issue_secret_data(["x"], dt.datetime.now(dt.timezone.utc), ca_days=3650,
+                                                cert_days=365)[CA_CERT]).decode()
+    try:
+        kubectl.run("patch", "validatingwebhookconfiguration", "batchgate-validating", "--type=json", "-p",
+                    json.dumps([{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": other}]))
+        eventually(lambda: gateway_pods(kubectl) and not any(ready(p) for p in gateway_pods(kubectl)),
+                   "every gateway pod not Ready")
+        assert eventually(lambda: [m for m in unhealthy_messages(kubectl)
+                                   if "Readiness probe failed" in m and "batchgate-validating" in m
+                                   and "caBundle has no CA that verifies the served certificate" in m],
+                          "an Unhealthy Event naming the configuration and the cause")
+    finally:
+        set_keeper_verbs(kubectl, ["get", "update"])
+    eventually(lambda: product_status(kubectl)[0], "the keeper repairs the caBundle and the gateway is Ready again: "
+               + product_status(kubectl)[1])
+
+
+def create_pod(kubectl: Kubectl, namespace: str, name: str) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+           "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+    kubectl.run("create", "-f", "-", stdin=json.dumps(pod))
+
+
+def controller_logs(kubectl: Kubectl) -> list[str]:
+    pods = kubectl.get_json("pods", "-n", SYSTEM_NAMESPACE, "-l", "app.kubernetes.io/name=batchgate-controller")
+    return [kubectl.run("logs", "-n", SYSTEM_NAMESPACE, p["metadata"]["name"]).stdout for p in pods["items"]]
+
+
+def set_policy(kubectl: Kubectl, text: str, why: str) -> None:
+    kubectl.run("patch", "configmap", "-n", SYSTEM_NAMESPACE, "batchgate-policy", "--type=merge", "-p", json.dumps(
+        {"metadata": {"annotations": {BREAK_GLASS_ANNOTATION: why}}, "data": {"policy.yaml": text}}))
+
+
+def test_a_broken_policy_at_start_keeps_the_gateway_unready_naming_the_line_and_the_fix_until_it_is_fixed(
+        kubectl: Kubectl) -> None:
+    eventually(lambda: product_status(kubectl)[0], "the product Ready: " + product_status(kubectl)[1])
+    configmap = kubectl.get_json("configmap", "-n", SYSTEM_NAMESPACE, "batchgate-policy")
+    good = configmap["data"]["policy.yaml"]
+    replicas = kubectl.get_json("deployment", "-n", SYSTEM_NAMESPACE, "batchgate-webhook")["spec"]["replicas"]
+    broken = "queues:\n  defaultQueueName: [unclosed\n"  # a YAML error, found on line 3
+    try:
+        # As at an install: the policy stored while no gateway runs (a running one denies it, and
+        # with none the edit needs the break-glass annotation), then gateway pods that start with it.
+        kubectl.run("scale", "deployment", "-n", SYSTEM_NAMESPACE, "batchgate-webhook", "--replicas=0")
+        eventually(lambda: not gateway_pods(kubectl), "the old gateway pods gone")
+        set_policy(kubectl, broken, "storing a broken policy with the gateway down")
+        kubectl.run("scale", "deployment", "-n", SYSTEM_NAMESPACE, "batchgate-webhook", f"--replicas={replicas}")
+        assert eventually(lambda: [m for m in unhealthy_messages(kubectl)
+                                   if "Readiness probe failed" in m and "503" in m and "batchgate-policy:3: invalid YAML" in m
+                                   and "kubectl edit configmap -n batchgate-system batchgate-policy" in m
+                                   and BREAK_GLASS_ANNOTATION in m],
+                          "an Unhealthy Event naming the policy's line and the fix")
+        started = {p["metadata"]["name"] for p in gateway_pods(kubectl)}
+        assert len(started) == replicas and not any(ready(p) for p in gateway_pods(kubectl))
+        logs = kubectl.run("logs", "-n", SYSTEM_NAMESPACE, sorted(started)[0], "-c", "webhook").stdout
+        assert "not Ready until a valid one arrives" in logs and "batchgate-policy:3: invalid YAML" in logs
+        assert eventually(lambda: all("kubectl edit configmap -n batchgate-system batchgate-policy" in log
+                                      for log in controller_logs(kubectl)),
+                          "every controller logs the policy error and the fix")
+        create_pod(kubectl, "default", "unmanaged-while-policy-broken")
+        create_pod(kubectl, "kube-system", "system-while-policy-broken")
+        set_policy(kubectl, good, "the fix the probe names")  # with no gateway Ready, through break-glass
+        eventually(lambda: all(ready(p) for p in gateway_pods(kubectl))
+                   and {p["metadata"]["name"] for p in gateway_pods(kubectl)} == started,
+                   "the same gateway pods Ready once the policy is fixed")
+        assert all(s["restartCount"] == 0 for p in gateway_pods(kubectl) for s in p["status"]["containerStatuses"])
+    finally:
+        set_policy(kubectl, good, "restoring the policy")
+        kubectl.run("scale", "deployment", "-n", SYSTEM_NAMESPACE, "batchgate-webhook", f"--replicas={replicas}")
+        for namespace, name in (("default", "unmanaged-while-policy-broken"),
+                                ("kube-system", "system-while-policy-broken")):
+            kubectl.run("delete", "pod", "-n", namespace, name, "--ignore-not-found", "--wait=false")
+    try:
+        eventually(lambda: product_status(kubectl)[0], "the product Ready again: " + product_status(kubectl)[1])
+    finally:  # the module's other tests expect policy edits refused again
+        kubectl.run("annotate", "configmap", "-n", SYSTEM_NAMESPACE, "batchgate-policy", f"{BREAK_GLASS_ANNOTATION}-",
+                    check=False)

@@ -1,6 +1,6 @@
 """The chart installed, upgraded and uninstalled as docs/install.md ("Helm") says, on the real
 control plane, with the kustomize install's checks (tests/e2e/test_install.py,
-test_install_upgrade.py): every pod Ready and the keeper's caBundle injected, alice's first
+test_install_startup.py): every pod Ready and the keeper's caBundle injected, alice's first
 AppWrapper admitted; `helm upgrade` while alice keeps submitting fails no review and keeps the
 caBundle and the admin's policy; `helm uninstall` leaves users' objects and the CRDs alone. One
 cluster, one install, one upgrade, one uninstall."""
@@ -17,7 +17,7 @@ from demo.stack import DEMO_MANIFESTS, local_image, product_status
 from tests import clusters
 from tests.e2e.test_install import (STREAM_SECONDS, alice_s_first_appwrapper_is_mutated_and_admitted, bundles,
                                     eventually, installed_cluster, stream_during, uninstall_keeps_users_objects)
-from tests.e2e.test_install_upgrade import policy_text
+from tests.e2e.test_install_startup import policy_text
 from tests.helm import CHART, RELEASE, Helm
 from tests.realcluster_fixtures import real_helm
 
