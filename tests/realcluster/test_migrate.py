@@ -94,6 +94,7 @@ class Migrated:
     at_apply: list[str]  # webhook configurations when apply returned
     after: Snapshot  # batchgate installed and running
     rolled_back: Snapshot  # after `migrate rollback` and the old controllers installed again
+    cluster: RealCluster  # still running the old controllers, while the tests run
 
 
 def _uids(kubectl: Kubectl) -> dict[str, set[str]]:
@@ -186,7 +187,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         old.start_kueue()
         eventually(lambda: _queue_counts(kubectl) == (2, 2), "Kueue counts 2 admitted and 2 pending Workloads again")
         yield Migrated(printed.getvalue(), plan_status, refused.stderr, old_webhooks, before, at_apply, after,
-                       snapshot())
+                       snapshot(), made)
 
 
 def _queue_counts(kubectl: Kubectl) -> tuple[int, int]:
@@ -243,3 +244,12 @@ def test_every_kueue_crd_is_left_with_the_one_version_batchgate_serves(migrated:
 def test_the_rollback_removes_batchgates_webhooks_and_brings_back_the_old_ones(migrated: Migrated) -> None:
     assert not [name for name in migrated.rolled_back.webhooks if name.startswith("batchgate")]
     assert {name for _, name in migrated.old_webhooks} <= set(migrated.rolled_back.webhooks)
+
+
+def test_a_second_appwrapper_controller_is_refused_in_one_line_while_the_first_holds_its_port(
+        migrated: Migrated) -> None:
+    """The peers' own check (realcluster/peers.py), on this cluster's AppWrapper controller, installed again."""
+    with pytest.raises(peers.PeerError) as caught, peers.Peers(migrated.cluster, PEERS) as second:
+        second.start_appwrapper()
+    assert str(caught.value).startswith("port 9443 is taken ([::]:9443): the AppWrapper controller always serves")
+    assert "\n" not in str(caught.value)

@@ -1,11 +1,11 @@
 """The peers, Kueue's manager and the AppWrapper controller, installed from upstream's own manifests
-and run as local processes on their own real cluster: what is changed from upstream's install
-(pure, tables), then Kueue admitting a Job and an AppWrapper reaching Running through Kueue."""
+and run as local processes on a real cluster: what is changed from upstream's install (pure,
+tables). Running, they are proven by tests/realcluster/test_migrate.py, whose cluster has Kueue
+admit a Job and an AppWrapper, the AppWrapper controller run it, and a second AppWrapper
+controller refused while the first holds its port; and by the side-by-side benchmarks."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +16,7 @@ from localcluster.sim.endpoints import ADDRESS_ANNOTATION
 from realcluster import peers
 from realcluster.cluster import RealCluster
 from realcluster.peers import KUEUE, PeerError, Ports
-from realcluster.processes import listeners, port_taken
-from tests.e2e.test_install import eventually
-from tests.realcluster_fixtures import PEERS, PEERS_NOT_BUILT, admin_kubectl, get_object, new_real_cluster
 
-# the AppWrapper controller listens on :9443 on every address, which a stand-in cluster's webhook pod
-# at 127.x.y.z:9443 blocks: these tests run before any test that may start one (tests/conftest.py)
-pytestmark = pytest.mark.binds_every_address
-
-Kubectl = Callable[..., str]
 PORTS = Ports(webhook=40001, health=40002, metrics=40003)
 
 UPSTREAM: list[dict[str, Any]] = [
@@ -124,100 +116,3 @@ def test_peers_not_built_is_one_line_naming_make_peers(tmp_path: Path) -> None:
     cluster = RealCluster(tmp_path, binaries={})  # not started: the peers are looked for first
     with pytest.raises(PeerError, match=r"^Kueue and the AppWrapper controller are not built: run `make peers`"):
         peers.Peers(cluster, cache=tmp_path / "empty-cache")
-
-
-# on a real cluster ----------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def peer_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RealCluster, Kubectl]]:
-    """A real cluster of its own (the peers' CRDs replace any other kueue.x-k8s.io ones) with the
-    AppWrapper controller and then Kueue started on it."""
-    if PEERS is None:
-        pytest.skip(PEERS_NOT_BUILT)
-    if port_taken(peers.APPWRAPPER_WEBHOOK_PORT, host="0.0.0.0"):  # another run's peers on this machine
-        held = ", ".join(listeners(peers.APPWRAPPER_WEBHOOK_PORT))
-        pytest.skip(f"port {peers.APPWRAPPER_WEBHOOK_PORT} is taken ({held}), where the AppWrapper controller must serve")
-    with new_real_cluster(tmp_path_factory.mktemp("peers")) as cluster, peers.Peers(cluster, PEERS) as running:
-        running.start_appwrapper()
-        running.start_kueue()
-        yield cluster, admin_kubectl(cluster, tmp_path_factory.mktemp("peers-kubectl-cache"))
-
-
-def _queues(kubectl: Kubectl) -> str:
-    """A namespace with a LocalQueue of a ClusterQueue of one flavor, in Kueue's v1beta1 (which
-    batchgate serves), so that Kueue's conversion webhook is on the path."""
-    suffix = uuid.uuid4().hex[:8]
-    namespace = f"peer-{suffix}"
-    kubectl("create", "namespace", namespace)
-    objects = [
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": f"flavor-{suffix}"}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": f"cq-{suffix}"},
-         "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
-             {"name": f"flavor-{suffix}", "resources": [{"name": "cpu", "nominalQuota": "4"},
-                                                        {"name": "memory", "nominalQuota": "8Gi"}]}]}]}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-         "metadata": {"name": "team", "namespace": namespace}, "spec": {"clusterQueue": f"cq-{suffix}"}},
-    ]
-    kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects))
-    return namespace
-
-
-def _pod_spec() -> dict[str, Any]:
-    return {"restartPolicy": "Never", "containers": [
-        {"name": "main", "image": "busybox", "command": ["sleep", "600"],
-         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}
-
-
-def _admitted(workloads: dict[str, Any]) -> bool:
-    return any(c["type"] == "Admitted" and c["status"] == "True"
-               for w in workloads["items"] for c in (w.get("status") or {}).get("conditions") or [])
-
-
-def _job(namespace: str) -> dict[str, Any]:
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "train", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "team"}},
-            "spec": {"suspend": True, "template": {"spec": _pod_spec()}}}
-
-
-def _appwrapper(namespace: str) -> dict[str, Any]:
-    return {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
-            "metadata": {"name": "wrapped", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "team"}},
-            "spec": {"components": [{"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "worker"},
-                                                  "spec": _pod_spec()}}]}}
-
-
-def _unsuspended(kubectl: Kubectl, namespace: str) -> bool:
-    return get_object(kubectl, "job", "train", "-n", namespace)["spec"]["suspend"] is False
-
-
-def _running(kubectl: Kubectl, namespace: str) -> bool:
-    return (get_object(kubectl, "appwrapper", "wrapped", "-n", namespace).get("status") or {}).get("phase") == "Running"
-
-
-@pytest.mark.realcluster
-@pytest.mark.timeout(900)
-@pytest.mark.parametrize("make, then, what, seconds", [
-    (_job, _unsuspended, "Kueue unsuspends the admitted Job", 60),
-    (_appwrapper, _running, "the AppWrapper controller brings the admitted AppWrapper to Running", 180),
-], ids=["Kueue admits a suspended Job of its LocalQueue and unsuspends it",
-        "the AppWrapper controller runs an AppWrapper that Kueue admits"])
-def test_what_a_local_queue_is_given_kueue_admits_and_its_controller_runs(
-        peer_cluster: tuple[RealCluster, Kubectl], make: Callable[[str], dict[str, Any]],
-        then: Callable[[Kubectl, str], bool], what: str, seconds: float) -> None:
-    _, kubectl = peer_cluster
-    namespace = _queues(kubectl)
-    kubectl("apply", "-f", "-", input=yaml.safe_dump(make(namespace)))
-    eventually(lambda: _admitted(get_object(kubectl, "workloads.v1beta1.kueue.x-k8s.io", "-n", namespace)),
-               "Kueue admits the Workload", 120)
-    eventually(lambda: then(kubectl, namespace), what, seconds)
-
-
-@pytest.mark.realcluster
-@pytest.mark.timeout(900)
-def test_a_second_appwrapper_controller_is_refused_in_one_line_while_the_first_holds_its_port(
-        peer_cluster: tuple[RealCluster, Kubectl]) -> None:
-    cluster, _ = peer_cluster
-    with pytest.raises(PeerError) as caught, peers.Peers(cluster, PEERS) as second:
-        second.start_appwrapper()
-    assert str(caught.value).startswith("port 9443 is taken ([::]:9443): the AppWrapper controller always serves")
-    assert "\n" not in str(caught.value)
