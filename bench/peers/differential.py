@@ -56,6 +56,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from batchgate.policy import parse_policy  # noqa: E402
 from bench.admission_scale import (WL, keep_watching, mark_finished, real_cluster,  # noqa: E402
                                    release_evicted, start_controller)
 from bench.peers.differential_scenarios import Arrive, Scenario, describe, generate, setup_objects, workload  # noqa: E402
@@ -67,6 +68,9 @@ from realcluster.peers import PeerError, Peers  # noqa: E402
 
 # No change for this long (and every Workload decided): the event is settled. Over a second:
 # Kueue v0.17 moves parked Workloads back a second after quota is freed (its requeue batch period).
+# batchgate writes pending reasons from its once-a-second status flush, so with a requeue batch of
+# its own its side waits that period longer (`Side.quiet`): the heads tried when the period ends
+# have their reasons written up to a flush later.
 QUIET_SECONDS = 2.0
 UNDECIDED_SECONDS = 5.0  # a Workload that long without a word from the controller counts as pending without a reason
 RESTART_SECONDS = 600.0  # a controller restarted, at most this long to catch up
@@ -202,8 +206,8 @@ class Side:
     One watch of all Workloads serves every scenario; evictions are finished as Kueue's harness does."""
 
     def __init__(self, name: str, client: KubeClient, workloads: Resource, timeout: float,
-                 restart: Callable[[bool], None], fair_sharing: bool) -> None:
-        self.name, self.client, self.api, self.timeout = name, client, workloads, timeout
+                 restart: Callable[[bool], None], fair_sharing: bool, quiet: float = QUIET_SECONDS) -> None:
+        self.name, self.client, self.api, self.timeout, self.quiet = name, client, workloads, timeout, quiet
         self.restart, self.fair_sharing = restart, fair_sharing
         self.lock = threading.Lock()
         self.recorders: dict[str, Recorder] = {}
@@ -301,11 +305,11 @@ class Side:
 
     def _settle(self, rec: Recorder) -> Outcome:
         deadline = time.monotonic() + self.timeout
-        time.sleep(QUIET_SECONDS)  # the event reaches the controller and the watch: workloads are seconds apart
+        time.sleep(self.quiet)  # the event reaches the controller and the watch: workloads are seconds apart
         while True:
             with self.lock:
                 now = time.monotonic()
-                quiet = now - rec.changed >= QUIET_SECONDS
+                quiet = now - rec.changed >= self.quiet
                 # Kueue v0.17 writes nothing to a head that needs preemption and finds no victims
                 ready = all(decided(obj) or now - rec.first_seen[name] >= UNDECIDED_SECONDS
                             for name, obj in rec.objects.items())
@@ -377,7 +381,8 @@ def batchgate_side(stack: ExitStack, timeout: float, fair_sharing: bool, requeue
         wait_ready(metrics.replace("/metrics", "/readyz"), timeout)
 
     start(fair_sharing)
-    side = Side("batchgate", client, WL, timeout, start, fair_sharing)
+    batch = parse_policy(policy_configmap(fair_sharing, requeue_batch)["data"]["policy.yaml"]).admission.requeue_batch_period
+    side = Side("batchgate", client, WL, timeout, start, fair_sharing, QUIET_SECONDS + batch.total_seconds())
     try:
         yield side
     finally:
