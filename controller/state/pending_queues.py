@@ -224,23 +224,13 @@ class ClusterQueuePending:
                 continue
             one_each = {w.namespace: w for w in bucket.members}
             if not all(eligible(w) for w in one_each.values()):
-                ineligible = {w for w in one_each.values() if not eligible(w)}
-                namespaces = {w.namespace for w in ineligible}
-                self._unpark_one_by_one(bucket)
-                back = [w for w in self.inadmissible if self.klass[w] == klass and w.namespace not in namespaces]
-                for workload in back:
-                    bucket.members[workload] = self.inadmissible.pop(workload)
-                bucket.rebuild()
-                self.active_count += len(back)
-                moved.extend(back)
-                if not bucket.members:
-                    del self.buckets[klass]
-                    continue
-            else:
-                bucket.parked = False
-                self.active_count += len(bucket.members)
-                self._class_parked -= len(bucket.members)
-                moved.extend(bucket.members)
+                self._unpark_one_by_one(bucket)  # each judged on its own below
+                del self.buckets[klass]
+                continue
+            bucket.parked = False
+            self.active_count += len(bucket.members)
+            self._class_parked -= len(bucket.members)
+            moved.extend(bucket.members)
             top = bucket.top()
             if top is not None:
                 self._list(bucket, klass, top)

@@ -112,7 +112,7 @@ def test_equal_priority_and_time_are_ordered_by_namespace_slash_name_as_written(
 # a bucket of its own: a class parked at once parks exactly its active members, an arrival of a
 # class that did not fit waits parked, a workload pushed while its class is parked is tried alone,
 # and asking back moves a parked class whole only where every namespace it holds is eligible
-# (workloads are in two namespaces; "unpark-ns0" asks back only the first's).
+# (workloads are in three namespaces, each class in all; "unpark-ns0" asks back only the first's).
 _QUEUE_OPS = st.lists(st.tuples(st.sampled_from(["push", "arrive", "park", "park-class", "remove", "unpark-all",
                                                  "unpark-ns0", "switch", "head"]),
                                 st.integers(0, 11)), max_size=80)
@@ -123,7 +123,7 @@ _QUEUE_OPS = st.lists(st.tuples(st.sampled_from(["push", "arrive", "park", "park
 def test_a_pending_queue_heads_the_first_active_workload_whatever_moves_it(ops: list[tuple[str, int]],
                                                                          priorities: list[int], hashing: bool) -> None:
     t0 = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
-    keys = [wl_key(f"ns{i % 2}/w{i:02}") for i in range(12)]
+    keys = [wl_key(f"ns{i // 3 % 3}/w{i:02}") for i in range(12)]
     sort_keys = [sort_key(p, t0 + _dt.timedelta(seconds=i % 5), k) for i, (p, k) in enumerate(zip(priorities, keys))]
     queue, where, no_fit = ClusterQueuePending(), {}, set()
 
@@ -155,7 +155,7 @@ def test_a_pending_queue_heads_the_first_active_workload_whatever_moves_it(ops: 
         elif op.startswith("unpark"):
             only_ns0 = op == "unpark-ns0"
             moved = queue.unpark(lambda w: not only_ns0 or w.namespace == "ns0")
-            expected = {j for j, at in where.items() if at == "parked" and (not only_ns0 or j % 2 == 0)}
+            expected = {j for j, at in where.items() if at == "parked" and (not only_ns0 or j // 3 % 3 == 0)}
             assert sorted(int(w.name[1:]) for w in moved) == sorted(expected)
             where.update({j: "active" for j in expected})
             no_fit.clear()
