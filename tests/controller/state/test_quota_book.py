@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from batchgate.api.kueue import ClusterQueue
 from batchgate.quantity import parse_quantity
@@ -120,6 +120,9 @@ _QUEUE_OPS = st.lists(st.tuples(st.sampled_from(["push", "arrive", "park", "park
 
 @settings(max_examples=400, deadline=None)
 @given(ops=_QUEUE_OPS, priorities=st.lists(st.integers(0, 2), min_size=12, max_size=12), hashing=st.booleans())
+# a parked class across two namespaces, one of them asked back: only its workloads go
+@example(ops=[("push", 0), ("push", 3), ("push", 9), ("park-class", 0), ("unpark-ns0", 0)], priorities=[0] * 12,
+         hashing=True)
 def test_a_pending_queue_heads_the_first_active_workload_whatever_moves_it(ops: list[tuple[str, int]],
                                                                          priorities: list[int], hashing: bool) -> None:
     t0 = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
