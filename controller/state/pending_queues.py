@@ -35,7 +35,7 @@ def sort_key(priority: int, timestamp: _dt.datetime, workload: ObjectKey) -> Sor
     return (-priority, timestamp, workload.namespaced_name, workload)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Bucket:
     """The waiting workloads of one scheduling class in a queue: a lazy heap of their sort keys.
     Parked as a whole (equivalence hashing), it keeps its members and heap where they are, so
@@ -61,7 +61,7 @@ class _Bucket:
         heapq.heapify(self.heap)
 
 
-@dataclass
+@dataclass(slots=True)
 class ClusterQueuePending:
     """The queue of one ClusterQueue: its waiting workloads in buckets, one per scheduling class
     (a single bucket without equivalence hashing), heads of the buckets in a heap; workloads
@@ -76,6 +76,7 @@ class ClusterQueuePending:
     # noFitSchedulingHashes; only filled with policy admission.schedulingEquivalenceHashing)
     no_fit: set[Hashable] = field(default_factory=set)
     active_count: int = 0  # workloads in buckets not parked
+    classed: bool = False  # whether any bucket is a class's (else all wait in one, None's)
     _class_parked: int = 0  # workloads in parked buckets
     _tops: list[tuple[SortKey, int, Hashable]] = field(default_factory=list)  # bucket heads, lazy
     _pushed: int = 0  # orders equal keys in `_tops` (two entries for one workload)
@@ -111,6 +112,8 @@ class ClusterQueuePending:
 
     def _enter(self, workload: ObjectKey, klass: Hashable) -> _Bucket:
         """The bucket of `klass`, `workload` taken out of any other it was in."""
+        if klass is not None:
+            self.classed = True
         previous = self.klass.get(workload, klass)
         if previous != klass:
             self._leave_bucket(workload, previous)
@@ -153,12 +156,13 @@ class ClusterQueuePending:
         bucket.listed = None
 
     def park(self, workload: ObjectKey) -> None:
-        klass = self.klass.get(workload)
-        bucket = self.buckets.get(klass)
-        if bucket is None or bucket.parked or workload not in bucket.members:
+        bucket = self.buckets.get(self.klass.get(workload))
+        if bucket is None or bucket.parked:
             return
-        self.inadmissible[workload] = bucket.members.pop(workload)
-        self.active_count -= 1
+        key = bucket.members.pop(workload, None)
+        if key is not None:
+            self.inadmissible[workload] = key
+            self.active_count -= 1
 
     def park_class(self, klass: Hashable) -> int:
         """A workload of class `klass` did not fit: park every waiting one of that class, and
@@ -188,10 +192,17 @@ class ClusterQueuePending:
     def head(self) -> ObjectKey | None:
         if self.sticky and self.preemptor is not None and self.is_active(self.preemptor):
             return self.preemptor
-        if len(self.buckets) == 1:  # no classes, or one: no need for the heads' heap
+        if len(self.buckets) == 1:  # no classes, or one: its top is the head (`_Bucket.top`, inline)
             for only in self.buckets.values():
-                top = None if only.parked else only.top()
-                return None if top is None else top[3]
+                if only.parked:
+                    return None
+                heap, members = only.heap, only.members
+                while heap:
+                    key = heap[0]
+                    if members.get(key[3]) == key:
+                        return key[3]
+                    heapq.heappop(heap)
+                return None
         tops = self._tops
         while tops:
             key, _, klass = tops[0]
@@ -236,8 +247,11 @@ class ClusterQueuePending:
                 self._list(bucket, klass, top)
         one_by_one = [w for w in self.inadmissible if eligible(w)]
         by_bucket: dict[Hashable, list[ObjectKey]] = {}
-        for workload in one_by_one:
-            by_bucket.setdefault(self.klass[workload], []).append(workload)
+        if self.classed:
+            for workload in one_by_one:
+                by_bucket.setdefault(self.klass[workload], []).append(workload)
+        elif one_by_one:
+            by_bucket[None] = one_by_one
         for klass, workloads in by_bucket.items():
             bucket = self._enter(workloads[0], klass)
             if len(workloads) * 4 < len(bucket.members):
@@ -257,14 +271,15 @@ class ClusterQueuePending:
         """Buckets by another partition (equivalence hashing switched on or off); what a parked
         bucket held stays parked, each on its own."""
         waiting = [(w, k, b.parked) for b in self.buckets.values() for w, k in b.members.items()]
-        self.buckets, self._tops, self.active_count, self._class_parked = {}, [], 0, 0
+        self.buckets, self._tops, self.active_count, self._class_parked, self.classed = {}, [], 0, 0, False
         for workload, key, parked in waiting:
             if parked:
                 self.inadmissible[workload] = key
             else:
                 self.push(workload, key, partition(workload))
         for workload in self.inadmissible:
-            self.klass[workload] = partition(workload)
+            self.klass[workload] = klass = partition(workload)
+            self.classed |= klass is not None
 
     def __contains__(self, workload: ObjectKey) -> bool:
         return workload in self.klass
