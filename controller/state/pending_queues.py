@@ -1,9 +1,12 @@
-"""Per-ClusterQueue pending workloads: an ordered heap plus the inadmissible set.
+"""Per-ClusterQueue pending workloads: ordered heaps plus the inadmissible set.
 
 Order is Kueue's: higher priority first, then the older queue-order timestamp (creation time;
-a preempted workload keeps its place). The heap is lazy: removing a workload only forgets it,
+a preempted workload keeps its place). Heaps are lazy: removing a workload only forgets it,
 and stale heap entries are dropped when they reach the top, so every operation is O(log n).
-Parked (inadmissible) workloads wait outside the heap until a quota-freeing event moves them back.
+Parked (inadmissible) workloads wait outside the heaps until a quota-freeing event moves them back.
+With equivalence hashing each scheduling class has its own heap (a bucket), parked and asked
+back as a whole without moving its members: a finish then costs the number of classes a cohort
+holds, not its backlog.
 
 A workload waiting for the victims it preempted is its queue's *preemptor* (Kueue's
 preemptorWorkload, pkg/queue/cluster_queue.go, Kueue#6929, #7101) until it is admitted, leaves
@@ -32,78 +35,257 @@ def sort_key(priority: int, timestamp: _dt.datetime, workload: ObjectKey) -> Sor
     return (-priority, timestamp, workload.namespaced_name, workload)
 
 
-@dataclass
-class ClusterQueuePending:
-    """The queue of one ClusterQueue. `heap` holds sort keys (the workload last) with lazy deletion."""
+@dataclass(eq=False, slots=True)
+class _Bucket:
+    """The waiting workloads of one scheduling class in a queue: a lazy heap of their sort keys.
+    Parked as a whole (equivalence hashing), it keeps its members and heap where they are, so
+    parking it and asking it back cost the same whatever its size."""
 
     heap: list[SortKey] = field(default_factory=list)
-    active: dict[ObjectKey, SortKey] = field(default_factory=dict)
+    members: dict[ObjectKey, SortKey] = field(default_factory=dict)
+    parked: bool = False
+    listed: SortKey | None = None  # the key of its entry among the queue's bucket heads
+
+    def top(self) -> SortKey | None:
+        heap, members = self.heap, self.members
+        while heap:
+            key = heap[0]
+            if members.get(key[3]) == key:
+                return key
+            heapq.heappop(heap)
+        return None
+
+    def rebuild(self) -> None:
+        """One linear pass (and rid of stale entries) instead of many pushes."""
+        self.heap = list(self.members.values())
+        heapq.heapify(self.heap)
+
+
+@dataclass(slots=True)
+class ClusterQueuePending:
+    """The queue of one ClusterQueue: its waiting workloads in buckets, one per scheduling class
+    (a single bucket without equivalence hashing), heads of the buckets in a heap; workloads
+    parked one by one in `inadmissible`. `klass` knows every workload's bucket, parked or not."""
+
+    buckets: dict[Hashable, _Bucket] = field(default_factory=dict)
+    klass: dict[ObjectKey, Hashable] = field(default_factory=dict)
     inadmissible: dict[ObjectKey, SortKey] = field(default_factory=dict)
     preemptor: ObjectKey | None = None  # the head that is waiting for its preemptions to complete
     sticky: bool = False  # whether the preemptor stays the head (BestEffortFIFO)
     # scheduling classes found not to fit since the parked workloads were last asked back (Kueue's
     # noFitSchedulingHashes; only filled with policy admission.schedulingEquivalenceHashing)
     no_fit: set[Hashable] = field(default_factory=set)
+    active_count: int = 0  # workloads in buckets not parked
+    classed: bool = False  # whether any bucket is a class's (else all wait in one, None's)
+    _class_parked: int = 0  # workloads in parked buckets
+    _tops: list[tuple[SortKey, int, Hashable]] = field(default_factory=list)  # bucket heads, lazy
+    _pushed: int = 0  # orders equal keys in `_tops` (two entries for one workload)
 
-    def push(self, workload: ObjectKey, key: SortKey) -> None:
+    @property
+    def parked_count(self) -> int:
+        return len(self.inadmissible) + self._class_parked
+
+    def push(self, workload: ObjectKey, key: SortKey, klass: Hashable = None) -> None:
+        """Make `workload` wait in its class's bucket, to be tried (not parked)."""
+        bucket = self._enter(workload, klass)
+        if bucket.parked:
+            self._unpark_one_by_one(bucket)
         self.inadmissible.pop(workload, None)
-        if self.active.get(workload) == key:
+        if bucket.members.get(workload) == key:
             return
-        self.active[workload] = key
-        heapq.heappush(self.heap, key)
+        if workload not in bucket.members:
+            self.active_count += 1
+        self._add(bucket, klass, workload, key)
+
+    def arrive_parked(self, workload: ObjectKey, key: SortKey, klass: Hashable) -> None:
+        """An arrival of a class that did not fit waits parked: in its class's bucket if that is
+        parked (Kueue's PushOrUpdate), else on its own."""
+        bucket = self._enter(workload, klass)
+        if not bucket.parked:
+            self.push(workload, key, klass)
+            self.park(workload)
+            return
+        self.inadmissible.pop(workload, None)
+        if workload not in bucket.members:
+            self._class_parked += 1
+        self._add(bucket, klass, workload, key)
+
+    def _enter(self, workload: ObjectKey, klass: Hashable) -> _Bucket:
+        """The bucket of `klass`, `workload` taken out of any other it was in."""
+        if klass is not None:
+            self.classed = True
+        previous = self.klass.get(workload, klass)
+        if previous != klass:
+            self._leave_bucket(workload, previous)
+        self.klass[workload] = klass
+        bucket = self.buckets.get(klass)
+        if bucket is None:
+            bucket = self.buckets[klass] = _Bucket()
+        return bucket
+
+    def _add(self, bucket: _Bucket, klass: Hashable, workload: ObjectKey, key: SortKey) -> None:
+        bucket.members[workload] = key
+        heapq.heappush(bucket.heap, key)
+        if not bucket.parked and (bucket.listed is None or key < bucket.listed):
+            self._list(bucket, klass, key)
+
+    def _list(self, bucket: _Bucket, klass: Hashable, key: SortKey) -> None:
+        bucket.listed = key
+        self._pushed += 1
+        heapq.heappush(self._tops, (key, self._pushed, klass))
+
+    def _leave_bucket(self, workload: ObjectKey, klass: Hashable) -> None:
+        bucket = self.buckets.get(klass)
+        if bucket is None or bucket.members.pop(workload, None) is None:
+            return
+        if bucket.parked:
+            self._class_parked -= 1
+        else:
+            self.active_count -= 1
+        if not bucket.members:
+            del self.buckets[klass]
+
+    def _unpark_one_by_one(self, bucket: _Bucket) -> None:
+        """A workload must be tried while its class is parked (a re-route, a retry): the others of
+        the class stay parked, each on its own."""
+        self.inadmissible.update(bucket.members)
+        self._class_parked -= len(bucket.members)
+        bucket.members.clear()
+        bucket.heap.clear()
+        bucket.parked = False
+        bucket.listed = None
 
     def park(self, workload: ObjectKey) -> None:
-        key = self.active.pop(workload, None) or self.inadmissible.get(workload)
+        bucket = self.buckets.get(self.klass.get(workload))
+        if bucket is None or bucket.parked:
+            return
+        key = bucket.members.pop(workload, None)
         if key is not None:
             self.inadmissible[workload] = key
+            self.active_count -= 1
 
-    def park_class(self, scheduling_class: Hashable, class_of: Callable[[ObjectKey], Hashable]) -> int:
-        """A workload of `scheduling_class` did not fit: park every waiting one of that class, and
+    def park_class(self, klass: Hashable) -> int:
+        """A workload of class `klass` did not fit: park every waiting one of that class, and
         remember it for arrivals (Kueue's handleInadmissibleHash). Returns how many were parked."""
-        self.no_fit.add(scheduling_class)
-        same = [w for w in self.active if class_of(w) == scheduling_class]
-        for workload in same:
-            self.inadmissible[workload] = self.active.pop(workload)
-        return len(same)
+        self.no_fit.add(klass)
+        bucket = self.buckets.get(klass)
+        if bucket is None or bucket.parked or not bucket.members:
+            return 0
+        bucket.parked, bucket.listed = True, None
+        parked = len(bucket.members)
+        self.active_count -= parked
+        self._class_parked += parked
+        return parked
 
     def remove(self, workload: ObjectKey) -> None:
-        self.active.pop(workload, None)
-        self.inadmissible.pop(workload, None)
+        klass = self.klass.pop(workload, None)
+        if self.inadmissible.pop(workload, None) is None:
+            self._leave_bucket(workload, klass)
         if self.preemptor == workload:
             self.preemptor = None
 
+    def is_active(self, workload: ObjectKey) -> bool:
+        """Whether `workload` waits to be tried (in a bucket that is not parked)."""
+        bucket = self.buckets.get(self.klass.get(workload))
+        return bucket is not None and not bucket.parked and workload in bucket.members
+
     def head(self) -> ObjectKey | None:
-        if self.sticky and self.preemptor is not None and self.preemptor in self.active:
+        if self.sticky and self.preemptor is not None and self.is_active(self.preemptor):
             return self.preemptor
-        while self.heap:
-            key = self.heap[0]
-            if self.active.get(key[3]) == key:
+        if len(self.buckets) == 1:  # no classes, or one: its top is the head (`_Bucket.top`, inline)
+            for only in self.buckets.values():
+                if only.parked:
+                    return None
+                heap, members = only.heap, only.members
+                while heap:
+                    key = heap[0]
+                    if members.get(key[3]) == key:
+                        return key[3]
+                    heapq.heappop(heap)
+                return None
+        tops = self._tops
+        while tops:
+            key, _, klass = tops[0]
+            bucket = self.buckets.get(klass)
+            if bucket is None or bucket.parked or bucket.listed != key:
+                heapq.heappop(tops)  # a bucket gone or parked, or an entry superseded
+                continue
+            top = bucket.top()
+            if top == key:
                 return key[3]
-            heapq.heappop(self.heap)
+            heapq.heappop(tops)  # the head it listed left: list its head now
+            bucket.listed = None
+            if top is not None:
+                self._list(bucket, klass, top)
         return None
 
     def unpark(self, eligible: Callable[[ObjectKey], bool]) -> list[ObjectKey]:
-        """Move parked workloads that pass `eligible` back into the heap.
+        """Move parked workloads that pass `eligible` back to be tried, and forget the classes that
+        did not fit (what is asked back is tried afresh). A parked bucket goes back whole when
+        every namespace it holds is eligible (a selector is per namespace), so without a change of
+        namespaces it moves nothing; one workload parked on its own goes back to its bucket.
 
-        A cohort's finish often moves back most of a queue: then the heap is rebuilt from the active
-        workloads at once (linear, and rid of its stale entries) rather than pushed into one by one
-        (parked workloads are older than most, so each push climbs the whole heap)."""
-        moved = [w for w in self.inadmissible if eligible(w)]
-        if len(moved) * 4 < len(self.active):
-            for workload in moved:
-                self.push(workload, self.inadmissible[workload])
-            return moved
-        for workload in moved:
-            self.active[workload] = self.inadmissible.pop(workload)
-        self.heap = list(self.active.values())
-        heapq.heapify(self.heap)
-        return moved
+        A cohort's finish often moves back most of a bucket: then its heap is rebuilt at once
+        (linear, and rid of its stale entries) rather than pushed into one by one (parked
+        workloads are older than most, so each push climbs the whole heap)."""
+        self.no_fit.clear()
+        moved: list[ObjectKey] = []
+        for klass, bucket in list(self.buckets.items()):
+            if not bucket.parked:
+                continue
+            one_each = {w.namespace: w for w in bucket.members}
+            if not all(eligible(w) for w in one_each.values()):
+                self._unpark_one_by_one(bucket)  # each judged on its own below
+                del self.buckets[klass]
+                continue
+            bucket.parked = False
+            self.active_count += len(bucket.members)
+            self._class_parked -= len(bucket.members)
+            moved.extend(bucket.members)
+            top = bucket.top()
+            if top is not None:
+                self._list(bucket, klass, top)
+        one_by_one = [w for w in self.inadmissible if eligible(w)]
+        by_bucket: dict[Hashable, list[ObjectKey]] = {}
+        if self.classed:
+            for workload in one_by_one:
+                by_bucket.setdefault(self.klass[workload], []).append(workload)
+        elif one_by_one:
+            by_bucket[None] = one_by_one
+        for klass, workloads in by_bucket.items():
+            bucket = self._enter(workloads[0], klass)
+            if len(workloads) * 4 < len(bucket.members):
+                for workload in workloads:
+                    self._add(bucket, klass, workload, self.inadmissible.pop(workload))
+            else:
+                for workload in workloads:
+                    bucket.members[workload] = self.inadmissible.pop(workload)
+                bucket.rebuild()
+                top = bucket.top()
+                if top is not None and (bucket.listed is None or top < bucket.listed):
+                    self._list(bucket, klass, top)
+            self.active_count += len(workloads)
+        return moved + one_by_one
+
+    def repartition(self, partition: Callable[[ObjectKey], Hashable]) -> None:
+        """Buckets by another partition (equivalence hashing switched on or off); what a parked
+        bucket held stays parked, each on its own."""
+        waiting = [(w, k, b.parked) for b in self.buckets.values() for w, k in b.members.items()]
+        self.buckets, self._tops, self.active_count, self._class_parked, self.classed = {}, [], 0, 0, False
+        for workload, key, parked in waiting:
+            if parked:
+                self.inadmissible[workload] = key
+            else:
+                self.push(workload, key, partition(workload))
+        for workload in self.inadmissible:
+            self.klass[workload] = klass = partition(workload)
+            self.classed |= klass is not None
 
     def __contains__(self, workload: ObjectKey) -> bool:
-        return workload in self.active or workload in self.inadmissible
+        return workload in self.klass
 
     def __len__(self) -> int:
-        return len(self.active) + len(self.inadmissible)
+        return len(self.klass)
 
 
 class PendingQueues:
@@ -116,12 +298,18 @@ class PendingQueues:
     def queue(self, cq: str) -> ClusterQueuePending:
         return self.queues.setdefault(cq, ClusterQueuePending())
 
-    def push(self, cq: str, workload: ObjectKey, key: SortKey) -> None:
+    def push(self, cq: str, workload: ObjectKey, key: SortKey, klass: Hashable = None, *,
+             parked: bool = False) -> None:
+        """`workload` waits in `cq`'s queue, in the bucket of `klass`: to be tried, or `parked` as
+        an arrival of a class that did not fit (`ClusterQueuePending.arrive_parked`)."""
         previous = self.where.get(workload)
         if previous is not None and previous != cq:
             self.queues[previous].remove(workload)
         self.where[workload] = cq
-        self.queue(cq).push(workload, key)
+        if parked:
+            self.queue(cq).arrive_parked(workload, key, klass)
+        else:
+            self.queue(cq).push(workload, key, klass)
 
     def park(self, workload: ObjectKey) -> None:
         cq = self.where.get(workload)
@@ -157,7 +345,7 @@ class PendingQueues:
     def heads(self, active: Callable[[str], bool]) -> list[ObjectKey]:
         """One head per ClusterQueue that `active` accepts, in ClusterQueue name order."""
         out = []
-        for name in sorted(n for n, q in self.queues.items() if q.active):
+        for name in sorted(n for n, q in self.queues.items() if q.active_count):
             if active(name):
                 head = self.queues[name].head()
                 if head is not None:
@@ -168,4 +356,8 @@ class PendingQueues:
         cq = self.where.get(workload)
         if cq is None:
             return None
-        return "inadmissible" if workload in self.queues[cq].inadmissible else "active"
+        return "active" if self.queues[cq].is_active(workload) else "inadmissible"
+
+    def repartition(self, partition: Callable[[ObjectKey], Hashable]) -> None:
+        for queue in self.queues.values():
+            queue.repartition(partition)

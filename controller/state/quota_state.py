@@ -167,7 +167,7 @@ class QuotaState:
         its spec, flavors, usage and held workloads (the nomination version, which covers its
         cohort's), or the number of its pending workloads, active or parked."""
         queue = self.pending.queues.get(cluster_queue)
-        counts = (len(queue.active), len(queue.inadmissible)) if queue is not None else (0, 0)
+        counts = (queue.active_count, queue.parked_count) if queue is not None else (0, 0)
         return self.nomination_scope(cluster_queue)[1], counts
 
     def holds_unreserved(self, cluster_queue: str) -> bool:
@@ -512,20 +512,25 @@ class QuotaState:
             self.pending.park(workload)
             if self._hashing(cq):
                 assert cq is not None
-                self.pending.queue(cq.name).park_class(self.workloads[workload].scheduling_class, self._class_of)
+                self.pending.queue(cq.name).park_class(self.workloads[workload].scheduling_class)
 
     def _hashing(self, cq: ClusterQueue | None) -> bool:
         """Whether equivalent workloads are parked together in `cq`: with the policy switch, in a
         BestEffortFIFO queue (StrictFIFO keeps its order: Kueue's handleInadmissibleHash)."""
         return self.equivalence_hashing and cq is not None and cq.queueing_strategy == "BestEffortFIFO"
 
-    def _class_of(self, workload: ObjectKey) -> Hashable:
-        return self.workloads[workload].scheduling_class
+    def _bucket_of(self, workload: ObjectKey) -> Hashable:
+        """The bucket a workload waits in: its scheduling class with equivalence hashing, else one
+        for all (`ClusterQueuePending`)."""
+        return self.workloads[workload].scheduling_class if self.equivalence_hashing else None
 
     def set_equivalence_hashing(self, on: bool) -> None:
-        """A policy change. Switched off, no class is remembered any more; what it parked waits for
-        the next ask-back, as the head that did not fit does."""
+        """A policy change: the queues' buckets follow. Switched off, no class is remembered any
+        more; what it parked waits for the next ask-back, as the head that did not fit does."""
+        if on == self.equivalence_hashing:
+            return
         self.equivalence_hashing = on
+        self.pending.repartition(self._bucket_of)
         if not on:
             for queue in self.pending.queues.values():
                 queue.no_fit.clear()
@@ -576,7 +581,6 @@ class QuotaState:
         cq = self.cluster_queues.get(cluster_queue)
         if queue is None or cq is None:
             return False
-        queue.no_fit.clear()  # what is asked back is tried afresh, classes included
 
         selector = cq.namespace_selector
         selected: dict[str, bool] = {}  # per namespace: a cohort's parked work shares a few
@@ -611,10 +615,11 @@ class QuotaState:
         else:
             self.blocked.pop(workload, None)
             assert lq is not None
-            self.pending.push(lq.cluster_queue, workload, sort_key(info.priority, info.timestamp, workload))
-            queue = self.pending.queues[lq.cluster_queue]
-            if arriving and info.scheduling_class in queue.no_fit and self._hashing(self.cluster_queues[lq.cluster_queue]):
-                queue.park(workload)
+            queue = self.pending.queue(lq.cluster_queue)
+            parked = (arriving and self._hashing(self.cluster_queues[lq.cluster_queue])
+                      and info.scheduling_class in queue.no_fit)
+            self.pending.push(lq.cluster_queue, workload, sort_key(info.priority, info.timestamp, workload),
+                              self._bucket_of(workload), parked=parked)
         self._count_pending(workload)
 
     def _reroute_blocked(self) -> None:

@@ -75,8 +75,8 @@ def cluster_queue_figures(state: QuotaState, name: str) -> ClusterQueueFigures:
     return ClusterQueueFigures(
         name=name, cohort=cq.cohort or "",
         status=ACTIVE if state.inactive_reason(name) is None else PENDING,
-        pending_active=len(queue.active) if queue else 0,
-        pending_inadmissible=len(queue.inadmissible) if queue else 0,
+        pending_active=queue.active_count if queue else 0,
+        pending_inadmissible=queue.parked_count if queue else 0,
         reserving=len(held), admitted=len(held), resources=resources,
         weighted_share=UsageOverlay(state.book).dominant_resource_share(name) if state.fair_sharing.enable else None)
 

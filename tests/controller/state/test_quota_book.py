@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from batchgate.api.kueue import ClusterQueue
 from batchgate.quantity import parse_quantity
@@ -107,41 +107,69 @@ def test_equal_priority_and_time_are_ordered_by_namespace_slash_name_as_written(
 
 # A pending queue against a model of it: a dict of where each workload waits. Moving parked
 # workloads back takes one of two paths (a few pushed, most rebuilt into a new heap): whichever
-# it takes, the head is always the first active workload in queue order. A class parked at once
-# (equivalence hashing: here a workload's class is its number modulo 3) parks exactly its active members.
-_QUEUE_OPS = st.lists(st.tuples(st.sampled_from(["push", "park", "park-class", "remove", "unpark-all", "unpark-even",
-                                                 "head"]),
+# it takes, the head is always the first active workload in queue order. With equivalence hashing
+# (drawn, and switched on and off between steps) a workload's class is its number modulo 3 and has
+# a bucket of its own: a class parked at once parks exactly its active members, an arrival of a
+# class that did not fit waits parked, a workload pushed while its class is parked is tried alone,
+# and asking back moves a parked class whole only where every namespace it holds is eligible
+# (workloads are in three namespaces, each class in all; "unpark-ns0" asks back only the first's).
+_QUEUE_OPS = st.lists(st.tuples(st.sampled_from(["push", "arrive", "park", "park-class", "remove", "unpark-all",
+                                                 "unpark-ns0", "switch", "head"]),
                                 st.integers(0, 11)), max_size=80)
 
 
-@settings(max_examples=300, deadline=None)
-@given(ops=_QUEUE_OPS, priorities=st.lists(st.integers(0, 2), min_size=12, max_size=12))
+@settings(max_examples=400, deadline=None)
+@given(ops=_QUEUE_OPS, priorities=st.lists(st.integers(0, 2), min_size=12, max_size=12), hashing=st.booleans())
+# a parked class across two namespaces, one of them asked back: only its workloads go
+@example(ops=[("push", 0), ("push", 3), ("push", 9), ("park-class", 0), ("unpark-ns0", 0)], priorities=[0] * 12,
+         hashing=True)
 def test_a_pending_queue_heads_the_first_active_workload_whatever_moves_it(ops: list[tuple[str, int]],
-                                                                         priorities: list[int]) -> None:
+                                                                         priorities: list[int], hashing: bool) -> None:
     t0 = _dt.datetime(2025, 1, 1, tzinfo=_dt.timezone.utc)
-    keys = [wl_key(f"ns/w{i:02}") for i in range(12)]
+    keys = [wl_key(f"ns{i // 3 % 3}/w{i:02}") for i in range(12)]
     sort_keys = [sort_key(p, t0 + _dt.timedelta(seconds=i % 5), k) for i, (p, k) in enumerate(zip(priorities, keys))]
-    queue, where = ClusterQueuePending(), {}
+    queue, where, no_fit = ClusterQueuePending(), {}, set()
+
+    def klass(i: int) -> int | None:
+        return i % 3 if hashing else None
+
     for op, i in ops:
         if op == "push":
-            queue.push(keys[i], sort_keys[i])
+            queue.push(keys[i], sort_keys[i], klass(i))
             where[i] = "active"
+        elif op == "arrive":
+            parked = hashing and i % 3 in no_fit
+            if parked:
+                queue.arrive_parked(keys[i], sort_keys[i], klass(i))
+            else:
+                queue.push(keys[i], sort_keys[i], klass(i))
+            where[i] = "parked" if parked else "active"
         elif op == "park" and i in where:
             queue.park(keys[i])
             where[i] = "parked"
-        elif op == "park-class":
+        elif op == "park-class" and hashing:
             members = {j for j, at in where.items() if at == "active" and j % 3 == i % 3}
-            assert queue.park_class(i % 3, lambda w: int(w.name[1:]) % 3) == len(members)
+            assert queue.park_class(i % 3) == len(members)
             where.update({j: "parked" for j in members})
+            no_fit.add(i % 3)
         elif op == "remove":
             queue.remove(keys[i])
             where.pop(i, None)
         elif op.startswith("unpark"):
-            even = op == "unpark-even"
-            moved = queue.unpark(lambda w: not even or int(w.name[1:]) % 2 == 0)
-            expected = {j for j, at in where.items() if at == "parked" and (not even or j % 2 == 0)}
-            assert {int(w.name[1:]) for w in moved} == expected
+            only_ns0 = op == "unpark-ns0"
+            moved = queue.unpark(lambda w: not only_ns0 or w.namespace == "ns0")
+            expected = {j for j, at in where.items() if at == "parked" and (not only_ns0 or j // 3 % 3 == 0)}
+            assert sorted(int(w.name[1:]) for w in moved) == sorted(expected)
             where.update({j: "active" for j in expected})
+            no_fit.clear()
+        elif op == "switch":
+            hashing = not hashing
+            queue.repartition(lambda w: klass(int(w.name[1:])))
+            if not hashing:
+                queue.no_fit.clear()
+                no_fit.clear()
         active = [j for j, at in where.items() if at == "active"]
         assert queue.head() == (keys[min(active, key=lambda j: sort_keys[j])] if active else None)
         assert len(queue) == len(where)
+        assert (queue.active_count, queue.parked_count) == (len(active), len(where) - len(active))
+        assert all(queue.is_active(keys[j]) == (at == "active") for j, at in where.items())

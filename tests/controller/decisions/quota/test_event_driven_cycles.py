@@ -58,7 +58,7 @@ class Loop:
         self.asked_back = 0  # parked workloads moved back when a requeue period ended
 
     def parked(self) -> int:
-        return sum(len(queue.inadmissible) for queue in self.sim.state.pending.queues.values())
+        return sum(queue.parked_count for queue in self.sim.state.pending.queues.values())
 
     def tick(self) -> None:
         self.ticks += 1
