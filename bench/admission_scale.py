@@ -33,9 +33,9 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ KUEUE = "kueue.x-k8s.io/v1beta1"
 NAMESPACE = "bench"
 CONTROLLER_ACCOUNT = ("batchgate-system", "batchgate-controller")  # manifests/rbac/controller.yaml
 WL, CQ, LQ = RESOURCES["Workload"], RESOURCES["ClusterQueue"], RESOURCES["LocalQueue"]
+PROGRESS_EVERY = 300.0  # seconds between progress lines on stderr
 
 
 BASELINE = CONFIGS["baseline"].classes
@@ -85,6 +86,7 @@ class Run:
     tracked: dict[str, Tracked] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     busy: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # cq -> (time, +/-cpu)
+    created: int = 0  # creates the API server accepted
     finished: int = 0
     evictions: int = 0
     evicted: Counter[str] = field(default_factory=Counter)  # by the victim's class and the Preempted reason
@@ -154,19 +156,26 @@ def workload(name: str, lq: str, cls: WorkloadClass, api: Resource = WL) -> dict
                     {"name": "c", "image": "pause", "resources": {"requests": {"cpu": str(cls.cpu)}}}]}}}]}}
 
 
-def generate(client: KubeClient, run: Run, queues: list[str], scale: float, t0: float, api: Resource = WL) -> None:
-    """Create the Workloads on the scenario's schedule (in `api`'s version)."""
+def generate(client: KubeClient, run: Run, queues: list[str], scale: float, t0: float, stop: threading.Event,
+             api: Resource = WL) -> None:
+    """Create the Workloads on the scenario's schedule (in `api`'s version), until `stop` is set."""
     schedule = sorted(((i * cls.interval_ms / 1000, q, cls, i) for q in queues for cls in BASELINE
                        for i in range(max(1, round(cls.count * scale)))), key=lambda item: (item[0], item[1], item[3]))
-    with ThreadPoolExecutor(4) as pool:
-        for at, q, cls, i in schedule:
-            delay = t0 + at - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            name = f"{q}-{cls.name}-{i}"
-            with run.lock:
-                run.tracked[name] = Tracked(cls, q, time.monotonic())
-            pool.submit(client.create, api, workload(name, q, cls, api))
+
+    def create(name: str, q: str, cls: WorkloadClass) -> None:
+        client.create(api, workload(name, q, cls, api))
+        with run.lock:
+            run.created += 1
+
+    pool = ThreadPoolExecutor(4)
+    for at, q, cls, i in schedule:
+        if stop.wait(max(0.0, t0 + at - time.monotonic())):
+            break
+        name = f"{q}-{cls.name}-{i}"
+        with run.lock:
+            run.tracked[name] = Tracked(cls, q, time.monotonic())
+        pool.submit(create, name, q, cls)
+    pool.shutdown(cancel_futures=stop.is_set())
 
 
 def follow(client: KubeClient, run: Run, total: int, done: threading.Event, api: Resource = WL) -> None:
@@ -415,6 +424,7 @@ class Measured:
     api_cpu: float = float("nan")  # the API server's CPU seconds over the wall (kube-apiserver, or the stand-in)
     api_rss: float = float("nan")  # the API server's peak RSS, MB
     done: int = 0  # Workloads finished by the end (all of them, unless the run timed out)
+    created: int = 0  # Workloads created by the end (all of them, unless the run timed out)
     evicted: Counter[str] = field(default_factory=Counter)  # evictions by the victim's class and the reason
 
     @property
@@ -437,12 +447,25 @@ def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, 
     api_cpu0 = proc_cpu_seconds(api_pid) if api_pid else float("nan")
     total = sum(len(queues) * max(1, round(c.count * scale)) for c in BASELINE)
     run, done, queue_samples = Run(), done or threading.Event(), dict[str, list[tuple[float, float]]]()
+    stop = threading.Event()  # the timeout passed or the run was interrupted: stop creating
     threading.Thread(target=follow_queues, args=(client, queue_samples, done), daemon=True).start()
     t0 = time.monotonic()
     threading.Thread(target=follow, args=(client, run, total, done, api), daemon=True).start()
-    generate(client, run, queues, scale, t0, api)
-    finished = done.wait(timeout)
+    creator = threading.Thread(target=generate, args=(client, run, queues, scale, t0, stop, api), daemon=True)
+    with interrupts_stop(stop):
+        creator.start()
+        shown = t0
+        while not done.wait(1.0):  # a short wait: a signal's handler runs, then stop is seen within a second
+            now = time.monotonic()
+            if stop.is_set() or now >= t0 + timeout:
+                break
+            if now >= shown + PROGRESS_EVERY:
+                shown = now
+                progress(run, total, t0, pid, cpu0)
+    finished = done.is_set()
     t1 = time.monotonic()
+    stop.set()
+    creator.join()
     time.sleep(2)  # the last ClusterQueue status writes, for the harness's usage
     done.set()
     cpu, rss = proc_cpu_seconds(pid) - cpu0, proc_peak_rss_mb(pid)
@@ -455,7 +478,35 @@ def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, 
             by_class.setdefault(t.cls.name, []).append(t.admitted - t.created)
     return Measured(total, finished, t1 - t0, cpu, rss, mean_usage(run, queues, t0, t1), run.evictions, by_class,
                     served=served, own=own, harness_usage=harness_usage(dict(queue_samples)), evicted=run.evicted,
-                    api_cpu=api_cpu, api_rss=api_rss, done=run.finished)
+                    api_cpu=api_cpu, api_rss=api_rss, done=run.finished, created=run.created)
+
+
+@contextmanager
+def interrupts_stop(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM end the run early, as a timeout does, so an unfinished run still reports
+    what it reached (a shell's background job ignores SIGINT: SIGTERM is the one that reaches it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in before:
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def progress(run: Run, total: int, t0: float, pid: int, cpu0: float) -> None:
+    """One line on stderr every PROGRESS_EVERY seconds: a long run shows where it is while it runs."""
+    elapsed = time.monotonic() - t0
+    with run.lock:
+        admitted = sum(1 for t in run.tracked.values() if t.admitted is not None)
+        created, finished = run.created, run.finished
+    print(f"{elapsed / 60:5.1f} min: {created} of {total} created, {admitted} admitted, {finished} finished; "
+          f"controller {1000 * (proc_cpu_seconds(pid) - cpu0) / elapsed:.0f} mCPU, RSS {proc_peak_rss_mb(pid):.0f} MB",
+          file=sys.stderr, flush=True)
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
@@ -573,6 +624,12 @@ def read_policy(parser: argparse.ArgumentParser, path: Path | None) -> str | Non
     return text
 
 
+def unfinished(m: Measured, timeout: float) -> str:
+    """How far a run that did not finish got: it is reported as such, never as a time."""
+    when = f"within {timeout:.0f} s" if m.wall >= timeout else f"(stopped by a signal at {m.wall:.0f} s)"
+    return f"NOT FINISHED {when}: {m.created} of {m.total} Workloads created, {m.admitted} ever admitted, {m.done} finished"
+
+
 def print_admissions(m: Measured, evicted: str) -> None:
     """Wall, ClusterQueue usage both ways, the evictions seen (as `evicted`) and the mean time to
     admission per class: the lines every runner of the scenario prints alike."""
@@ -604,9 +661,7 @@ def main() -> int:
     print(f"controller: {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB; "
           f"API server ({args.kube}): {1000 * m.api_cpu / m.wall:.0f} mCPU average, peak RSS {m.api_rss:.0f} MB")
     if not m.finished:
-        admitted = sum(len(values) for values in m.by_class.values())
-        print(f"NOT FINISHED within {args.timeout:.0f} s: {m.done} of {m.total} Workloads finished, "
-              f"{admitted} ever admitted")
+        print(unfinished(m, args.timeout))
         return 1
     print_admissions(m, "preemptions")
     if m.served:

@@ -34,7 +34,7 @@ from typing import Mapping
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.admission_scale import (ApiRequests, Measured, print_admissions, run_scenario,  # noqa: E402
+from bench.admission_scale import (ApiRequests, Measured, print_admissions, run_scenario, unfinished,  # noqa: E402
                                    scenario_arguments, setup)
 from bench.machine_info import machine  # noqa: E402
 from controller.adapters.kube import RESOURCES, KubeClient  # noqa: E402
@@ -83,7 +83,9 @@ def measure_kueue(cohorts: int, queues_per_cohort: int, scale: float, timeout: f
         client = KubeClient.from_kubeconfig(str(cluster.kubeconfig))
         queues = setup(client, cohorts, queues_per_cohort)
         requests = ApiRequests(cluster, f"system:serviceaccount:{KUEUE.namespace}:{KUEUE.account}")
-        m = run_scenario(client, queues, kueue.program.process.pid, scale, timeout, requests, WORKLOADS)
+        apiserver = cluster.programs["kube-apiserver"].process
+        m = run_scenario(client, queues, kueue.program.process.pid, scale, timeout, requests, WORKLOADS,
+                         api_pid=apiserver.pid if apiserver is not None else None)
     return m, workdir
 
 
@@ -102,13 +104,13 @@ def main() -> int:
     print(f"scenario: {args.cohorts} cohorts x {args.queues} ClusterQueues, {m.total} workloads (scale {args.scale}); "
           f"Kueue {versions.kueue} on Kubernetes {versions.kubernetes}"
           f"{', feature gates ' + gate_text(args.kueue_feature_gates) if args.kueue_feature_gates else ''}")
+    print(f"kueue: {m.cpu:.1f} CPU s (user+sys), {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB; "
+          f"API server: {1000 * m.api_cpu / m.wall:.0f} mCPU average, peak RSS {m.api_rss:.0f} MB")
     if not m.finished:
-        print(f"NOT FINISHED within {args.timeout:.0f} s: {m.admitted} of {m.total} workloads admitted "
-              f"(logs kept in {workdir / 'logs'})")
+        print(f"{unfinished(m, args.timeout)} (logs kept in {workdir / 'logs'})")
         return 1
     shutil.rmtree(workdir, ignore_errors=True)
     print_admissions(m, "evictions")
-    print(f"kueue: {m.cpu:.1f} CPU s (user+sys), {1000 * m.cpu / m.wall:.0f} mCPU average, peak RSS {m.rss:.0f} MB")
     print("API server, requests served by verb (all clients): "
           + ", ".join(f"{verb} {count:.0f}" for verb, count in sorted(m.served.items()) if count))
     print("kueue's own requests (audit log): " + ", ".join(f"{what} {count}" for what, count in sorted(m.own.items())))

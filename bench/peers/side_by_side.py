@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.admission_scale import Measured, measure, policy_argument, read_policy, scenario_arguments  # noqa: E402
+from bench.admission_scale import (Measured, measure, policy_argument, read_policy, scenario_arguments,
+                                   unfinished)  # noqa: E402
 from bench.machine_info import machine  # noqa: E402
 from bench.peers.kueue_scale import NOT_BUILT, gate_text, gates_argument, measure_kueue  # noqa: E402
 from realcluster import toolchain  # noqa: E402
@@ -96,7 +97,7 @@ def main() -> int:
                 finished[side].append(row(m))
                 rows.append(line(label, finished[side][-1]))
             else:
-                rows.append(f"| {label} | NOT FINISHED within {args.timeout:.0f} s: {m.admitted} of {m.total} admitted |")
+                rows.append(f"| {label} | {unfinished(m, args.timeout)} |")
             print(rows[-1], f"own requests: {dict(sorted(m.own.items()))}", flush=True)
     print(f"\n{m.total} workloads per run; load average at the end {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     print("| run | " + " | ".join(COLUMNS) + " |")
