@@ -1,20 +1,20 @@
 """The API server answers: discovery for a kind's resource, a SubjectAccessReview for the access.
 
-A thin adapter over the kubernetes client (with webhook/policy/reloader.py, the only gateway
-modules that import it). Everything it cannot get an answer for is `unavailable` with what went
+A thin adapter over `kubeapi.client.KubeClient` on a kubernetes client connection (with
+webhook/policy/reloader.py, the only gateway modules that import the kubernetes client). Everything it cannot get an answer for is `unavailable` with what went
 wrong, never `allowed`; a group/version or kind the API server does not serve is `unserved`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any, cast
+from http import HTTPStatus
+from typing import Any
 
 from kubernetes import client
-from kubernetes.client.rest import ApiException
 
 from batchgate.clock import Clock, SystemClock
+from kubeapi.client import ApiError, KubeClient
 from webhook.authorization.cache import TTLCache
 from webhook.rules.authorization import AccessAnswer, AccessQuestion
 from webhook.policy.reloader import api_client
@@ -44,13 +44,11 @@ class Unanswered(Exception):
 
 
 class KubeAccessReviewer:
-    """Asks the API server one question: discovery (cached), then one SubjectAccessReview."""
+    """Asks the API server one question: discovery (cached), then one SubjectAccessReview, both as
+    plain JSON through `KubeClient` (the generated typed API cost about 2 ms of CPU a review)."""
 
     def __init__(self, api: client.ApiClient, clock: Clock) -> None:
-        self.api = api
-        self.authorization = client.AuthorizationV1Api(api)
-        self.core = client.CoreV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
+        self.client = KubeClient(api)
         self.resources: TTLCache[GroupVersionKind, str] = TTLCache(clock, DISCOVERY_TTL, DISCOVERY_SIZE)
 
     def answer(self, question: AccessQuestion, timeout: float) -> AccessAnswer:
@@ -67,17 +65,13 @@ class KubeAccessReviewer:
         known = self.resources.get(kind)
         if known is not None:
             return known
+        path = f"/apis/{kind.group}/{kind.version}" if kind.group else f"/api/{kind.version}"
         try:
-            if kind.group:
-                listing = self.custom.get_api_resources(kind.group, kind.version, _preload_content=False,
-                                                        _request_timeout=float(timeout))
-            else:
-                listing = self.core.get_api_resources(_preload_content=False, _request_timeout=float(timeout))
-            body = json.loads(cast(Any, listing).data)  # _preload_content=False: the raw HTTP response
-        except ApiException as exc:
+            body = self.client.with_timeout(float(timeout)).request("GET", path)
+        except ApiError as exc:
             if exc.status == NOT_FOUND:
                 return None
-            raise Unanswered(f"discovery of {kind.api_version} failed: HTTP {exc.status} {exc.reason}") from None
+            raise Unanswered(f"discovery of {kind.api_version} failed: {_status(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - timeouts and connection errors of every kind
             raise Unanswered(f"discovery of {kind.api_version} failed: {_describe(exc)}") from None
         for entry in body.get("resources") or []:
@@ -90,14 +84,14 @@ class KubeAccessReviewer:
     def review(self, question: AccessQuestion, resource: str, timeout: float) -> AccessAnswer:
         """One SubjectAccessReview (authorization.k8s.io/v1) of the question."""
         try:
-            reply = self.authorization.create_subject_access_review(
-                cast(Any, subject_access_review(question, resource)),  # a plain dict is serialized as the model
-                _preload_content=False, _request_timeout=float(timeout))
-            status = json.loads(cast(Any, reply).data).get("status") or {}  # the raw HTTP response
-        except ApiException as exc:
-            raise Unanswered(f"SubjectAccessReview failed: HTTP {exc.status} {exc.reason}{_message(exc)}") from None
+            reply = self.client.with_timeout(float(timeout)).request(
+                "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                body=subject_access_review(question, resource))
+        except ApiError as exc:
+            raise Unanswered(f"SubjectAccessReview failed: {_status(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - timeouts and connection errors of every kind
             raise Unanswered(f"SubjectAccessReview failed: {_describe(exc)}") from None
+        status = reply.get("status") or {}
         said = "; ".join(filter(None, (status.get("reason"), status.get("evaluationError"))))
         return AccessAnswer("allowed" if status.get("allowed") is True else "denied", resource, said)
 
@@ -118,12 +112,14 @@ def subject_access_review(question: AccessQuestion, resource: str) -> dict[str, 
     return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
 
 
-def _message(exc: ApiException) -> str:
+def _status(exc: ApiError) -> str:
+    """`HTTP 500 Internal Server Error: <the server's message>`."""
     try:
-        text = json.loads(exc.body or "{}").get("message", "")
-    except (ValueError, AttributeError):
-        text = ""
-    return f": {text}" if text else ""
+        phrase = HTTPStatus(exc.status).phrase
+    except ValueError:
+        phrase = exc.reason
+    message = exc.message if exc.body else ""
+    return f"HTTP {exc.status} {phrase}" + (f": {message}" if message else "")
 
 
 def _describe(exc: Exception) -> str:
