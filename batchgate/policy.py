@@ -194,11 +194,13 @@ class Admission:
     period, the first event starting it (Kueue v0.17: 1s, kubernetes-sigs/kueue#9232; 10s with
     its gate SchedulerLongRequeueInterval)."""
     scheduling_equivalence_hashing: bool = field(
-        default=False, metadata=_wire("schedulingEquivalenceHashing", values.parse_bool))
-    """In a BestEffortFIFO ClusterQueue, a head parked as not fitting takes every waiting workload of
-    the same priority and pod sets with it, and a new one of that shape is parked on arrival, until
-    the queue's parked workloads are next asked back (Kueue v0.17's beta gate
-    SchedulingEquivalenceHashing, off by default there too, kubernetes-sigs/kueue#9694)."""
+        default=True, metadata=_wire("schedulingEquivalenceHashing", values.parse_bool))
+    """In a BestEffortFIFO ClusterQueue, a head parked because it found no room (no flavor fits, or it
+    fits only by preempting and nothing may be preempted) takes every waiting workload of the same
+    priority and pod sets with it, and a new one of that shape is parked on arrival, until the queue's
+    parked workloads are next asked back: Kueue's gate SchedulingEquivalenceHashing as of v0.18, on by
+    default there (kubernetes-sigs/kueue#9694, #11097). `false` tries each such workload in turn, as
+    Kueue v0.17 does by default."""
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from batchgate.clock import FakeClock  # noqa: E402
 from controller.simulation import Simulation  # noqa: E402
 from controller.state.cache import ObjectKey  # noqa: E402
 from controller.state.quota_state import workload_key  # noqa: E402
-from batchgate.policy import FairSharing  # noqa: E402
+from batchgate.policy import Admission, FairSharing  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def cluster_queue(name: str, cohort: str, config: Config) -> ClusterQueue:
 
 
 def run(config: Config, fair_sharing: bool = False, requeue_batch_ms: int = 0,
-        equivalence_hashing: bool = False) -> dict[str, object]:
+        equivalence_hashing: bool = Admission().scheduling_equivalence_hashing) -> dict[str, object]:
     clock = FakeClock(T0)
     sim = Simulation(clock)
     sim.state.fair_sharing = FairSharing(enable=fair_sharing)
@@ -171,8 +171,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--fair-sharing", action="store_true")
     parser.add_argument("--requeue-batch", type=float, default=0.0, metavar="SECONDS",
                         help="admission.requeueBatchPeriod (default 0: parked workloads go back at once)")
-    parser.add_argument("--equivalence-hashing", action="store_true",
-                        help="admission.schedulingEquivalenceHashing: a head that does not fit parks its kind")
+    parser.add_argument("--equivalence-hashing", action=argparse.BooleanOptionalAction,
+                        default=Admission().scheduling_equivalence_hashing,
+                        help="admission.schedulingEquivalenceHashing: a head that finds no room parks its class "
+                             "(default: the policy's, on)")
     args = parser.parse_args(argv)
     if unknown := [c for c in args.configs if c not in CONFIGS and c != "all"]:
         parser.error(f"unknown config {', '.join(unknown)}: choose from {', '.join(CONFIGS)} or all")

@@ -45,6 +45,7 @@ class _Bucket:
     members: dict[ObjectKey, SortKey] = field(default_factory=dict)
     parked: bool = False
     listed: SortKey | None = None  # the key of its entry among the queue's bucket heads
+    reason: str = ""  # while parked: why the head that parked it did not fit, its members' reason too
 
     def top(self) -> SortKey | None:
         heap, members = self.heap, self.members
@@ -75,6 +76,7 @@ class ClusterQueuePending:
     # scheduling classes found not to fit since the parked workloads were last asked back (Kueue's
     # noFitSchedulingHashes; only filled with policy admission.schedulingEquivalenceHashing)
     no_fit: set[Hashable] = field(default_factory=set)
+    retold: set[Hashable] = field(default_factory=set)  # classes parked since their members' reasons were noted
     active_count: int = 0  # workloads in buckets not parked
     classed: bool = False  # whether any bucket is a class's (else all wait in one, None's)
     _class_parked: int = 0  # workloads in parked buckets
@@ -164,14 +166,16 @@ class ClusterQueuePending:
             self.inadmissible[workload] = key
             self.active_count -= 1
 
-    def park_class(self, klass: Hashable) -> int:
-        """A workload of class `klass` did not fit: park every waiting one of that class, and
-        remember it for arrivals (Kueue's handleInadmissibleHash). Returns how many were parked."""
+    def park_class(self, klass: Hashable, reason: str = "") -> int:
+        """A workload of class `klass` did not fit (for `reason`): park every waiting one of that
+        class, and remember it for arrivals (Kueue's handleInadmissibleHash). Returns how many were
+        parked."""
         self.no_fit.add(klass)
         bucket = self.buckets.get(klass)
         if bucket is None or bucket.parked or not bucket.members:
             return 0
-        bucket.parked, bucket.listed = True, None
+        bucket.parked, bucket.listed, bucket.reason = True, None, reason
+        self.retold.add(klass)
         parked = len(bucket.members)
         self.active_count -= parked
         self._class_parked += parked
@@ -183,6 +187,14 @@ class ClusterQueuePending:
             self._leave_bucket(workload, klass)
         if self.preemptor == workload:
             self.preemptor = None
+
+    def class_reason(self, workload: ObjectKey) -> str | None:
+        """Why `workload` waits when it waits parked with its class: the reason of the head that
+        parked the class, the one it would meet itself (it was not tried since); else None."""
+        bucket = self.buckets.get(self.klass.get(workload))
+        if bucket is None or not bucket.parked or workload not in bucket.members:
+            return None
+        return bucket.reason
 
     def is_active(self, workload: ObjectKey) -> bool:
         """Whether `workload` waits to be tried (in a bucket that is not parked)."""
@@ -351,6 +363,22 @@ class PendingQueues:
                 if head is not None:
                     out.append(head)
         return out
+
+    def take_retold(self) -> list[ObjectKey]:
+        """The workloads waiting in classes parked since this was last asked: their reasons are
+        their head's now (`class_reason`), to be written though no cycle looked at them."""
+        out: list[ObjectKey] = []
+        for queue in self.queues.values():
+            for klass in queue.retold:
+                bucket = queue.buckets.get(klass)
+                if bucket is not None and bucket.parked:
+                    out.extend(bucket.members)
+            queue.retold.clear()
+        return out
+
+    def class_reason(self, workload: ObjectKey) -> str | None:
+        cq = self.where.get(workload)
+        return None if cq is None else self.queues[cq].class_reason(workload)
 
     def state_of(self, workload: ObjectKey) -> str | None:
         cq = self.where.get(workload)

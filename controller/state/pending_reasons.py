@@ -1,8 +1,9 @@
 """Which pending Workloads' reasons may have changed since they were last written, and to what.
 
 A pending reason is informative: it is flushed now and then from spare capacity, not on every
-change. Changes mark Workloads (one Workload observed, the heads a cycle requeued) or everything
-(a queue, flavor or namespace changed, so any reason may have); a flush first notes the messages
+change. Changes mark Workloads (one Workload observed, the heads a cycle requeued, the members of a
+class parked with its head) or everything (a queue, flavor or namespace changed, so any reason may
+have); a flush first notes the messages
 the quota state gives the marked Workloads, then hands them out one by one, skipping any that
 stopped pending meanwhile.
 """
@@ -30,6 +31,7 @@ class PendingReasons:
     def note(self, state: QuotaState) -> None:
         """Take the current message of every marked Workload that is still pending (empty for one
         no cycle has looked at yet: `admission_status.pending_patch` says what that one shows)."""
+        self._marked.update(state.pending.take_retold())
         if self._everything:
             self._marked.update(key for key in state.workloads if state.is_pending(key))
             self._everything = False

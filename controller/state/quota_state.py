@@ -27,7 +27,7 @@ from batchgate.api.kueue import (
 from batchgate.api.kueue_fields import string_map
 from batchgate.api.node_affinity import NodeAffinity
 from batchgate.api.objects import metadata
-from batchgate.policy import FairSharing
+from batchgate.policy import Admission, FairSharing
 from controller.state.cache import ObjectKey
 from controller.state.pending_queues import PendingQueues, sort_key
 from controller.state.quota_book import QuotaBook, Usage, to_units
@@ -128,7 +128,8 @@ class QuotaState:
     _inactive: dict[str, str | None] = field(default_factory=dict)  # cache; cleared when CQs or flavors change
     fair_sharing: FairSharing = FairSharing()
     requeue_batch: _dt.timedelta = _dt.timedelta(0)  # policy admission.requeueBatchPeriod: see _ask_back
-    equivalence_hashing: bool = False  # policy admission.schedulingEquivalenceHashing: see requeue
+    # policy admission.schedulingEquivalenceHashing (see requeue), the policy's default until it says
+    equivalence_hashing: bool = Admission().scheduling_equivalence_hashing
     # scopes whose parked workloads are asked back, with when (None: no cycle has started the period yet)
     _requeues: dict[tuple[str, str], _dt.datetime | None] = field(default_factory=dict)
     draining: set[str] = field(default_factory=set)  # ClusterQueues with a HoldAndDrain queue (CQ or LQ)
@@ -236,13 +237,17 @@ class QuotaState:
 
     def pending_reason(self, workload: ObjectKey) -> tuple[str, str]:
         """Where a pending workload waits (active or inadmissible) and why, as users read it;
-        the message is empty until a cycle has looked at it."""
+        the message is empty until a cycle has looked at it or at the head that parked its class
+        (Kueue v0.19 writes "Bypassed scheduling evaluation..." there, behind another gate)."""
         if workload in self.blocked:
             return "inadmissible", self.blocked[workload]
         queue = self.pending.state_of(workload) or "inadmissible"
         cq = self.cluster_queue_of(workload)
         inactive = self.inactive_reason(cq) if cq else None
-        return queue, inactive or self.messages.get(workload, "")
+        if inactive:
+            return queue, inactive
+        with_class = self.pending.class_reason(workload) if queue == "inadmissible" else None
+        return queue, self.messages.get(workload, "") if with_class is None else with_class
 
     # --- objects -----------------------------------------------------------------------------
     def observe(self, raw: Mapping[str, Any], created: _dt.datetime) -> bool:
@@ -500,19 +505,20 @@ class QuotaState:
     def _bump(self, cluster_queue: str) -> None:
         self.generation[cluster_queue] = self.generation.get(cluster_queue, 0) + 1
 
-    def requeue(self, workload: ObjectKey, queue: str, message: str, *, preempting: bool = False) -> None:
+    def requeue(self, workload: ObjectKey, queue: str, message: str, *, preempting: bool = False,
+                no_fit: bool = False) -> None:
         """Where a head that was not admitted waits; one that issued preemptions is its queue's
         preemptor (and, in a BestEffortFIFO queue, stays the head) until admitted or requeued for
-        another reason."""
+        another reason. A parked head that found no room (`no_fit`) parks its class with it."""
         self._settled_under = None
         self.messages[workload] = message
         cq = self.cluster_queues.get(self.pending.where.get(workload, ""))
         self.pending.set_preemptor(workload, preempting, cq is not None and cq.queueing_strategy != "StrictFIFO")
         if queue == "inadmissible":
             self.pending.park(workload)
-            if self._hashing(cq):
+            if no_fit and self._hashing(cq):
                 assert cq is not None
-                self.pending.queue(cq.name).park_class(self.workloads[workload].scheduling_class)
+                self.pending.queue(cq.name).park_class(self.workloads[workload].scheduling_class, message)
 
     def _hashing(self, cq: ClusterQueue | None) -> bool:
         """Whether equivalent workloads are parked together in `cq`: with the policy switch, in a

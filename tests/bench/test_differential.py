@@ -164,6 +164,7 @@ def test_the_policy_configmap_the_runner_writes_is_the_one_batchgate_reads(fair:
     policy = policy_from_configmap(policy_configmap(fair, "1s"), *POLICY)
     assert (policy.fair_sharing.enable, policy.admission.requeue_batch_period) == (fair, dt.timedelta(seconds=1))
     hashing = policy_from_configmap(policy_configmap(fair, "0s", hashing=True), *POLICY).admission
+    # written either way: off is Kueue v0.17's default, the peer's, and not batchgate's
     assert hashing.scheduling_equivalence_hashing and not policy.admission.scheduling_equivalence_hashing
 
 

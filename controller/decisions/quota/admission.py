@@ -97,7 +97,7 @@ def run_cycle(state: QuotaState, heads: list[ObjectKey], now: _dt.datetime) -> C
             continue
         admitted.append(Admit(e.info.key, cq.name, e.assignment.to_assignment()))
     done = {a.workload for a in admitted}
-    requeued = tuple(Requeue(e.info.key, _queue_for(state, e), e.message, e.cause == PENDING_PREEMPTION)
+    requeued = tuple(Requeue(e.info.key, _queue_for(state, e), e.message, e.cause == PENDING_PREEMPTION, _no_fit(e))
                      for e in entries if e.info.key not in done)
     progress = {e.info.key: e.progress for e in entries if e.assignment is not None and e.info.key not in done}
     return CycleResult(tuple(admitted), tuple(preempted), requeued, skipped, progress)
@@ -207,6 +207,16 @@ def _to_reserve(assignment: FlavorAssignment, cq: str, view: UsageOverlay) -> di
         else:
             out[fr] = max(0, min(value, quota.nominal - used))
     return out
+
+
+def _no_fit(entry: _Entry) -> bool:
+    """Kueue's RequeueReasonNoFit and RequeueReasonPreemptionNoCandidates: flavor assignment found
+    no room, or found room only behind victims and no victim to take. A workload of the same shape
+    would meet the same answer; a head turned away for its namespace, an inactive ClusterQueue or a
+    lost race would not, so only these park its equivalents (kubernetes-sigs/kueue#11097)."""
+    if entry.nominated or entry.assignment is None:
+        return False
+    return entry.assignment.mode == NO_FIT or (entry.assignment.mode == PREEMPT and not entry.targets)
 
 
 def _queue_for(state: QuotaState, entry: _Entry) -> QueueName:

@@ -84,7 +84,8 @@ def apply_cycle(state: QuotaState, result: CycleResult, now: _dt.datetime, drain
     for requeue in result.requeue:
         # once both are known, the rest need not be compared before and after
         before = None if parked and moved else _place(state, requeue.workload)
-        state.requeue(requeue.workload, requeue.queue, requeue.reason, preempting=requeue.preempting)
+        state.requeue(requeue.workload, requeue.queue, requeue.reason, preempting=requeue.preempting,
+                      no_fit=requeue.no_fit)
         if before is not None:
             parked = parked or (before[0] == "active" and requeue.queue == "inadmissible")
             moved = moved or before != _place(state, requeue.workload)

@@ -52,6 +52,9 @@ class Requeue:
     queue: QueueName = "inadmissible"
     reason: str = ""
     preempting: bool = False  # it waits for the victims it preempted (Kueue's PendingPreemption)
+    # nothing of its shape can get in until the queue is asked back (Kueue's requeue reasons NoFit
+    # and PreemptionNoCandidates, which alone park equivalent workloads since v0.18)
+    no_fit: bool = False
 
 
 @dataclass(frozen=True)

@@ -200,17 +200,17 @@ def test_with_a_requeue_batch_the_loop_wakes_when_the_period_ends_and_only_then_
 
 def test_equivalence_hashing_is_switched_by_the_policy_and_parks_a_class_in_one_cycle(
         world: Callable[..., HeldWatch]) -> None:
-    """Policy admission.schedulingEquivalenceHashing (Kueue v0.17's beta gate): hot-reloaded, a
-    head that does not fit parks the waiting workloads of its class in the same cycle; switched off,
-    a new one of that class waits in the heap again."""
+    """Policy admission.schedulingEquivalenceHashing (Kueue's gate, on by default as in v0.18):
+    a head that does not fit parks the waiting workloads of its class in the same cycle; switched
+    off by a hot reload, a new one of that class waits in the heap again."""
     w = world()
-    w.loop.apply_policy(replace(DEFAULT_POLICY, admission=Admission(scheduling_equivalence_hashing=True)))
+    w.loop.apply_policy(DEFAULT_POLICY)
     for n in range(3):
         w.api.put(workload(f"same-{n}", cpu=4, created=2 + n))
     w.cycle()  # admits w
     w.cycle()  # same-0 does not fit: its class goes with it
     state = w.loop.state
     assert [state.pending.state_of(wl_key(f"ns/same-{n}")) for n in range(3)] == ["inadmissible"] * 3
-    w.loop.apply_policy(DEFAULT_POLICY)
+    w.loop.apply_policy(replace(DEFAULT_POLICY, admission=Admission(scheduling_equivalence_hashing=False)))
     w.api.put(workload("same-3", cpu=4, created=5))
     assert state.pending.state_of(wl_key("ns/same-3")) == "active" and not state.equivalence_hashing

@@ -1,8 +1,8 @@
-"""Equivalent workloads parked together (policy `admission.schedulingEquivalenceHashing`, Kueue
-v0.17's beta gate SchedulingEquivalenceHashing, kubernetes-sigs/kueue#9694): in a BestEffortFIFO
+"""Equivalent workloads parked together (policy `admission.schedulingEquivalenceHashing`, Kueue's
+gate SchedulingEquivalenceHashing, kubernetes-sigs/kueue#9694 and #11097): in a BestEffortFIFO
 ClusterQueue a head parked as not fitting takes every waiting workload of its class (priority and
 pod sets; not namespace, not creation time) with it, and one of that class arriving later is parked
-at once, until the queue's parked workloads are next asked back. Off by default, as in Kueue."""
+at once, until the queue's parked workloads are next asked back."""
 
 from __future__ import annotations
 
@@ -123,12 +123,12 @@ def test_a_head_sent_back_to_its_heap_parks_nothing() -> None:
     assert sim.state.pending.state_of(wl_key("ns/high-2")) == "active"
 
 
-def test_a_trace_switches_it_on() -> None:
+def test_a_trace_has_it_on_by_default_and_may_switch_it_off() -> None:
     objects = [*basic(cpu=2), workload("running", cpu=2, admitted_to="cq"),
                *(workload(f"w{i}", cpu=2, created=i + 1) for i in range(4))]
-    on = run_trace({**trace(objects, {"cycles": 1}), "admission": {"schedulingEquivalenceHashing": True}})
-    off = run_trace(trace(objects, {"cycles": 1}))
-    assert on[-1].counts["pendingInadmissible"] == 4 and off[-1].counts["pendingInadmissible"] == 1
+    default = run_trace(trace(objects, {"cycles": 1}))
+    off = run_trace({**trace(objects, {"cycles": 1}), "admission": {"schedulingEquivalenceHashing": False}})
+    assert default[-1].counts["pendingInadmissible"] == 4 and off[-1].counts["pendingInadmissible"] == 1
 
 
 def test_a_workload_changed_while_in_its_heap_stays_there() -> None:
@@ -156,11 +156,11 @@ def test_an_evicted_workload_of_a_class_that_did_not_fit_waits_parked_and_a_fail
         assert sim.state.pending.state_of(wl_key("other-ns/held")) == expected
 
 
-@pytest.mark.parametrize("strategy, twin", [("BestEffortFIFO", "inadmissible"), ("StrictFIFO", "active")])
-def test_a_head_parked_for_its_namespace_parks_its_class_only_in_a_best_effort_queue(strategy: str, twin: str) -> None:
-    """As in Kueue, the class is not the namespace: a head whose namespace the queue does not select
-    parks its twins from selected namespaces too (until the next ask-back). A StrictFIFO queue,
-    which parks such a head, keeps its order and parks nothing else."""
+@pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
+def test_a_head_parked_for_its_namespace_parks_nothing_else(strategy: str) -> None:
+    """The class is not the namespace, so a head whose namespace the queue does not select says
+    nothing of its twins in selected namespaces: only a head that found no room parks its class
+    (Kueue v0.18, kubernetes-sigs/kueue#11097; v0.17 parked the twins too)."""
     selector = {"matchLabels": {"team": "a"}}
     sim = Simulation(FakeClock(T0))
     sim.state.set_equivalence_hashing(True)
@@ -171,4 +171,52 @@ def test_a_head_parked_for_its_namespace_parks_its_class_only_in_a_best_effort_q
         sim.apply(obj)
     sim.cycle()
     assert sim.state.pending.state_of(wl_key("ns/outsider")) == "inadmissible"
-    assert sim.state.pending.state_of(wl_key("ns-a/twin")) == twin
+    assert sim.state.pending.state_of(wl_key("ns-a/twin")) == "active"
+    sim.cycle()
+    assert wl_key("ns-a/twin") in sim.state.admitted
+
+
+def test_a_head_with_no_victim_to_take_parks_its_class() -> None:
+    """A head that could get in only by preempting, with nothing it may preempt (every admitted
+    workload outranks it), parks its twins as one that does not fit does."""
+    sim = Simulation(FakeClock(T0))
+    sim.state.set_equivalence_hashing(True)
+    for obj in [*basic(cpu=2, within="LowerPriority"), workload("high", cpu=2, priority=9, admitted_to="cq"),
+                workload("low-1", cpu=2, priority=1, created=1), workload("low-2", cpu=2, priority=1, created=2)]:
+        sim.apply(obj)
+    effects = sim.cycle()
+    assert not effects.preempted
+    assert sim.state.pending.state_of(wl_key("ns/low-1")) == "inadmissible"
+    assert sim.state.pending.state_of(wl_key("ns/low-2")) == "inadmissible"
+
+
+def test_an_older_arrival_of_a_parked_class_waits_even_where_its_age_would_let_it_preempt() -> None:
+    """Creation time is not in the class (Kueue's hash leaves it out too): under
+    LowerOrNewerEqualPriority an older workload could preempt what a newer twin could not, yet it
+    arrives into its parked class and waits for the next ask-back. Without the switch it is tried
+    and preempts at once."""
+    for hashing, preempted in ((True, []), (False, ["held"])):
+        sim = Simulation(FakeClock(T0))
+        sim.state.set_equivalence_hashing(hashing)
+        for obj in [*basic(cpu=4, within="LowerOrNewerEqualPriority"),
+                    workload("held", cpu=4, priority=1, created=10, admitted_to="cq"),
+                    workload("newer", cpu=4, priority=1, created=20)]:
+            sim.apply(obj)
+        sim.cycle()  # newer may not preempt held, which is older: its class is parked
+        sim.apply(workload("older", cpu=4, priority=1, created=5))
+        effects = sim.cycle()
+        assert [p.target.workload.name for p in effects.preempted] == preempted
+
+
+def test_a_workload_parked_with_its_class_reads_the_reason_of_the_head_that_parked_it() -> None:
+    """Untried, it would meet the head's answer: `batchgate why` and the reasons written say so,
+    for an arrival into the parked class too."""
+    sim = full_queue()
+    sim.cycle()
+    sim.cycle()  # big-1 does not fit and parks big-2 and big-3
+    said = sim.state.pending_reason(wl_key("ns/big-1"))
+    assert said[0] == "inadmissible" and "more needed" in said[1]
+    assert sim.state.pending_reason(wl_key("ns/big-2")) == said
+    assert sim.state.pending_reason(wl_key("other-ns/big-3")) == said
+    sim.apply(workload("big-4", cpu=2, created=6))
+    assert sim.state.pending_reason(wl_key("ns/big-4")) == said

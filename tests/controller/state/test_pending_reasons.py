@@ -55,3 +55,13 @@ def test_a_workload_that_stopped_pending_before_its_turn_is_skipped() -> None:
     sim.finish("ns/running")
     sim.cycle()
     assert drain(reasons, sim) == []
+
+
+def test_the_workloads_a_head_parks_with_its_class_are_written_with_its_message_once() -> None:
+    sim, reasons = full_queue(), PendingReasons()
+    sim.apply(workload("twin", cpu=7, created=2))
+    reasons.mark(sim.cycle().requeued)  # waiting does not fit: twin, of its class, is parked with it
+    reasons.note(sim.state)
+    assert sorted(drain(reasons, sim)) == [(wl_key("ns/twin"), MORE), (wl_key("ns/waiting"), MORE)]
+    reasons.note(sim.state)
+    assert drain(reasons, sim) == []

@@ -53,6 +53,7 @@ SCENARIOS = [
     pytest.param(
         trace(basic(cpu=10) + [workload("a", cpu=8, admitted_to="cq"), workload("b", cpu=7, created=1),
                                workload("c", cpu=7, created=2)], {}, {"delete": ["ns/b"]}),
+        # c, of b's class, is parked with it untried (equivalence hashing), with b's reason
         [expect(admitted=[], counts={"pendingInadmissible": 2}),
          expect(admitted=[], pending={"ns/c": ("inadmissible", MORE.format(5))}, counts={"reserving": 1})],
         id="deleting a pending workload frees nothing",
