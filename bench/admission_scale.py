@@ -21,6 +21,7 @@ serves (Kueue v0.17's bench writes v1beta2: see bench/peers/kueue_scale.py).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import re
 import shutil
@@ -464,10 +465,12 @@ def run_scenario(client: KubeClient, queues: list[str], pid: int, scale: float, 
                 progress(run, total, t0, pid, cpu0)
     finished = done.is_set()
     t1 = time.monotonic()
+    if not finished:  # where it stopped, before the slower reads of the end (the audit log's counts)
+        progress(run, total, t0, pid, cpu0)
     stop.set()
-    creator.join()
     time.sleep(2)  # the last ClusterQueue status writes, for the harness's usage
-    done.set()
+    done.set()  # the watches and finishes stop too, so the creates still on the wire get their answers
+    creator.join(timeout=60)  # an API server that far behind takes minutes over them: not waited for
     cpu, rss = proc_cpu_seconds(pid) - cpu0, proc_peak_rss_mb(pid)
     api_cpu, api_rss = ((proc_cpu_seconds(api_pid) - api_cpu0, proc_peak_rss_mb(api_pid)) if api_pid
                         else (float("nan"), float("nan")))
@@ -643,6 +646,7 @@ def print_admissions(m: Measured, evicted: str) -> None:
 
 
 def main() -> int:
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1` prints every thread's stack: where a long run is
     parser = scenario_arguments(__doc__)
     parser.add_argument("--qps", type=float, default=50)
     parser.add_argument("--burst", type=int, default=100)

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import faulthandler
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -90,6 +92,7 @@ def measure_kueue(cohorts: int, queues_per_cohort: int, scale: float, timeout: f
 
 
 def main() -> int:
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1` prints every thread's stack: where a long run is
     parser = scenario_arguments(__doc__)
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before the run counts as unfinished")
     gates_argument(parser)
