@@ -110,17 +110,21 @@ def test_a_class_is_priority_and_pod_sets(second: dict[str, Any], parked_with_it
     assert sim.state.pending.state_of(wl_key("ns/twin")) == ("inadmissible" if parked_with_it else "active")
 
 
-def test_a_head_sent_back_to_its_heap_parks_nothing() -> None:
-    """A head that preempts goes back to the heap as its queue's preemptor: its class is not parked."""
+@pytest.mark.parametrize("held, waiting, preempted, parked", [
+    pytest.param(0, 9, ["held"], "active", id="a head that preempts goes back to the heap: nothing is parked"),
+    pytest.param(9, 1, [], "inadmissible", id="a head with no victim to take parks its class (PreemptionNoCandidates)"),
+])
+def test_a_head_that_needs_preemption_parks_its_class_only_without_a_victim(held: int, waiting: int,
+                                                                             preempted: list[str], parked: str) -> None:
     sim = Simulation(FakeClock(T0))
     sim.state.set_equivalence_hashing(True)
-    for obj in [*basic(cpu=2, within="LowerPriority"), workload("low", cpu=2, priority=0, admitted_to="cq"),
-                workload("high-1", cpu=2, priority=9, created=1), workload("high-2", cpu=2, priority=9, created=2)]:
+    for obj in [*basic(cpu=2, within="LowerPriority"), workload("held", cpu=2, priority=held, admitted_to="cq"),
+                workload("head", cpu=2, priority=waiting, created=1), workload("twin", cpu=2, priority=waiting, created=2)]:
         sim.apply(obj)
     effects = sim.cycle()
-    assert [p.target.workload.name for p in effects.preempted] == ["low"]
-    assert sim.state.pending.state_of(wl_key("ns/high-1")) == "active"
-    assert sim.state.pending.state_of(wl_key("ns/high-2")) == "active"
+    assert [p.target.workload.name for p in effects.preempted] == preempted
+    assert sim.state.pending.state_of(wl_key("ns/head")) == parked
+    assert sim.state.pending.state_of(wl_key("ns/twin")) == parked
 
 
 def test_a_trace_has_it_on_by_default_and_may_switch_it_off() -> None:
@@ -174,20 +178,6 @@ def test_a_head_parked_for_its_namespace_parks_nothing_else(strategy: str) -> No
     assert sim.state.pending.state_of(wl_key("ns-a/twin")) == "active"
     sim.cycle()
     assert wl_key("ns-a/twin") in sim.state.admitted
-
-
-def test_a_head_with_no_victim_to_take_parks_its_class() -> None:
-    """A head that could get in only by preempting, with nothing it may preempt (every admitted
-    workload outranks it), parks its twins as one that does not fit does."""
-    sim = Simulation(FakeClock(T0))
-    sim.state.set_equivalence_hashing(True)
-    for obj in [*basic(cpu=2, within="LowerPriority"), workload("high", cpu=2, priority=9, admitted_to="cq"),
-                workload("low-1", cpu=2, priority=1, created=1), workload("low-2", cpu=2, priority=1, created=2)]:
-        sim.apply(obj)
-    effects = sim.cycle()
-    assert not effects.preempted
-    assert sim.state.pending.state_of(wl_key("ns/low-1")) == "inadmissible"
-    assert sim.state.pending.state_of(wl_key("ns/low-2")) == "inadmissible"
 
 
 def test_an_older_arrival_of_a_parked_class_waits_even_where_its_age_would_let_it_preempt() -> None:
