@@ -21,6 +21,13 @@ def only_pod(proc_api, namespace: str):
     return pods[0] if len(pods) == 1 else None
 
 
+def _backing_off(pod):
+    """`pod` while its container waits in ImagePullBackOff, else None."""
+    statuses = pod.status.container_statuses if pod is not None else None
+    waiting = statuses[0].state.waiting if statuses else None
+    return pod if waiting is not None and waiting.reason == "ImagePullBackOff" else None
+
+
 def test_an_image_the_registry_lacks_waits_in_image_pull_back_off_until_the_image_is_fixed(pk, proc_api, pns):
     deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app", "namespace": pns},
               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "app"}},
@@ -32,7 +39,8 @@ def test_an_image_the_registry_lacks_waits_in_image_pull_back_off_until_the_imag
 
     eventually(lambda: " ErrImagePull " in pk("get", "pods", "-n", pns, "--no-headers").stdout, timeout=60)
     eventually(lambda: " ImagePullBackOff " in pk("get", "pods", "-n", pns, "--no-headers").stdout, timeout=60)
-    bad = only_pod(proc_api, pns)
+    # read in back-off: once it ends the kubelet pulls again and shows ErrImagePull, as a real one does
+    bad = eventually(lambda: _backing_off(only_pod(proc_api, pns)), timeout=60)
     assert bad.status.phase == "Pending"
     waiting = bad.status.container_statuses[0].state.waiting
     assert (waiting.reason, waiting.message) == ("ImagePullBackOff", f'Back-off pulling image "{TYPO}"')

@@ -17,7 +17,8 @@ from webhook.serving.launch import start_gateway
 def test_a_gateway_waits_for_its_certificate_and_then_serves(tmp_path: Path) -> None:
     cert_dir = tmp_path / "certs"
     cert_dir.mkdir()
-    timer = threading.Timer(1.0, lambda: write_serving_files(cert_dir, service_names("gate", "sys"), SystemClock().now()))
+    # late enough that a gateway slow to start on a loaded machine still finds no files and waits
+    timer = threading.Timer(3.0, lambda: write_serving_files(cert_dir, service_names("gate", "sys"), SystemClock().now()))
     timer.start()
     gateway = start_gateway(cert_dir, "--cert-wait", "25")
     try:
