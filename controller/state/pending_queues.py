@@ -46,6 +46,7 @@ class _Bucket:
     parked: bool = False
     listed: SortKey | None = None  # the key of its entry among the queue's bucket heads
     reason: str = ""  # while parked: why the head that parked it did not fit, its members' reason too
+    namespaces: dict[str, int] = field(default_factory=dict)  # members per namespace: an ask-back checks these
 
     def top(self) -> SortKey | None:
         heap, members = self.heap, self.members
@@ -55,6 +56,25 @@ class _Bucket:
                 return key
             heapq.heappop(heap)
         return None
+
+    def put(self, workload: ObjectKey, key: SortKey) -> None:
+        """Add `workload` or move it to `key` (pushing onto the heap is the caller's)."""
+        if workload not in self.members:
+            self.namespaces[workload.namespace] = self.namespaces.get(workload.namespace, 0) + 1
+        self.members[workload] = key
+
+    def drop(self, workload: ObjectKey) -> SortKey | None:
+        key = self.members.pop(workload, None)
+        if key is not None:
+            left = self.namespaces.pop(workload.namespace) - 1
+            if left:
+                self.namespaces[workload.namespace] = left
+        return key
+
+    def clear(self) -> None:
+        self.members.clear()
+        self.heap.clear()
+        self.namespaces.clear()
 
     def rebuild(self) -> None:
         """One linear pass (and rid of stale entries) instead of many pushes."""
@@ -126,7 +146,7 @@ class ClusterQueuePending:
         return bucket
 
     def _add(self, bucket: _Bucket, klass: Hashable, workload: ObjectKey, key: SortKey) -> None:
-        bucket.members[workload] = key
+        bucket.put(workload, key)
         heapq.heappush(bucket.heap, key)
         if not bucket.parked and (bucket.listed is None or key < bucket.listed):
             self._list(bucket, klass, key)
@@ -138,7 +158,7 @@ class ClusterQueuePending:
 
     def _leave_bucket(self, workload: ObjectKey, klass: Hashable) -> None:
         bucket = self.buckets.get(klass)
-        if bucket is None or bucket.members.pop(workload, None) is None:
+        if bucket is None or bucket.drop(workload) is None:
             return
         if bucket.parked:
             self._class_parked -= 1
@@ -152,8 +172,7 @@ class ClusterQueuePending:
         the class stay parked, each on its own."""
         self.inadmissible.update(bucket.members)
         self._class_parked -= len(bucket.members)
-        bucket.members.clear()
-        bucket.heap.clear()
+        bucket.clear()
         bucket.parked = False
         bucket.listed = None
 
@@ -161,7 +180,7 @@ class ClusterQueuePending:
         bucket = self.buckets.get(self.klass.get(workload))
         if bucket is None or bucket.parked:
             return
-        key = bucket.members.pop(workload, None)
+        key = bucket.drop(workload)
         if key is not None:
             self.inadmissible[workload] = key
             self.active_count -= 1
@@ -231,33 +250,33 @@ class ClusterQueuePending:
                 self._list(bucket, klass, top)
         return None
 
-    def unpark(self, eligible: Callable[[ObjectKey], bool]) -> list[ObjectKey]:
-        """Move parked workloads that pass `eligible` back to be tried, and forget the classes that
-        did not fit (what is asked back is tried afresh). A parked bucket goes back whole when
-        every namespace it holds is eligible (a selector is per namespace), so without a change of
-        namespaces it moves nothing; one workload parked on its own goes back to its bucket.
+    def unpark(self, eligible: Callable[[str], bool]) -> int:
+        """Move parked workloads whose namespace passes `eligible` back to be tried, and forget the
+        classes that did not fit (what is asked back is tried afresh); returns how many moved. A
+        parked bucket goes back whole when every namespace it holds is eligible (a selector is per
+        namespace; the bucket counts its members by namespace, so this costs its namespaces, not
+        its members), moving none of them; one workload parked on its own goes back to its bucket.
 
         A cohort's finish often moves back most of a bucket: then its heap is rebuilt at once
         (linear, and rid of its stale entries) rather than pushed into one by one (parked
         workloads are older than most, so each push climbs the whole heap)."""
         self.no_fit.clear()
-        moved: list[ObjectKey] = []
+        moved = 0
         for klass, bucket in list(self.buckets.items()):
             if not bucket.parked:
                 continue
-            one_each = {w.namespace: w for w in bucket.members}
-            if not all(eligible(w) for w in one_each.values()):
+            if not all(eligible(namespace) for namespace in bucket.namespaces):
                 self._unpark_one_by_one(bucket)  # each judged on its own below
                 del self.buckets[klass]
                 continue
             bucket.parked = False
-            self.active_count += len(bucket.members)
-            self._class_parked -= len(bucket.members)
-            moved.extend(bucket.members)
+            moved += len(bucket.members)
             top = bucket.top()
             if top is not None:
                 self._list(bucket, klass, top)
-        one_by_one = [w for w in self.inadmissible if eligible(w)]
+        self.active_count += moved
+        self._class_parked -= moved
+        one_by_one = [w for w in self.inadmissible if eligible(w.namespace)]
         by_bucket: dict[Hashable, list[ObjectKey]] = {}
         if self.classed:
             for workload in one_by_one:
@@ -271,13 +290,13 @@ class ClusterQueuePending:
                     self._add(bucket, klass, workload, self.inadmissible.pop(workload))
             else:
                 for workload in workloads:
-                    bucket.members[workload] = self.inadmissible.pop(workload)
+                    bucket.put(workload, self.inadmissible.pop(workload))
                 bucket.rebuild()
                 top = bucket.top()
                 if top is not None and (bucket.listed is None or top < bucket.listed):
                     self._list(bucket, klass, top)
             self.active_count += len(workloads)
-        return moved + one_by_one
+        return moved + len(one_by_one)
 
     def repartition(self, partition: Callable[[ObjectKey], Hashable]) -> None:
         """Buckets by another partition (equivalence hashing switched on or off); what a parked

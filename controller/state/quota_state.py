@@ -591,8 +591,7 @@ class QuotaState:
         selector = cq.namespace_selector
         selected: dict[str, bool] = {}  # per namespace: a cohort's parked work shares a few
 
-        def eligible(workload: ObjectKey) -> bool:
-            namespace = self.workloads[workload].namespace
+        def eligible(namespace: str) -> bool:
             if namespace not in selected:
                 selected[namespace] = selector is not None and selector.matches(self.namespace_labels(namespace))
             return selected[namespace]
