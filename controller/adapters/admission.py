@@ -98,6 +98,7 @@ class AdmissionLoop:
         key, obj = change.key, change.new
         if key.kind not in QUOTA_KINDS:
             return
+        changed = True
         try:
             with self._lock:
                 if obj is None:
@@ -119,7 +120,8 @@ class AdmissionLoop:
                 self._bad.add(key)
                 log.warning("%s: %s", key, exc)
                 self.recorder.warning(obj, "InvalidObject", f"{exc}")
-        self.wake()
+        if changed:  # an echo of our own write, or a resync, gives a cycle nothing new
+            self.wake()
 
     def _admission_written(self, key: ObjectKey, written: int | None) -> None:
         """Under the lock: the admission write of `key` ended (`written`: the revision it made, None

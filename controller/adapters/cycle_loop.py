@@ -30,7 +30,8 @@ class CycleLoop:
         self._not_before = 0.0  # time.monotonic() before which no step starts
 
     def wake(self) -> None:
-        self._wake.set()
+        if not self._wake.is_set():  # already set: the step to come sees this change too
+            self._wake.set()
 
     def hold_off(self, seconds: float) -> None:
         """The next step starts no sooner than `seconds` from now (called from a step)."""
