@@ -501,6 +501,13 @@ def interrupts_stop(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def exit_on_terminate() -> None:
+    """SIGTERM outside a run's window ends the runner as an exception would, so the clusters and
+    controllers it started are stopped on the way out (by default the signal kills it alone, and
+    they run on)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
 def progress(run: Run, total: int, t0: float, pid: int, cpu0: float) -> None:
     """One line on stderr every PROGRESS_EVERY seconds: a long run shows where it is while it runs."""
     elapsed = time.monotonic() - t0
@@ -684,4 +691,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_terminate()
     sys.exit(main())

@@ -21,7 +21,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from batchgate.api.kueue import Workload  # noqa: E402
 from batchgate.clock import format_time  # noqa: E402
 from controller.adapters.metrics import ControllerMetrics  # noqa: E402
 from controller.decisions.quota.kueue_metrics import cluster_queue_figures, queued_wait_seconds  # noqa: E402
@@ -95,7 +94,7 @@ def main() -> None:
 
     def admissions() -> None:
         for obj in admitted:
-            metrics.kueue.reserved_and_admitted("cq-0-0", queued_wait_seconds(Workload.from_dict(obj), now))
+            metrics.kueue.reserved_and_admitted("cq-0-0", queued_wait_seconds(obj, now))
 
     queues = list(state.cluster_queues)
 

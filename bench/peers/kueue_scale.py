@@ -36,8 +36,8 @@ from typing import Mapping
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.admission_scale import (ApiRequests, Measured, print_admissions, run_scenario, unfinished,  # noqa: E402
-                                   scenario_arguments, setup)
+from bench.admission_scale import (ApiRequests, Measured, exit_on_terminate, print_admissions, run_scenario,  # noqa: E402
+                                   scenario_arguments, setup, unfinished)
 from bench.machine_info import machine  # noqa: E402
 from controller.adapters.kube import RESOURCES, KubeClient  # noqa: E402
 from realcluster import toolchain  # noqa: E402
@@ -121,4 +121,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_terminate()
     sys.exit(main())

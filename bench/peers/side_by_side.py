@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.admission_scale import (Measured, measure, policy_argument, read_policy, scenario_arguments,
-                                   unfinished)  # noqa: E402
+from bench.admission_scale import (Measured, exit_on_terminate, measure, policy_argument, read_policy,  # noqa: E402
+                                   scenario_arguments, unfinished)
 from bench.machine_info import machine  # noqa: E402
 from bench.peers.kueue_scale import NOT_BUILT, gate_text, gates_argument, measure_kueue  # noqa: E402
 from realcluster import toolchain  # noqa: E402
@@ -114,4 +114,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_terminate()
     sys.exit(main())

@@ -28,7 +28,6 @@ from typing import Callable, Mapping
 
 from batchgate import keys
 from batchgate.api.conditions import condition_of, is_true
-from batchgate.api.kueue import Workload
 from batchgate.api.kueue_fields import FieldError
 from batchgate.clock import Clock
 from batchgate.policy import Policy
@@ -338,8 +337,8 @@ class AdmissionLoop:
         if self.metrics.kueue is None:
             return
         try:
-            waited = kueue_metrics.queued_wait_seconds(Workload.from_dict(observed or {}), now)
-        except FieldError as exc:  # changed since the state read it; the state kept the last valid one
+            waited = kueue_metrics.queued_wait_seconds(observed or {}, now)
+        except ValueError as exc:  # a creationTimestamp that is not a time
             log.debug("wait time of %s: %s", admit.workload, exc)
             return
         self.metrics.kueue.reserved_and_admitted(admit.cluster_queue, waited)

@@ -120,6 +120,7 @@ class QuotaState:
     workloads: dict[ObjectKey, WorkloadInfo] = field(default_factory=dict)
     admitted: dict[ObjectKey, AdmittedWorkload] = field(default_factory=dict)
     admitted_by_cq: dict[str, dict[ObjectKey, AdmittedWorkload]] = field(default_factory=dict)
+    unreserved: dict[str, int] = field(default_factory=dict)  # per ClusterQueue: held without a reservation time
     finished: set[ObjectKey] = field(default_factory=set)
     book: QuotaBook = field(default_factory=QuotaBook)
     pending: PendingQueues = field(default_factory=PendingQueues)
@@ -174,8 +175,7 @@ class QuotaState:
     def holds_unreserved(self, cluster_queue: str) -> bool:
         """Whether a workload held in the queue's cohort has no reservation time (no QuotaReserved
         condition): preemption then orders it by the time of the cycle."""
-        return any(held.reserved_at is None for member in self.book.cohort_members(cluster_queue)
-                   for held in self.admitted_by_cq.get(member, {}).values())
+        return any(self.unreserved.get(member) for member in self.book.cohort_members(cluster_queue))
 
     def _scope_of(self, cluster_queue: str) -> tuple[str, str]:
         cohort = self.book.cohort_of.get(cluster_queue, "")
@@ -462,6 +462,7 @@ class QuotaState:
             self._bump(held.cluster_queue)
             self._held_changed(held.cluster_queue)
             self.admitted_by_cq[held.cluster_queue].pop(workload, None)
+            self._count_unreserved(held, -1)
             if held.cluster_queue in self.book.quotas:
                 self.book.add_usage(held.cluster_queue, {fr: -v for fr, v in held.usage.items()})
             self._ask_back(self._scope_of(held.cluster_queue))
@@ -638,15 +639,24 @@ class QuotaState:
         self._count_pending(held.info.key)
         self.admitted[held.info.key] = held
         self.admitted_by_cq.setdefault(held.cluster_queue, {})[held.info.key] = held
+        self._count_unreserved(held, 1)
         if held.cluster_queue in self.book.quotas:
             self.book.add_usage(held.cluster_queue, held.usage)
+
+    def _count_unreserved(self, held: AdmittedWorkload, step: int) -> None:
+        if held.reserved_at is None:
+            self.unreserved[held.cluster_queue] = self.unreserved.get(held.cluster_queue, 0) + step
 
     def _track_draining(self) -> None:
         self.draining = {name for name, cq in self.cluster_queues.items() if cq.stop_policy == "HoldAndDrain"}
         self.draining |= {lq.cluster_queue for lq in self.local_queues.values() if lq.stop_policy == "HoldAndDrain"}
 
     def _set_held(self, held: AdmittedWorkload) -> None:
-        if self.admitted.get(held.info.key) != held:
+        old = self.admitted.get(held.info.key)
+        if old != held:
             self._held_changed(held.cluster_queue)
+        if old is not None:
+            self._count_unreserved(old, -1)
+        self._count_unreserved(held, 1)
         self.admitted[held.info.key] = held
         self.admitted_by_cq[held.cluster_queue][held.info.key] = held

@@ -11,10 +11,12 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Mapping
+from typing import Any, Mapping
 
 from batchgate import keys
-from batchgate.api.kueue import Workload
+from batchgate.api.conditions import condition_of
+from batchgate.api.objects import metadata
+from batchgate.clock import parse_time
 from controller.decisions.quota.cycle import Effects
 from controller.state.quota_book import FlavorResource, UsageOverlay, to_units
 from controller.state.quota_state import QuotaState
@@ -105,9 +107,13 @@ def preemptions(state: QuotaState, effects: Effects) -> dict[tuple[str, str], in
     return out
 
 
-def queued_wait_seconds(workload: Workload, now: _dt.datetime) -> float:
-    """Kueue v0.10's QueuedWaitTime: since the Requeued condition last changed, else since creation."""
-    requeued = workload.condition(keys.COND_REQUEUED)
-    since = (requeued.last_transition_time if requeued is not None and requeued.last_transition_time is not None
-             else workload.creation_timestamp)
+def queued_wait_seconds(workload: Mapping[str, Any], now: _dt.datetime) -> float:
+    """Kueue v0.10's QueuedWaitTime: since the Requeued condition last changed, else since creation.
+    Read from the Workload as observed, these two fields only: each admission asks, and parsing
+    the whole Workload cost more than the rest of recording its admission."""
+    requeued = condition_of(workload, keys.COND_REQUEUED)
+    since = requeued.last_transition_time if requeued is not None else None
+    if since is None:
+        created = metadata(workload).get("creationTimestamp")
+        since = parse_time(created) if isinstance(created, str) else None
     return max(0.0, (now - since).total_seconds()) if since is not None else 0.0

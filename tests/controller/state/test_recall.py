@@ -143,6 +143,11 @@ def test_a_held_workload_without_a_reservation_time_makes_nominations_read_the_c
         condition.pop("lastTransitionTime")
     sim.apply(unreserved)
     assert sim.state.holds_unreserved("cq")
+    sim.apply(workload("held", cpu=2, created=0, admitted_to="cq"))  # its reservation time comes
+    assert not sim.state.holds_unreserved("cq")
+    sim.apply(unreserved)
+    sim.finish("ns/held")
+    assert not sim.state.holds_unreserved("cq")
 
 
 def test_a_scope_holds_a_bounded_number_of_results() -> None:

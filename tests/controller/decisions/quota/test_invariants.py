@@ -81,6 +81,14 @@ def recount(sim: Simulation) -> dict[str, dict]:
     return totals
 
 
+def unreserved(sim: Simulation) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for held in sim.state.admitted.values():
+        if held.reserved_at is None:
+            counts[held.cluster_queue] = counts.get(held.cluster_queue, 0) + 1
+    return counts
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs=st.tuples(*(queue_specs(name) for name in CQS)), ops=operations, data=st.data(), fair=st.booleans())
 def test_no_sequence_admits_over_limits_or_twice(specs: tuple, ops: list, data: st.DataObject, fair: bool) -> None:
@@ -112,6 +120,7 @@ def test_no_sequence_admits_over_limits_or_twice(specs: tuple, ops: list, data: 
             assert all(key not in before for key in newly)
             admissions += len(newly)
         assert recount(sim) == {cq: {fr: v for fr, v in u.items() if v} for cq, u in sim.state.book.usage.items()}
+        assert {cq: n for cq, n in sim.state.unreserved.items() if n} == unreserved(sim)
     target(float(admissions))  # steer the search towards busy histories
 
 

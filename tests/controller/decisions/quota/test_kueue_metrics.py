@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from batchgate.api.kueue import Workload
 from batchgate.clock import FakeClock
 from controller.decisions.quota.kueue_metrics import (
     ResourceFigures, attempt_result, cluster_queue_figures, preemptions, queued_wait_seconds, wait_buckets,
@@ -92,7 +91,7 @@ def test_preemptions_are_counted_per_preempting_queue_and_reason_and_attempts_by
 def test_queued_wait_time(conditions: list, seconds: float) -> None:
     raw = workload("w", cpu=1, created=0)
     raw["status"] = {"conditions": conditions}
-    assert queued_wait_seconds(Workload.from_dict(raw), T0 + _dt.timedelta(seconds=90)) == seconds
+    assert queued_wait_seconds(raw, T0 + _dt.timedelta(seconds=90)) == seconds
 
 
 def test_a_cycle_with_no_head_is_not_an_admission_attempt() -> None:
