@@ -94,6 +94,22 @@ def test_queued_wait_time(conditions: list, seconds: float) -> None:
     assert queued_wait_seconds(raw, T0 + _dt.timedelta(seconds=90)) == seconds
 
 
+@pytest.mark.parametrize(("raw", "seconds"), [
+    pytest.param({"status": {"conditions": [{"type": "Requeued", "status": "True", "lastTransitionTime": "soon"}]},
+                  "metadata": {"creationTimestamp": at(0)}}, 90.0, id="a Requeued time that is not a time: since creation"),
+    pytest.param({"metadata": {"creationTimestamp": 7}, "status": "garbage"}, 0.0, id="no time to count from: zero"),
+    pytest.param({"metadata": "garbage"}, 0.0, id="metadata that is not a mapping: zero"),
+])
+def test_queued_wait_time_of_a_malformed_workload(raw: dict, seconds: float) -> None:
+    assert queued_wait_seconds(raw, T0 + _dt.timedelta(seconds=90)) == seconds
+
+
+def test_queued_wait_time_of_a_creation_time_that_is_not_a_time_is_refused() -> None:
+    """The admission loop logs it and records no wait (`AdmissionLoop._write_admission`)."""
+    with pytest.raises(ValueError):
+        queued_wait_seconds({"metadata": {"creationTimestamp": "yesterday"}}, T0)
+
+
 def test_a_cycle_with_no_head_is_not_an_admission_attempt() -> None:
     sim = simulation(flavor(), cluster_queue("cq", cpu=1), local_queue("lq", "cq"))
     assert attempt_result(sim.cycle()) is None
