@@ -71,7 +71,7 @@ class ObservingClient(KubeClient):
     """The informers' client: every list and watch outcome goes to `Health`, by kind."""
 
     def __init__(self, inner: KubeClient, health: Health) -> None:
-        super().__init__(inner.api_client, inner.limiter, inner.request_timeout)
+        super().__init__(inner.api_client, inner.limiter, inner.request_timeout, inner.transport)
         self.health = health
 
     def list(self, res: Resource, namespace: str | None = None, **query: Any) -> dict[str, Any]:

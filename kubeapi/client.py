@@ -12,6 +12,7 @@ Every request first takes a token from the client rate limiter (`--qps`, `--burs
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from typing import Any, Callable, Iterator, Mapping, Protocol
 from urllib.parse import quote
@@ -24,6 +25,7 @@ from kubernetes import config as k8s_config
 from batchgate.api.objects import metadata
 from batchgate.clock import Clock, SystemClock
 from batchgate.kinds.model import Resource
+from kubeapi.transport import Transport, serves
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON = "application/json"
@@ -118,10 +120,11 @@ class CredentialRefresh:
 
 class KubeClient:
     def __init__(self, api_client: k8s_client.ApiClient, limiter: Limiter | None = None,
-                 request_timeout: float = 30.0) -> None:
+                 request_timeout: float = 30.0, transport: Transport | None = None) -> None:
         self.api_client = api_client
         self.limiter = limiter
         self.request_timeout = request_timeout
+        self.transport = transport or Transport(api_client.configuration)
 
     @classmethod
     def from_kubeconfig(cls, path: str | None, limiter: Limiter | None = None,
@@ -142,22 +145,23 @@ class KubeClient:
     def with_limiter(self, limiter: Limiter | None) -> "KubeClient":
         """The same connection pool and credentials behind another rate limiter (client-go gives the
         event recorder its own client, so Events never delay the writes that carry decisions)."""
-        return KubeClient(self.api_client, limiter, self.request_timeout)
+        return KubeClient(self.api_client, limiter, self.request_timeout, self.transport)
 
     def with_timeout(self, seconds: float) -> "KubeClient":
         """The same connection and limiter, each request given up after `seconds`."""
-        return KubeClient(self.api_client, self.limiter, seconds)
+        return KubeClient(self.api_client, self.limiter, seconds, self.transport)
 
     def spare_capacity(self) -> float:
         """Requests that could be sent now without waiting (unlimited: infinity)."""
         return self.limiter.spare() if self.limiter is not None else float("inf")
 
-    def _send(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
-              content_type: str | None, timeout: float | tuple[float, float]) -> urllib3.BaseHTTPResponse:
-        """One request through the client's own connection pool, TLS and credentials (its bearer
-        token through the configuration, refreshed as the client would). The client's generic
-        serializer is skipped: every body here is already plain JSON data, and walking it again, with
-        the client's parameter and response wrapping, cost about a quarter of each write's CPU."""
+    def _prepare(self, path: str, query: Mapping[str, Any] | None, body: Any,
+                 content_type: str | None) -> tuple[str, dict[str, str], bytes | None]:
+        """The request's target (path and query), headers and body, after a token from the rate
+        limiter; its credentials are the configuration's (a bearer token refreshed as the client
+        would). The client's generic serializer is skipped: every body here is already plain JSON
+        data, and walking it again, with the client's parameter and response wrapping, cost about
+        a quarter of each write's CPU."""
         if self.limiter is not None:
             self.limiter.acquire()
         api = self.api_client
@@ -165,28 +169,48 @@ class KubeClient:
         for auth in api.configuration.auth_settings().values():
             if auth["value"]:
                 headers[auth["key"]] = auth["value"]
-        url = api.configuration.host + path
         params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items() if v is not None]
         if params:
-            url += "?" + "&".join(f"{k}={quote(v)}" for k, v in params)
+            path += "?" + "&".join(f"{k}={quote(v)}" for k, v in params)
         data = None
         if body is not None:
             headers["Content-Type"] = content_type or JSON
             data = json.dumps(body).encode()
-        limit = (urllib3.Timeout(connect=timeout[0], read=timeout[1]) if isinstance(timeout, tuple)
-                 else urllib3.Timeout(total=timeout))
+        return path, headers, data
+
+    def _stream(self, method: str, path: str, query: Mapping[str, Any] | None,
+                timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
+        """A response to read as it comes (a watch), through the client's own urllib3 pool."""
+        target, headers, _ = self._prepare(path, query, None, None)
         try:
-            return api.rest_client.pool_manager.request(method, url, body=data, headers=headers, timeout=limit,
-                                                        preload_content=False)
+            return self.api_client.rest_client.pool_manager.request(
+                method, self.api_client.configuration.host + target, headers=headers, preload_content=False,
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]))
         except urllib3.exceptions.SSLError as exc:  # as the client's REST layer reports it
+            raise ApiError(0, f"SSLError\n{exc}", str(exc)) from None
+
+    def _exchange(self, method: str, path: str, query: Mapping[str, Any] | None, body: Any,
+                  content_type: str | None) -> tuple[int, bytes]:
+        """One request and its whole answer: on the kept-alive transport, or (a proxy to pass
+        through) the client's urllib3 pool."""
+        target, headers, data = self._prepare(path, query, body, content_type)
+        configuration = self.api_client.configuration
+        try:
+            if serves(configuration):
+                return self.transport.request(method, target, data, headers, self.request_timeout)
+            response = self.api_client.rest_client.pool_manager.request(
+                method, configuration.host + target, body=data, headers=headers,
+                timeout=urllib3.Timeout(total=self.request_timeout))
+            return response.status, response.data
+        except (ssl.SSLError, urllib3.exceptions.SSLError) as exc:  # as the client's REST layer reports it
             raise ApiError(0, f"SSLError\n{exc}", str(exc)) from None
 
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str | None = None) -> dict[str, Any]:
-        response = self._send(method, path, query, body, content_type, self.request_timeout)
-        text = response.read().decode("utf-8", errors="replace")
-        if not 200 <= response.status <= 299:
-            raise ApiError.from_status(response.status, text)
+        status, data = self._exchange(method, path, query, body, content_type)
+        text = data.decode("utf-8", errors="replace")
+        if not 200 <= status <= 299:
+            raise ApiError.from_status(status, text)
         return json.loads(text) if text else {}
 
     def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -224,12 +248,13 @@ class KubeClient:
         ADDED events); an HTTP-level error (e.g. 410) raises ApiError."""
         query = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
                  "timeoutSeconds": timeout_seconds, "fieldSelector": field_selector, "labelSelector": label_selector}
-        response = self._send("GET", res.path(namespace), query, None, None, (10, timeout_seconds + 10))
+        response = self._stream("GET", res.path(namespace), query, (10, timeout_seconds + 10))
         if not 200 <= response.status <= 299:
             raise ApiError.from_status(response.status, response.read().decode("utf-8", errors="replace"))
         return WatchStream(response)
 
     def close(self) -> None:
+        self.transport.close()
         self.api_client.close()
 
 

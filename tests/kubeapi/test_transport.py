@@ -1,0 +1,195 @@
+"""The kept-alive transport under KubeClient, against a real TLS server that misbehaves on request:
+connections kept per thread, one the server closed while idle replaced, a request broken under
+way sent again only when that cannot repeat a change, timeouts, and the TLS settings of a
+kubeconfig (CA, server name, no verification) as urllib3 applied them."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from batchgate.kinds.model import Resource
+from kubeapi.client import ApiError, KubeClient
+from kubeapi.transport import serves
+from tests.tls_stub import TlsStub
+
+TOKEN = "transport-token"
+THINGS = Resource("Thing", "example.com", "v1", "things")
+
+
+class Server:
+    """Answers every path with what it was asked; `drop_next` closes the next request's connection
+    unanswered; `/close-soon` answers, then closes the connection; `/slow` answers after 2 s."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.hits: list[tuple[str, str, int]] = []  # method, path, client port
+        self.drop_next = False
+        self.closed = threading.Event()
+
+        def app() -> web.Application:
+            made = web.Application()
+            made.router.add_route("*", "/{tail:.*}", self._answer)
+            return made
+
+        self._server = TlsStub(app, workdir / "pki", "api", "stub", "transport stub")
+        self.port = self._server.port
+        self.kubeconfig = self._server.write_kubeconfig(workdir / "kubeconfig", TOKEN)
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.hits.append((request.method, request.path, peer[1] if peer else 0))
+        if self.drop_next:
+            self.drop_next = False
+            assert request.transport is not None
+            request.transport.close()
+            raise asyncio.CancelledError
+        if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return web.json_response({"kind": "Status", "code": 401, "reason": "Unauthorized"}, status=401)
+        if request.path.endswith("/slow"):
+            await asyncio.sleep(2)
+        if request.path.endswith("/close-soon"):
+            transport = request.transport
+            assert transport is not None
+
+            def close() -> None:
+                transport.close()
+                self.closed.set()
+            asyncio.get_running_loop().call_later(0.05, close)
+        return web.json_response({"method": request.method, "path": request.path, "body": await request.text()})
+
+    def kubeconfig_for(self, path: Path, token: str) -> Path:
+        return self._server.write_kubeconfig(path, token)
+
+    def ports(self) -> set[int]:
+        return {port for _, _, port in self.hits}
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+@pytest.fixture()
+def server(tmp_path: Path) -> Iterator[Server]:
+    made = Server(tmp_path)
+    yield made
+    made.stop()
+
+
+def client_of(kubeconfig: Path, **settings: object) -> KubeClient:
+    configuration = k8s_client.Configuration()
+    k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration.refresh_api_key_hook = None  # it would copy the kubeconfig's settings back before each request
+    for name, value in settings.items():
+        setattr(configuration, name, value)
+    return KubeClient(k8s_client.ApiClient(configuration))
+
+
+def test_a_thread_keeps_one_connection_and_each_thread_has_its_own(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    for n in range(5):
+        assert kube.get(THINGS, f"t{n}", "ns")["path"] == f"/apis/example.com/v1/namespaces/ns/things/t{n}"
+    assert len(server.ports()) == 1
+    other = threading.Thread(target=lambda: [kube.get(THINGS, "t", "ns") for _ in range(3)])
+    other.start()
+    other.join()
+    assert len(server.ports()) == 2
+    # copies of the client (another limiter, another timeout) share the connections
+    kube.with_timeout(5).get(THINGS, "t", "ns")
+    assert len(server.ports()) == 2
+
+
+def test_bodies_queries_and_answers_travel_whole(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    answer = kube.patch(THINGS, "t", "ns", {"status": {"note": "ü" * 5000}}, subresource="status", dry_run=True)
+    assert answer["method"] == "PATCH" and answer["path"].endswith("/things/t/status")
+    assert '"note": "' in answer["body"] and len(answer["body"]) > 5000
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_before_it_is_used(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    kube.request("POST", "/apis/example.com/v1/close-soon", body={})
+    assert server.closed.wait(5)
+    # a POST may not be sent twice: it goes out on a new connection, once
+    kube.request("POST", "/apis/example.com/v1/namespaces/ns/things", body={"metadata": {"name": "t"}})
+    posts = [hit for hit in server.hits if hit[1].endswith("/things")]
+    assert len(posts) == 1 and len(server.ports()) == 2
+
+
+def test_a_get_broken_under_way_is_sent_again_on_a_new_connection(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    kube.get(THINGS, "t", "ns")
+    server.drop_next = True
+    assert kube.get(THINGS, "t", "ns")["method"] == "GET"
+    assert [hit[0] for hit in server.hits] == ["GET", "GET", "GET"]
+    assert len(server.ports()) == 2
+
+
+def test_a_post_broken_under_way_is_not_sent_again(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    kube.get(THINGS, "t", "ns")
+    server.drop_next = True
+    with pytest.raises(ConnectionError):
+        kube.create(THINGS, {"metadata": {"name": "t", "namespace": "ns"}})
+    assert [hit[0] for hit in server.hits] == ["GET", "POST"]
+    # the next request opens a new connection
+    assert kube.get(THINGS, "t", "ns")["method"] == "GET"
+
+
+def test_an_answer_later_than_the_timeout_fails_the_request_and_not_the_next(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    with pytest.raises(TimeoutError):
+        kube.with_timeout(0.3).get(THINGS, "slow", "ns")
+    assert kube.get(THINGS, "t", "ns")["method"] == "GET"
+
+
+def test_an_error_status_is_an_api_error(server: Server, tmp_path: Path) -> None:
+    kube = client_of(server.kubeconfig_for(tmp_path / "wrong.kubeconfig", "wrong-token"))
+    with pytest.raises(ApiError) as raised:
+        kube.get(THINGS, "t", "ns")
+    assert raised.value.status == 401 and raised.value.reason == "Unauthorized"
+
+
+@pytest.mark.parametrize("settings, trusted", [
+    ({}, True),  # the certificate names 127.0.0.1
+    ({"tls_server_name": "api.stub.svc"}, True),  # SNI and the check on a name the certificate has
+    ({"tls_server_name": "elsewhere.example"}, False),
+    ({"tls_server_name": "elsewhere.example", "assert_hostname": False}, True),
+    ({"ssl_ca_cert": None}, False),  # the system's CAs do not know the stub's
+    ({"ssl_ca_cert": None, "verify_ssl": False}, True),
+])
+def test_the_kubeconfigs_tls_settings_decide_whom_the_client_trusts(server: Server, settings: dict[str, object],
+                                                                    trusted: bool) -> None:
+    kube = client_of(server.kubeconfig, **settings)
+    if trusted:
+        assert kube.get(THINGS, "t", "ns")["method"] == "GET"
+        return
+    with pytest.raises(ApiError) as raised:
+        kube.get(THINGS, "t", "ns")
+    assert raised.value.status == 0 and "SSLError" in raised.value.reason
+    assert server.hits == []
+
+
+def test_a_server_url_with_a_path_prefixes_every_request(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    kube.api_client.configuration.host += "/k8s/clusters/c-1"
+    kube.get(THINGS, "t", "ns")
+    assert server.hits[-1][1] == "/k8s/clusters/c-1/apis/example.com/v1/namespaces/ns/things/t"
+
+
+@pytest.mark.parametrize("proxy, no_proxy, kept_alive", [
+    (None, None, True),
+    ("http://proxy.example:3128", None, False),  # through urllib3's ProxyManager, CONNECT and all
+    ("http://proxy.example:3128", "127.0.0.1", True),  # the API server is not proxied
+    ("socks5://proxy.example:1080", "10.0.0.0/8", False),
+])
+def test_a_proxied_api_server_is_left_to_urllib3(proxy: str | None, no_proxy: str | None, kept_alive: bool) -> None:
+    configuration = k8s_client.Configuration()
+    configuration.host = "https://127.0.0.1:6443"
+    configuration.proxy, configuration.no_proxy = proxy, no_proxy
+    assert serves(configuration) is kept_alive
