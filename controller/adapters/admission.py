@@ -87,6 +87,7 @@ class AdmissionLoop:
         self.spare_capacity, self.reserve = spare_capacity, reserve
         self._bad: set[ObjectKey] = set()  # objects whose invalid field was already told once
         self._figures_shown: list[kueue_metrics.ClusterQueueFigures] = []  # the gauges' last figures
+        self._no_skips_shown: tuple[str, ...] | None = None  # the queues whose skip gauges last showed 0
         self.writes = WritePool("admission-write", writers)
         self._backoff = 0.0  # the pause after the last cycle; none after an admission
         self._loop = CycleLoop("admission", self.cycle, is_leader, wait=partial(self.seconds_to_next_cycle, tick))
@@ -213,8 +214,10 @@ class AdmissionLoop:
         kueue = self.metrics.kueue  # None with --no-kueue-metrics
         if kueue is not None and (result := kueue_metrics.attempt_result(effects)) is not None:
             kueue.attempt(result, took)
-        self.metrics.show_preemption_skips({(name,): float(effects.skipped_preemptions.get(name, 0))
-                                            for name in figures.cluster_queues})
+        skips = effects.skipped_preemptions
+        if skips or figures.cluster_queues != self._no_skips_shown:  # most cycles skip none, as the last
+            self.metrics.show_preemption_skips({(name,): float(skips.get(name, 0)) for name in figures.cluster_queues})
+            self._no_skips_shown = None if skips else figures.cluster_queues
         if kueue is not None:
             for (preempting, reason), count in figures.preemptions.items():
                 kueue.preempted.labels(preempting, reason).inc(count)

@@ -23,11 +23,18 @@ from __future__ import annotations
 import datetime as _dt
 import heapq
 from dataclasses import dataclass, field
-from typing import Callable, Hashable
+from typing import Callable, Hashable, NamedTuple
 
 from controller.state.cache import ObjectKey
 
 SortKey = tuple[int, _dt.datetime, str, ObjectKey]
+
+
+class ClassRef(NamedTuple):
+    """A scheduling class's bucket in one ClusterQueue's queue."""
+
+    cluster_queue: str
+    klass: Hashable
 
 
 def sort_key(priority: int, timestamp: _dt.datetime, workload: ObjectKey) -> SortKey:
@@ -383,17 +390,25 @@ class PendingQueues:
                     out.append(head)
         return out
 
-    def take_retold(self) -> list[ObjectKey]:
-        """The workloads waiting in classes parked since this was last asked: their reasons are
-        their head's now (`class_reason`), to be written though no cycle looked at them."""
-        out: list[ObjectKey] = []
-        for queue in self.queues.values():
-            for klass in queue.retold:
-                bucket = queue.buckets.get(klass)
-                if bucket is not None and bucket.parked:
-                    out.extend(bucket.members)
+    def take_retold(self) -> list[ClassRef]:
+        """The classes parked since this was last asked, still parked: their waiting workloads'
+        reasons are their head's now (`class_reason`), to be written though no cycle looked at them."""
+        out: list[ClassRef] = []
+        for name, queue in self.queues.items():
+            out.extend(ClassRef(name, klass) for klass in queue.retold
+                       if (bucket := queue.buckets.get(klass)) is not None and bucket.parked)
             queue.retold.clear()
         return out
+
+    def class_of(self, workload: ObjectKey) -> ClassRef | None:
+        cq = self.where.get(workload)
+        return None if cq is None else ClassRef(cq, self.queues[cq].klass.get(workload))
+
+    def members(self, ref: ClassRef) -> list[ObjectKey]:
+        """The workloads waiting in a class now (none if it is gone)."""
+        queue = self.queues.get(ref.cluster_queue)
+        bucket = queue.buckets.get(ref.klass) if queue is not None else None
+        return list(bucket.members) if bucket is not None else []
 
     def class_reason(self, workload: ObjectKey) -> str | None:
         cq = self.where.get(workload)

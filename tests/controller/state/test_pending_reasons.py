@@ -65,3 +65,15 @@ def test_the_workloads_a_head_parks_with_its_class_are_written_with_its_message_
     assert sorted(drain(reasons, sim)) == [(wl_key("ns/twin"), MORE), (wl_key("ns/waiting"), MORE)]
     reasons.note(sim.state)
     assert drain(reasons, sim) == []
+
+
+def test_a_parked_class_is_listed_when_its_turn_comes_each_member_once() -> None:
+    sim, reasons = full_queue(), PendingReasons()
+    sim.apply(workload("twin", cpu=7, created=2))
+    reasons.mark(sim.cycle().requeued)  # waiting does not fit: twin, of its class, is parked with it
+    reasons.note(sim.state)  # a flush without spare capacity: nothing is written
+    sim.apply(workload("triplet", cpu=7, created=3))  # arrives parked with its class
+    reasons.mark([wl_key("ns/twin")])  # and twin was observed again meanwhile
+    reasons.note(sim.state)
+    assert sorted(drain(reasons, sim)) == [(wl_key("ns/triplet"), MORE), (wl_key("ns/twin"), MORE),
+                                           (wl_key("ns/waiting"), MORE)]
