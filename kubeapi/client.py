@@ -1,6 +1,7 @@
 """The one HTTP edge to the API server, shared by the controller, the gateway's policy reloader,
-the certificate keeper and the dashboard: REST calls through the official `kubernetes` client's
-configuration and connection pool.
+the certificate keeper and the dashboard: REST calls under the official `kubernetes` client's
+configuration (kubeconfig or in-cluster), sent on kept-alive connections (kubeapi/transport.py),
+watches through the client's own urllib3 pool.
 
 Every kind is handled as plain JSON dicts (parsed once by the decisions' own models), so the
 API is called by path through the client's configured transport — kubeconfig or in-cluster
