@@ -18,6 +18,7 @@ or nothing of the request got out.
 from __future__ import annotations
 
 import http.client
+import os
 import select
 import socket
 import ssl
@@ -123,9 +124,14 @@ class Transport:
 
     def __init__(self, configuration: Any) -> None:
         self.configuration = configuration
-        self._lock = threading.Lock()
         self._settings: tuple[Any, ...] | None = None
         self._endpoint: Endpoint | None = None
+        self._forked()
+        _TRANSPORTS.add(self)
+
+    def _forked(self) -> None:
+        """Fresh connection state (also in a forked child: its parent's connections stay its parent's)."""
+        self._lock = threading.Lock()
         self._local = threading.local()
         self._open: weakref.WeakSet[_Connection] = weakref.WeakSet()  # every thread's, for `close`
 
@@ -191,3 +197,16 @@ class Transport:
             conns = list(self._open)
         for conn in conns:
             conn.close()
+
+
+_TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (gunicorn's workers, if a client was made before the fork) must not write on
+    its parent's TLS connections: it opens its own."""
+    for transport in list(_TRANSPORTS):
+        transport._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -6,6 +6,7 @@ kubeconfig (CA, server name, no verification) as urllib3 applied them."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +194,26 @@ def test_a_proxied_api_server_is_left_to_urllib3(proxy: str | None, no_proxy: st
     configuration.host = "https://127.0.0.1:6443"
     configuration.proxy, configuration.no_proxy = proxy, no_proxy
     assert serves(configuration) is kept_alive
+
+
+def test_a_forked_child_opens_its_own_connection_and_leaves_its_parents_alone(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    kube.get(THINGS, "parent", "ns")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: one request, then out without pytest's teardown
+        code = 1
+        try:
+            kube.get(THINGS, "child", "ns")
+            code = 0
+        finally:
+            os.write(write, bytes([code]))
+            os._exit(code)
+    os.close(write)
+    assert os.read(read, 1) == b"\x00"
+    os.waitpid(child, 0)
+    kube.get(THINGS, "parent", "ns")
+    ports: dict[str, set[int]] = {}  # by the name asked for
+    for _, path, port in server.hits:
+        ports.setdefault(path.rsplit("/", 1)[-1], set()).add(port)
+    assert len(ports["parent"]) == 1 and ports["child"].isdisjoint(ports["parent"]), server.hits
