@@ -13,7 +13,6 @@ Every request first takes a token from the client rate limiter (`--qps`, `--burs
 from __future__ import annotations
 
 import json
-import ssl
 import threading
 from typing import Any, Callable, Iterator, Mapping, Protocol
 from urllib.parse import quote
@@ -196,15 +195,12 @@ class KubeClient:
         through) the client's urllib3 pool."""
         target, headers, data = self._prepare(path, query, body, content_type)
         configuration = self.api_client.configuration
-        try:
-            if serves(configuration):
-                return self.transport.request(method, target, data, headers, self.request_timeout)
-            response = self.api_client.rest_client.pool_manager.request(
-                method, configuration.host + target, body=data, headers=headers,
-                timeout=urllib3.Timeout(total=self.request_timeout))
-            return response.status, response.data
-        except (ssl.SSLError, urllib3.exceptions.SSLError) as exc:  # as the client's REST layer reports it
-            raise ApiError(0, f"SSLError\n{exc}", str(exc)) from None
+        if serves(configuration):  # a certificate not trusted is an ssl.SSLError, an OSError as any failure to connect
+            return self.transport.request(method, target, data, headers, self.request_timeout)
+        response = self.api_client.rest_client.pool_manager.request(
+            method, configuration.host + target, body=data, headers=headers,
+            timeout=urllib3.Timeout(total=self.request_timeout))
+        return response.status, response.data
 
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str | None = None) -> dict[str, Any]:

@@ -12,7 +12,10 @@ certificate, `verify_ssl`, `assert_hostname` and `tls_server_name`, as `kubernet
 hands them to urllib3. A kept connection the server has closed meanwhile (kube-apiserver drops
 one idle for 90 s) is found before it is reused; a request that fails on a reused connection
 anyway is sent again on a new one only when that cannot repeat a change: an idempotent method,
-or nothing of the request got out.
+or nothing of the request got out. An idempotent request answered 429 or 503 with a Retry-After
+waits and goes again, a bounded number of times, as urllib3's default retries did; a connection
+that cannot be made fails at once (urllib3 tried three times in a row, without waiting): the
+callers back off as they do from any failure.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ from __future__ import annotations
 import http.client
 import os
 import select
-import socket
 import ssl
 import threading
+import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 from kubernetes.client.rest import should_bypass_proxies
@@ -35,6 +38,17 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 STALE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, http.client.RemoteDisconnected,
          ssl.SSLEOFError)
 """How a connection the server closed shows itself when it is used."""
+RETRIES_AFTER = 3
+MAX_RETRY_AFTER = 10.0
+"""Bounds on waiting for a server that asked to be asked again later (Retry-After), per request."""
+
+
+class Stale(Exception):
+    """A kept connection broke under a request: `error` to raise, unless it `may_resend`."""
+
+    def __init__(self, error: OSError, may_resend: bool) -> None:
+        super().__init__(str(error))
+        self.error, self.may_resend = error, may_resend
 
 
 def serves(configuration: Any) -> bool:
@@ -50,6 +64,7 @@ def tls_context(configuration: Any) -> ssl.SSLContext:
     same fields): the CA from a file or inline data, the client certificate, and whether to verify
     the server's certificate and its name."""
     context = ssl.create_default_context(cafile=configuration.ssl_ca_cert, cadata=configuration.ca_cert_data)
+    context.hostname_checks_common_name = False  # a certificate's name is in its SANs (urllib3, client-go)
     if configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, configuration.key_file)
     if not configuration.verify_ssl:
@@ -64,7 +79,10 @@ def tls_context(configuration: Any) -> ssl.SSLContext:
 @dataclass(frozen=True)
 class Endpoint:
     """Where and how to connect, derived from a configuration; a new one when any field changes
-    (a refreshed kubeconfig may name new certificate files)."""
+    (a refreshed kubeconfig may name new certificate files) or a certificate file is rewritten in
+    place (a rotated service-account CA): looked at before each new connection, as urllib3 loads
+    the files for each. A string `assert_hostname` (which no kubeconfig sets) is checked as
+    the name the server's certificate must have and also sent as SNI."""
 
     scheme: str
     host: str
@@ -73,6 +91,7 @@ class Endpoint:
     context: ssl.SSLContext | None
     server_hostname: str | None
     socket_options: tuple[tuple[int, int, int], ...]
+    files: tuple[float | None, ...]  # the certificate files' modification times when it was made
 
     @classmethod
     def of(cls, configuration: Any) -> "Endpoint":
@@ -82,10 +101,21 @@ class Endpoint:
         return cls(parts.scheme, parts.hostname or "", parts.port or (443 if https else 80), parts.path.rstrip("/"),
                    tls_context(configuration) if https else None,
                    name or configuration.tls_server_name or None,
-                   tuple(tuple(option) for option in configuration.socket_options or ()))
+                   tuple(tuple(option) for option in configuration.socket_options or ()),
+                   _stamps(configuration))
 
     def connect(self, timeout: float) -> "_Connection":
         return _Connection(self, timeout)
+
+
+def _stamps(configuration: Any) -> tuple[float | None, ...]:
+    out: list[float | None] = []
+    for path in (configuration.ssl_ca_cert, configuration.cert_file, configuration.key_file):
+        try:
+            out.append(os.stat(path).st_mtime if path else None)
+        except OSError:
+            out.append(None)  # gone: the context made from it stands until the file comes back
+    return tuple(out)
 
 
 def _settings(configuration: Any) -> tuple[Any, ...]:
@@ -100,6 +130,8 @@ class _Connection(http.client.HTTPConnection):
     def __init__(self, endpoint: Endpoint, timeout: float) -> None:
         super().__init__(endpoint.host, endpoint.port, timeout=timeout)
         self.endpoint = endpoint
+        if endpoint.context is not None:
+            self.default_port = 443  # the Host header leaves out the port its scheme implies
 
     def connect(self) -> None:
         super().connect()  # TCP, with TCP_NODELAY
@@ -122,8 +154,8 @@ class _Connection(http.client.HTTPConnection):
 class Transport:
     """Requests under one client configuration; each thread keeps its own connection."""
 
-    def __init__(self, configuration: Any) -> None:
-        self.configuration = configuration
+    def __init__(self, configuration: Any, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.configuration, self.sleep = configuration, sleep
         self._settings: tuple[Any, ...] | None = None
         self._endpoint: Endpoint | None = None
         self._forked()
@@ -135,10 +167,13 @@ class Transport:
         self._local = threading.local()
         self._open: weakref.WeakSet[_Connection] = weakref.WeakSet()  # every thread's, for `close`
 
-    def endpoint(self) -> Endpoint:
+    def endpoint(self, connecting: bool = False) -> Endpoint:
+        """The endpoint for the configuration as it is now; `connecting`: also as its certificate
+        files are now."""
         settings = _settings(self.configuration)
         with self._lock:
-            if self._endpoint is None or settings != self._settings:
+            if (self._endpoint is None or settings != self._settings
+                    or (connecting and _stamps(self.configuration) != self._endpoint.files)):
                 self._endpoint, self._settings = Endpoint.of(self.configuration), settings
             return self._endpoint
 
@@ -146,44 +181,69 @@ class Transport:
                 timeout: float) -> tuple[int, bytes]:
         """Send one request (`target`: path and query) and read the whole answer: (status, body).
         Transport failures raise OSError (ssl.SSLError, TimeoutError, ConnectionError), an answer
-        that is not HTTP ConnectionError."""
-        endpoint = self.endpoint()
-        for attempt in (1, 2):
-            conn: _Connection | None = getattr(self._local, "conn", None)
-            if conn is not None and (conn.endpoint is not endpoint or conn.dropped()):
-                conn.close()
-                conn = None
-            reused = conn is not None
-            if conn is None:
-                conn = self._local.conn = endpoint.connect(timeout)
-                with self._lock:
-                    self._open.add(conn)
-            elif conn.sock is not None:
-                conn.sock.settimeout(timeout)
-            conn.timeout = timeout
-            sent = False
+        that is not HTTP ConnectionError. An idempotent request the server turns away for now (429
+        or 503 with a Retry-After, as its priority and fairness does) is sent again after the wait
+        it asks for, at most `RETRIES_AFTER` times and `MAX_RETRY_AFTER` seconds a wait, as
+        urllib3's default retries did; anything else is the caller's to retry."""
+        resent, waits = False, 0
+        while True:
             try:
-                conn.request(method, endpoint.prefix + target, body=body, headers=dict(headers))
-                sent = True
-                response = conn.getresponse()
-                data = response.read()
-            except STALE as exc:
-                self._drop()
-                if reused and attempt == 1 and (method in IDEMPOTENT or not sent):
-                    continue
-                if isinstance(exc, ssl.SSLEOFError):  # a closed connection, not a TLS failure
-                    raise ConnectionResetError(f"{endpoint.host}:{endpoint.port} closed the connection") from exc
-                raise
-            except http.client.HTTPException as exc:
-                self._drop()
-                raise ConnectionError(f"not an HTTP answer from {endpoint.host}:{endpoint.port}: {exc!r}") from exc
-            except BaseException:
-                self._drop()  # a timeout or an interruption leaves the connection mid-exchange
-                raise
-            if response.will_close:
-                self._drop()
-            return response.status, data
-        raise AssertionError("unreachable: the second attempt returns or raises")
+                status, data, retry_after = self._exchange(method, target, body, headers, timeout)
+            except Stale as stale:
+                if resent or not stale.may_resend:
+                    raise stale.error from stale.error.__cause__
+                resent = True
+                continue
+            if retry_after is None or method not in IDEMPOTENT or waits == RETRIES_AFTER:
+                return status, data
+            waits += 1
+            self.sleep(min(retry_after, MAX_RETRY_AFTER))
+
+    def _exchange(self, method: str, target: str, body: bytes | None, headers: Mapping[str, str],
+                  timeout: float) -> tuple[int, bytes, float | None]:
+        """One attempt on this thread's connection: the status, the body and the Retry-After
+        seconds of a 429 or 503 that has one."""
+        endpoint = self.endpoint()
+        conn: _Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and (conn.endpoint is not endpoint or conn.dropped()):
+            conn.close()
+            conn = None
+        reused = conn is not None
+        if conn is None:
+            endpoint = self.endpoint(connecting=True)
+            conn = self._local.conn = endpoint.connect(timeout)
+            with self._lock:
+                self._open.add(conn)
+        elif conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        conn.timeout = timeout
+        sent = False
+        try:
+            conn.request(method, endpoint.prefix + target, body=body, headers=dict(headers))
+            sent = True
+            response = conn.getresponse()
+            data = response.read()
+        except STALE as exc:
+            self._drop()
+            error: OSError = exc
+            if isinstance(exc, ssl.SSLEOFError):  # a closed connection, not a TLS failure
+                error = ConnectionResetError(f"{endpoint.host}:{endpoint.port} closed the connection")
+                error.__cause__ = exc
+            raise Stale(error, reused and (method in IDEMPOTENT or not sent)) from exc
+        except http.client.HTTPException as exc:
+            self._drop()
+            said = "not an HTTP answer from" if sent else "could not send the request to"
+            raise ConnectionError(f"{said} {endpoint.host}:{endpoint.port}: {exc!r}") from exc
+        except BaseException:
+            self._drop()  # a timeout or an interruption leaves the connection mid-exchange
+            raise
+        if response.will_close:
+            self._drop()
+        wait = None
+        if response.status in (429, 503):
+            raw = response.getheader("Retry-After", "")
+            wait = float(raw) if raw.isdigit() else None  # seconds; an HTTP date is not waited for
+        return response.status, data, wait
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)

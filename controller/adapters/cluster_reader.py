@@ -83,8 +83,9 @@ def kubeconfig_namespace(kubeconfig: str | None, context: str | None) -> str:
 
 
 def _transport_reason(exc: Exception) -> str:
-    """urllib3 wraps the cause (refused, timed out, bad certificate) in a long retry message."""
-    cause = getattr(exc, "reason", None) or exc
+    """Why the request failed, in one line: urllib3 (a proxied cluster) wraps the cause (refused,
+    timed out, bad certificate) in a long retry message."""
+    cause = (exc.reason or exc) if isinstance(exc, urllib3.exceptions.MaxRetryError) else exc
     text = _first_line(cause)
     marker = text.find("Failed to establish a new connection")
     return text[marker:] if marker >= 0 else text

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 import yaml
+from aiohttp import web
 
 from controller.check_cli import main
 from tests.controller.check.builders import GPU, node
 from tests.controller.decisions.trace_builders import basic, cluster_queue, flavor, group, local_queue, workload
 from tests.controller.cluster import ROOT, subprocess_env
+from tests.tls_stub import TlsStub
 
 
 def write(tmp_path: Path, objects: list[Any], name: str = "objects.yaml") -> Path:
@@ -167,3 +169,19 @@ def test_the_batchgate_command_runs_the_check_from_a_file(tmp_path: Path) -> Non
                             capture_output=True, text=True, timeout=60, env=subprocess_env(), cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["summary"]["error"] == 0
+
+
+def test_a_cluster_whose_certificate_is_not_trusted_exits_2_saying_so(tmp_path: Path) -> None:
+    stub = TlsStub(web.Application, tmp_path / "pki", "api", "stub", "untrusted api")  # its CA is not the system's
+    try:
+        path = kubeconfig(tmp_path, f"https://127.0.0.1:{stub.port}")
+        config = yaml.safe_load(path.read_text())
+        del config["clusters"][0]["cluster"]["insecure-skip-tls-verify"]
+        path.write_text(yaml.safe_dump(config))
+        result = subprocess.run([sys.executable, "-m", "batchgate.cli", "check", "--kubeconfig", str(path)],
+                                capture_output=True, text=True, timeout=60, env=subprocess_env(), cwd=ROOT)
+    finally:
+        stub.stop()
+    assert result.returncode == 2, result.stderr
+    assert f"cannot reach the cluster at https://127.0.0.1:{stub.port}" in result.stderr
+    assert "CERTIFICATE_VERIFY_FAILED" in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from kubernetes import config as k8s_config
 
 from batchgate.kinds.model import Resource
 from kubeapi.client import ApiError, KubeClient
-from kubeapi.transport import serves
+from kubeapi.transport import MAX_RETRY_AFTER, RETRIES_AFTER, Transport, serves
 from tests.tls_stub import TlsStub
 
 TOKEN = "transport-token"
@@ -33,6 +35,7 @@ class Server:
         self.hits: list[tuple[str, str, int]] = []  # method, path, client port
         self.drop_next = False
         self.closed = threading.Event()
+        self.busy, self.retry_after = 0, "1"  # answers 429 to come on /busy, and the wait they ask for
 
         def app() -> web.Application:
             made = web.Application()
@@ -53,6 +56,10 @@ class Server:
             raise asyncio.CancelledError
         if request.headers.get("Authorization") != f"Bearer {TOKEN}":
             return web.json_response({"kind": "Status", "code": 401, "reason": "Unauthorized"}, status=401)
+        if request.path.endswith("/busy") and self.busy > 0:
+            self.busy -= 1
+            return web.json_response({"kind": "Status", "code": 429, "reason": "TooManyRequests"}, status=429,
+                                     headers={"Retry-After": self.retry_after})
         if request.path.endswith("/slow"):
             await asyncio.sleep(2)
         if request.path.endswith("/close-soon"):
@@ -64,6 +71,9 @@ class Server:
                 self.closed.set()
             asyncio.get_running_loop().call_later(0.05, close)
         return web.json_response({"method": request.method, "path": request.path, "body": await request.text()})
+
+    def kubeconfig_ca(self) -> Path:
+        return self._server.files.ca_cert
 
     def kubeconfig_for(self, path: Path, token: str) -> Path:
         return self._server.write_kubeconfig(path, token)
@@ -82,13 +92,13 @@ def server(tmp_path: Path) -> Iterator[Server]:
     made.stop()
 
 
-def client_of(kubeconfig: Path, **settings: object) -> KubeClient:
+def client_of(kubeconfig: Path, sleep: Callable[[float], None] = time.sleep, **settings: object) -> KubeClient:
     configuration = k8s_client.Configuration()
     k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     configuration.refresh_api_key_hook = None  # it would copy the kubeconfig's settings back before each request
     for name, value in settings.items():
         setattr(configuration, name, value)
-    return KubeClient(k8s_client.ApiClient(configuration))
+    return KubeClient(k8s_client.ApiClient(configuration), transport=Transport(configuration, sleep))
 
 
 def test_a_thread_keeps_one_connection_and_each_thread_has_its_own(server: Server) -> None:
@@ -170,9 +180,8 @@ def test_the_kubeconfigs_tls_settings_decide_whom_the_client_trusts(server: Serv
     if trusted:
         assert kube.get(THINGS, "t", "ns")["method"] == "GET"
         return
-    with pytest.raises(ApiError) as raised:
+    with pytest.raises(ssl.SSLCertVerificationError):
         kube.get(THINGS, "t", "ns")
-    assert raised.value.status == 0 and "SSLError" in raised.value.reason
     assert server.hits == []
 
 
@@ -217,3 +226,46 @@ def test_a_forked_child_opens_its_own_connection_and_leaves_its_parents_alone(se
     for _, path, port in server.hits:
         ports.setdefault(path.rsplit("/", 1)[-1], set()).add(port)
     assert len(ports["parent"]) == 1 and ports["child"].isdisjoint(ports["parent"]), server.hits
+
+
+@pytest.mark.parametrize("busy, retry_after, waited, answered", [
+    (1, "1", [1.0], True),
+    (2, "3600", [MAX_RETRY_AFTER] * 2, True),  # a wait asked for is bounded
+    (RETRIES_AFTER + 1, "1", [1.0] * RETRIES_AFTER, False),  # and so is the number of waits
+    (1, "Wed, 21 Oct 2026 07:28:00 GMT", [], False),  # a date is not waited for
+])
+def test_a_get_the_server_turns_away_for_now_is_sent_again_after_the_wait_it_asks_for(
+        server: Server, busy: int, retry_after: str, waited: list[float], answered: bool) -> None:
+    slept: list[float] = []
+    kube = client_of(server.kubeconfig, sleep=slept.append)
+    server.busy, server.retry_after = busy, retry_after
+    if answered:
+        assert kube.get(THINGS, "busy", "ns")["method"] == "GET"
+    else:
+        with pytest.raises(ApiError) as raised:
+            kube.get(THINGS, "busy", "ns")
+        assert raised.value.status == 429
+    assert slept == waited
+
+
+def test_a_post_the_server_turns_away_is_the_callers_to_send_again(server: Server) -> None:
+    slept: list[float] = []
+    kube = client_of(server.kubeconfig, sleep=slept.append)
+    server.busy = 1
+    with pytest.raises(ApiError) as raised:
+        kube.request("POST", "/apis/example.com/v1/busy", body={})
+    assert raised.value.status == 429 and slept == []
+
+
+def test_a_ca_file_rewritten_in_place_is_read_again_for_the_next_connection(server: Server, tmp_path: Path) -> None:
+    ca = tmp_path / "ca.crt"
+    other = TlsStub(web.Application, tmp_path / "other-pki", "other", "stub", "other stub")
+    try:
+        ca.write_bytes(other.files.ca_cert.read_bytes())  # a CA that did not sign the server's certificate
+    finally:
+        other.stop()
+    kube = client_of(server.kubeconfig, ssl_ca_cert=str(ca))
+    with pytest.raises(ssl.SSLCertVerificationError):
+        kube.get(THINGS, "t", "ns")
+    ca.write_bytes(Path(server.kubeconfig_ca()).read_bytes())  # rotated to the right one, same path
+    assert kube.get(THINGS, "t", "ns")["method"] == "GET"
