@@ -1,11 +1,13 @@
 """Plain request/response calls to the API server on kept-alive connections, one per thread.
 
 urllib3's pool (the `kubernetes` client's transport) costs about twice the CPU of the standard
-library's `http.client` for the same small request over the same TLS connection: URL parsing,
-header merging, retry and timeout objects and its response wrapper, on every write (docs/
-controller.md, "The HTTP client"). The controller makes tens of thousands of such writes in a
-run and the gateway one SubjectAccessReview per review, so both send them here. Watches (long
-streams read in chunks) and a configured proxy stay on urllib3's pool: `serves` says which.
+library's `http.client` for the same small request over the same TLS connection (URL parsing,
+header merging, retry and timeout objects and its response wrapper, on every write), and
+`http.client` itself a third more than writing the request in one block and reading the response
+with `kubeapi.http11` (docs/controller.md, "The HTTP client"). The controller makes tens of
+thousands of such writes in a run and the gateway one SubjectAccessReview per review, so both send
+them here. Watches (long streams read in chunks) and a configured proxy stay on urllib3's pool:
+`serves` says which.
 
 The connection is the one the client configuration describes: its CA (file or data), client
 certificate, `verify_ssl`, `assert_hostname` and `tls_server_name`, as `kubernetes.client.rest`
@@ -20,9 +22,9 @@ callers back off as they do from any failure.
 
 from __future__ import annotations
 
-import http.client
 import os
 import select
+import socket
 import ssl
 import threading
 import time
@@ -33,10 +35,11 @@ from urllib.parse import urlsplit
 
 from kubernetes.client.rest import should_bypass_proxies
 
+from kubeapi.http11 import BadResponse, Disconnected, read_response, request_bytes
+
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 """Methods RFC 9110 calls idempotent: safe to send again after a connection broke under them."""
-STALE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, http.client.RemoteDisconnected,
-         ssl.SSLEOFError)
+STALE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, Disconnected, ssl.SSLEOFError)
 """How a connection the server closed shows itself when it is used."""
 RETRIES_AFTER = 3
 MAX_RETRY_AFTER = 10.0
@@ -88,6 +91,7 @@ class Endpoint:
     host: str
     port: int
     prefix: str  # the server URL's path, e.g. a proxy's /k8s/clusters/c-1
+    host_field: str  # the Host field: the name (an IPv6 address in brackets), the port unless the scheme's
     context: ssl.SSLContext | None
     server_hostname: str | None
     socket_options: tuple[tuple[int, int, int], ...]
@@ -98,7 +102,10 @@ class Endpoint:
         parts = urlsplit(configuration.host)
         https = parts.scheme == "https"
         name = configuration.assert_hostname if isinstance(configuration.assert_hostname, str) else None
-        return cls(parts.scheme, parts.hostname or "", parts.port or (443 if https else 80), parts.path.rstrip("/"),
+        host, port = parts.hostname or "", parts.port or (443 if https else 80)
+        field = f"[{host}]" if ":" in host else host
+        return cls(parts.scheme, host, port, parts.path.rstrip("/"),
+                   field if port == (443 if https else 80) else f"{field}:{port}",
                    tls_context(configuration) if https else None,
                    name or configuration.tls_server_name or None,
                    tuple(tuple(option) for option in configuration.socket_options or ()),
@@ -124,31 +131,41 @@ def _settings(configuration: Any) -> tuple[Any, ...]:
             configuration.tls_server_name, tuple(map(tuple, configuration.socket_options or ())))
 
 
-class _Connection(http.client.HTTPConnection):
-    """One connection to the endpoint; TLS with its context, SNI and name check on its server name."""
+class _Connection:
+    """One connection to the endpoint: TCP (no Nagle, the configuration's socket options), then
+    TLS with the endpoint's context, SNI and name check on its server name."""
 
     def __init__(self, endpoint: Endpoint, timeout: float) -> None:
-        super().__init__(endpoint.host, endpoint.port, timeout=timeout)
         self.endpoint = endpoint
-        if endpoint.context is not None:
-            self.default_port = 443  # the Host header leaves out the port its scheme implies
-
-    def connect(self) -> None:
-        super().connect()  # TCP, with TCP_NODELAY
-        for level, option, value in self.endpoint.socket_options:
-            self.sock.setsockopt(level, option, value)
-        if self.endpoint.context is not None:
-            self.sock = self.endpoint.context.wrap_socket(
-                self.sock, server_hostname=self.endpoint.server_hostname or self.endpoint.host)
+        sock = socket.create_connection((endpoint.host, endpoint.port), timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for level, option, value in endpoint.socket_options:
+                sock.setsockopt(level, option, value)
+            if endpoint.context is not None:
+                sock = endpoint.context.wrap_socket(sock, server_hostname=endpoint.server_hostname or endpoint.host)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+        self.rfile = sock.makefile("rb")
 
     def dropped(self) -> bool:
         """An idle kept-alive connection with something to read has been closed by the server (or
         holds bytes nobody asked for): either way it cannot carry another request."""
-        if self.sock is None:
-            return False
         poll = select.poll()
         poll.register(self.sock, select.POLLIN)
         return bool(poll.poll(0))
+
+    def close(self) -> None:
+        """Close the socket; a request under way on it in another thread fails with an OSError
+        (shut down first: that wakes a thread blocked reading it, which close alone does not)."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # not connected any more
+        self.rfile.close()
+        self.sock.close()
 
 
 class Transport:
@@ -206,7 +223,7 @@ class Transport:
         endpoint = self.endpoint()
         conn: _Connection | None = getattr(self._local, "conn", None)
         if conn is not None and (conn.endpoint is not endpoint or conn.dropped()):
-            conn.close()
+            self._drop()
             conn = None
         reused = conn is not None
         if conn is None:
@@ -214,15 +231,13 @@ class Transport:
             conn = self._local.conn = endpoint.connect(timeout)
             with self._lock:
                 self._open.add(conn)
-        elif conn.sock is not None:
-            conn.sock.settimeout(timeout)
-        conn.timeout = timeout
+        request = request_bytes(method, endpoint.prefix + target, endpoint.host_field, headers, body)
         sent = False
         try:
-            conn.request(method, endpoint.prefix + target, body=body, headers=dict(headers))
+            conn.sock.settimeout(timeout)
+            conn.sock.sendall(request)
             sent = True
-            response = conn.getresponse()
-            data = response.read()
+            response = read_response(conn.rfile, method)
         except STALE as exc:
             self._drop()
             error: OSError = exc
@@ -230,20 +245,19 @@ class Transport:
                 error = ConnectionResetError(f"{endpoint.host}:{endpoint.port} closed the connection")
                 error.__cause__ = exc
             raise Stale(error, reused and (method in IDEMPOTENT or not sent)) from exc
-        except http.client.HTTPException as exc:
+        except BadResponse as exc:
             self._drop()
-            said = "not an HTTP answer from" if sent else "could not send the request to"
-            raise ConnectionError(f"{said} {endpoint.host}:{endpoint.port}: {exc!r}") from exc
+            raise ConnectionError(f"not an HTTP answer from {endpoint.host}:{endpoint.port}: {exc}") from exc
         except BaseException:
             self._drop()  # a timeout or an interruption leaves the connection mid-exchange
             raise
-        if response.will_close:
+        if not response.keep_alive:
             self._drop()
         wait = None
         if response.status in (429, 503):
-            raw = response.getheader("Retry-After", "")
+            raw = response.fields.get("retry-after", "")
             wait = float(raw) if raw.isdigit() else None  # seconds; an HTTP date is not waited for
-        return response.status, data, wait
+        return response.status, response.body, wait
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -29,7 +29,8 @@ THINGS = Resource("Thing", "example.com", "v1", "things")
 
 class Server:
     """Answers every path with what it was asked; `drop_next` closes the next request's connection
-    unanswered; `/close-soon` answers, then closes the connection; `/slow` answers after 2 s."""
+    unanswered; `/close-soon` answers, then closes the connection; `/slow` answers after 2 s;
+    `/chunked` answers in chunks; `/last` answers with `Connection: close`."""
 
     def __init__(self, workdir: Path) -> None:
         self.hits: list[tuple[str, str, int]] = []  # method, path, client port
@@ -62,6 +63,18 @@ class Server:
                                      headers={"Retry-After": self.retry_after})
         if request.path.endswith("/slow"):
             await asyncio.sleep(2)
+        if request.path.endswith("/chunked"):
+            streamed = web.StreamResponse(headers={"Content-Type": "application/json"})
+            streamed.enable_chunked_encoding()
+            await streamed.prepare(request)
+            for piece in ('{"method": "', request.method, '", "items": [', ", ".join(["1"] * 3000), "]}"):
+                await streamed.write(piece.encode())
+            await streamed.write_eof()
+            return streamed
+        if request.path.endswith("/last"):
+            last = web.json_response({"method": request.method})
+            last.force_close()
+            return last
         if request.path.endswith("/close-soon"):
             transport = request.transport
             assert transport is not None
@@ -150,6 +163,47 @@ def test_a_post_broken_under_way_is_not_sent_again(server: Server) -> None:
     assert [hit[0] for hit in server.hits] == ["GET", "POST"]
     # the next request opens a new connection
     assert kube.get(THINGS, "t", "ns")["method"] == "GET"
+
+
+def test_a_chunked_answer_is_read_whole_and_the_connection_kept(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    for _ in range(2):
+        answer = kube.get(THINGS, "chunked", "ns")
+        assert answer["method"] == "GET" and answer["items"] == [1] * 3000
+    assert len(server.ports()) == 1
+
+
+def test_an_answer_that_closes_its_connection_leaves_the_next_request_a_new_one(server: Server) -> None:
+    kube = client_of(server.kubeconfig)
+    assert kube.create(THINGS, {"metadata": {"name": "last", "namespace": "ns"}}, )["method"] == "POST"
+    assert kube.request("POST", "/apis/example.com/v1/last", body={})["method"] == "POST"
+    assert kube.get(THINGS, "t", "ns")["method"] == "GET"
+    assert len(server.ports()) == 2  # no failure, no resend: the second POST went once, on a new one
+    assert [hit[0] for hit in server.hits] == ["POST", "POST", "GET"]
+
+
+def test_closing_the_transport_fails_a_request_under_way_and_not_the_next(server: Server) -> None:
+    configuration = k8s_client.Configuration()
+    k8s_config.load_kube_config(config_file=str(server.kubeconfig), client_configuration=configuration)
+    configuration.refresh_api_key_hook = None
+    transport = Transport(configuration)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    failed: list[BaseException] = []
+
+    def slow() -> None:
+        try:
+            transport.request("GET", "/apis/example.com/v1/slow", None, headers, 10)
+        except BaseException as exc:
+            failed.append(exc)
+    waiting = threading.Thread(target=slow)
+    waiting.start()
+    deadline = time.monotonic() + 5
+    while not server.hits and time.monotonic() < deadline:
+        time.sleep(0.01)
+    transport.close()
+    waiting.join(10)
+    assert len(failed) == 1 and isinstance(failed[0], OSError), failed
+    assert transport.request("GET", "/apis/example.com/v1/t", None, headers, 10)[0] == 200
 
 
 def test_an_answer_later_than_the_timeout_fails_the_request_and_not_the_next(server: Server) -> None:
