@@ -149,13 +149,13 @@ class _Connection:
             raise
         self.sock = sock
         self.rfile = sock.makefile("rb")
+        self._readable = select.poll()
+        self._readable.register(sock, select.POLLIN)
 
     def dropped(self) -> bool:
         """An idle kept-alive connection with something to read has been closed by the server (or
         holds bytes nobody asked for): either way it cannot carry another request."""
-        poll = select.poll()
-        poll.register(self.sock, select.POLLIN)
-        return bool(poll.poll(0))
+        return bool(self._readable.poll(0))
 
     def close(self) -> None:
         """Close the socket; a request under way on it in another thread fails with an OSError

@@ -48,13 +48,14 @@ class EventRecorder:
         message = message[:MAX_MESSAGE]
         key = (str(meta.get("uid")), type_, reason, message)
         now = self.clock.now()
+        stamp = format_time(now)
         try:
             with self._lock:
                 seen = self._seen.get(key)
             if seen is not None:
                 name, ns, count = seen
                 try:
-                    self.writer.patch(EVENTS, name, ns, {"count": count + 1, "lastTimestamp": format_time(now)})
+                    self.writer.patch(EVENTS, name, ns, {"count": count + 1, "lastTimestamp": stamp})
                     self._remember(key, (name, ns, count + 1))
                     return
                 except ApiError as exc:
@@ -70,7 +71,7 @@ class EventRecorder:
                 "type": type_, "reason": reason, "message": message,
                 "source": {"component": COMPONENT},
                 "reportingComponent": COMPONENT, "reportingInstance": self.instance,
-                "firstTimestamp": format_time(now), "lastTimestamp": format_time(now),
+                "firstTimestamp": stamp, "lastTimestamp": stamp,
                 "eventTime": micro_time(now), "action": reason, "count": 1,
             })
             self._remember(key, (name, namespace, 1))

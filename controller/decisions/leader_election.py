@@ -38,7 +38,8 @@ class LeaseDecision:
 
 def micro_time(instant: dt.datetime) -> str:
     """metav1.MicroTime: RFC 3339 with microseconds and a Z."""
-    return instant.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = instant.astimezone(dt.timezone.utc)
+    return f"{utc.replace(tzinfo=None).isoformat(timespec='microseconds')}Z"
 
 
 def lease_expired(spec: Mapping[str, Any], now: dt.datetime) -> bool:

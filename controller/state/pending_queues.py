@@ -334,7 +334,10 @@ class PendingQueues:
         self.where: dict[ObjectKey, str] = {}  # workload -> ClusterQueue whose queue holds it
 
     def queue(self, cq: str) -> ClusterQueuePending:
-        return self.queues.setdefault(cq, ClusterQueuePending())
+        queue = self.queues.get(cq)
+        if queue is None:
+            queue = self.queues[cq] = ClusterQueuePending()
+        return queue
 
     def push(self, cq: str, workload: ObjectKey, key: SortKey, klass: Hashable = None, *,
              parked: bool = False) -> None:

@@ -57,14 +57,16 @@ class FlavorAssignment:
         return Assignment(self.flavors, self.usage, self.borrows)
 
 
-@dataclass(frozen=True)
 class _Context:
-    cq: ClusterQueue
-    flavors: Mapping[str, ResourceFlavor]
-    view: UsageOverlay
-    simulate_preemption: PreemptionCheck
-    fair_sharing: bool
-    progress: FlavorProgress | None
+    """What every step of one assignment reads: a plain class, made once per nomination (a frozen
+    dataclass's `__init__` costs three times as much)."""
+
+    __slots__ = ("cq", "flavors", "view", "simulate_preemption", "fair_sharing", "progress")
+
+    def __init__(self, cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor], view: UsageOverlay,
+                 simulate_preemption: PreemptionCheck, fair_sharing: bool, progress: FlavorProgress | None) -> None:
+        self.cq, self.flavors, self.view = cq, flavors, view
+        self.simulate_preemption, self.fair_sharing, self.progress = simulate_preemption, fair_sharing, progress
 
     def first_flavor(self, pod_set_index: int, resource: str) -> int:
         if self.progress is None or pod_set_index >= len(self.progress.tried):
