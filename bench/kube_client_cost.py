@@ -4,7 +4,7 @@ edge of the controller, the gateway's reloader and the dashboard).
 Starts the bare stand-in API server in its own process (so its work is not counted), then from one
 thread makes `--requests` merge patches of a ConfigMap's data, then as many GETs of it, and
 reads that thread's CPU time (`time.thread_time`) around each batch: client-side CPU per request,
-the serializer, TLS, `http.client` and JSON included, the server's excluded. Prints the figures and
+the serializer, TLS, the transport's HTTP/1.1 and JSON included, the server's excluded. Prints the figures and
 the machine; asserts nothing. Run it on two commits to compare.
 
     .venv/bin/python bench/kube_client_cost.py [--requests 1500] [--rounds 3]
