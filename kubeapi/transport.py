@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from kubernetes.client.rest import should_bypass_proxies
 
-from kubeapi.http11 import BadResponse, Disconnected, read_response, request_bytes
+from kubeapi.http11 import BadResponse, Disconnected, SocketReader, read_response, request_bytes
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 """Methods RFC 9110 calls idempotent: safe to send again after a connection broke under them."""
@@ -148,23 +148,32 @@ class _Connection:
             sock.close()
             raise
         self.sock = sock
-        self.rfile = sock.makefile("rb")
+        self.reader = SocketReader(sock)
+        self.closed = False  # shut down by `Transport.close`; its own thread releases it
         self._readable = select.poll()
         self._readable.register(sock, select.POLLIN)
 
     def dropped(self) -> bool:
-        """An idle kept-alive connection with something to read has been closed by the server (or
-        holds bytes nobody asked for): either way it cannot carry another request."""
-        return bool(self._readable.poll(0))
+        """Whether this idle connection cannot carry another request: shut down, holding bytes
+        nobody asked for (here or in TLS), or readable, which for an idle kept-alive connection
+        means the server has closed it."""
+        pending = isinstance(self.sock, ssl.SSLSocket) and self.sock.pending()
+        return self.closed or bool(self.reader.buffered or pending or self._readable.poll(0))
 
-    def close(self) -> None:
-        """Close the socket; a request under way on it in another thread fails with an OSError
-        (shut down first: that wakes a thread blocked reading it, which close alone does not)."""
+    def shut_down(self) -> None:
+        """From any thread: end the connection. A request under way on it fails with an OSError at
+        once (a blocked read wakes; closing alone would not wake it); the descriptor stays open
+        until the connection's own thread releases it, so no other socket can take its number
+        while that thread may still use it."""
+        self.closed = True
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # not connected any more
-        self.rfile.close()
+
+    def release(self) -> None:
+        """From the connection's own thread: close the socket."""
+        self.closed = True
         self.sock.close()
 
 
@@ -237,14 +246,15 @@ class Transport:
             conn.sock.settimeout(timeout)
             conn.sock.sendall(request)
             sent = True
-            response = read_response(conn.rfile, method)
+            response = read_response(conn.reader, method)
         except STALE as exc:
+            shut_down = conn.closed  # by `close`, from another thread: not a server's doing, not to resend
             self._drop()
             error: OSError = exc
             if isinstance(exc, ssl.SSLEOFError):  # a closed connection, not a TLS failure
                 error = ConnectionResetError(f"{endpoint.host}:{endpoint.port} closed the connection")
                 error.__cause__ = exc
-            raise Stale(error, reused and (method in IDEMPOTENT or not sent)) from exc
+            raise Stale(error, reused and not shut_down and (method in IDEMPOTENT or not sent)) from exc
         except BadResponse as exc:
             self._drop()
             raise ConnectionError(f"not an HTTP answer from {endpoint.host}:{endpoint.port}: {exc}") from exc
@@ -256,21 +266,22 @@ class Transport:
         wait = None
         if response.status in (429, 503):
             raw = response.fields.get("retry-after", "")
-            wait = float(raw) if raw.isdigit() else None  # seconds; an HTTP date is not waited for
+            wait = float(raw) if raw.isascii() and raw.isdigit() else None  # seconds; an HTTP date is not waited for
         return response.status, response.body, wait
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)
         self._local.conn = None
         if conn is not None:
-            conn.close()
+            conn.release()
 
     def close(self) -> None:
-        """Close every thread's connection (a thread's next request opens a new one)."""
+        """Shut every thread's connection down: a request under way fails with an OSError (not sent
+        again), and each thread's next request opens a new connection."""
         with self._lock:
             conns = list(self._open)
         for conn in conns:
-            conn.close()
+            conn.shut_down()
 
 
 _TRANSPORTS: weakref.WeakSet[Transport] = weakref.WeakSet()

@@ -8,13 +8,15 @@ into chunks, or the connection's end) is read back as it was sent.
 from __future__ import annotations
 
 import io
+import socket
+import threading
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubeapi.http11 import (MAX_FIELDS, MAX_LINE, BadResponse, Disconnected, IncompleteBody, read_response,
-                            request_bytes)
+from kubeapi.http11 import (MAX_FIELDS, MAX_INTERIM, MAX_LINE, BadResponse, Disconnected, IncompleteBody,
+                            SocketReader, read_response, request_bytes)
 
 
 def read(raw: bytes, method: str = "GET") -> tuple[int, dict[str, str], bytes, bool]:
@@ -45,19 +47,30 @@ def test_content_length_is_sent_for_a_body_and_for_methods_that_carry_one(method
     assert lengths == ([] if length is None else [length]) and rest == (body or b"")
 
 
-@pytest.mark.parametrize("name, value, target", [
-    ("X-Evil", "a\r\nX-Injected: 1", "/"),
-    ("X-Evil", "a\nb", "/"),
-    ("X-Evil", "a\0b", "/"),
-    ("Bad Name", "v", "/"),
-    ("Bad:Name", "v", "/"),
-    ("", "v", "/"),
-    ("X-Ok", "v", "/a b"),
-    ("X-Ok", "v", "/a\r\nHost: evil"),
+@pytest.mark.parametrize("method, name, value, target", [
+    ("GET", "X-Evil", "a\r\nX-Injected: 1", "/"),
+    ("GET", "X-Evil", "a\nb", "/"),
+    ("GET", "X-Evil", "a\0b", "/"),
+    ("GET", "Bad Name", "v", "/"),
+    ("GET", "Bad:Name", "v", "/"),
+    ("GET", "", "v", "/"),
+    ("GET", "X-Ok", "v", "/a b"),
+    ("GET", "X-Ok", "v", "/a\r\nHost: evil"),
+    ("GET", "X-Ok", "v", "/a\tb"),
+    ("GET", "X-Ok", "v", "/a\x7fb"),
+    ("GET", "X-Ok", "v", "/caf\u00e9"),
+    ("GET", "X-Ok", "v", ""),
+    ("GET /x HTTP/1.1\r\nX:", "X-Ok", "v", "/"),
+    ("GET\x00", "X-Ok", "v", "/"),
+    ("POST", "Content-Length", "0", "/"),  # the fields that frame the message are written here only
+    ("POST", "transfer-encoding", "chunked", "/"),
+    ("GET", "Host", "elsewhere", "/"),
+    ("GET", "Accept-Encoding", "gzip", "/"),
 ])
-def test_a_field_or_target_that_could_split_the_request_is_refused(name: str, value: str, target: str) -> None:
+def test_a_method_field_or_target_that_could_split_or_reframe_the_request_is_refused(
+        method: str, name: str, value: str, target: str) -> None:
     with pytest.raises(ValueError):
-        request_bytes("GET", target, "h", {name: value}, None)
+        request_bytes(method, target, "h", {name: value}, None)
 
 
 OK = b"HTTP/1.1 200 OK\r\n"
@@ -71,8 +84,10 @@ READ = [
     ("chunked, extensions and trailers", OK + b"Transfer-Encoding: chunked\r\n\r\n"
      b"3;ext=1\r\nabc\r\nA\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\n",
      "GET", (200, {"transfer-encoding": "chunked"}, b"abc0123456789", True)),
-    ("chunked wins over a length", OK + b"Content-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n",
-     "GET", (200, {"content-length": "99", "transfer-encoding": "chunked"}, b"x", True)),
+    ("chunked wins over a length, and the connection ends", OK + b"Content-Length: 99\r\nTransfer-Encoding: chunked"
+     b"\r\n\r\n1\r\nx\r\n0\r\n\r\n", "GET", (200, {"content-length": "99", "transfer-encoding": "chunked"}, b"x", False)),
+    ("Transfer-Encoding in any case", OK + b"Transfer-Encoding: Chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+     "GET", (200, {"transfer-encoding": "Chunked"}, b"x", True)),
     ("no framing: to the end, then closed", OK + b"\r\nall of it",
      "GET", (200, {}, b"all of it", False)),
     ("Connection: close", OK + b"Connection: Close\r\nContent-Length: 0\r\n\r\n",
@@ -118,10 +133,17 @@ REFUSED = [
     ("the end inside the fields", OK + b"Content-Length: 1\r\n", IncompleteBody),
     ("a length that is not a number", OK + b"Content-Length: 1e3\r\n\r\n", BadResponse),
     ("a negative length", OK + b"Content-Length: -1\r\n\r\n", BadResponse),
+    ("a length past 64 bits", OK + b"Content-Length: 9999999999999999999999\r\n\r\n", BadResponse),
+    ("a chunk size past 60 bits", OK + b"Transfer-Encoding: chunked\r\n\r\n" + b"f" * 16 + b"\r\n", BadResponse),
+    ("a status under 100", b"HTTP/1.1 099 Odd\r\n\r\n", BadResponse),
+    ("101 unasked", b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", BadResponse),
+    ("interim responses without end", b"HTTP/1.1 100 Continue\r\n\r\n" * (MAX_INTERIM + 1), BadResponse),
     ("two different lengths", OK + b"Content-Length: 1\r\nContent-Length: 2\r\n\r\nxx", BadResponse),
     ("a body shorter than its length", OK + b"Content-Length: 10\r\n\r\nshort", IncompleteBody),
     ("a coding that is not chunked", OK + b"Transfer-Encoding: gzip\r\n\r\nxx", BadResponse),
     ("chunked then gzip", OK + b"Transfer-Encoding: chunked, gzip\r\n\r\n", BadResponse),
+    ("gzip then chunked", OK + b"Transfer-Encoding: gzip, chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n", BadResponse),
+    ("chunked twice", OK + b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", BadResponse),
     ("a chunk size that is not hex", OK + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n", BadResponse),
     ("a chunk longer than it said", OK + b"Transfer-Encoding: chunked\r\n\r\n1\r\nxy\r\n0\r\n\r\n", BadResponse),
     ("the end inside a chunk", OK + b"Transfer-Encoding: chunked\r\n\r\n5\r\nab", IncompleteBody),
@@ -164,6 +186,55 @@ def test_any_framing_of_a_response_reads_back_as_sent(status: int, fields: dict[
             f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n" for chunk in chunks) + b"0\r\n\r\n"
     else:
         raw = (head + "\r\n").encode() + body
-    got_status, got_fields, got_body, keep_alive = read(raw + b"HTTP/1.1 200 next" if framing != "close" else raw)
+    after = b"HTTP/1.1 200 next" if framing != "close" else b""
+    stream = io.BytesIO(raw + after)
+    response = read_response(stream, "GET")
+    got_status, got_fields, got_body, keep_alive = response.status, dict(response.fields), response.body, response.keep_alive
     assert (got_status, got_body, keep_alive) == (status, body, framing != "close")
+    assert stream.read() == after  # not a byte of the next one read, none of this one left
     assert {name: got_fields[name] for name in fields} == {name: value.strip() for name, value in fields.items()}
+
+
+def test_responses_back_to_back_on_one_connection_are_read_one_by_one() -> None:
+    stream = io.BytesIO(OK + b"Transfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\nX-T: 1\r\n\r\n"
+                        + b"HTTP/1.1 100 Continue\r\n\r\n" + OK + b"Content-Length: 3\r\n\r\ncde"
+                        + b"HTTP/1.1 204 No Content\r\n\r\n" + OK + b"Content-Length: 0\r\n\r\n")
+    assert [read_response(stream, "GET").body for _ in range(4)] == [b"ab", b"cde", b"", b""]
+    assert stream.read() == b""
+
+
+def trickled(data: bytes, step: int) -> SocketReader:
+    """A reader on one end of a socket pair whose other end sends `data` `step` bytes at a time."""
+    ours, theirs = socket.socketpair()
+
+    def send() -> None:
+        for start in range(0, len(data), step):
+            theirs.sendall(data[start:start + step])
+        theirs.close()
+    threading.Thread(target=send, daemon=True).start()
+    ours.settimeout(5)
+    return SocketReader(ours)
+
+
+@pytest.mark.parametrize("step", [1, 7, 65536])
+def test_a_socket_reader_reads_what_trickles_in_and_shows_what_is_left(step: int) -> None:
+    first = OK + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    stray = b"HTTP/1.1 200 stray\r\nContent-Length: 5\r\n\r\nstray"
+    reader = trickled(first + stray, step)
+    assert read_response(reader, "GET").body == b"hello"
+    # what the server sent past its framing is in view (the transport drops such a connection)
+    assert reader.read(len(stray)) == stray and reader.buffered == 0
+    assert reader.read() == b"" and reader.readline(10) == b""
+
+
+def test_a_socket_reader_keeps_to_its_line_limit_and_reads_to_the_end() -> None:
+    reader = trickled(b"abcdef\nrest of it", 2)
+    assert reader.readline(4) == b"abcd"
+    assert reader.readline(100) == b"ef\n"
+    assert reader.read() == b"rest of it"
+
+
+def test_a_socket_reader_does_not_allocate_a_body_the_server_only_announced() -> None:
+    reader = trickled(OK + b"Content-Length: 1099511627776\r\n\r\nshort", 64)
+    with pytest.raises(IncompleteBody):
+        read_response(reader, "GET")  # a terabyte announced: read as it comes, cut short, no MemoryError

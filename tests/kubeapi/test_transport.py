@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import ssl
 import threading
 import time
@@ -189,21 +190,28 @@ def test_closing_the_transport_fails_a_request_under_way_and_not_the_next(server
     transport = Transport(configuration)
     headers = {"Authorization": f"Bearer {TOKEN}"}
     failed: list[BaseException] = []
+    idle = transport.request("GET", "/apis/example.com/v1/t", None, headers, 10)  # the main thread's, now idle
 
     def slow() -> None:
-        try:
+        transport.request("GET", "/apis/example.com/v1/t", None, headers, 10)
+        try:  # a GET on a reused connection: one that breaks under it would be sent again, unless closed
             transport.request("GET", "/apis/example.com/v1/slow", None, headers, 10)
         except BaseException as exc:
             failed.append(exc)
+        failed.append(AssertionError("then")) if transport.request(
+            "GET", "/apis/example.com/v1/t", None, headers, 10)[0] != 200 else None
     waiting = threading.Thread(target=slow)
     waiting.start()
     deadline = time.monotonic() + 5
-    while not server.hits and time.monotonic() < deadline:
+    while not any(hit[1].endswith("/slow") for hit in server.hits) and time.monotonic() < deadline:
         time.sleep(0.01)
     transport.close()
     waiting.join(10)
-    assert len(failed) == 1 and isinstance(failed[0], OSError), failed
+    assert idle[0] == 200 and len(failed) == 1 and isinstance(failed[0], OSError), failed
+    assert [hit[1] for hit in server.hits].count("/apis/example.com/v1/slow") == 1  # not sent again
+    # the idle thread's next request opens a new connection too
     assert transport.request("GET", "/apis/example.com/v1/t", None, headers, 10)[0] == 200
+    assert len(server.ports()) == 4
 
 
 def test_an_answer_later_than_the_timeout_fails_the_request_and_not_the_next(server: Server) -> None:
@@ -323,3 +331,30 @@ def test_a_ca_file_rewritten_in_place_is_read_again_for_the_next_connection(serv
         kube.get(THINGS, "t", "ns")
     ca.write_bytes(Path(server.kubeconfig_ca()).read_bytes())  # rotated to the right one, same path
     assert kube.get(THINGS, "t", "ns")["method"] == "GET"
+
+
+def test_bytes_past_an_answers_framing_never_become_the_next_answer() -> None:
+    """A server (or a proxy before it) that sends more than its framing says: the transport drops
+    the connection, and the next request gets its own answer on a new one."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[int] = []
+
+    def serve() -> None:
+        for n in range(2):
+            conn, _ = listener.accept()
+            accepted.append(n)
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}'
+                             b'HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n{"stray": true}')
+                conn.recv(65536)  # until the client closes its end
+    threading.Thread(target=serve, daemon=True).start()
+    configuration = k8s_client.Configuration()
+    configuration.host = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    transport = Transport(configuration)
+    try:
+        assert [transport.request("GET", "/a", None, {}, 5)[1] for _ in range(2)] == [b"{}", b"{}"]
+        assert accepted == [0, 1]
+    finally:
+        transport.close()
+        listener.close()
