@@ -21,7 +21,7 @@ from kubernetes import config as k8s_config
 
 from batchgate.kinds.model import Resource
 from kubeapi.client import ApiError, KubeClient
-from kubeapi.transport import MAX_RETRY_AFTER, RETRIES_AFTER, Transport, serves
+from kubeapi.transport import MAX_RETRY_AFTER, RETRIES_AFTER, Endpoint, Transport, serves
 from tests.tls_stub import TlsStub
 
 TOKEN = "transport-token"
@@ -252,6 +252,21 @@ def test_a_server_url_with_a_path_prefixes_every_request(server: Server) -> None
     kube.api_client.configuration.host += "/k8s/clusters/c-1"
     kube.get(THINGS, "t", "ns")
     assert server.hits[-1][1] == "/k8s/clusters/c-1/apis/example.com/v1/namespaces/ns/things/t"
+
+
+@pytest.mark.parametrize("url, host_field", [
+    ("https://10.0.0.1:6443", "10.0.0.1:6443"),
+    ("https://api.example:443", "api.example"),  # the port its scheme implies is left out
+    ("https://api.example", "api.example"),
+    ("http://api.example:80/prefix", "api.example"),
+    ("http://api.example:8080", "api.example:8080"),
+    ("https://[fd00::1]:6443", "[fd00::1]:6443"),  # an IPv6 address keeps its brackets
+    ("https://[::1]", "[::1]"),
+])
+def test_the_host_field_names_the_server_as_its_url_does(url: str, host_field: str) -> None:
+    configuration = k8s_client.Configuration()
+    configuration.host = url
+    assert Endpoint.of(configuration).host_field == host_field
 
 
 @pytest.mark.parametrize("proxy, no_proxy, kept_alive", [
