@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 import socket
-from dataclasses import dataclass
 from typing import Mapping, Protocol
+
+from batchgate.frozen import frozen
 
 MAX_LINE = 65536
 """Longest status line, field line or chunk-size line accepted (http.client's limit)."""
@@ -56,7 +57,7 @@ class Reader(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Response:
     status: int
     fields: Mapping[str, str]  # names in lower case; a repeated field's values joined by ", "

@@ -9,14 +9,15 @@ a condition's status flips, so grace periods measured from it survive restarts (
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from batchgate.clock import format_time, parse_time
+from batchgate.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Condition:
     type: str
     status: str  # "True" | "False" | "Unknown"

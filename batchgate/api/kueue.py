@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from decimal import Decimal
 from collections.abc import Mapping
@@ -21,6 +21,7 @@ from batchgate.api.kueue_fields import FieldError
 from batchgate.api.node_affinity import NodeAffinity, parse_node_affinity
 from batchgate.api.pod_requests import pod_requests
 from batchgate.api.selectors import LabelSelector, parse_label_selector
+from batchgate.frozen import frozen
 
 __all__ = [
     "FieldError", "LabelSelector", "ResourceQuota", "FlavorQuotas", "ResourceGroup", "Preemption",
@@ -287,7 +288,7 @@ def from_units(resource: str, units: int) -> Decimal:
     return Decimal(units) / 1000 if resource in _MILLI_RESOURCES else Decimal(units)
 
 
-@dataclass(frozen=True)
+@frozen
 class PodSet:
     """A group of identical pods; `requests` is per pod, `tolerations` and `affinity` from the template."""
 
@@ -308,7 +309,7 @@ class PodSet:
         return {name: value * self.remaining for name, value in self.requests.items()}
 
 
-@dataclass(frozen=True)
+@frozen
 class PodSetAssignment:
     name: str
     flavors: Mapping[str, str]
@@ -327,13 +328,13 @@ class PodSetAssignment:
                 for name, value in self.resource_usage.items()}
 
 
-@dataclass(frozen=True)
+@frozen
 class Admission:
     cluster_queue: str
     pod_set_assignments: tuple[PodSetAssignment, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Workload:
     namespace: str
     name: str
@@ -376,8 +377,7 @@ class Workload:
         reclaimable = _reclaimable(status.get("reclaimablePods"), "status.reclaimablePods")
         for i, ps in enumerate(raw_sets):
             p = f.join(ps_path, i)
-            pod_set = _pod_set(f.mapping(ps, p, required=True), p)
-            pod_sets.append(replace(pod_set, reclaimable=reclaimable.get(pod_set.name, 0)))
+            pod_sets.append(_pod_set(f.mapping(ps, p, required=True), p, reclaimable))
         names = [ps.name for ps in pod_sets]
         if len(set(names)) != len(names):
             raise FieldError(ps_path, f"pod set names must be unique, got {names}")
@@ -412,18 +412,21 @@ def _boolean(raw: Any, path: str, default: bool) -> bool:
     return raw
 
 
-def _pod_set(ps: Mapping[str, Any], path: str) -> PodSet:
+def _pod_set(ps: Mapping[str, Any], path: str, reclaimable: Mapping[str, int]) -> PodSet:
+    """`reclaimable`: status.reclaimablePods by pod set name."""
+    name = f.string(ps.get("name"), f.join(path, "name"), default="main")
     template = f.mapping(ps.get("template"), f.join(path, "template"))
     spec_path = f.join(path, "template", "spec")
     pod_spec = f.mapping(template.get("spec"), spec_path)
     tolerations = tuple(f.mapping(t, f.join(spec_path, "tolerations", i), required=True)
                         for i, t in enumerate(f.sequence(pod_spec.get("tolerations"), f.join(spec_path, "tolerations"))))
     return PodSet(
-        name=f.string(ps.get("name"), f.join(path, "name"), default="main"),
+        name=name,
         count=f.integer(ps.get("count"), f.join(path, "count"), default=1, minimum=0),
         requests=pod_requests(pod_spec, spec_path),
         tolerations=tolerations,
         affinity=parse_node_affinity(pod_spec, spec_path),
+        reclaimable=reclaimable.get(name, 0),
     )
 
 

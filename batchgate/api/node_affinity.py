@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from batchgate.api import kueue_fields as f
 from batchgate.api.errors import FieldError
+from batchgate.frozen import frozen
 
 __all__ = ["NodeSelectorRequirement", "NodeSelectorTerm", "NodeAffinity", "parse_node_affinity"]
 
@@ -58,7 +59,7 @@ class NodeSelectorTerm:
         return all(r.matches(labels) for r in self.expressions) and all(r.matches(names) for r in self.fields)
 
 
-@dataclass(frozen=True)
+@frozen
 class NodeAffinity:
     """`spec.nodeSelector` and the required node affinity terms (None: no required affinity)."""
 

@@ -8,6 +8,7 @@ from typing import Any, Literal, Mapping
 
 from batchgate.api.errors import FieldError, child, type_name
 from batchgate.api.kueue_fields import string_map
+from batchgate.frozen import frozen
 
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -29,7 +30,7 @@ class Requirement:
         return labels.get(self.key) not in self.values
 
 
-@dataclass(frozen=True)
+@frozen
 class LabelSelector:
     """All requirements must hold; the empty selector matches everything."""
 

@@ -12,11 +12,11 @@ Pure: the adapters own the lock around it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from batchgate.api.objects import metadata
+from batchgate.frozen import frozen
 
 Obj = Mapping[str, Any]
 
@@ -76,7 +76,7 @@ def _older(obj: Obj, seen: Obj | None) -> bool:
     return mine is not None and theirs is not None and mine < theirs
 
 
-@dataclass(frozen=True)
+@frozen
 class Change:
     """One observed change: the reconcilers' trigger. `old` is None for ADDED, `new` for DELETED."""
 

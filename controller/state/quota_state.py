@@ -27,6 +27,7 @@ from batchgate.api.kueue import (
 from batchgate.api.kueue_fields import string_map
 from batchgate.api.node_affinity import NodeAffinity
 from batchgate.api.objects import metadata
+from batchgate.frozen import frozen
 from batchgate.policy import Admission, FairSharing
 from controller.state.cache import ObjectKey
 from controller.state.pending_queues import PendingQueues, sort_key
@@ -43,7 +44,7 @@ def workload_key(namespace: str, name: str) -> ObjectKey:
     return ObjectKey("Workload", namespace, name)
 
 
-@dataclass(frozen=True)
+@frozen
 class PodSetRequest:
     name: str
     count: int
@@ -52,7 +53,7 @@ class PodSetRequest:
     affinity: NodeAffinity = NodeAffinity()
 
 
-@dataclass(frozen=True)
+@frozen
 class WorkloadInfo:
     """A Workload reduced to what admission compares: priority, queue order and requests."""
 
@@ -77,7 +78,7 @@ class WorkloadInfo:
         return self.priority, self.requests_key
 
 
-@dataclass(frozen=True)
+@frozen
 class AdmittedWorkload:
     """A workload holding quota in `cluster_queue` (until its eviction completes)."""
 
@@ -89,7 +90,7 @@ class AdmittedWorkload:
     evicted: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class FlavorProgress:
     """Kueue's LastAssignment: where flavor assignment stopped, valid while the ClusterQueue's
     generation (bumped when its quota changes or one of its workloads leaves) is unchanged."""

@@ -18,6 +18,8 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from batchgate.frozen import frozen
+
 from controller.decisions.quota.admission import run_cycle
 from controller.decisions.quota.outcomes import Admit, CycleResult, Evict, PreemptionTarget
 from controller.decisions.quota.stop_policy import drain_evictions
@@ -25,7 +27,7 @@ from controller.state.cache import ObjectKey
 from controller.state.quota_state import QuotaState, WorkloadInfo
 
 
-@dataclass(frozen=True)
+@frozen
 class Admission:
     """An admission assumed in the state; `info` is the workload as admitted (for its status)."""
 

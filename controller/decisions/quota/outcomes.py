@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
+from batchgate.frozen import frozen
+
 from controller.state.cache import ObjectKey
 from controller.state.quota_state import FlavorProgress
 
@@ -12,7 +14,7 @@ FlavorResource = tuple[str, str]
 QueueName = Literal["active", "inadmissible"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Assignment:
     """Flavors per pod set and resource, and the quota they take (integer units)."""
 
@@ -21,21 +23,21 @@ class Assignment:
     borrows: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Admit:
     workload: ObjectKey
     cluster_queue: str
     assignment: Assignment
 
 
-@dataclass(frozen=True)
+@frozen
 class PreemptionTarget:
     workload: ObjectKey
     cluster_queue: str
     reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
 
 
-@dataclass(frozen=True)
+@frozen
 class Preempt:
     """Evict `targets` so that `preemptor` fits later; `reason` is the Preempted message."""
 
@@ -44,7 +46,7 @@ class Preempt:
     reason: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Requeue:
     """A head that was not admitted: where it waits now, and the message users see."""
 
@@ -66,7 +68,7 @@ class Evict:
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class CycleResult:
     admit: tuple[Admit, ...] = ()
     preempt: tuple[Preempt, ...] = ()
