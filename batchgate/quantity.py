@@ -8,6 +8,7 @@ suffix) and kept exact: `0.1 + 0.2` CPUs must equal `300m`, never `0.30000000000
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import lru_cache
 from typing import Mapping
 
 from kubernetes.utils.quantity import parse_quantity as _parse_quantity
@@ -24,9 +25,17 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}")
     try:
-        return Decimal(_parse_quantity(value))
+        return _parsed(value) if type(value) is str else Decimal(_parse_quantity(value))
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise QuantityError(f"invalid quantity {value!r}") from exc
+
+
+@lru_cache(maxsize=4096)
+def _parsed(value: str) -> Decimal:
+    """The client's parse of a string, remembered: a cluster's requests and quotas repeat a few
+    values (`2`, `500m`, `4Gi`), read again from every Workload event (3.5 µs a parse, 0.1 µs a
+    lookup). A Decimal is immutable, so one may be shared; a failure is not remembered."""
+    return Decimal(_parse_quantity(value))
 
 
 def parse_resources(raw: Mapping[str, object] | None) -> Resources:

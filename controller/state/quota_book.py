@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Mapping
 
 from batchgate.api.kueue import ClusterQueue, from_units, to_units
@@ -23,7 +24,10 @@ Usage = dict[FlavorResource, int]
 __all__ = ["FlavorResource", "Usage", "QuotaBook", "UsageOverlay", "Quota", "format_units", "quotas_of", "to_units"]
 
 
+@lru_cache(maxsize=4096)
 def format_units(resource: str, units: int) -> str:
+    """Units as users write the quantity, remembered: every nomination that does not fit spells
+    its request and the room left in its message, and the same few values recur."""
     return format_quantity(from_units(resource, units), resource)
 
 

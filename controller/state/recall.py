@@ -18,7 +18,7 @@ T = TypeVar("T")
 MAX_KEPT = 4096  # results per scope; a scope over it starts afresh (bounded memory whatever the shapes)
 
 
-@dataclass
+@dataclass(slots=True)
 class Kept:
     """What one scope's current version has computed so far."""
 
