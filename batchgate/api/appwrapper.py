@@ -16,6 +16,7 @@ from batchgate.api.objects import api_version_kind
 from batchgate.api.paths import Location
 from batchgate.api.kueue_fields import string_map
 from batchgate.api.values import parse_str
+from batchgate.frozen import frozen
 from batchgate.kinds import APPWRAPPER, PodSet
 from batchgate.kinds.wrapped import declared_or_inferred, infer_pod_sets
 
@@ -35,7 +36,7 @@ class DeclaredPodSet:
         return 1 if self.replicas is None else self.replicas
 
 
-@dataclass(frozen=True)
+@frozen
 class Component:
     index: int
     template: Mapping[str, Any]
@@ -59,7 +60,7 @@ class Component:
         return f"spec.components[{self.index}]"
 
 
-@dataclass(frozen=True)
+@frozen
 class AppWrapper:
     name: str
     namespace: str

@@ -14,6 +14,7 @@ from urllib.parse import quote
 from batchgate.api.errors import FieldError, type_name
 from batchgate.api.objects import Named, api_version_kind
 from batchgate.api.paths import Location, format_steps, get_at
+from batchgate.frozen import frozen
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Resource(Named):
         return base
 
 
-@dataclass(frozen=True)
+@frozen
 class PodSet:
     """Pods made from one template: where it is (relative to the object) and how many.
 

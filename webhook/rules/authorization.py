@@ -13,11 +13,11 @@ distinct subject and kind, never one per component), an adapter answers them
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, Mapping
 
 from batchgate.api.appwrapper import parse_appwrapper
 from batchgate.api.errors import FieldError, child
+from batchgate.frozen import frozen
 from batchgate.policy import Policy
 from batchgate.controller_rights import rights_fix
 from batchgate.kinds import APPWRAPPER
@@ -32,7 +32,7 @@ Role = Literal["user", "controller"]
 Outcome = Literal["allowed", "denied", "unserved", "unavailable"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Subject:
     """Who a SubjectAccessReview asks about: hashable, so it can key a cache."""
 
@@ -57,7 +57,7 @@ class Subject:
         return cls(username, groups=(AUTHENTICATED,))
 
 
-@dataclass(frozen=True)
+@frozen
 class AccessQuestion:
     """May `subject` `verb` objects of `kind` in `namespace`? The adapter finds the resource."""
 
@@ -68,7 +68,7 @@ class AccessQuestion:
     verb: str = "create"
 
 
-@dataclass(frozen=True)
+@frozen
 class AccessAnswer:
     """The authorizer's answer. `resource` is the plural discovery gave (empty if unserved);
     `reason` quotes the authorizer (its reason and evaluation error), or says why no answer came."""
@@ -78,7 +78,7 @@ class AccessAnswer:
     reason: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class AccessPlan:
     """The components' kinds by index, and the distinct questions they raise."""
 

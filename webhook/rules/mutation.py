@@ -12,7 +12,6 @@ other controllers (a Job's pods); both end with the distributed-framework plugin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from batchgate import keys
@@ -21,6 +20,7 @@ from batchgate.api.errors import FieldError
 from batchgate.api.wire import copy_json
 from batchgate.api.paths import format_steps, get_at
 from batchgate.api.pod_templates import pod_template_locations
+from batchgate.frozen import frozen
 from batchgate.policy import Policy
 from batchgate.kinds import APPWRAPPER, QUEUED_BY_QUALIFIED
 from webhook.rules.frameworks import FrameworkSettings, apply_frameworks
@@ -28,7 +28,7 @@ from webhook.rules.identity import identity_labels
 from webhook.rules.review import AdmissionRequest
 from webhook.rules.scope import Scope
 
-@dataclass(frozen=True)
+@frozen
 class MutationContext:
     """Everything a mutation step may read."""
 
@@ -45,7 +45,7 @@ class MutationContext:
         return self.scope == "top-level" and self.kind in QUEUED_BY_QUALIFIED
 
 
-@dataclass(frozen=True)
+@frozen
 class StepResult:
     changes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -201,7 +201,7 @@ POD_PHASE_STEPS: tuple[Step, ...] = (frameworks,)
 """Run on objects created by other controllers ("other" scope): only the framework pod phase."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     object: dict[str, Any]
     changes: tuple[str, ...]

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Mapping
 
 from batchgate.api.objects import Named
+from batchgate.frozen import frozen
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
 
-@dataclass(frozen=True)
+@frozen
 class UserInfo:
     """Who sent the request, as the API server authenticated them."""
 
@@ -20,7 +21,7 @@ class UserInfo:
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class GroupVersionKind(Named):
     group: str
     version: str
@@ -32,7 +33,7 @@ class GroupVersionKind(Named):
         return cls(group, version, kind)
 
 
-@dataclass(frozen=True)
+@frozen
 class AdmissionRequest:
     """One admission request. `object`/`old_object` are the raw wire values (maybe not dicts)."""
 
@@ -49,7 +50,7 @@ class AdmissionRequest:
     dry_run: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Mutation:
     """What `/mutate` decided: the mutated deep copy and why each change was made.
 
@@ -65,7 +66,7 @@ class Mutation:
     """Short CamelCase word for the audit log: Mutated, Unchanged, Exempt, NamespaceNotManaged..."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """What `/validate` decided. `reason` is a short CamelCase rule name, `message` names the field."""
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Mapping, Sequence
+
+from batchgate.frozen import frozen
 
 from webhook.rules.review import AdmissionRequest, GroupVersionKind, UserInfo
 
@@ -183,7 +184,7 @@ def json_patch(original: Any, mutated: Any) -> list[dict[str, Any]]:
     return ops
 
 
-@dataclass(frozen=True)
+@frozen
 class Reply:
     """One answer to one review, before it becomes wire JSON."""
 

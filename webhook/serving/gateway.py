@@ -8,9 +8,10 @@ allowed=false review, logged with its traceback) and the worker keeps serving.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Mapping
 
+from batchgate.frozen import frozen
 from batchgate.policy import DEFAULT_POLICY_CONFIGMAP, Policy
 from webhook import rules
 from webhook.serving.admission_review import Reply, json_patch
@@ -20,7 +21,7 @@ log = logging.getLogger("batchgate.webhook")
 NamespaceLabels = Mapping[str, Mapping[str, str]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Decision:
     """A reply plus what the audit line needs beyond it."""
 

@@ -7,10 +7,10 @@ hosts, port); when each of its pods is created, the pod gets the env of its role
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from batchgate import keys
+from batchgate.frozen import frozen
 from batchgate.kinds import APPWRAPPER, JOB
 
 from ..review import GroupVersionKind
@@ -30,7 +30,7 @@ __all__ = [
 _WORKLOAD_KINDS = {(k.group, k.kind) for k in (APPWRAPPER, JOB)}
 
 
-@dataclass(frozen=True)
+@frozen
 class FrameworkOutcome:
     """What the framework phases did to the working copy, or why the object must be denied."""
 

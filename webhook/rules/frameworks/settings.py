@@ -15,6 +15,7 @@ from batchgate import keys
 
 from batchgate.frameworks.errors import FrameworkError
 from batchgate.frameworks.roles import ROLES
+from batchgate.frozen import frozen
 
 ARGS_PATH = f"metadata.annotations[{keys.FRAMEWORK_ARGS_ANNOTATION}]"
 DEFAULT_NPROC_PER_NODE = "auto"
@@ -23,7 +24,7 @@ _NPROC_WORDS = ("auto", "cpu", "gpu")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
 
-@dataclass(frozen=True)
+@frozen
 class FrameworkSettings:
     """Cluster-wide defaults; the gateway builds one from the policy's `frameworks` section."""
 
