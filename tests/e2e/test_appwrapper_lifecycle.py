@@ -678,10 +678,18 @@ def test_deleting_a_running_appwrapper_removes_its_components_pods_and_finalizer
     scenario.wait_no_pods("bye")
 
 
+SILENCE_SETTLES = 1.0
+
+
 @contextmanager
 def silent(scenario: Scenario, node: str) -> Iterator[None]:
-    """The node's kubelet stops answering: its pods, once deleted, stay Terminating until force-deleted."""
+    """The node's kubelet stops answering: its pods, once deleted, stay Terminating until force-deleted.
+
+    The kubelets learn the label from their node watch, which has no other sign to wait for (the
+    silence shows in the node's Lease only at the next 10 s heartbeat); a pod deleted before that
+    watch event arrives would still be let go by its kubelet, so the label is given a second."""
     scenario.stack.admin("label", "node", node, f"{HEALTH_LABEL}=unreachable")
+    time.sleep(SILENCE_SETTLES)
     try:
         yield
     finally:
