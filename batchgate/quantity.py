@@ -16,6 +16,11 @@ from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 Resources = dict[str, Decimal]
 
 
+REMEMBERED_LENGTH = 64
+"""Longest quantity string remembered once parsed: real ones are a few characters; a hostile
+review's (up to its 3 MiB) would otherwise stay in memory."""
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
@@ -25,7 +30,9 @@ def parse_quantity(value: str | int | float | Decimal) -> Decimal:
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}")
     try:
-        return _parsed(value) if type(value) is str else Decimal(_parse_quantity(value))
+        if type(value) is str and len(value) <= REMEMBERED_LENGTH:
+            return _parsed(value)
+        return Decimal(_parse_quantity(value))
     except (ValueError, TypeError, ArithmeticError) as exc:
         raise QuantityError(f"invalid quantity {value!r}") from exc
 

@@ -15,12 +15,22 @@ class FieldError(ValueError):
         self.detail = detail
 
 
-@lru_cache(maxsize=4096, typed=True)  # typed: True is not the index 1
+REMEMBERED_LENGTH = 512
+"""Longest path and key whose child path is remembered. An honest object's are far shorter; a
+hostile review's keys (up to its 3 MiB) would otherwise stay in memory, 4,096 of them."""
+
+
 def child(path: str, key: str | int) -> str:
     """Extend a field path with a map key or a list index, the way Kubernetes prints them.
 
     Parsers build the path of every field they read, error or not, and the same few hundred paths
     recur in every Workload: remembered, each costs a lookup (the watch parses every event)."""
+    if len(path) > REMEMBERED_LENGTH or (type(key) is str and len(key) > REMEMBERED_LENGTH):
+        return _child(path, key)
+    return _remembered(path, key)
+
+
+def _child(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
     if not key or any(c.isspace() or not c.isprintable() or c in '[]"' for c in key):
@@ -30,6 +40,9 @@ def child(path: str, key: str | int) -> str:
     if "." in key or "/" in key:
         return f"{path}[{key}]"
     return f"{path}.{key}"
+
+
+_remembered = lru_cache(maxsize=4096, typed=True)(_child)  # typed: True is not the index 1
 
 
 def type_name(value: object) -> str:

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from batchgate import quantity
 from batchgate.quantity import QuantityError, add, format_quantity, parse_quantity, parse_resources, scale
 
 
@@ -44,3 +45,13 @@ def test_formats_the_way_users_write(value: str, resource: str, text: str) -> No
 def test_millicores_round_trip(milli: int) -> None:
     value = parse_quantity(f"{milli}m")
     assert parse_quantity(format_quantity(value, "cpu")) == value
+
+
+def test_only_short_quantity_strings_are_remembered() -> None:
+    """A parse is remembered for the strings a cluster repeats, never for a hostile review's long one."""
+    quantity._parsed.cache_clear()
+    assert parse_quantity("250m") == parse_quantity("250m") == Decimal("0.25")
+    assert quantity._parsed.cache_info().currsize == 1
+    long = "1" * (quantity.REMEMBERED_LENGTH + 1)
+    assert parse_quantity(long) == Decimal(long)
+    assert quantity._parsed.cache_info().currsize == 1
