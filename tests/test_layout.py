@@ -21,8 +21,6 @@ HERE = "tests/test_layout.py"
 
 UNMIRRORED: Mapping[str, str] = {
     # batchgate/: the shared vocabulary, mostly exercised through the modules that parse with it
-    "batchgate/api/errors.py": "the located error type every parser raises; its messages are asserted in "
-                               "tests/batchgate/api/test_appwrapper.py and tests/batchgate/api/test_pod_templates.py",
     "batchgate/api/failure_policy.py": "parsed with the typed AppWrapper in tests/batchgate/api/test_appwrapper.py; "
                                        "applied in tests/controller/decisions/appwrapper/test_failure_policy.py",
     "batchgate/api/kueue_fields.py": "Kueue's field readers, through the typed Workload and ClusterQueue in "
