@@ -280,15 +280,27 @@ class Takeover:
     transitions: int  # how much leaseTransitions went up
 
 
+def deletion_time(kubectl: Kubectl, pod_name: str) -> dt.datetime | None:
+    """When the pod was deleted, from its deletionTimestamp (when the grace period ends; the
+    deletion was that many seconds before); None when the pod is already gone, which a controller
+    that exits at once on SIGTERM allows before the next read."""
+    found = kubectl.run("get", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "-o", "json",
+                        "--ignore-not-found").stdout
+    if not found.strip():
+        return None
+    meta = json.loads(found)["metadata"]
+    return parse_time(meta["deletionTimestamp"]) - dt.timedelta(seconds=meta.get("deletionGracePeriodSeconds", 0))
+
+
 def delete_leader(kubectl: Kubectl, holder: str, pod_name: str, then: Callable[[], object] = lambda: None) -> Takeover:
     """Delete the leader's pod, run `then`, and wait until another candidate holds the Lease.
     The old leader's last renewal is read off the Lease until the standby overwrites it (a
     release on shutdown clears the holder and keeps the renewTime)."""
     before = lease_spec(kubectl)
+    # The control plane runs on this machine, so its clock is ours: the deletion was not before now.
+    asked_at = dt.datetime.now(dt.timezone.utc)
     kubectl.run("delete", "pod", "-n", SYSTEM_NAMESPACE, pod_name, "--wait=false")
-    meta = kubectl.get_json("pod", "-n", SYSTEM_NAMESPACE, pod_name)["metadata"]
-    # deletionTimestamp is when the grace period ends; the deletion was that many seconds before.
-    deleted_at = parse_time(meta["deletionTimestamp"]) - dt.timedelta(seconds=meta.get("deletionGracePeriodSeconds", 0))
+    deleted_at = deletion_time(kubectl, pod_name) or asked_at
     then()
     last_renewal, deadline = parse_time(before["renewTime"]), time.monotonic() + WAIT_SECONDS
     while (spec := lease_spec(kubectl)).get("holderIdentity") in ("", holder):
