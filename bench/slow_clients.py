@@ -1,13 +1,13 @@
 """Slow and idle clients against the gateway: are normal reviews still answered at once?
 
-Starts `batchgate webhook` (real gunicorn, TLS, fresh certs, its defaults: 2 workers x 4 threads),
+Starts `batchgate webhook` (real gunicorn, TLS, fresh certs, its defaults: 2 workers x 8 threads),
 opens N hostile connections on loopback and holds them (reopening any the gateway closes):
 idle TCP connections, half-done TLS handshakes, clients sending their headers one byte a second,
 and clients sending a body one byte a second. Meanwhile it sends normal reviews (the demo's
 PyTorchJob-in-AppWrapper to /mutate), each on a fresh TLS connection and on one kept-alive
 connection, and prints their latency: p50, p99, max and how many took over 1 s. Never asserts.
 
-    .venv/bin/python bench/slow_clients.py [--hostile 1000] [--seconds 30] [--workers 2] [--threads 4]
+    .venv/bin/python bench/slow_clients.py [--hostile 1000] [--seconds 30] [--workers 2] [--threads 8]
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def main() -> int:
     p.add_argument("--hostile", type=int, default=1000, help="hostile connections held (default 1000)")
     p.add_argument("--seconds", type=float, default=30.0, help="how long reviews are timed while they are held")
     p.add_argument("--workers", default="2")
-    p.add_argument("--threads", default="4")
+    p.add_argument("--threads", default="8")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         certs = Path(tmp) / "certs"

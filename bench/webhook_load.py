@@ -14,7 +14,7 @@ and its load average. Never asserts.
 SubjectAccessReviews: with the check off, with a warm answer cache, and with every review
 missing the cache (--authorization-cache-ttl 0: one SubjectAccessReview per review).
 
-    .venv/bin/python bench/webhook_load.py [--seconds 8] [--workers 2] [--threads 4] [--conns 1,16] [--repeat N]
+    .venv/bin/python bench/webhook_load.py [--seconds 8] [--workers 2] [--threads 8] [--conns 1,16] [--repeat N]
                                            [--client wrk|python] [--review appwrapper|pod-phase]
                                            [--peer-python VENV/bin/python]   # also the kopf peer
                                            [--sar]   # also /validate with SubjectAccessReviews
@@ -389,7 +389,7 @@ def load_arguments(description: str) -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=float, default=8.0)
     p.add_argument("--warmup", type=float, default=1.5)
     p.add_argument("--workers", default="2")
-    p.add_argument("--threads", default="4")
+    p.add_argument("--threads", default="8")
     p.add_argument("--conns", default="1,16")
     p.add_argument("--client", choices=["wrk", "python"], default="wrk" if shutil.which("wrk") else "python")
     return p

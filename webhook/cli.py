@@ -54,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
     source.add_argument("--policy-configmap", type=_namespaced_name, metavar="NS/NAME",
                         help="watch this ConfigMap (key policy.yaml) with the kubernetes client")
     p.add_argument("--workers", type=_positive, default=2, help="gunicorn worker processes (default 2)")
-    p.add_argument("--threads", type=_positive, default=4, help="threads per worker (default 4)")
+    p.add_argument("--threads", type=_positive, default=8, help="threads per worker (default 8)")
     p.add_argument("--worker-class", choices=["gthread", "sync"], default="gthread",
                    help="gunicorn worker class: gthread keeps connections alive (default); sync is for comparison")
     p.add_argument("--max-connections", type=_positive, default=None,

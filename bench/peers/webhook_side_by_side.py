@@ -21,7 +21,7 @@ too: gunicorn's workers) less its CPU over an idle window as long, measured just
 by the reviews it answered.
 
     python bench/peers/webhook_side_by_side.py [--seconds 8] [--warmup 1.5] [--conns 1,16]
-                                               [--workers 2] [--threads 4]
+                                               [--workers 2] [--threads 8]
 
 A peer or the control plane not built, a server that does not start, or a review not allowed
 ends the bench with one line.
