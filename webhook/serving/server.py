@@ -53,7 +53,7 @@ class ServerOptions:
     port: int
     host: str = "127.0.0.1"
     workers: int = 2
-    threads: int = 4
+    threads: int = 8
     worker_class: str = "gthread"
     policy_file: Path | None = None
     policy_configmap: tuple[str, str] | None = None
